@@ -1,0 +1,1 @@
+"""Channel adapters, loaded by name through `gateway.channels.load_channel`."""

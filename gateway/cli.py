@@ -1,0 +1,190 @@
+"""The `hitl-gateway` command: serve, migrate, check-config, approvals."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gateway import __version__
+from gateway.config import Settings, effective_config, load_settings
+from gateway.errors import ConfigError, GatewayError
+from gateway.logs import setup_logging
+from gateway.models import Outcome, Status
+
+DEV_SECRETS = Path("var/dev-secrets.json")
+Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
+
+
+def dev_defaults(path: Path = DEV_SECRETS) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """A dev secret and API key kept under ./var; returns (defaults, key if it is new)."""
+    new_key = None
+    if path.exists():
+        data = json.loads(path.read_text())
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        new_key = "dev_" + secrets.token_urlsafe(24)
+        data = {"secret_key": secrets.token_urlsafe(32), "api_key": new_key}
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh)
+    return {"security": {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]]}}, new_key
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hitl-gateway", description="Human-in-the-loop approval gateway for AI agents")
+    p.add_argument("--version", action="version", version=f"hitl-gateway {__version__}")
+    p.add_argument("--config", help="TOML config file (default: $HITL_CONFIG or ./hitl-gateway.toml)")
+    p.add_argument("--dev", action="store_true", help="generate a dev secret and API key under ./var if none set")
+    sub = p.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the gateway")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    sub.add_parser("migrate", help="apply database migrations and exit")
+    sub.add_parser("check-config", help="print the effective config (secrets masked)")
+    ap = sub.add_parser("approvals", help="list, show and decide approvals").add_subparsers(
+        dest="action", required=True
+    )
+    ls = ap.add_parser("list")
+    ls.add_argument("--status", choices=[s.value for s in Status])
+    ls.add_argument("--run-id")
+    ls.add_argument("--limit", type=int, default=50)
+    show = ap.add_parser("show")
+    show.add_argument("id")
+    for verb in ("approve", "reject"):
+        d = ap.add_parser(verb)
+        d.add_argument("id")
+        d.add_argument("--by", required=True, help="who decides, e.g. web:alice")
+        d.add_argument("--comment")
+    c = ap.add_parser("cancel")
+    c.add_argument("id")
+    c.add_argument("--by", default="cli")
+    c.add_argument("--reason")
+    return p
+
+
+def _load(args: argparse.Namespace) -> Settings:
+    defaults = None
+    if args.dev:
+        defaults, new_key = dev_defaults()
+        if new_key:
+            print(f"dev API key (kept in {DEV_SECRETS}): {new_key}", file=sys.stderr)  # shown once
+    settings = load_settings(args.config, defaults=defaults)
+    if args.command == "serve" and (args.host or args.port is not None):
+        from dataclasses import replace
+
+        server = replace(
+            settings.server,
+            host=args.host or settings.server.host,
+            port=settings.server.port if args.port is None else args.port,
+        )
+        settings = replace(settings, server=server)
+    return settings
+
+
+def _serve(settings: Settings) -> int:
+    from aiohttp import web
+
+    from gateway.http.app import create_app
+
+    sec = settings.security
+    setup_logging(
+        settings.server.log_level,
+        [
+            *sec.secret_keys,
+            *sec.api_keys,
+            settings.telegram.bot_token,
+            settings.telegram.webhook_secret,
+            settings.slack.bot_token,
+            settings.slack.signing_secret,
+        ],
+    )
+    app = create_app(settings)
+    web.run_app(
+        app,
+        host=settings.server.host,
+        port=settings.server.port,
+        shutdown_timeout=settings.server.shutdown_timeout.total_seconds(),
+        print=lambda msg: print(
+            f"hitl-gateway {__version__} listening on http://{settings.server.host}:"
+            f"{settings.server.port} (store: {settings.store.url})",
+            flush=True,
+        ),
+        access_log_format='%a "%r" %s %b %Tfs',
+    )
+    return 0
+
+
+async def _with_runtime(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> int:
+    from gateway.runtime import Runtime
+
+    rt = Runtime(settings)
+    await rt.start(background=False)
+    try:
+        return await fn(rt)
+    finally:
+        await rt.stop()
+
+
+def _dump(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+async def _approvals(args: argparse.Namespace, rt: Any) -> int:
+    svc = rt.service
+    if args.action == "list":
+        status = Status(args.status) if args.status else None
+        items = await rt.store.list_approvals(status=status, run_id=args.run_id, limit=args.limit)
+        for a in items:
+            print(f"{a.id}  {a.status.value:<16}  {a.run_id}/{a.step}  {a.title}")
+        return 0
+    if args.action == "show":
+        approval = await svc.get(args.id)
+        _dump({**approval.to_api(), "events": [e.to_api() for e in await rt.store.list_events(approval.id)]})
+        return 0
+    if args.action == "cancel":
+        _dump((await svc.cancel(args.id, args.by, args.reason)).to_api())
+        return 0
+    outcome = Outcome.APPROVE if args.action == "approve" else Outcome.REJECT
+    approval = await svc.decide(args.id, outcome, args.by, comment=args.comment, channel="cli", trusted=True)
+    _dump(approval.to_api())
+    return 0
+
+
+async def _migrate(settings: Settings) -> int:
+    async def run(rt: Any) -> int:
+        print(f"schema at version {await rt.store.schema_version()}")
+        return 0
+
+    return await _with_runtime(settings, run)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = _load(args)
+        if args.command == "check-config":
+            _dump(effective_config(settings))
+            return 0
+        if args.command == "serve":
+            return _serve(settings)
+        if args.command == "migrate":
+            return asyncio.run(_migrate(settings))
+        if args.command == "approvals":
+            return asyncio.run(_with_runtime(settings, lambda rt: _approvals(args, rt)))
+        handler = getattr(args, "handler", None)
+        if handler is not None:
+            return int(asyncio.run(handler(args, settings)))
+        return 2
+    except ConfigError as exc:
+        print(f"hitl-gateway: {exc.message}", file=sys.stderr)
+        return 2
+    except GatewayError as exc:
+        print(f"hitl-gateway: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1

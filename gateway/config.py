@@ -1,0 +1,412 @@
+"""Typed, frozen settings. The only module that reads config files and the environment.
+
+Sources, lowest to highest precedence: built-in defaults, the TOML file (`--config PATH`, else
+`HITL_CONFIG`, else `./hitl-gateway.toml` if it exists), then `HITL_<SECTION>_<KEY>` variables.
+Every problem is a `ConfigError` naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from gateway.durations import format_duration, parse_duration
+from gateway.errors import ConfigError, ValidationError
+from gateway.models import Policy
+from gateway.policy import parse_policy
+
+DEFAULT_PATH = "hitl-gateway.toml"
+_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    public_url: str = "http://127.0.0.1:8080"
+    max_body_bytes: int = 1024 * 1024
+    shutdown_timeout: timedelta = timedelta(seconds=10)
+    log_level: str = "INFO"
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    url: str = "sqlite:///./var/hitl-gateway.db"
+
+
+@dataclass(frozen=True, slots=True)
+class SecuritySettings:
+    secret_keys: tuple[str, ...] = ()
+    api_keys: tuple[str, ...] = ()
+    token_grace: timedelta = timedelta(days=7)
+    token_max_age: timedelta = timedelta(days=30)
+    token_decisions: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TelegramSettings:
+    bot_token: str = ""
+    webhook_secret: str = ""
+    base_url: str = "https://api.telegram.org/bot"
+    approvers: tuple[int, ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.bot_token)
+
+
+@dataclass(frozen=True, slots=True)
+class SlackSettings:
+    bot_token: str = ""
+    signing_secret: str = ""
+    base_url: str = "https://slack.com/api/"
+    approvers: tuple[str, ...] = ()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.bot_token)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    name: str
+    command: tuple[str, ...] = ()
+    entrypoint: str = ""
+    url: str = ""
+    timeout: timedelta = timedelta(minutes=5)
+    max_attempts: int = 5
+
+    @property
+    def kind(self) -> str:
+        return "command" if self.command else "entrypoint" if self.entrypoint else "url"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    server: ServerSettings = field(default_factory=ServerSettings)
+    store: StoreSettings = field(default_factory=StoreSettings)
+    security: SecuritySettings = field(default_factory=SecuritySettings)
+    telegram: TelegramSettings = field(default_factory=TelegramSettings)
+    slack: SlackSettings = field(default_factory=SlackSettings)
+    policies: Mapping[str, Policy] = field(default_factory=lambda: {"default": Policy()})
+    workers: Mapping[str, WorkerSettings] = field(default_factory=dict)
+
+    def enabled_channels(self) -> frozenset[str]:
+        kinds = {"web"}
+        if self.telegram.enabled:
+            kinds.add("telegram")
+        if self.slack.enabled:
+            kinds.add("slack")
+        return frozenset(kinds)
+
+
+# ---------------------------------------------------------------- value coercion
+
+
+def _str(key: str, v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    raise ConfigError(key, f"expected a string, got {type(v).__name__}")
+
+
+def _int(key: str, v: Any) -> int:
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            raise ConfigError(key, f"expected an integer, got {v!r}") from None
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    raise ConfigError(key, f"expected an integer, got {type(v).__name__}")
+
+
+def _bool(key: str, v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        return v.strip().lower() in ("1", "true", "yes", "on")
+    raise ConfigError(key, f"expected true or false, got {v!r}")
+
+
+def _duration(key: str, v: Any) -> timedelta:
+    try:
+        return parse_duration(v)
+    except ValueError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
+def _list(key: str, v: Any) -> list[Any]:
+    if isinstance(v, str):
+        text = v.strip()
+        if text.startswith("["):
+            try:
+                parsed = tomllib.loads(f"v = {text}")["v"]
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(key, f"not a TOML list: {exc}") from None
+            return list(parsed)
+        return [p.strip() for p in text.split(",") if p.strip()]
+    if isinstance(v, list):
+        return v
+    raise ConfigError(key, f"expected a list, got {type(v).__name__}")
+
+
+def _strs(key: str, v: Any) -> tuple[str, ...]:
+    return tuple(_str(f"{key}[{i}]", x) for i, x in enumerate(_list(key, v)))
+
+
+def _ints(key: str, v: Any) -> tuple[int, ...]:
+    return tuple(_int(f"{key}[{i}]", x) for i, x in enumerate(_list(key, v)))
+
+
+Coerce = Callable[[str, Any], Any]
+_SPEC: dict[str, dict[str, Coerce]] = {
+    "server": {
+        "host": _str,
+        "port": _int,
+        "public_url": _str,
+        "max_body_bytes": _int,
+        "shutdown_timeout": _duration,
+        "log_level": _str,
+    },
+    "store": {"url": _str},
+    "security": {
+        "secret_keys": _strs,
+        "api_keys": _strs,
+        "token_grace": _duration,
+        "token_max_age": _duration,
+        "token_decisions": _bool,
+    },
+    "telegram": {"bot_token": _str, "webhook_secret": _str, "base_url": _str, "approvers": _ints},
+    "slack": {"bot_token": _str, "signing_secret": _str, "base_url": _str, "approvers": _strs},
+}
+_POLICY_KEYS = (
+    "timeout",
+    "on_timeout",
+    "escalate_to",
+    "escalation_timeout",
+    "after_escalation",
+    "remind",
+    "quorum",
+)
+_WORKER_SPEC: dict[str, Coerce] = {
+    "command": _strs,
+    "entrypoint": _str,
+    "url": _str,
+    "timeout": _duration,
+    "max_attempts": _int,
+}
+_POLICY_LISTS = {"escalate_to", "remind"}
+SECRET_KEYS = frozenset({"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys"})
+
+
+# ---------------------------------------------------------------- loading
+
+
+def _read_toml(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError("--config", f"file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("--config", f"{path} is not valid TOML: {exc}") from None
+
+
+def _env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    for section, keys in _SPEC.items():
+        for key in keys:
+            name = f"HITL_{section}_{key}".upper()
+            if name in env:
+                out.setdefault(section, {})[key] = env[name]
+    groups: tuple[tuple[str, tuple[str, ...]], ...] = (("policies", _POLICY_KEYS), ("workers", tuple(_WORKER_SPEC)))
+    for group, names in groups:
+        prefix = f"HITL_{group.upper()}_"
+        table = {k: dict(v) for k, v in out.get(group, {}).items()} if isinstance(out.get(group), dict) else {}
+        for name in env:
+            if not name.startswith(prefix):
+                continue
+            rest = name[len(prefix) :]
+            for key in sorted(names, key=len, reverse=True):
+                suffix = "_" + key.upper()
+                if rest.endswith(suffix) and len(rest) > len(suffix):
+                    item = rest[: -len(suffix)].lower()
+                    table.setdefault(item, {})[key] = env[name]
+                    break
+        if table:
+            out[group] = table
+    return out
+
+
+def _section(raw: dict[str, Any], section: str) -> dict[str, Any]:
+    data = raw.get(section, {})
+    if not isinstance(data, dict):
+        raise ConfigError(section, "expected a table")
+    spec = _SPEC[section]
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in spec:
+            raise ConfigError(f"{section}.{key}", f"unknown key (known: {', '.join(spec)})")
+        values[key] = spec[key](f"{section}.{key}", value)
+    return values
+
+
+def _policies(raw: dict[str, Any]) -> dict[str, Policy]:
+    table = raw.get("policies", {})
+    if not isinstance(table, dict):
+        raise ConfigError("policies", "expected a table of named policies")
+    policies: dict[str, Policy] = {"default": Policy()}
+    for name, body in table.items():
+        if not isinstance(body, dict):
+            raise ConfigError(f"policies.{name}", "expected a table")
+        body = dict(body)
+        for key in _POLICY_LISTS & body.keys():
+            if isinstance(body[key], str):
+                body[key] = _list(f"policies.{name}.{key}", body[key])
+        if isinstance(body.get("quorum"), str):
+            body["quorum"] = _int(f"policies.{name}.quorum", body["quorum"])
+        try:
+            policies[name] = parse_policy(body, name=name)
+        except ValidationError as exc:
+            raise ConfigError(f"policies.{name}.{exc.field}", exc.message.split(": ", 1)[-1]) from None
+    return policies
+
+
+def _workers(raw: dict[str, Any]) -> dict[str, WorkerSettings]:
+    table = raw.get("workers", {})
+    if not isinstance(table, dict):
+        raise ConfigError("workers", "expected a table of named workers")
+    workers: dict[str, WorkerSettings] = {}
+    for name, body in table.items():
+        if not isinstance(body, dict):
+            raise ConfigError(f"workers.{name}", "expected a table")
+        values: dict[str, Any] = {}
+        for key, value in body.items():
+            if key not in _WORKER_SPEC:
+                raise ConfigError(f"workers.{name}.{key}", f"unknown key (known: {', '.join(_WORKER_SPEC)})")
+            values[key] = _WORKER_SPEC[key](f"workers.{name}.{key}", value)
+        kinds = [k for k in ("command", "entrypoint", "url") if values.get(k)]
+        if len(kinds) != 1:
+            raise ConfigError(f"workers.{name}", "set exactly one of command, entrypoint or url")
+        if values.get("max_attempts", 1) < 1:
+            raise ConfigError(f"workers.{name}.max_attempts", "must be at least 1")
+        if "entrypoint" in values and not re.fullmatch(r"[\w.]+:[\w.]+", values["entrypoint"]):
+            raise ConfigError(f"workers.{name}.entrypoint", "expected 'package.module:function'")
+        workers[name] = WorkerSettings(name=name, **values)
+    return workers
+
+
+def _check(settings: Settings) -> None:
+    server = settings.server
+    if not 0 <= server.port <= 65535:
+        raise ConfigError("server.port", f"{server.port} is not a TCP port (0-65535)")
+    if urlsplit(server.public_url).scheme not in ("http", "https"):
+        raise ConfigError("server.public_url", "must start with http:// or https://")
+    if server.max_body_bytes < 1024:
+        raise ConfigError("server.max_body_bytes", "must be at least 1024")
+    if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
+    _check_security(settings)
+
+
+def _check_security(settings: Settings) -> None:
+    sec = settings.security
+    scheme = urlsplit(settings.store.url).scheme
+    if scheme not in ("sqlite", "postgresql", "postgres"):
+        raise ConfigError("store.url", "expected sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
+    if not sec.secret_keys:
+        raise ConfigError("security.secret_keys", "must list at least one key (newest last)")
+    for i, key in enumerate(sec.secret_keys):
+        if len(key) < 16:
+            raise ConfigError(f"security.secret_keys[{i}]", "must be at least 16 characters")
+    for i, key in enumerate(sec.api_keys):
+        if len(key) < 16:
+            raise ConfigError(f"security.api_keys[{i}]", "must be at least 16 characters")
+    _check_channels(settings)
+
+
+def _check_channels(settings: Settings) -> None:
+    tg = settings.telegram
+    if tg.webhook_secret and not _SECRET_RE.match(tg.webhook_secret):
+        raise ConfigError("telegram.webhook_secret", "1-256 characters of A-Z, a-z, 0-9, _ and -")
+    if settings.slack.enabled and not settings.slack.signing_secret:
+        raise ConfigError("slack.signing_secret", "required when slack.bot_token is set")
+    for name, policy in settings.policies.items():
+        for target in policy.escalate_to:
+            if target.split(":", 1)[0] not in settings.enabled_channels():
+                raise ConfigError(f"policies.{name}.escalate_to", f"channel {target!r} is not enabled")
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    defaults: Mapping[str, Mapping[str, Any]] | None = None,
+    tables: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Settings:
+    """Build Settings from defaults < file < env. Raises ConfigError naming the bad key."""
+    env = os.environ if env is None else env
+    if path is None and env.get("HITL_CONFIG"):
+        path = env["HITL_CONFIG"]
+    if path is None and env is os.environ and Path(DEFAULT_PATH).exists():
+        path = DEFAULT_PATH
+    raw = _read_toml(Path(path) if path is not None else None)
+    for section in raw:
+        if section not in _SPEC and section not in ("policies", "workers"):
+            raise ConfigError(section, "unknown section")
+    for section, values in (defaults or {}).items():
+        given = raw.get(section, {})
+        if isinstance(given, dict):
+            raw[section] = {**values, **given}
+    for group, table in (tables or {}).items():  # named policies/workers given in code
+        raw.setdefault(group, {}).update(table)
+    raw = _env_overrides(raw, env)
+    settings = Settings(
+        server=ServerSettings(**_section(raw, "server")),
+        store=StoreSettings(**_section(raw, "store")),
+        security=SecuritySettings(**_section(raw, "security")),
+        telegram=TelegramSettings(**_section(raw, "telegram")),
+        slack=SlackSettings(**_section(raw, "slack")),
+        policies=_policies(raw),
+        workers=_workers(raw),
+    )
+    _check(settings)
+    return settings
+
+
+def _mask(key: str, value: Any) -> Any:
+    if key not in SECRET_KEYS:
+        return value
+    if isinstance(value, list | tuple):
+        return [f"***({len(v)} chars)" for v in value]
+    return f"***({len(value)} chars)" if value else ""
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def effective_config(settings: Settings) -> dict[str, Any]:
+    """The settings as plain data with secrets masked (for `check-config`)."""
+    out: dict[str, Any] = {}
+    for section in _SPEC:
+        obj = getattr(settings, section)
+        out[section] = {k: _mask(k, _plain(getattr(obj, k))) for k in _SPEC[section]}
+    out["policies"] = {n: p.to_json() for n, p in settings.policies.items()}
+    out["workers"] = {
+        n: {k: _plain(getattr(w, k)) for k in _WORKER_SPEC if getattr(w, k)} for n, w in settings.workers.items()
+    }
+    return out

@@ -1,0 +1,172 @@
+"""One root error with stable codes; `gateway.http.middleware` maps them to JSON bodies.
+
+A class's docstring is its default message. Codes are part of the public API: clients match on
+`error.code`, never on the message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class GatewayError(Exception):
+    """Internal gateway error."""
+
+    code: ClassVar[str] = "internal_error"
+    status: ClassVar[int] = 500
+
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        self.message = message or (self.__doc__ or self.code).strip()
+        self.details = details
+        super().__init__(self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return {"error": body}
+
+
+class ConfigError(GatewayError):
+    """Invalid configuration."""
+
+    code = "config_error"
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key = key
+        self.problem = problem
+        super().__init__(f"config: {key}: {problem}")
+
+
+class BadRequest(GatewayError):
+    """The request is malformed."""
+
+    code = "bad_request"
+    status = 400
+
+
+class InvalidJSON(BadRequest):
+    """The request body is not valid JSON."""
+
+    code = "invalid_json"
+
+
+class ValidationError(BadRequest):
+    """A field is missing or invalid."""
+
+    code = "validation_error"
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}", field=field)
+        self.field = field
+
+
+class UnknownChannel(BadRequest):
+    """The channel is unknown or not enabled."""
+
+    code = "unknown_channel"
+
+
+class UnknownWorker(BadRequest):
+    """The worker is not configured."""
+
+    code = "unknown_worker"
+
+
+class UnknownPolicy(BadRequest):
+    """The policy is not configured."""
+
+    code = "unknown_policy"
+
+
+class Unauthorized(GatewayError):
+    """Missing or invalid credentials."""
+
+    code = "unauthorized"
+    status = 401
+
+
+class InvalidToken(Unauthorized):
+    """The token is invalid or has been tampered with."""
+
+    code = "invalid_token"
+
+
+class Forbidden(GatewayError):
+    """You may not do this."""
+
+    code = "forbidden"
+    status = 403
+
+
+class NotAnApprover(Forbidden):
+    """This user is not allowed to decide this approval."""
+
+    code = "not_an_approver"
+
+
+class RequesterCannotDecide(Forbidden):
+    """The requester of an approval cannot decide it."""
+
+    code = "requester_cannot_decide"
+
+
+class NotFound(GatewayError):
+    """Not found."""
+
+    code = "not_found"
+    status = 404
+
+
+class MethodNotAllowed(GatewayError):
+    """Method not allowed."""
+
+    code = "method_not_allowed"
+    status = 405
+
+
+class Conflict(GatewayError):
+    """The request conflicts with the current state."""
+
+    code = "conflict"
+    status = 409
+
+
+class AlreadyDecided(Conflict):
+    """The approval has already been decided."""
+
+    code = "already_decided"
+
+
+class IdempotencyConflict(Conflict):
+    """The idempotency key was used for a different request."""
+
+    code = "idempotency_conflict"
+
+
+class TokenExpired(GatewayError):
+    """The token has expired."""
+
+    code = "token_expired"
+    status = 410
+
+
+class PayloadTooLarge(GatewayError):
+    """The request body is too large."""
+
+    code = "payload_too_large"
+    status = 413
+
+
+class UnsupportedMediaType(GatewayError):
+    """The request body must be JSON."""
+
+    code = "unsupported_media_type"
+    status = 415
+
+
+class StoreUnavailable(GatewayError):
+    """The store is not available."""
+
+    code = "store_unavailable"
+    status = 503

@@ -1,0 +1,143 @@
+"""Thin JSON handlers for the /v1 API: parse, call the service, render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from gateway.errors import ValidationError
+from gateway.http import schemas
+from gateway.http.keys import RUNTIME
+from gateway.models import Approval, Status
+from gateway.runtime import Runtime
+
+routes = web.RouteTableDef()
+
+
+def _rt(request: web.Request) -> Runtime:
+    return request.app[RUNTIME]
+
+
+def _suspend_body(rt: Runtime, approval: Approval) -> dict[str, Any]:
+    return {
+        "id": approval.id,
+        "status": Status.WAITING.value,
+        "resume_token": rt.service.resume_token(approval),
+        "deadline": approval.to_api()["deadline"],
+    }
+
+
+async def _approval_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
+    view = approval.to_api()
+    view["cards"] = [c.to_api() for c in await rt.store.list_cards(approval.id)]
+    view["deliveries"] = [
+        {
+            "id": o.id,
+            "channel": o.channel,
+            "kind": o.kind.value,
+            "status": o.status.value,
+            "attempts": o.attempts,
+            "last_error": o.last_error,
+        }
+        for o in await rt.store.list_outbox(approval.id)
+    ]
+    job = await rt.store.get_job(approval.id)
+    view["resume_job"] = job.to_api() if job else None
+    return view
+
+
+@routes.post("/v1/suspend")
+async def suspend(request: web.Request) -> web.Response:
+    rt = _rt(request)
+    req = schemas.parse_suspend(await schemas.read_json(request))
+    approval, created = await rt.service.suspend(req)
+    # The same idempotency key gets the same body; its status is the one at creation.
+    return web.json_response(_suspend_body(rt, approval), status=201 if created else 200)
+
+
+@routes.get("/v1/approvals")
+async def list_approvals(request: web.Request) -> web.Response:
+    rt = _rt(request)
+    q = request.query
+    status = None
+    if q.get("status"):
+        try:
+            status = Status(q["status"])
+        except ValueError:
+            raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}") from None
+    limit = _int_query(q.get("limit"), "limit", 100, 1, 1000)
+    offset = _int_query(q.get("offset"), "offset", 0, 0, 10**9)
+    items = await rt.store.list_approvals(status=status, run_id=q.get("run_id") or None, limit=limit, offset=offset)
+    return web.json_response({"items": [a.to_api() for a in items], "limit": limit, "offset": offset})
+
+
+def _int_query(value: str | None, name: str, default: int, low: int, high: int) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        raise ValidationError(name, "must be an integer") from None
+    if not low <= n <= high:
+        raise ValidationError(name, f"must be between {low} and {high}")
+    return n
+
+
+@routes.get("/v1/approvals/{id}")
+async def get_approval(request: web.Request) -> web.Response:
+    rt = _rt(request)
+    approval = await rt.service.get(request.match_info["id"])
+    return web.json_response(await _approval_view(rt, approval))
+
+
+@routes.get("/v1/approvals/{id}/events")
+async def list_events(request: web.Request) -> web.Response:
+    rt = _rt(request)
+    approval = await rt.service.get(request.match_info["id"])
+    events = await rt.store.list_events(approval.id)
+    return web.json_response({"items": [e.to_api() for e in events]})
+
+
+@routes.post("/v1/approvals/{id}/decision")
+async def decide(request: web.Request) -> web.Response:
+    rt = _rt(request)
+    outcome, by, comment = schemas.parse_decision(await schemas.read_json(request))
+    approval = await rt.service.decide(
+        request.match_info["id"], outcome, by, comment=comment, channel="api", trusted=True
+    )
+    return web.json_response(await _approval_view(rt, approval))
+
+
+@routes.post("/v1/approvals/{id}/cancel")
+async def cancel(request: web.Request) -> web.Response:
+    rt = _rt(request)
+    body = await schemas.read_json(request) if request.can_read_body else {}
+    by, reason = schemas.parse_cancel(body)
+    approval = await rt.service.cancel(request.match_info["id"], by, reason)
+    return web.json_response(await _approval_view(rt, approval))
+
+
+@routes.get("/v1/resume/{token}")
+async def rehydrate(request: web.Request) -> web.Response:
+    rt = _rt(request)
+    return web.json_response(await rt.service.rehydrate(request.match_info["token"]))
+
+
+@routes.post("/v1/resume")
+async def decide_by_token(request: web.Request) -> web.Response:
+    rt = _rt(request)
+    token, outcome, comment = schemas.parse_token_decision(await schemas.read_json(request))
+    approval = await rt.service.decide_by_token(token, outcome, comment)
+    return web.json_response(approval.to_api())
+
+
+@routes.get("/healthz")
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+@routes.get("/readyz")
+async def readyz(request: web.Request) -> web.Response:
+    ok = await _rt(request).ready()
+    return web.json_response({"status": "ready" if ok else "not ready"}, status=200 if ok else 503)

@@ -1,0 +1,64 @@
+"""create_app(settings): the aiohttp application, its routes and its lifecycle."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import web
+
+from gateway.clock import Clock
+from gateway.config import Settings
+from gateway.http import api, openapi
+from gateway.http.keys import RUNTIME
+from gateway.http.middleware import api_keys_auth, errors, request_ids
+from gateway.runtime import Runtime
+
+log = logging.getLogger("gateway.http")
+OPENAPI = web.AppKey("openapi", dict)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    runtime: Runtime | None = None,
+    clock: Clock | None = None,
+    background: bool = True,
+) -> web.Application:
+    rt = runtime or Runtime(settings, clock=clock)
+    app = web.Application(
+        client_max_size=settings.server.max_body_bytes,
+        middlewares=[request_ids, errors, api_keys_auth(settings.security.api_keys)],
+    )
+    app[RUNTIME] = rt
+    app.add_routes(api.routes)
+    extra: dict[str, dict[str, Any]] = {}
+    for channel in rt.channels.values():
+        app.add_routes(channel.routes())
+        for route in channel.routes():
+            if isinstance(route, web.RouteDef):
+                extra.setdefault(route.path, {})[route.method.lower()] = {
+                    "summary": f"{channel.kind} webhook (authenticated by the platform's signature)",
+                    "security": [],
+                    "responses": {"200": {"description": "OK"}, "401": {"description": "Bad signature"}},
+                }
+    app[OPENAPI] = openapi.spec(extra)
+
+    async def openapi_json(request: web.Request) -> web.Response:
+        return web.json_response(request.app[OPENAPI])
+
+    app.router.add_get("/openapi.json", openapi_json)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        await rt.start(background=background)
+        log.info(
+            "gateway ready: store=%s channels=%s",
+            settings.store.url.split("://")[0],
+            ",".join(sorted(rt.channels)),
+        )
+        yield
+        await rt.stop()
+
+    app.cleanup_ctx.append(lifecycle)
+    return app

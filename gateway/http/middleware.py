@@ -1,0 +1,88 @@
+"""Request ids, API-key auth, and the one place where errors become JSON bodies."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from gateway.errors import GatewayError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from gateway.logs import request_id
+
+log = logging.getLogger("gateway.http")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_RID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_PUBLIC_PREFIXES = ("/v1/resume",)
+
+
+def error_response(err: GatewayError) -> web.Response:
+    return web.json_response(err.to_json(), status=err.status)
+
+
+@web.middleware
+async def request_ids(request: web.Request, handler: Handler) -> web.StreamResponse:
+    given = request.headers.get("X-Request-Id", "")
+    rid = given if _RID.match(given) else secrets.token_hex(8)
+    token = request_id.set(rid)
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        exc.headers["X-Request-Id"] = rid
+        raise
+    finally:
+        request_id.reset(token)
+    response.headers["X-Request-Id"] = rid
+    return response
+
+
+@web.middleware
+async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except GatewayError as err:
+        if err.status >= 500:
+            log.error("%s %s failed: %s", request.method, request.path, err.message)
+        return error_response(err)
+    except web.HTTPRequestEntityTooLarge:
+        limit = request.app._client_max_size
+        return error_response(PayloadTooLarge(f"the request body is larger than the {limit}-byte limit"))
+    except web.HTTPNotFound:
+        return error_response(NotFound(f"no route for {request.method} {request.path}"))
+    except web.HTTPMethodNotAllowed as exc:
+        return error_response(
+            MethodNotAllowed(
+                f"{request.method} is not allowed here (allowed: {', '.join(sorted(exc.allowed_methods))})"
+            )
+        )
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("%s %s crashed", request.method, request.path)
+        return error_response(GatewayError("internal error; see the gateway log for this request id"))
+
+
+def api_keys_auth(keys: Sequence[str]) -> Middleware:
+    encoded = [k.encode() for k in keys]
+
+    @web.middleware
+    async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+        path = request.path
+        if path.startswith("/v1/") and not path.startswith(_PUBLIC_PREFIXES):
+            header = request.headers.get("Authorization", "")
+            scheme, _, credential = header.partition(" ")
+            if scheme.lower() != "bearer" or not credential:
+                raise Unauthorized("missing 'Authorization: Bearer <api key>'")
+            given = credential.strip().encode()
+            ok = False
+            for key in encoded:  # constant time, and no early exit across keys
+                ok |= hmac.compare_digest(given, key)
+            if not ok:
+                raise Unauthorized("invalid API key")
+        return await handler(request)
+
+    return auth

@@ -1,0 +1,257 @@
+"""OpenAPI 3.1 description of every route. `tests/integration/test_openapi.py` fails when a
+route of the app is missing here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway import __version__
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    names = {
+        400: "Bad request",
+        401: "Unauthorized",
+        403: "Forbidden",
+        404: "Not found",
+        409: "Conflict",
+        410: "Gone (token expired)",
+        413: "Body too large",
+        415: "Not JSON",
+        503: "Not ready",
+    }
+    return {str(c): {"description": names[c], **_json(_ERROR)} for c in codes}
+
+
+def _op(
+    summary: str,
+    ok: dict[str, Any],
+    *errs: int,
+    body: dict[str, Any] | None = None,
+    params: list[dict[str, Any]] | None = None,
+    public: bool = False,
+    ok_code: str = "200",
+) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "summary": summary,
+        "responses": {ok_code: {"description": "OK", **_json(ok)}, **_errors(*errs)},
+    }
+    if body is not None:
+        op["requestBody"] = {"required": True, **_json(body)}
+    if params:
+        op["parameters"] = params
+    if public:
+        op["security"] = []
+    return op
+
+
+_POLICY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "timeout": {"type": "string", "examples": ["30m", "never"]},
+        "on_timeout": {"enum": ["approve", "reject", "escalate"]},
+        "escalate_to": {"type": "array", "items": {"type": "string"}},
+        "escalation_timeout": {"type": "string"},
+        "after_escalation": {"enum": ["approve", "reject"]},
+        "remind": {"type": "array", "items": {"type": "string"}},
+        "quorum": {"type": "integer", "minimum": 1},
+    },
+}
+_SUSPEND = {
+    "type": "object",
+    "required": ["run_id", "step", "title"],
+    "additionalProperties": False,
+    "properties": {
+        "run_id": {"type": "string", "minLength": 1, "maxLength": 200},
+        "step": {"type": "string", "minLength": 1, "maxLength": 200},
+        "title": {"type": "string", "minLength": 1, "maxLength": 300},
+        "summary": {"type": "string", "maxLength": 4000},
+        "args": {"type": "object"},
+        "state": {},
+        "channels": {"type": "array", "items": {"type": "string"}, "examples": [["web", "telegram:-1001"]]},
+        "approvers": {"type": "array", "items": {"type": "string"}, "examples": [["slack:U111"]]},
+        "policy": {"oneOf": [{"type": "string"}, _POLICY]},
+        "worker": {"type": ["string", "null"]},
+        "idempotency_key": {"type": "string", "maxLength": 200},
+        "requested_by": {"type": "string", "maxLength": 200},
+    },
+}
+_SUSPENDED = {
+    "type": "object",
+    "required": ["id", "status", "resume_token", "deadline"],
+    "properties": {
+        "id": {"type": "string"},
+        "status": {"const": "waiting_approval"},
+        "resume_token": {"type": "string"},
+        "deadline": {"type": ["string", "null"], "format": "date-time"},
+    },
+}
+_APPROVAL = {"$ref": "#/components/schemas/Approval"}
+_DECISION = {
+    "type": "object",
+    "required": ["outcome", "by"],
+    "additionalProperties": False,
+    "properties": {
+        "outcome": {"enum": ["approve", "reject"]},
+        "by": {"type": "string"},
+        "comment": {"type": "string"},
+    },
+}
+_TOKEN_DECISION = {
+    "type": "object",
+    "required": ["token", "outcome"],
+    "additionalProperties": False,
+    "properties": {
+        "token": {"type": "string"},
+        "outcome": {"enum": ["approve", "reject"]},
+        "comment": {"type": "string"},
+    },
+}
+
+
+def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {
+        "/v1/suspend": {
+            "post": _op(
+                "Suspend a run on an approval (idempotent by key)",
+                _SUSPENDED,
+                400,
+                401,
+                409,
+                413,
+                415,
+                body=_SUSPEND,
+                ok_code="201",
+            )
+        },
+        "/v1/approvals": {
+            "get": _op(
+                "List approvals",
+                {"type": "object"},
+                400,
+                401,
+                params=[
+                    {"name": "status", "in": "query", "schema": {"type": "string"}},
+                    {"name": "run_id", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    },
+                    {"name": "offset", "in": "query", "schema": {"type": "integer", "minimum": 0}},
+                ],
+            )
+        },
+        "/v1/approvals/{id}": {
+            "get": _op("Get an approval with its cards and resume job", _APPROVAL, 401, 404, params=[_ID])
+        },
+        "/v1/approvals/{id}/events": {
+            "get": _op("The approval's audit trail", {"type": "object"}, 401, 404, params=[_ID])
+        },
+        "/v1/approvals/{id}/decision": {
+            "post": _op(
+                "Decide (first valid decision wins)",
+                _APPROVAL,
+                400,
+                401,
+                403,
+                404,
+                409,
+                body=_DECISION,
+                params=[_ID],
+            )
+        },
+        "/v1/approvals/{id}/cancel": {
+            "post": _op(
+                "Cancel a waiting approval",
+                _APPROVAL,
+                400,
+                401,
+                404,
+                409,
+                params=[_ID],
+                body={
+                    "type": "object",
+                    "properties": {"by": {"type": "string"}, "reason": {"type": "string"}},
+                },
+            )
+        },
+        "/v1/resume/{token}": {
+            "get": _op(
+                "Rehydrate: approval, decision, args and state",
+                {"type": "object"},
+                401,
+                410,
+                public=True,
+                params=[{"name": "token", "in": "path", "required": True, "schema": {"type": "string"}}],
+            )
+        },
+        "/v1/resume": {
+            "post": _op(
+                "Decide by holding the resume token",
+                _APPROVAL,
+                400,
+                401,
+                403,
+                409,
+                410,
+                body=_TOKEN_DECISION,
+                public=True,
+            )
+        },
+        "/healthz": {"get": _op("Liveness", {"type": "object"}, public=True)},
+        "/readyz": {"get": _op("Readiness (store reachable, loops running)", {"type": "object"}, 503, public=True)},
+        "/openapi.json": {"get": _op("This document", {"type": "object"}, public=True)},
+    }
+    for path, ops in (extra_paths or {}).items():
+        paths.setdefault(path, {}).update(ops)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "hitl-gateway",
+            "version": __version__,
+            "description": "Human-in-the-loop approval gateway for AI agents.",
+        },
+        "security": [{"bearer": []}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message"],
+                            "properties": {
+                                "code": {"type": "string"},
+                                "message": {"type": "string"},
+                                "details": {"type": "object"},
+                            },
+                        }
+                    },
+                },
+                "Approval": {
+                    "type": "object",
+                    "required": ["id", "status", "run_id", "step"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "status": {"enum": ["waiting_approval", "approved", "rejected", "timed_out", "cancelled"]},
+                        "run_id": {"type": "string"},
+                        "step": {"type": "string"},
+                        "decision": {"type": ["object", "null"]},
+                        "deadline": {"type": ["string", "null"]},
+                    },
+                },
+            },
+        },
+    }

@@ -1,0 +1,22 @@
+"""Canonical JSON and deterministic idempotency keys."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no whitespace, UTF-8 kept: equal values give equal strings."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def idempotency_key(run_id: str, step: str, args: Any) -> str:
+    """sha256(run_id:step:canonical_json(args)), hex."""
+    raw = f"{run_id}:{step}:{canonical_json(args)}"
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def args_hash(args: Any) -> str:
+    return hashlib.sha256(canonical_json(args).encode("utf-8")).hexdigest()

@@ -1,0 +1,60 @@
+"""Logging: one readable line per event, request ids, and no secret or token in any line."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import re
+from collections.abc import Iterable
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+# Signed tokens (base64url payload '.' base64url signature), bearer credentials, and
+# Telegram bot tokens (digits ':' 35 chars) are masked whatever their source.
+_PATTERNS = (
+    re.compile(r"\.?[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{20,}"),
+    re.compile(r"(?i)(bearer\s+)[^\s\"',]+"),
+    re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b"),
+    re.compile(r"(?i)(xox[abpr]-)[A-Za-z0-9-]+"),
+)
+
+
+class Redactor(logging.Filter):
+    """Masks configured secrets and anything shaped like a token in every record."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.secrets = sorted({s for s in secrets if len(s) >= 6}, key=len, reverse=True)
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[REDACTED]")
+        for pattern in _PATTERNS:
+            text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "[REDACTED]", text)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        message = record.getMessage()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        redacted = self.redact(message)
+        record.msg, record.args = redacted, None
+        if record.exc_text:
+            record.exc_text = self.redact(record.exc_text)
+        return True
+
+
+def setup_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redactor:
+    redactor = Redactor(secrets)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-5s %(name)s [%(request_id)s] %(message)s"))
+    handler.addFilter(redactor)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    for noisy in ("httpx", "httpcore", "telegram", "slack_sdk", "apscheduler", "aiosqlite", "asyncio"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    return redactor

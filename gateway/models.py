@@ -1,0 +1,379 @@
+"""Frozen, timezone-aware records and explicit status enums."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from gateway.clock import from_ts, iso, to_ts
+from gateway.durations import format_duration, parse_duration
+
+
+def _aware(name: str, value: datetime | None) -> None:
+    if value is not None and value.tzinfo is None:
+        raise ValueError(f"{name} must be timezone-aware")
+
+
+class Status(StrEnum):
+    WAITING = "waiting_approval"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    TIMED_OUT = "timed_out"
+    CANCELLED = "cancelled"
+
+    @property
+    def final(self) -> bool:
+        return self is not Status.WAITING
+
+
+class Outcome(StrEnum):
+    APPROVE = "approve"
+    REJECT = "reject"
+
+
+class OnTimeout(StrEnum):
+    APPROVE = "approve"
+    REJECT = "reject"
+    ESCALATE = "escalate"
+
+
+class Source(StrEnum):
+    """Where a decision came from: a person, a timeout policy, or a cancel."""
+
+    HUMAN = "human"
+    POLICY = "policy"
+    CANCEL = "cancel"
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    name: str = "default"
+    timeout: timedelta | None = timedelta(minutes=30)
+    on_timeout: OnTimeout = OnTimeout.REJECT
+    escalate_to: tuple[str, ...] = ()
+    escalation_timeout: timedelta | None = None
+    after_escalation: Outcome = Outcome.REJECT
+    remind: tuple[timedelta, ...] = ()
+    quorum: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "timeout": format_duration(self.timeout) if self.timeout else "never",
+            "on_timeout": self.on_timeout.value,
+            "escalate_to": list(self.escalate_to),
+            "escalation_timeout": (format_duration(self.escalation_timeout) if self.escalation_timeout else None),
+            "after_escalation": self.after_escalation.value,
+            "remind": [format_duration(r) for r in self.remind],
+            "quorum": self.quorum,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Policy:
+        timeout = data.get("timeout")
+        esc = data.get("escalation_timeout")
+        return cls(
+            name=str(data.get("name", "inline")),
+            timeout=None if timeout in (None, "never") else parse_duration(timeout),
+            on_timeout=OnTimeout(data.get("on_timeout", "reject")),
+            escalate_to=tuple(data.get("escalate_to", ())),
+            escalation_timeout=None if esc in (None, "never") else parse_duration(esc),
+            after_escalation=Outcome(data.get("after_escalation", "reject")),
+            remind=tuple(parse_duration(r) for r in data.get("remind", ())),
+            quorum=int(data.get("quorum", 1)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    approver: str
+    outcome: Outcome
+    at: datetime
+    comment: str | None = None
+    channel: str | None = None
+
+    def __post_init__(self) -> None:
+        _aware("at", self.at)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "approver": self.approver,
+            "outcome": self.outcome.value,
+            "at": to_ts(self.at),
+            "comment": self.comment,
+            "channel": self.channel,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Vote:
+        at = from_ts(d["at"])
+        assert at is not None
+        return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"))
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    outcome: Outcome
+    decided_by: str
+    decided_at: datetime
+    source: Source = Source.HUMAN
+    comment: str | None = None
+    channel: str | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        _aware("decided_at", self.decided_at)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome.value,
+            "decided_by": self.decided_by,
+            "decided_at": to_ts(self.decided_at),
+            "source": self.source.value,
+            "comment": self.comment,
+            "channel": self.channel,
+            "reason": self.reason,
+        }
+
+    def to_api(self) -> dict[str, Any]:
+        return {**self.to_json(), "decided_at": iso(self.decided_at)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Decision:
+        at = from_ts(d["decided_at"])
+        assert at is not None
+        return cls(
+            outcome=Outcome(d["outcome"]),
+            decided_by=d["decided_by"],
+            decided_at=at,
+            source=Source(d.get("source", "human")),
+            comment=d.get("comment"),
+            channel=d.get("channel"),
+            reason=d.get("reason"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    id: str
+    idempotency_key: str
+    run_id: str
+    step: str
+    title: str
+    summary: str
+    args: dict[str, Any]
+    state: Any
+    channels: tuple[str, ...]
+    approvers: tuple[str, ...]
+    policy: Policy
+    worker: str | None
+    requested_by: str | None
+    status: Status
+    created_at: datetime
+    deadline: datetime | None
+    args_hash: str
+    version: int = 1
+    wake_at: datetime | None = None
+    votes: tuple[Vote, ...] = ()
+    decision: Decision | None = None
+    escalations: int = 0
+    reminders_sent: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("created_at", "deadline", "wake_at"):
+            _aware(name, getattr(self, name))
+
+    def evolve(self, **changes: Any) -> Approval:
+        return replace(self, **changes)
+
+    @property
+    def approvals_count(self) -> int:
+        return len({v.approver for v in self.votes if v.outcome is Outcome.APPROVE})
+
+    def to_api(self) -> dict[str, Any]:
+        """The public JSON view (no `state`: that is only for rehydration)."""
+        return {
+            "id": self.id,
+            "run_id": self.run_id,
+            "step": self.step,
+            "title": self.title,
+            "summary": self.summary,
+            "args": self.args,
+            "channels": list(self.channels),
+            "approvers": list(self.approvers),
+            "policy": self.policy.to_json(),
+            "worker": self.worker,
+            "requested_by": self.requested_by,
+            "status": self.status.value,
+            "created_at": iso(self.created_at),
+            "deadline": iso(self.deadline),
+            "next_wake_at": iso(self.wake_at),
+            "idempotency_key": self.idempotency_key,
+            "quorum": {"required": self.policy.quorum, "approvals": self.approvals_count},
+            "votes": [{**v.to_json(), "at": iso(v.at)} for v in self.votes],
+            "decision": self.decision.to_api() if self.decision else None,
+            "escalations": self.escalations,
+            "reminders_sent": self.reminders_sent,
+            "version": self.version,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    approval_id: str
+    kind: str
+    at: datetime
+    actor: str | None = None
+    channel: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    id: int
+    approval_id: str
+    kind: str
+    at: datetime
+    actor: str | None
+    channel: str | None
+    data: dict[str, Any]
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "at": iso(self.at),
+            "actor": self.actor,
+            "channel": self.channel,
+            "data": self.data,
+        }
+
+
+class OutboxKind(StrEnum):
+    POST = "post"  # post the card for the first time
+    SYNC = "sync"  # re-render the card from the approval's current state
+    REMIND = "remind"  # a reminder next to the card
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    id: int
+    approval_id: str
+    channel: str
+    kind: OutboxKind
+    status: DeliveryStatus
+    attempts: int
+    next_attempt_at: datetime
+    last_error: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NewOutbox:
+    approval_id: str
+    channel: str
+    kind: OutboxKind
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    """One posted card: where it lives on its channel (`ref`, e.g. a message id)."""
+
+    approval_id: str
+    channel: str
+    ref: str | None
+    status: DeliveryStatus
+    error: str | None
+    posted_at: datetime | None
+    updated_at: datetime | None
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "channel": self.channel,
+            "ref": self.ref,
+            "status": self.status.value,
+            "error": self.error,
+            "posted_at": iso(self.posted_at),
+            "updated_at": iso(self.updated_at),
+        }
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeJob:
+    id: int
+    approval_id: str
+    worker: str
+    status: JobStatus
+    attempts: int
+    next_attempt_at: datetime
+    claimed_by: str | None
+    lease_until: datetime | None
+    last_error: str | None
+    output_tail: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "approval_id": self.approval_id,
+            "worker": self.worker,
+            "status": self.status.value,
+            "attempts": self.attempts,
+            "next_attempt_at": iso(self.next_attempt_at),
+            "claimed_by": self.claimed_by,
+            "lease_until": iso(self.lease_until),
+            "last_error": self.last_error,
+            "output_tail": self.output_tail,
+            "created_at": iso(self.created_at),
+            "updated_at": iso(self.updated_at),
+        }
+
+
+class StepStatus(StrEnum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SUSPENDED = "suspended"
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One journaled step of a run."""
+
+    run_id: str
+    name: str
+    status: StepStatus
+    output: Any
+    attempts: int
+    started_at: datetime
+    finished_at: datetime
+    error: str | None = None
+
+    def to_api(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "name": self.name,
+            "status": self.status.value,
+            "output": self.output,
+            "attempts": self.attempts,
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "duration_ms": round((self.finished_at - self.started_at).total_seconds() * 1000, 3),
+            "error": self.error,
+        }

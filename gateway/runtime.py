@@ -1,0 +1,76 @@
+"""Wiring: one Runtime per process holds the store, service, channels and background loops."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from gateway.channels import Channel, load_channel
+from gateway.clock import Clock, SystemClock
+from gateway.config import Settings
+from gateway.outbox import OutboxRunner
+from gateway.service import Service
+from gateway.store import Store, open_store
+from gateway.tokens import TokenSigner
+
+log = logging.getLogger("gateway.runtime")
+
+
+class Runtime:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        store: Store | None = None,
+        owner: str | None = None,
+    ) -> None:
+        self.settings = settings
+        self.clock: Clock = clock or SystemClock()
+        self.store: Store = store or open_store(settings.store.url)
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}"
+        self.signer = TokenSigner(settings.security.secret_keys)
+        self.service = Service(settings, self.store, self.clock, self.signer)
+        self.channels: dict[str, Channel] = {k: load_channel(k, self) for k in sorted(settings.enabled_channels())}
+        self.outbox = OutboxRunner(self.store, self.channels, self.clock, self.owner)
+        self.service.hooks.outbox.append(self.outbox.notify)
+        self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
+        self.extras: dict[str, Any] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+
+    async def start(self, *, background: bool = True) -> None:
+        await self.store.open()
+        for channel in self.channels.values():
+            await channel.start()
+        self._started = True
+        if background:
+            self._tasks = [
+                asyncio.create_task(loop(), name=getattr(loop, "__qualname__", "loop")) for loop in self.loops
+            ]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        for channel in self.channels.values():
+            with contextlib.suppress(Exception):
+                await channel.close()
+        if self._started:
+            await self.store.close()
+            self._started = False
+
+    async def ready(self) -> bool:
+        try:
+            await self.store.count_by_status()
+        except Exception:
+            return False
+        return all(not t.done() for t in self._tasks)

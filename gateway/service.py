@@ -1,0 +1,323 @@
+"""Use cases: suspend, decide, cancel, expire, remind, rehydrate.
+
+Handlers, the scheduler, the worker and the outbox are thin shells around this class. Each use
+case reads, asks the pure `policy` module what happens, and writes the result in one
+compare-and-set transaction together with its events, card deliveries and resume job.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from gateway import policy as rules
+from gateway.channels import check_address, parse_address
+from gateway.clock import Clock, iso
+from gateway.config import Settings
+from gateway.errors import (
+    AlreadyDecided,
+    Conflict,
+    Forbidden,
+    IdempotencyConflict,
+    InvalidToken,
+    NotFound,
+    UnknownPolicy,
+    UnknownWorker,
+)
+from gateway.keys import args_hash, idempotency_key
+from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
+from gateway.store import NewJob, Store
+from gateway.tokens import RESUME, TokenSigner
+
+log = logging.getLogger("gateway.service")
+_CAS_RETRIES = 64
+
+
+def new_id() -> str:
+    """16 lowercase base32 characters (80 random bits): short enough for callback_data."""
+    return base64.b32encode(secrets.token_bytes(10)).decode().lower()
+
+
+@dataclass(frozen=True, slots=True)
+class SuspendRequest:
+    run_id: str
+    step: str
+    title: str
+    summary: str = ""
+    args: dict[str, Any] = field(default_factory=dict)
+    state: Any = None
+    channels: tuple[str, ...] = ("web",)
+    approvers: tuple[str, ...] = ()
+    policy: str | Policy | None = None
+    worker: str | None = None
+    idempotency_key: str | None = None
+    requested_by: str | None = None
+
+
+@dataclass(slots=True)
+class Hooks:
+    """In-process wake-ups after a commit (other replicas poll or LISTEN)."""
+
+    outbox: list[Callable[[], None]] = field(default_factory=list)
+    jobs: list[Callable[[], None]] = field(default_factory=list)
+    wake: list[Callable[[datetime | None], None]] = field(default_factory=list)
+    decided: list[Callable[[Approval], None]] = field(default_factory=list)
+
+
+class Service:
+    def __init__(self, settings: Settings, store: Store, clock: Clock, signer: TokenSigner) -> None:
+        self.settings, self.store, self.clock, self.signer = settings, store, clock, signer
+        self.hooks = Hooks()
+
+    # ---------------------------------------------------------------- suspend
+    def resolve_policy(self, value: str | Policy | None) -> Policy:
+        if isinstance(value, Policy):
+            return value
+        name = value or "default"
+        found = self.settings.policies.get(name)
+        if found is None:
+            raise UnknownPolicy(f"policy: unknown policy {name!r}", policy=name)
+        return found
+
+    def _validate(self, req: SuspendRequest) -> Policy:
+        enabled = self.settings.enabled_channels()
+        for address in req.channels:
+            check_address(address, enabled)
+        if req.worker is not None and req.worker not in self.settings.workers:
+            raise UnknownWorker(f"worker: unknown worker {req.worker!r}", worker=req.worker)
+        policy = self.resolve_policy(req.policy)
+        for address in policy.escalate_to:
+            check_address(address, enabled, field="policy.escalate_to")
+        return policy
+
+    async def suspend(self, req: SuspendRequest) -> tuple[Approval, bool]:
+        """Create the approval (idempotent by key) with its cards queued in the same commit."""
+        policy = self._validate(req)
+        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args)
+        now = self.clock.now()
+        channels = tuple(dict.fromkeys(req.channels))
+        approval = Approval(
+            id=new_id(),
+            idempotency_key=key,
+            run_id=req.run_id,
+            step=req.step,
+            title=req.title,
+            summary=req.summary,
+            args=req.args,
+            state=req.state,
+            channels=channels,
+            approvers=tuple(dict.fromkeys(req.approvers)),
+            policy=policy,
+            worker=req.worker,
+            requested_by=req.requested_by,
+            status=Status.WAITING,
+            created_at=now,
+            deadline=rules.deadline_for(policy, now),
+            args_hash=args_hash(req.args),
+        )
+        approval = approval.evolve(wake_at=rules.next_wake(approval))
+        event = NewEvent(
+            approval.id,
+            "suspended",
+            now,
+            actor=req.requested_by,
+            data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name},
+        )
+        posts = [NewOutbox(approval.id, c, OutboxKind.POST) for c in channels]
+        stored, created = await self.store.create_approval(approval, [event], posts)
+        if not created:
+            if (stored.run_id, stored.step, stored.args_hash) != (req.run_id, req.step, approval.args_hash):
+                raise IdempotencyConflict(
+                    "idempotency_key was already used for a different run, step or args",
+                    approval_id=stored.id,
+                )
+            return stored, False
+        log.info(
+            "approval %s suspended: run=%s step=%s channels=%s",
+            stored.id,
+            req.run_id,
+            req.step,
+            ",".join(channels),
+        )
+        self._fire(outbox=True, wake=stored.wake_at)
+        return stored, True
+
+    # ---------------------------------------------------------------- reads
+    async def get(self, approval_id: str) -> Approval:
+        approval = await self.store.get_approval(approval_id)
+        if approval is None:
+            raise NotFound(f"approval {approval_id!r} not found")
+        return approval
+
+    # ---------------------------------------------------------------- decisions
+    def allowlist(self, actor: str) -> tuple[str, ...]:
+        kind, _ = parse_address(actor)
+        if kind == "telegram":
+            return tuple(f"telegram:{u}" for u in self.settings.telegram.approvers)
+        if kind == "slack":
+            return tuple(f"slack:{u}" for u in self.settings.slack.approvers)
+        return ()
+
+    async def decide(
+        self,
+        approval_id: str,
+        outcome: Outcome,
+        actor: str,
+        *,
+        comment: str | None = None,
+        channel: str | None = None,
+        trusted: bool = False,
+        check_approver: bool = True,
+    ) -> Approval:
+        """A person's vote. `trusted` callers (API key holders) may decide where the approval
+        names no approvers; chat users must be on the channel's allowlist."""
+        for _ in range(_CAS_RETRIES):
+            approval = await self.get(approval_id)
+            if approval.status.final:
+                raise rules.already_decided(approval)
+            if check_approver:
+                allowlist = (actor,) if trusted else self.allowlist(actor)
+                rules.check_may_decide(actor, approval, allowlist)
+            vote = Vote(actor, outcome, self.clock.now(), comment, channel)
+            transition = rules.apply_vote(approval, vote)
+            if transition.approval is approval:  # the same person approving twice counts once
+                await self.store.append_events(
+                    [NewEvent(approval.id, transition.event, vote.at, actor, channel, dict(transition.data))]
+                )
+                return approval
+            if await self._commit(approval, transition, actor, channel):
+                return transition.approval
+        raise Conflict("too much contention on this approval, retry")
+
+    async def record_denied(self, approval_id: str, actor: str, channel: str | None, reason: str) -> None:
+        """A press from someone who may not decide: nothing changes, but it is on the record."""
+        now = self.clock.now()
+        log.warning("approval %s: denied %s on %s: %s", approval_id, actor, channel, reason)
+        await self.store.append_events([NewEvent(approval_id, "denied", now, actor, channel, {"reason": reason})])
+
+    async def cancel(self, approval_id: str, by: str, reason: str | None = None) -> Approval:
+        for _ in range(_CAS_RETRIES):
+            approval = await self.get(approval_id)
+            transition = rules.cancel(approval, by, reason, self.clock.now())
+            if await self._commit(approval, transition, by, None):
+                return transition.approval
+        raise Conflict("too much contention on this approval, retry")
+
+    async def apply_due(self, approval_id: str, now: datetime) -> str | None:
+        """The scheduler's use case: apply a due timeout or reminder, exactly once (CAS)."""
+        for _ in range(_CAS_RETRIES):
+            approval = await self.store.get_approval(approval_id)
+            if approval is None:
+                return None
+            action = rules.due_action(approval, now)
+            if action is None:
+                return None
+            transition = rules.time_out(approval, now) if action == "timeout" else rules.remind(approval)
+            extra: list[NewOutbox] = []
+            if transition.event == "escalated":
+                extra = [NewOutbox(approval.id, c, OutboxKind.POST) for c in approval.policy.escalate_to]
+            elif transition.event == "reminded":
+                extra = [
+                    NewOutbox(approval.id, c, OutboxKind.REMIND, {"number": transition.approval.reminders_sent})
+                    for c in approval.channels
+                ]
+            if await self._commit(approval, transition, "policy", None, extra):
+                return transition.event
+        return None
+
+    async def _commit(
+        self,
+        before: Approval,
+        transition: rules.Transition,
+        actor: str | None,
+        channel: str | None,
+        extra_outbox: Sequence[NewOutbox] = (),
+    ) -> bool:
+        after = transition.approval
+        now = self.clock.now()
+        events = [NewEvent(after.id, transition.event, now, actor, channel, dict(transition.data))]
+        outbox = list(extra_outbox)
+        job = None
+        if transition.final or transition.event == "vote":
+            outbox += [NewOutbox(after.id, c, OutboxKind.SYNC) for c in after.channels]
+        if transition.final and after.worker:
+            job = NewJob(after.id, after.worker)
+            events.append(NewEvent(after.id, "job_queued", now, data={"worker": after.worker}))
+        if not await self.store.save_transition(after, before.version, events, outbox, job):
+            return False
+        log.info(
+            "approval %s %s by %s%s",
+            after.id,
+            transition.event,
+            actor or "-",
+            f" via {channel}" if channel else "",
+        )
+        self._fire(outbox=bool(outbox), jobs=job is not None, wake=after.wake_at)
+        if transition.final:
+            for fn in self.hooks.decided:
+                fn(after)
+        return True
+
+    def _fire(self, *, outbox: bool = False, jobs: bool = False, wake: datetime | None = None) -> None:
+        if outbox:
+            for fn in self.hooks.outbox:
+                fn()
+        if jobs:
+            for fn in self.hooks.jobs:
+                fn()
+        if wake is not None:
+            for w in self.hooks.wake:
+                w(wake)
+
+    # ---------------------------------------------------------------- tokens
+    def resume_token(self, approval: Approval) -> str:
+        """Deterministic for one approval and key set, bound to its id, run and args."""
+        if approval.deadline is not None:
+            expires = approval.deadline + self.settings.security.token_grace
+        else:
+            expires = approval.created_at + self.settings.security.token_max_age
+        payload = {"a": approval.id, "r": approval.run_id, "h": approval.args_hash[:16]}
+        return self.signer.sign(RESUME, payload, expires)
+
+    def worker_token(self, approval: Approval) -> str:
+        """A fresh token for a worker run (valid for the grace period from now)."""
+        payload = {"a": approval.id, "r": approval.run_id, "h": approval.args_hash[:16]}
+        return self.signer.sign(RESUME, payload, self.clock.now() + self.settings.security.token_grace)
+
+    async def approval_for_token(self, token: str) -> Approval:
+        data = self.signer.verify(RESUME, token, self.clock.now())
+        approval = await self.store.get_approval(str(data.get("a")))
+        if approval is None or approval.run_id != data.get("r") or approval.args_hash[:16] != data.get("h"):
+            raise InvalidToken("the token does not match an approval")
+        return approval
+
+    async def rehydrate(self, token: str) -> dict[str, Any]:
+        """Everything a worker needs to resume the run."""
+        approval = await self.approval_for_token(token)
+        return self.rehydration_document(approval)
+
+    def rehydration_document(self, approval: Approval) -> dict[str, Any]:
+        return {
+            "approval": approval.to_api(),
+            "status": approval.status.value,
+            "decision": approval.decision.to_api() if approval.decision else None,
+            "run_id": approval.run_id,
+            "step": approval.step,
+            "args": approval.args,
+            "state": approval.state,
+            "deadline": iso(approval.deadline),
+        }
+
+    async def decide_by_token(self, token: str, outcome: Outcome, comment: str | None) -> Approval:
+        if not self.settings.security.token_decisions:
+            raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
+        approval = await self.approval_for_token(token)
+        return await self.decide(approval.id, outcome, "token", comment=comment, channel="token", check_approver=False)
+
+
+__all__ = ["AlreadyDecided", "Hooks", "Service", "SuspendRequest", "new_id"]

@@ -1,0 +1,169 @@
+"""The narrow Store interface. Every use case is one call, and one call is one transaction.
+
+`tests/store/test_contract.py` runs the same suite against every implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from gateway.models import (
+    Approval,
+    Card,
+    DeliveryStatus,
+    Event,
+    JobStatus,
+    NewEvent,
+    NewOutbox,
+    OutboxItem,
+    ResumeJob,
+    Status,
+    StepRecord,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    approval_id: str
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
+class CardUpdate:
+    """What a delivery learned about a card: posted (with its ref), updated, or failed."""
+
+    channel: str
+    ref: str | None
+    status: DeliveryStatus
+    error: str | None = None
+    new_channel: str | None = None  # the chat moved (Telegram ChatMigrated)
+
+
+class Store(Protocol):
+    dialect: str
+
+    async def open(self) -> None:
+        """Connect and apply pending migrations."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def schema_version(self) -> int: ...
+
+    # ---------------------------------------------------------------- approvals
+    async def create_approval(
+        self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
+    ) -> tuple[Approval, bool]:
+        """Insert unless the idempotency key exists. Returns (stored approval, created)."""
+        ...
+
+    async def get_approval(self, approval_id: str) -> Approval | None: ...
+
+    async def list_approvals(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Approval]: ...
+
+    async def save_transition(
+        self,
+        approval: Approval,
+        expected_version: int,
+        events: Sequence[NewEvent],
+        outbox: Sequence[NewOutbox] = (),
+        job: NewJob | None = None,
+    ) -> bool:
+        """Compare-and-set on `version`: write everything, or nothing and return False."""
+        ...
+
+    async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
+        """Waiting approvals whose `wake_at` is at or before `now`, earliest first."""
+        ...
+
+    async def next_wake_at(self) -> datetime | None: ...
+
+    async def count_by_status(self) -> dict[str, int]: ...
+
+    # ---------------------------------------------------------------- events
+    async def append_events(self, events: Sequence[NewEvent]) -> None: ...
+
+    async def list_events(self, approval_id: str) -> list[Event]: ...
+
+    # ---------------------------------------------------------------- outbox and cards
+    async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
+        """Lease up to `limit` due pending deliveries."""
+        ...
+
+    async def finish_outbox(
+        self,
+        item_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: DeliveryStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        card: CardUpdate | None = None,
+        events: Sequence[NewEvent] = (),
+        count_attempt: bool = True,
+    ) -> bool:
+        """Record a delivery result. `pending` with `next_attempt_at` schedules a retry."""
+        ...
+
+    async def enqueue_outbox(self, items: Sequence[NewOutbox], now: datetime) -> None: ...
+
+    async def list_outbox(self, approval_id: str) -> list[OutboxItem]: ...
+
+    async def get_card(self, approval_id: str, channel: str) -> Card | None: ...
+
+    async def list_cards(self, approval_id: str) -> list[Card]: ...
+
+    # ---------------------------------------------------------------- resume jobs
+    async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]: ...
+
+    async def finish_job(
+        self,
+        job_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: JobStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        output_tail: str | None = None,
+        events: Sequence[NewEvent] = (),
+    ) -> bool:
+        """Record an attempt's result, only if `owner` still holds the lease."""
+        ...
+
+    async def extend_job_lease(self, job_id: int, owner: str, until: datetime) -> bool: ...
+
+    async def get_job(self, approval_id: str) -> ResumeJob | None: ...
+
+    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]: ...
+
+    async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
+        """Put a failed job back in the queue with a fresh attempt budget."""
+        ...
+
+    # ---------------------------------------------------------------- journal
+    async def get_steps(self, run_id: str) -> list[StepRecord]: ...
+
+    async def record_step(self, step: StepRecord) -> StepRecord:
+        """Journal a step; the first record wins, a later one returns the stored record."""
+        ...
+
+    async def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Runs with their step counts, newest activity first (for the dashboard)."""
+        ...
+
+    # ---------------------------------------------------------------- inbound de-duplication
+    async def remember_inbound(self, key: str, now: datetime) -> bool:
+        """True the first time `key` is seen; False for a redelivery."""
+        ...

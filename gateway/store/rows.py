@@ -1,0 +1,188 @@
+"""Row codecs shared by every backend: records <-> column values (JSON text, epoch seconds)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gateway.clock import from_ts, to_ts
+from gateway.keys import canonical_json
+from gateway.models import (
+    Approval,
+    Card,
+    Decision,
+    DeliveryStatus,
+    Event,
+    JobStatus,
+    OutboxItem,
+    OutboxKind,
+    Policy,
+    ResumeJob,
+    Status,
+    StepRecord,
+    StepStatus,
+    Vote,
+)
+
+Row = Any  # sqlite3.Row or asyncpg.Record: both index by column name
+
+APPROVAL_COLUMNS = (
+    "id",
+    "idempotency_key",
+    "run_id",
+    "step",
+    "title",
+    "summary",
+    "args",
+    "state",
+    "channels",
+    "approvers",
+    "policy",
+    "worker",
+    "requested_by",
+    "status",
+    "version",
+    "created_at",
+    "deadline",
+    "wake_at",
+    "votes",
+    "decision",
+    "escalations",
+    "reminders_sent",
+    "args_hash",
+)
+
+
+def dumps(value: Any) -> str:
+    return canonical_json(value)
+
+
+def approval_values(a: Approval) -> tuple[Any, ...]:
+    return (
+        a.id,
+        a.idempotency_key,
+        a.run_id,
+        a.step,
+        a.title,
+        a.summary,
+        dumps(a.args),
+        dumps(a.state),
+        dumps(list(a.channels)),
+        dumps(list(a.approvers)),
+        dumps(a.policy.to_json()),
+        a.worker,
+        a.requested_by,
+        a.status.value,
+        a.version,
+        to_ts(a.created_at),
+        to_ts(a.deadline),
+        to_ts(a.wake_at),
+        dumps([v.to_json() for v in a.votes]),
+        dumps(a.decision.to_json()) if a.decision else None,
+        a.escalations,
+        a.reminders_sent,
+        a.args_hash,
+    )
+
+
+def _ts(row: Row, key: str) -> Any:
+    return from_ts(row[key])
+
+
+def approval_from_row(row: Row) -> Approval:
+    decision = row["decision"]
+    created = from_ts(row["created_at"])
+    assert created is not None
+    return Approval(
+        id=row["id"],
+        idempotency_key=row["idempotency_key"],
+        run_id=row["run_id"],
+        step=row["step"],
+        title=row["title"],
+        summary=row["summary"],
+        args=json.loads(row["args"]),
+        state=json.loads(row["state"]),
+        channels=tuple(json.loads(row["channels"])),
+        approvers=tuple(json.loads(row["approvers"])),
+        policy=Policy.from_json(json.loads(row["policy"])),
+        worker=row["worker"],
+        requested_by=row["requested_by"],
+        status=Status(row["status"]),
+        version=row["version"],
+        created_at=created,
+        deadline=_ts(row, "deadline"),
+        wake_at=_ts(row, "wake_at"),
+        votes=tuple(Vote.from_json(v) for v in json.loads(row["votes"])),
+        decision=Decision.from_json(json.loads(decision)) if decision else None,
+        escalations=row["escalations"],
+        reminders_sent=row["reminders_sent"],
+        args_hash=row["args_hash"],
+    )
+
+
+def event_from_row(row: Row) -> Event:
+    return Event(
+        id=row["id"],
+        approval_id=row["approval_id"],
+        kind=row["kind"],
+        at=_ts(row, "at"),
+        actor=row["actor"],
+        channel=row["channel"],
+        data=json.loads(row["data"]),
+    )
+
+
+def outbox_from_row(row: Row) -> OutboxItem:
+    return OutboxItem(
+        id=row["id"],
+        approval_id=row["approval_id"],
+        channel=row["channel"],
+        kind=OutboxKind(row["kind"]),
+        status=DeliveryStatus(row["status"]),
+        attempts=row["attempts"],
+        next_attempt_at=_ts(row, "next_attempt_at"),
+        last_error=row["last_error"],
+        data=json.loads(row["data"]),
+    )
+
+
+def card_from_row(row: Row) -> Card:
+    return Card(
+        approval_id=row["approval_id"],
+        channel=row["channel"],
+        ref=row["ref"],
+        status=DeliveryStatus(row["status"]),
+        error=row["error"],
+        posted_at=_ts(row, "posted_at"),
+        updated_at=_ts(row, "updated_at"),
+    )
+
+
+def job_from_row(row: Row) -> ResumeJob:
+    return ResumeJob(
+        id=row["id"],
+        approval_id=row["approval_id"],
+        worker=row["worker"],
+        status=JobStatus(row["status"]),
+        attempts=row["attempts"],
+        next_attempt_at=_ts(row, "next_attempt_at"),
+        claimed_by=row["claimed_by"],
+        lease_until=_ts(row, "lease_until"),
+        last_error=row["last_error"],
+        output_tail=row["output_tail"],
+        created_at=_ts(row, "created_at"),
+        updated_at=_ts(row, "updated_at"),
+    )
+
+
+def step_from_row(row: Row) -> StepRecord:
+    return StepRecord(
+        run_id=row["run_id"],
+        name=row["name"],
+        status=StepStatus(row["status"]),
+        output=json.loads(row["output"]) if row["output"] is not None else None,
+        attempts=row["attempts"],
+        started_at=_ts(row, "started_at"),
+        finished_at=_ts(row, "finished_at"),
+        error=row["error"],
+    )

@@ -1,0 +1,569 @@
+"""SQLite store on aiosqlite: WAL, synchronous=FULL, one writer with group commit.
+
+Each use case is one sync function run whole on the writer's thread. Concurrent use cases are
+grouped into one SQLite transaction (one fsync), each inside its own SAVEPOINT so that a failing
+one rolls back alone. Reads go to a second connection (WAL readers never block the writer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiosqlite
+
+from gateway.clock import from_ts, to_ts
+from gateway.errors import StoreUnavailable
+from gateway.models import (
+    Approval,
+    Card,
+    DeliveryStatus,
+    Event,
+    JobStatus,
+    NewEvent,
+    NewOutbox,
+    OutboxItem,
+    OutboxKind,
+    ResumeJob,
+    Status,
+    StepRecord,
+)
+from gateway.store.base import CardUpdate, NewJob
+from gateway.store.migrations import MIGRATIONS
+from gateway.store.rows import (
+    APPROVAL_COLUMNS,
+    approval_from_row,
+    approval_values,
+    card_from_row,
+    dumps,
+    event_from_row,
+    job_from_row,
+    outbox_from_row,
+    step_from_row,
+)
+
+T = TypeVar("T")
+Op = Callable[[sqlite3.Connection], Any]
+_MAX_BATCH = 256
+_INSERT_APPROVAL = (
+    f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({', '.join('?' for _ in APPROVAL_COLUMNS)})"
+)
+_UPDATE_APPROVAL = (
+    "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:]) + " WHERE id = ? AND version = ?"
+)
+
+
+async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """Run `fn(conn)` whole on the connection's own thread: one hand-off per transaction,
+    not one per statement. aiosqlite has no public hook for this; `_execute` is the queue
+    every public method uses."""
+    conn = db._conn
+    result: T = await db._execute(fn, conn)  # type: ignore[no-untyped-call]
+    return result
+
+
+def _insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> None:
+    if events:
+        conn.executemany(
+            "INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES (?, ?, ?, ?, ?, ?)",
+            [(e.approval_id, e.kind, to_ts(e.at), e.actor, e.channel, dumps(e.data)) for e in events],
+        )
+
+
+def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: float) -> None:
+    for item in items:
+        if item.kind is OutboxKind.SYNC:
+            # Coalesce: one pending sync per card is enough, it renders the latest state.
+            exists = conn.execute(
+                "SELECT 1 FROM outbox WHERE approval_id = ? AND channel = ? AND kind = 'sync' "
+                "AND status = 'pending' AND lease_owner IS NULL",
+                (item.approval_id, item.channel),
+            ).fetchone()
+            if exists:
+                continue
+        conn.execute(
+            "INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at,"
+            " data, created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?)",
+            (item.approval_id, item.channel, item.kind.value, now, dumps(item.data), now, now),
+        )
+
+
+class SQLiteStore:
+    dialect = "sqlite"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._queue: asyncio.Queue[tuple[Op, asyncio.Future[Any]] | None] = asyncio.Queue()
+        self._writer_task: asyncio.Task[None] | None = None
+
+    # ---------------------------------------------------------------- lifecycle
+    async def _connect(self) -> aiosqlite.Connection:
+        db = await aiosqlite.connect(self.path, isolation_level=None, timeout=30)
+        db.row_factory = sqlite3.Row
+        await db.execute("PRAGMA busy_timeout = 30000")
+        await db.execute("PRAGMA foreign_keys = ON")
+        return db
+
+    async def open(self) -> None:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._writer = await self._connect()
+        await self._writer.execute("PRAGMA journal_mode = WAL")
+        await self._writer.execute("PRAGMA synchronous = FULL")
+        await _in_thread(self._writer, _migrate)
+        self._reader = await self._connect() if self.path != ":memory:" else self._writer
+        self._writer_task = asyncio.create_task(self._write_loop(), name="sqlite-writer")
+
+    async def close(self) -> None:
+        if self._writer_task is not None:
+            await self._queue.put(None)
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer_task
+            self._writer_task = None
+        if self._reader is not None and self._reader is not self._writer:
+            await self._reader.close()
+        if self._writer is not None:
+            await self._writer.close()
+        self._reader = self._writer = None
+
+    async def schema_version(self) -> int:
+        return int(await self._read(_schema_version))
+
+    # ---------------------------------------------------------------- plumbing
+    async def _write_loop(self) -> None:
+        assert self._writer is not None
+        while True:
+            first = await self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            stop = False
+            while len(batch) < _MAX_BATCH and not self._queue.empty():
+                nxt = self._queue.get_nowait()
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            ops = [op for op, _ in batch]
+            try:
+                results = await _in_thread(self._writer, functools.partial(_run_batch, ops=ops))
+            except Exception as exc:  # the COMMIT itself failed: nothing was written
+                results = [exc] * len(batch)
+            for (_, fut), result in zip(batch, results, strict=True):
+                if fut.done():
+                    continue
+                if isinstance(result, BaseException):
+                    fut.set_exception(result)
+                else:
+                    fut.set_result(result)
+            if stop:
+                return
+
+    async def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        if self._writer_task is None or self._writer_task.done():
+            raise StoreUnavailable("the store is closed")
+        fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        await self._queue.put((op, fut))
+        return await fut
+
+    async def _read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        if self._reader is None:
+            raise StoreUnavailable("the store is closed")
+        return await _in_thread(self._reader, op)
+
+    # ---------------------------------------------------------------- approvals
+    async def create_approval(
+        self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
+    ) -> tuple[Approval, bool]:
+        def op(conn: sqlite3.Connection) -> tuple[Approval, bool]:
+            row = conn.execute(
+                "SELECT * FROM approvals WHERE idempotency_key = ?", (approval.idempotency_key,)
+            ).fetchone()
+            if row is not None:
+                return approval_from_row(row), False
+            conn.execute(_INSERT_APPROVAL, approval_values(approval))
+            _insert_events(conn, events)
+            _insert_outbox(conn, outbox, time.time())
+            return approval, True
+
+        return await self._write(op)
+
+    async def get_approval(self, approval_id: str) -> Approval | None:
+        def op(conn: sqlite3.Connection) -> Approval | None:
+            row = conn.execute("SELECT * FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+            return approval_from_row(row) if row else None
+
+        return await self._read(op)
+
+    async def list_approvals(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Approval]:
+        where: list[str] = []
+        params: list[Any] = []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status.value)
+        if run_id is not None:
+            where.append("run_id = ?")
+            params.append(run_id)
+        sql = "SELECT * FROM approvals"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, id LIMIT ? OFFSET ?"
+        params += [limit, offset]
+        return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
+
+    async def save_transition(
+        self,
+        approval: Approval,
+        expected_version: int,
+        events: Sequence[NewEvent],
+        outbox: Sequence[NewOutbox] = (),
+        job: NewJob | None = None,
+    ) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            values = approval_values(approval)
+            cur = conn.execute(_UPDATE_APPROVAL, (*values[1:], approval.id, expected_version))
+            if cur.rowcount != 1:
+                return False
+            now = time.time()
+            _insert_events(conn, events)
+            _insert_outbox(conn, outbox, now)
+            if job is not None:
+                conn.execute(
+                    "INSERT OR IGNORE INTO resume_jobs (approval_id, worker, status, attempts,"
+                    " next_attempt_at, created_at, updated_at) VALUES (?, ?, 'queued', 0, ?, ?, ?)",
+                    (job.approval_id, job.worker, now, now, now),
+                )
+            return True
+
+        return await self._write(op)
+
+    async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
+        sql = "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ? ORDER BY wake_at LIMIT ?"
+        return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, (to_ts(now), limit))])
+
+    async def next_wake_at(self) -> datetime | None:
+        row = await self._read(
+            lambda c: c.execute("SELECT MIN(wake_at) FROM approvals WHERE wake_at IS NOT NULL").fetchone()
+        )
+        return from_ts(row[0])
+
+    async def count_by_status(self) -> dict[str, int]:
+        rows = await self._read(
+            lambda c: c.execute("SELECT status, COUNT(*) FROM approvals GROUP BY status").fetchall()
+        )
+        return {r[0]: r[1] for r in rows}
+
+    # ---------------------------------------------------------------- events
+    async def append_events(self, events: Sequence[NewEvent]) -> None:
+        await self._write(lambda c: _insert_events(c, events))
+
+    async def list_events(self, approval_id: str) -> list[Event]:
+        sql = "SELECT * FROM events WHERE approval_id = ? ORDER BY id"
+        return await self._read(lambda c: [event_from_row(r) for r in c.execute(sql, (approval_id,))])
+
+    # ---------------------------------------------------------------- outbox and cards
+    async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
+        t, until = to_ts(now), to_ts(now + lease)
+
+        def op(conn: sqlite3.Connection) -> list[OutboxItem]:
+            rows = conn.execute(
+                "SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?"
+                " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at, id LIMIT ?",
+                (t, t, limit),
+            ).fetchall()
+            ids = [r[0] for r in rows]
+            if not ids:
+                return []
+            marks = ",".join("?" * len(ids))
+            conn.execute(
+                f"UPDATE outbox SET lease_owner = ?, lease_until = ? WHERE id IN ({marks})",
+                (owner, until, *ids),
+            )
+            claimed = conn.execute(f"SELECT * FROM outbox WHERE id IN ({marks}) ORDER BY id", ids)
+            return [outbox_from_row(r) for r in claimed]
+
+        return await self._write(op)
+
+    async def finish_outbox(
+        self,
+        item_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: DeliveryStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        card: CardUpdate | None = None,
+        events: Sequence[NewEvent] = (),
+        count_attempt: bool = True,
+    ) -> bool:
+        t = to_ts(now)
+
+        def op(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE outbox SET status = ?, attempts = attempts + ?, next_attempt_at = COALESCE(?, next_attempt_at),"
+                " last_error = ?, lease_owner = NULL, lease_until = NULL, updated_at = ?"
+                " WHERE id = ? AND lease_owner = ?",
+                (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner),
+            )
+            if cur.rowcount != 1:
+                return False
+            if card is not None:
+                row = conn.execute("SELECT approval_id FROM outbox WHERE id = ?", (item_id,)).fetchone()
+                _upsert_card(conn, row[0], card, t)
+            _insert_events(conn, events)
+            return True
+
+        return await self._write(op)
+
+    async def enqueue_outbox(self, items: Sequence[NewOutbox], now: datetime) -> None:
+        await self._write(lambda c: _insert_outbox(c, items, to_ts(now) or time.time()))
+
+    async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
+        sql = "SELECT * FROM outbox WHERE approval_id = ? ORDER BY id"
+        return await self._read(lambda c: [outbox_from_row(r) for r in c.execute(sql, (approval_id,))])
+
+    async def get_card(self, approval_id: str, channel: str) -> Card | None:
+        def op(conn: sqlite3.Connection) -> Card | None:
+            row = conn.execute(
+                "SELECT * FROM cards WHERE approval_id = ? AND channel = ?", (approval_id, channel)
+            ).fetchone()
+            return card_from_row(row) if row else None
+
+        return await self._read(op)
+
+    async def list_cards(self, approval_id: str) -> list[Card]:
+        sql = "SELECT * FROM cards WHERE approval_id = ? ORDER BY channel"
+        return await self._read(lambda c: [card_from_row(r) for r in c.execute(sql, (approval_id,))])
+
+    # ---------------------------------------------------------------- resume jobs
+    async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
+        t, until = to_ts(now), to_ts(now + lease)
+
+        def op(conn: sqlite3.Connection) -> list[ResumeJob]:
+            rows = conn.execute(
+                "SELECT id FROM resume_jobs WHERE (status = 'queued' AND next_attempt_at <= ?)"
+                " OR (status = 'running' AND lease_until <= ?) ORDER BY next_attempt_at, id LIMIT ?",
+                (t, t, limit),
+            ).fetchall()
+            ids = [r[0] for r in rows]
+            if not ids:
+                return []
+            marks = ",".join("?" * len(ids))
+            conn.execute(
+                f"UPDATE resume_jobs SET status = 'running', claimed_by = ?, lease_until = ?,"
+                f" attempts = attempts + 1, updated_at = ? WHERE id IN ({marks})",
+                (owner, until, t, *ids),
+            )
+            return [job_from_row(r) for r in conn.execute(f"SELECT * FROM resume_jobs WHERE id IN ({marks})", ids)]
+
+        return await self._write(op)
+
+    async def finish_job(
+        self,
+        job_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: JobStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        output_tail: str | None = None,
+        events: Sequence[NewEvent] = (),
+    ) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE resume_jobs SET status = ?, next_attempt_at = COALESCE(?, next_attempt_at),"
+                " last_error = ?, output_tail = COALESCE(?, output_tail), claimed_by = NULL, lease_until = NULL,"
+                " updated_at = ? WHERE id = ? AND claimed_by = ? AND status = 'running'",
+                (status.value, to_ts(next_attempt_at), error, output_tail, to_ts(now), job_id, owner),
+            )
+            if cur.rowcount != 1:
+                return False
+            _insert_events(conn, events)
+            return True
+
+        return await self._write(op)
+
+    async def extend_job_lease(self, job_id: int, owner: str, until: datetime) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE resume_jobs SET lease_until = ? WHERE id = ? AND claimed_by = ? AND status = 'running'",
+                (to_ts(until), job_id, owner),
+            )
+            return cur.rowcount == 1
+
+        return await self._write(op)
+
+    async def get_job(self, approval_id: str) -> ResumeJob | None:
+        def op(conn: sqlite3.Connection) -> ResumeJob | None:
+            row = conn.execute("SELECT * FROM resume_jobs WHERE approval_id = ?", (approval_id,)).fetchone()
+            return job_from_row(row) if row else None
+
+        return await self._read(op)
+
+    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]:
+        params: tuple[Any, ...] = (limit,)
+        sql = "SELECT * FROM resume_jobs ORDER BY id DESC LIMIT ?"
+        if status is not None:
+            sql = "SELECT * FROM resume_jobs WHERE status = ? ORDER BY id DESC LIMIT ?"
+            params = (status.value, limit)
+        return await self._read(lambda c: [job_from_row(r) for r in c.execute(sql, params)])
+
+    async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE resume_jobs SET status = 'queued', attempts = 0, next_attempt_at = ?, updated_at = ?,"
+                " last_error = NULL WHERE approval_id = ? AND status = 'failed'",
+                (to_ts(now), to_ts(now), approval_id),
+            )
+            if cur.rowcount != 1:
+                return False
+            _insert_events(conn, events)
+            return True
+
+        return await self._write(op)
+
+    # ---------------------------------------------------------------- journal
+    async def get_steps(self, run_id: str) -> list[StepRecord]:
+        sql = "SELECT * FROM journal WHERE run_id = ? ORDER BY started_at, name"
+        return await self._read(lambda c: [step_from_row(r) for r in c.execute(sql, (run_id,))])
+
+    async def record_step(self, step: StepRecord) -> StepRecord:
+        def op(conn: sqlite3.Connection) -> StepRecord:
+            conn.execute(
+                "INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at, error)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, name) DO UPDATE SET"
+                " status = excluded.status, output = excluded.output, attempts = excluded.attempts,"
+                " started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error"
+                " WHERE journal.status <> 'succeeded'",
+                (
+                    step.run_id,
+                    step.name,
+                    step.status.value,
+                    None if step.output is None else dumps(step.output),
+                    step.attempts,
+                    to_ts(step.started_at),
+                    to_ts(step.finished_at),
+                    step.error,
+                ),
+            )
+            row = conn.execute(
+                "SELECT * FROM journal WHERE run_id = ? AND name = ?", (step.run_id, step.name)
+            ).fetchone()
+            return step_from_row(row)
+
+        return await self._write(op)
+
+    async def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
+        sql = (
+            "SELECT run_id, COUNT(*) AS steps, SUM(attempts) AS attempts, MIN(started_at) AS started_at,"
+            " MAX(finished_at) AS last_at FROM journal GROUP BY run_id ORDER BY last_at DESC LIMIT ?"
+        )
+        rows = await self._read(lambda c: c.execute(sql, (limit,)).fetchall())
+        return [dict(r) for r in rows]
+
+    # ---------------------------------------------------------------- inbound de-duplication
+    async def remember_inbound(self, key: str, now: datetime) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute("INSERT OR IGNORE INTO inbound (key, at) VALUES (?, ?)", (key, to_ts(now)))
+            return cur.rowcount == 1
+
+        return await self._write(op)
+
+
+def _upsert_card(conn: sqlite3.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:
+    if card.new_channel and card.new_channel != card.channel:
+        conn.execute(
+            "UPDATE cards SET channel = ? WHERE approval_id = ? AND channel = ?",
+            (card.new_channel, approval_id, card.channel),
+        )
+    channel = card.new_channel or card.channel
+    posted = now if card.status is DeliveryStatus.DONE else None
+    conn.execute(
+        "INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (approval_id, channel) DO UPDATE SET"
+        " ref = COALESCE(excluded.ref, cards.ref), status = excluded.status, error = excluded.error,"
+        " updated_at = excluded.updated_at",
+        (approval_id, channel, card.ref, card.status.value, card.error, posted, now),
+    )
+
+
+def _run_batch(conn: sqlite3.Connection, *, ops: Sequence[Op]) -> list[Any]:
+    results: list[Any] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for op in ops:
+            conn.execute("SAVEPOINT op")
+            try:
+                results.append(op(conn))
+            except Exception as exc:
+                conn.execute("ROLLBACK TO op")
+                results.append(exc)
+            conn.execute("RELEASE op")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return results
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+    if row is None:
+        return 0
+    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0])
+
+
+def _migrate(conn: sqlite3.Connection) -> int:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+        )
+        current = _schema_version(conn)
+        for m in MIGRATIONS:
+            if m.version > current:
+                for statement in _split(m.sqlite):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (m.version, m.name, time.time()),
+                )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return _schema_version(conn)
+
+
+def _split(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies (BEGIN ... END;) whole."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out

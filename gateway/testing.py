@@ -1,0 +1,48 @@
+"""Reusable test helpers: an injectable FakeClock and a settings factory.
+
+Shipped in the package so that users can test their own agents against the gateway too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from gateway.config import Settings, load_settings
+
+TEST_SECRET = "test-secret-key-0123456789abcdef"
+TEST_API_KEY = "test-api-key-0123456789abcdef"
+
+
+class FakeClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start or datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, seconds: float = 0, **kw: float) -> datetime:
+        self._now += timedelta(seconds=seconds, **kw)
+        return self._now
+
+    def set(self, when: datetime) -> None:
+        if when.tzinfo is None:
+            raise ValueError("FakeClock needs a timezone-aware datetime")
+        self._now = when
+
+
+def make_settings(db_url: str, sections: Mapping[str, Mapping[str, Any]] | None = None) -> Settings:
+    """Settings for tests: no config file, no environment, test keys, the given store."""
+    defaults: dict[str, dict[str, Any]] = {
+        "store": {"url": db_url},
+        "security": {"secret_keys": [TEST_SECRET], "api_keys": [TEST_API_KEY]},
+        "server": {"port": 0},
+    }
+    for section, values in (sections or {}).items():
+        defaults[section] = {**defaults.get(section, {}), **values}
+    plain = {k: v for k, v in defaults.items() if k not in ("policies", "workers")}
+    tables = {k: v for k, v in defaults.items() if k in ("policies", "workers")}
+    return load_settings(None, env={}, defaults=plain, tables=tables)

@@ -1,0 +1,63 @@
+"""Signed, expiring tokens (itsdangerous, SHA-256, a salt per purpose, key rotation).
+
+Tokens carry their own expiry (`e`, unix seconds) so that the check uses the injected clock and
+so that the same approval always gets the same resume token (suspend stays idempotent).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from itsdangerous import BadData, URLSafeSerializer
+
+from gateway.errors import InvalidToken, TokenExpired
+
+RESUME = "hitl.resume.v1"
+
+
+class TokenSigner:
+    def __init__(self, secret_keys: Sequence[str]) -> None:
+        if not secret_keys:
+            raise ValueError("at least one secret key is needed")
+        self._keys = list(secret_keys)
+        self._serializers: dict[str, URLSafeSerializer] = {}
+
+    def _serializer(self, purpose: str) -> URLSafeSerializer:
+        s = self._serializers.get(purpose)
+        if s is None:
+            s = URLSafeSerializer(self._keys, salt=purpose, signer_kwargs={"digest_method": hashlib.sha256})
+            self._serializers[purpose] = s
+        return s
+
+    def sign(self, purpose: str, payload: dict[str, Any], expires_at: datetime) -> str:
+        return str(self._serializer(purpose).dumps({**payload, "e": int(expires_at.timestamp())}))
+
+    def verify(self, purpose: str, token: str, now: datetime) -> dict[str, Any]:
+        """Return the payload; InvalidToken (401) if forged, TokenExpired (410) if stale."""
+        try:
+            data = self._serializer(purpose).loads(token)
+        except BadData:
+            raise InvalidToken() from None
+        if not isinstance(data, dict) or not isinstance(data.get("e"), int):
+            raise InvalidToken()
+        if now.timestamp() >= data["e"]:
+            raise TokenExpired()
+        return data
+
+    def mac(self, purpose: str, message: str, length: int = 10) -> str:
+        """A short HMAC (hex) with the newest key, for size-limited places like callback_data."""
+        key = hashlib.sha256(f"{purpose}:{self._keys[-1]}".encode()).digest()
+        return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()[:length]
+
+    def check_mac(self, purpose: str, message: str, mac: str) -> bool:
+        """Constant-time check against every key (rotation)."""
+        ok = False
+        for secret in self._keys:
+            key = hashlib.sha256(f"{purpose}:{secret}".encode()).digest()
+            expected = hmac.new(key, message.encode(), hashlib.sha256).hexdigest()[: len(mac)]
+            ok |= bool(mac) and hmac.compare_digest(expected, mac)
+        return ok

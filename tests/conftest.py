@@ -1,0 +1,81 @@
+"""Shared fixtures: a FakeClock, real SQLite files, a started Runtime, and an HTTP client."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from gateway.config import Settings
+from gateway.http.app import create_app
+from gateway.runtime import Runtime
+from gateway.testing import TEST_API_KEY, FakeClock, make_settings
+
+AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
+
+
+@pytest.fixture(autouse=True)
+def _no_hitl_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """HITL_* variables from the developer's shell must not leak into tests."""
+    for name in list(os.environ):
+        if name.startswith("HITL_") and name != "HITL_TEST_POSTGRES_URL":
+            monkeypatch.delenv(name)
+    yield
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'gateway.db'}"
+
+
+@pytest.fixture
+def settings_factory(db_url: str) -> Callable[..., Settings]:
+    def make(**sections: Any) -> Settings:
+        return make_settings(db_url, sections)
+
+    return make
+
+
+@pytest.fixture
+def settings(settings_factory: Callable[..., Settings]) -> Settings:
+    return settings_factory(workers={"agent": {"command": ["true"]}}, policies={"fast": {"timeout": "1m"}})
+
+
+@pytest.fixture
+async def runtime(settings: Settings, clock: FakeClock) -> AsyncIterator[Runtime]:
+    rt = Runtime(settings, clock=clock, owner="test")
+    await rt.start(background=False)
+    yield rt
+    await rt.stop()
+
+
+@pytest.fixture
+async def client(
+    aiohttp_client: Callable[..., Any], settings: Settings, clock: FakeClock
+) -> AsyncIterator[TestClient[Any, Any]]:
+    """The real app over real HTTP on loopback; background loops off (tests drive them)."""
+    rt = Runtime(settings, clock=clock, owner="test")
+    app = create_app(settings, runtime=rt, background=False)
+    yield await aiohttp_client(app)
+
+
+def suspend_body(**over: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "run_id": "run-1",
+        "step": "charge",
+        "title": "Charge ACME $42",
+        "summary": "Monthly invoice",
+        "args": {"amount": 4200, "currency": "USD"},
+        "state": {"cursor": 3},
+    }
+    body.update(over)
+    return body
