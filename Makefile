@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 ## make run: the gateway on ./var/hitl-gateway.db, web inbox on, no chat tokens needed.
 run: $(STAMP)
-	$(BIN)/hitl-gateway serve --dev
+	$(BIN)/hitl-gateway --dev serve
 
 ## make test: lint, type-check and the whole suite.
 test: $(STAMP) lint typecheck unit
