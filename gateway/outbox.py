@@ -96,6 +96,8 @@ class OutboxRunner:
         events = []
         if event:
             events.append(NewEvent(item.approval_id, event, now, channel=item.channel, data=dict(data or {})))
+            if status is DeliveryStatus.DONE:
+                log.info("approval %s %s on %s", item.approval_id, event, item.channel)
         await self.store.finish_outbox(
             item.id,
             self.owner,
