@@ -82,9 +82,8 @@ def quorum_words(approval: Approval) -> str:
 
 def _status_lines(approval: Approval, now: datetime, names: Mapping[str, str]) -> list[str]:
     if approval.status is Status.WAITING:
-        lines = [
-            f"⏳ {esc(when(approval.deadline)) + ' · ' if approval.deadline else ''}{esc(timeout_words(approval, now))}"
-        ]
+        deadline = f"{esc(when(approval.deadline))} · " if approval.deadline else ""
+        lines = [f"⏳ {deadline}{esc(timeout_words(approval, now))}"]
         if approval.policy.quorum > 1:
             lines.append(f"👥 {quorum_words(approval)}")
         return lines

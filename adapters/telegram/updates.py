@@ -61,7 +61,9 @@ def precheck(approval: Approval, actor: str, outcome: Outcome, allowlist: tuple[
 
 
 def secret_ok(given: str | None, expected: str) -> bool:
-    return bool(given) and bool(expected) and hmac.compare_digest(given.encode(), expected.encode())  # type: ignore[union-attr]
+    if not given or not expected:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 class TelegramUpdates:
