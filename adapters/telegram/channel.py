@@ -7,6 +7,7 @@ Telegram errors become `DeliveryError`s for the outbox. Order matters: `RetryAft
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from gateway.runtime import Runtime
 
 log = logging.getLogger("adapters.telegram")
+# PTB 22 warns on every RetryAfter unless time periods are opted in as timedelta (its future default).
+os.environ.setdefault("PTB_TIMEDELTA", "true")
 T = TypeVar("T")
 WEBHOOK_PATH = "/webhooks/telegram"
 ALLOWED_UPDATES = ("callback_query", "message")
