@@ -48,10 +48,21 @@ class Verdict:
     denied: str | None = None  # why the presser may not decide
 
 
-def precheck(approval: Approval, actor: str, outcome: Outcome, allowlist: tuple[str, ...], now: datetime) -> Verdict:
+def precheck(
+    approval: Approval,
+    actor: str,
+    outcome: Outcome,
+    allowlist: tuple[str, ...],
+    now: datetime,
+    names: Mapping[str, str] | None = None,
+) -> Verdict:
     """Pure: the answer to show for a press, computed with the same rules the service applies."""
     if approval.status.final:
-        return Verdict(render.cut(str(rules.already_decided(approval).message).capitalize(), 200))
+        message = rules.already_decided(approval).message
+        d = approval.decision
+        if d is not None and names and d.decided_by in names:
+            message = message.replace(f"by {d.decided_by}", f"by {names[d.decided_by]}")
+        return Verdict(render.cut(message[:1].upper() + message[1:], 200))
     try:
         rules.check_may_decide(actor, approval, allowlist)
     except (NotAnApprover, RequesterCannotDecide) as exc:
@@ -116,7 +127,8 @@ class TelegramUpdates:
             await self.channel.answer(p.query_id, "This approval no longer exists", alert=True)
             return "unknown"
         actor, where = parse.actor(p.user_id), f"telegram:{p.chat_id}"
-        verdict = precheck(approval, actor, button.outcome, rt.service.allowlist(actor), now)
+        names = await self.names(approval.id) if approval.status.final else None
+        verdict = precheck(approval, actor, button.outcome, rt.service.allowlist(actor), now, names)
         await self.channel.answer(p.query_id, verdict.text, alert=not verdict.decide)
         data = {"who": p.who, "outcome": button.outcome.value, "message_id": p.message_id}
         await rt.store.append_events([NewEvent(approval.id, PRESS_EVENT, now, actor, where, data)])

@@ -114,7 +114,10 @@ def tg_settings(settings_factory: Callable[..., Settings], tg_api: FakeTelegramA
         "base_url": tg_api.base_url,
         "approvers": [ALICE, BOB],
     }
-    return settings_factory(telegram=telegram, policies={"pair": {"timeout": "1h", "quorum": 2}})
+    return settings_factory(
+        telegram=telegram,
+        policies={"pair": {"timeout": "1h", "quorum": 2}, "nudge": {"timeout": "30m", "remind": ["10m"]}},
+    )
 
 
 @pytest.fixture

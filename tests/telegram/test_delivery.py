@@ -144,3 +144,13 @@ async def test_set_webhook_sends_secret_and_allowed_updates(tg: TG) -> None:
     assert params["url"] == tg.rt.settings.server.public_url.rstrip("/") + "/webhooks/telegram"
     assert params["secret_token"] == SECRET
     assert params["allowed_updates"] == ["callback_query", "message"]
+
+
+async def test_reminder_replies_to_the_card(tg: TG) -> None:
+    approval_id, mid = await tg.posted(policy="nudge")
+    tg.clock.advance(minutes=20)
+    assert await tg.rt.service.apply_due(approval_id, tg.clock.now()) == "reminded"
+    await tg.rt.outbox.drain()
+    sent = tg.api.calls_to("sendMessage")[-1].params
+    assert sent["reply_parameters"]["message_id"] == mid
+    assert "Reminder" in sent["text"] and "auto-reject in 10 min" in sent["text"]
