@@ -126,7 +126,7 @@ class TelegramUpdates:
         if approval is None:
             await self.channel.answer(p.query_id, "This approval no longer exists", alert=True)
             return "unknown"
-        actor, where = parse.actor(p.user_id), f"telegram:{p.chat_id}"
+        actor, where = parse.actor(p.user_id), "telegram" if p.chat_id is None else f"telegram:{p.chat_id}"
         names = await self.names(approval.id) if approval.status.final else None
         verdict = precheck(approval, actor, button.outcome, rt.service.allowlist(actor), now, names)
         await self.channel.answer(p.query_id, verdict.text, alert=not verdict.decide)

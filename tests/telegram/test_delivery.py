@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from adapters.telegram.cli import poll_once, set_webhook
 from adapters.telegram.parse import parse_ref
 from gateway.models import DeliveryStatus, Status
@@ -154,3 +156,29 @@ async def test_reminder_replies_to_the_card(tg: TG) -> None:
     sent = tg.api.calls_to("sendMessage")[-1].params
     assert sent["reply_parameters"]["message_id"] == mid
     assert "Reminder" in sent["text"] and "auto-reject in 10 min" in sent["text"]
+
+
+async def test_fake_refuses_oversized_callback_data_and_that_is_terminal(tg: TG) -> None:
+    from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+    from telegram.error import BadRequest
+
+    from adapters.telegram.channel import delivery_error
+
+    channel = tg.rt.channels["telegram"]
+    markup = InlineKeyboardMarkup([[InlineKeyboardButton("x", callback_data="x" * 65)]])
+    with pytest.raises(BadRequest) as info:
+        await channel.bot.send_message(CHAT, "hi", reply_markup=markup)  # type: ignore[attr-defined]
+    assert "button_data_invalid" in info.value.message.lower()
+    assert delivery_error(info.value).transient is False
+
+
+async def test_an_id_too_long_for_callback_data_fails_the_card_for_good(tg: TG) -> None:
+    from gateway.models import OutboxKind
+    from gateway.store.base import NewOutbox
+
+    approval = await tg.rt.service.get(await tg.suspend())
+    long_id = approval.evolve(id="L" * 50, idempotency_key="other")
+    await tg.rt.store.create_approval(long_id, [], [NewOutbox(long_id.id, f"telegram:{CHAT}", OutboxKind.POST)])
+    await tg.rt.outbox.drain()
+    card = await tg.rt.store.get_card(long_id.id, f"telegram:{CHAT}")
+    assert card is not None and card.status is DeliveryStatus.FAILED and "callback_data" in (card.error or "")
