@@ -9,6 +9,7 @@ The REAL python-telegram-bot client talks to it through `base_url`.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections import defaultdict
@@ -46,6 +47,7 @@ class FakeTelegramAPI:
         self.updates: list[dict[str, Any]] = []
         self.base_url = ""  # set by the test once the server listens
         self._ids = itertools.count(100)
+        self._changed = asyncio.Event()
         self.app = web.Application()
         self.app.router.add_route("*", "/bot{token}/{method}", self._handle)
 
@@ -56,6 +58,14 @@ class FakeTelegramAPI:
             status, "Forbidden: bot was kicked from the group chat"
         )
         self.faults[method].extend(Fault(status, text, dict(parameters)) for _ in range(times))
+
+    async def wait_for_call(self, method: str, within: float = 10.0) -> list[Call]:
+        """Wait (bounded) until `method` has been called; for tests driving a real subprocess."""
+        async with asyncio.timeout(within):
+            while not self.calls_to(method):
+                self._changed.clear()
+                await self._changed.wait()
+        return self.calls_to(method)
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -70,6 +80,7 @@ class FakeTelegramAPI:
         method = request.match_info["method"]
         params = await _params(request)
         self.calls.append(Call(method, params))
+        self._changed.set()
         if self.faults[method]:
             fault = self.faults[method].pop(0)
             return _error(fault.status, fault.description, fault.parameters)
