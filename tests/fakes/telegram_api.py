@@ -88,6 +88,8 @@ class FakeTelegramAPI:
         if handler is None:
             return _error(404, "Not Found: method not found")
         result: Any = handler(params)
+        if asyncio.iscoroutine(result):
+            result = await result
         if isinstance(result, web.Response):
             return result
         return web.json_response({"ok": True, "result": result})
@@ -134,11 +136,16 @@ class FakeTelegramAPI:
     def _m_deleteWebhook(self, params: dict[str, Any]) -> Any:
         return True
 
-    def _m_getUpdates(self, params: dict[str, Any]) -> Any:
+    async def _m_getUpdates(self, params: dict[str, Any]) -> Any:
+        """Long polling: wait up to `timeout` seconds for an update at or after `offset`."""
         offset = int(params.get("offset", 0))
-        out = [u for u in self.updates if u["update_id"] >= offset]
-        self.updates = out
-        return out
+        loop = asyncio.get_running_loop()
+        until = loop.time() + float(params.get("timeout", 0))
+        while True:
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            if self.updates or loop.time() >= until:
+                return self.updates
+            await asyncio.sleep(min(0.05, until - loop.time()))
 
 
 async def _params(request: web.Request) -> dict[str, Any]:
