@@ -90,7 +90,7 @@ class TelegramUpdates:
         try:
             data = json.loads(await request.read())
             update = Update.de_json(data, self.channel.bot) if isinstance(data, dict) else None
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):  # not an Update
             update = None
         if update is None:
             return web.json_response({"error": {"code": "bad_request", "message": "not a Telegram update"}}, status=400)
