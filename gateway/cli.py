@@ -66,7 +66,16 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("id")
     c.add_argument("--by", default="cli")
     c.add_argument("--reason")
+    _adapter_parser(sub, "telegram")
     return p
+
+
+def _adapter_parser(sub: Any, kind: str) -> None:
+    """An adapter's own subcommands (`adapters.<kind>.cli`: add_parser + run), loaded by name."""
+    import importlib
+
+    module = importlib.import_module(f"adapters.{kind}.cli")
+    module.add_parser(sub).set_defaults(handler=module.run)
 
 
 def _load(args: argparse.Namespace) -> Settings:

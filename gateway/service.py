@@ -11,7 +11,7 @@ import base64
 import logging
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -199,6 +199,21 @@ class Service:
         now = self.clock.now()
         log.warning("approval %s: denied %s on %s: %s", approval_id, actor, channel, reason)
         await self.store.append_events([NewEvent(approval_id, "denied", now, actor, channel, {"reason": reason})])
+
+    async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
+        """The person who decided explains it afterwards (e.g. the reason asked for after a
+        Reject press): the comment goes on the decision and every card is synced."""
+        for _ in range(_CAS_RETRIES):
+            approval = await self.get(approval_id)
+            decision = approval.decision
+            if decision is None or decision.decided_by != actor:
+                raise Forbidden(f"{actor} did not decide this approval")
+            after = approval.evolve(decision=replace(decision, comment=comment), version=approval.version + 1)
+            transition = rules.Transition(after, "comment_added", False, {"by": actor, "comment": comment})
+            syncs = [NewOutbox(approval.id, c, OutboxKind.SYNC) for c in approval.channels]
+            if await self._commit(approval, transition, actor, channel, syncs):
+                return after
+        raise Conflict("too much contention on this approval, retry")
 
     async def cancel(self, approval_id: str, by: str, reason: str | None = None) -> Approval:
         for _ in range(_CAS_RETRIES):

@@ -42,6 +42,18 @@ class CardUpdate:
     new_channel: str | None = None  # the chat moved (Telegram ChatMigrated)
 
 
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A question the gateway asked someone (e.g. "why reject?"), waiting for their reply."""
+
+    key: str  # where the reply will point, e.g. "telegram:<chat_id>:<prompt_message_id>"
+    approval_id: str
+    actor: str  # only this person's reply answers it
+    purpose: str  # e.g. "reject_reason"
+    created_at: datetime
+    expires_at: datetime
+
+
 class Store(Protocol):
     dialect: str
 
@@ -166,4 +178,14 @@ class Store(Protocol):
     # ---------------------------------------------------------------- inbound de-duplication
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         """True the first time `key` is seen; False for a redelivery."""
+        ...
+
+    # ---------------------------------------------------------------- prompts (migration v2)
+    async def save_prompt(self, prompt: Prompt) -> None:
+        """Remember a pending prompt (replacing one with the same key)."""
+        ...
+
+    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
+        """Consume the prompt `key` if `actor` owns it and it has not expired; else None.
+        Expired prompts are deleted on the way."""
         ...

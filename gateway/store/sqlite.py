@@ -35,7 +35,7 @@ from gateway.models import (
     Status,
     StepRecord,
 )
-from gateway.store.base import CardUpdate, NewJob
+from gateway.store.base import CardUpdate, NewJob, Prompt
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
@@ -484,6 +484,37 @@ class SQLiteStore:
         def op(conn: sqlite3.Connection) -> bool:
             cur = conn.execute("INSERT OR IGNORE INTO inbound (key, at) VALUES (?, ?)", (key, to_ts(now)))
             return cur.rowcount == 1
+
+        return await self._write(op)
+
+    # ---------------------------------------------------------------- prompts (migration v2)
+    async def save_prompt(self, prompt: Prompt) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO prompts (key, approval_id, actor, purpose, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    prompt.key,
+                    prompt.approval_id,
+                    prompt.actor,
+                    prompt.purpose,
+                    to_ts(prompt.created_at),
+                    to_ts(prompt.expires_at),
+                ),
+            )
+
+        await self._write(op)
+
+    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
+        def op(conn: sqlite3.Connection) -> Prompt | None:
+            conn.execute("DELETE FROM prompts WHERE expires_at <= ?", (to_ts(now),))
+            row = conn.execute("SELECT * FROM prompts WHERE key = ? AND actor = ?", (key, actor)).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM prompts WHERE key = ?", (key,))
+            created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
+            assert created is not None and expires is not None
+            return Prompt(row["key"], row["approval_id"], row["actor"], row["purpose"], created, expires)
 
         return await self._write(op)
 
