@@ -140,5 +140,5 @@ def _submission(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if not user_id:
         raise BadPayload("user.id is missing")
     values = view.get("state", {}).get("values", {}) if isinstance(view.get("state"), dict) else {}
-    comment = _str(values, REASON_BLOCK, REASON_INPUT).strip()
+    comment = _str(values, REASON_BLOCK, REASON_INPUT, "value").strip()
     return Submission(approval_id, user_id, _str(meta, "channel"), comment)
