@@ -25,6 +25,7 @@ class Call:
     method: str
     body: dict[str, Any]
     status: int
+    ok: bool
     at: float = field(default_factory=time.monotonic)
 
 
@@ -84,7 +85,7 @@ class FakeSlack:
             self.failures[method].append(Failure(status, error, retry_after))
 
     def calls_to(self, method: str, *, ok_only: bool = False) -> list[dict[str, Any]]:
-        return [c.body for c in self.calls if c.method == method and (c.status == 200 or not ok_only)]
+        return [c.body for c in self.calls if c.method == method and (c.ok or not ok_only)]
 
     def replies(self, key: str) -> list[dict[str, Any]]:
         return [body for k, body in self.responses if k == key]
@@ -115,7 +116,8 @@ class FakeSlack:
         return self._record(method, body, web.json_response(reply))
 
     def _record(self, method: str, body: dict[str, Any], response: web.Response) -> web.Response:
-        self.calls.append(Call(method, body, response.status))
+        ok = response.status == 200 and isinstance(response.body, bytes) and b'"ok": true' in response.body
+        self.calls.append(Call(method, body, response.status, ok))
         return response
 
     @staticmethod
