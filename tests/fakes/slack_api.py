@@ -5,6 +5,7 @@ slack_sdk AsyncWebClient: it records every call and injects 429 + Retry-After, 5
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import defaultdict, deque
@@ -43,6 +44,8 @@ class FakeSlack:
         self.responses: list[tuple[str, dict[str, Any]]] = []  # (response_url key, body)
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.failures: dict[str, deque[Failure]] = defaultdict(deque)
+        self.holds: dict[str, asyncio.Event] = {}
+        self.arrived: list[str] = []  # methods whose reply is being held
         self._runner: web.AppRunner | None = None
         self.url = ""
         self._n = 0
@@ -61,6 +64,8 @@ class FakeSlack:
         return self.url
 
     async def stop(self) -> None:
+        for event in self.holds.values():
+            event.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -84,6 +89,10 @@ class FakeSlack:
         for _ in range(times):
             self.failures[method].append(Failure(status, error, retry_after))
 
+    def hold(self, method: str) -> asyncio.Event:
+        """Calls of `method` hang until the returned event is set (a slow Slack)."""
+        return self.holds.setdefault(method, asyncio.Event())
+
     def calls_to(self, method: str, *, ok_only: bool = False) -> list[dict[str, Any]]:
         return [c.body for c in self.calls if c.method == method and (c.ok or not ok_only)]
 
@@ -103,6 +112,9 @@ class FakeSlack:
         body = await self._body(request)
         if request.headers.get("Authorization") != f"Bearer {self.token}":
             return self._record(method, body, web.json_response({"ok": False, "error": "invalid_auth"}))
+        if method in self.holds:
+            self.arrived.append(method)
+            await self.holds[method].wait()
         queue = self.failures.get(method)
         if queue:
             return self._record(method, body, self._failure(queue.popleft()))
