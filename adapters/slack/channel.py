@@ -19,12 +19,12 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from adapters.slack import render
+from adapters.slack import once, render
 from adapters.slack.errors import classify, network_error
 from adapters.slack.parse import make_ref
 from adapters.slack.webhook import PATH, InteractionHandler
 from gateway.config import SlackSettings
-from gateway.models import Approval
+from gateway.models import Approval, NewEvent
 from gateway.tokens import TokenSigner
 
 if TYPE_CHECKING:
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("adapters.slack")
 TIMEOUT_SECONDS = 10
-CARD_EVENT = "hitl_card"
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -52,7 +51,7 @@ class SlackChannel:
     kind = "slack"
 
     def __init__(self, settings: SlackSettings, signer: TokenSigner, runtime: Runtime) -> None:
-        self._settings, self._signer = settings, signer
+        self._settings, self._signer, self._store = settings, signer, runtime.store
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -80,12 +79,17 @@ class SlackChannel:
         return [web.post(PATH, self.webhook.handle)]
 
     # ---------------------------------------------------------------- Web API
-    async def call(self, method: str, **body: Any) -> dict[str, Any]:
-        """One Web API call; any failure is a classified DeliveryError."""
+    async def call(
+        self, method: str, *, http_verb: str = "POST", params: dict[str, Any] | None = None, **body: Any
+    ) -> dict[str, Any]:
+        """One Web API call (JSON body, or GET `params`); any failure is a classified DeliveryError."""
         if self._client is None:
             raise RuntimeError("SlackChannel.start() was not called")
         try:
-            response = await self._client.api_call(method, json=body)
+            if http_verb == "GET":
+                response = await self._client.api_call(method, http_verb="GET", params=params)
+            else:
+                response = await self._client.api_call(method, json=body)
         except SlackApiError as exc:
             data = exc.response.data if isinstance(exc.response.data, dict) else {}
             retry_after = _header(exc.response.headers, "Retry-After")
@@ -95,12 +99,20 @@ class SlackChannel:
         return dict(response.data) if isinstance(response.data, dict) else {}
 
     async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
+        address = f"slack:{target}"
+        since = once.earlier_attempt(await self._store.list_events(approval.id), address)
+        if since is not None:
+            found = await once.find_posted(self.call, target, approval.id, since)
+            if found is not None:
+                log.warning("slack: card of %s was already posted; adopting it", approval.id)
+                return f"{target}:{found}"
+        await self._store.append_events([NewEvent(approval.id, once.ATTEMPT, now, channel=address)])
         data = await self.call(
             "chat.postMessage",
             channel=target,
             text=render.card_text(approval),
             blocks=render.card_blocks(approval, make_ref(self._signer, approval.id)),
-            metadata={"event_type": CARD_EVENT, "event_payload": {"approval_id": approval.id}},
+            metadata=once.card_metadata(approval.id),
             unfurl_links=False,
         )
         return f"{data.get('channel', target)}:{data.get('ts', '')}"

@@ -9,6 +9,7 @@ import asyncio
 import json
 import time
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode
@@ -38,14 +39,17 @@ class Failure:
 
 
 class FakeSlack:
-    def __init__(self, token: str = BOT_TOKEN) -> None:
+    def __init__(self, token: str = BOT_TOKEN, clock: Callable[[], float] = time.time) -> None:
         self.token = token
+        self.clock = clock  # message timestamps (tests point it at their FakeClock)
         self.calls: list[Call] = []
         self.responses: list[tuple[str, dict[str, Any]]] = []  # (response_url key, body)
         self.messages: dict[tuple[str, str], dict[str, Any]] = {}
         self.failures: dict[str, deque[Failure]] = defaultdict(deque)
         self.holds: dict[str, asyncio.Event] = {}
         self.arrived: list[str] = []  # methods whose reply is being held
+        self.missing_scopes: set[str] = set()
+        self._arrivals: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
         self.url = ""
         self._n = 0
@@ -54,6 +58,7 @@ class FakeSlack:
     async def start(self) -> str:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)
         app.router.add_post("/response/{key}", self._response_url)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -93,6 +98,13 @@ class FakeSlack:
         """Calls of `method` hang until the returned event is set (a slow Slack)."""
         return self.holds.setdefault(method, asyncio.Event())
 
+    def _arrival(self, method: str) -> asyncio.Event:
+        return self._arrivals.setdefault(method, asyncio.Event())
+
+    async def wait_arrived(self, method: str, timeout: float = 10) -> None:
+        """Until a held call of `method` has reached the fake."""
+        await asyncio.wait_for(self._arrival(method).wait(), timeout)
+
     def calls_to(self, method: str, *, ok_only: bool = False) -> list[dict[str, Any]]:
         return [c.body for c in self.calls if c.method == method and (c.ok or not ok_only)]
 
@@ -101,6 +113,8 @@ class FakeSlack:
 
     # ---------------------------------------------------------------- handlers
     async def _body(self, request: web.Request) -> dict[str, Any]:
+        if request.method == "GET":
+            return dict(request.query)
         if request.content_type == "application/json":
             data = await request.json()
             return data if isinstance(data, dict) else {}
@@ -112,9 +126,6 @@ class FakeSlack:
         body = await self._body(request)
         if request.headers.get("Authorization") != f"Bearer {self.token}":
             return self._record(method, body, web.json_response({"ok": False, "error": "invalid_auth"}))
-        if method in self.holds:
-            self.arrived.append(method)
-            await self.holds[method].wait()
         queue = self.failures.get(method)
         if queue:
             return self._record(method, body, self._failure(queue.popleft()))
@@ -123,8 +134,13 @@ class FakeSlack:
             "chat.update": self._update,
             "views.open": self._views_open,
             "chat.postEphemeral": self._ok,
+            "conversations.history": self._history,
         }.get(method)
         reply = handler(body) if handler else {"ok": False, "error": "unknown_method"}
+        if method in self.holds:  # done on Slack's side, but the reply is slow to come back
+            self.arrived.append(method)
+            self._arrival(method).set()
+            await self.holds[method].wait()
         return self._record(method, body, web.json_response(reply))
 
     def _record(self, method: str, body: dict[str, Any], response: web.Response) -> web.Response:
@@ -141,7 +157,7 @@ class FakeSlack:
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         self._n += 1
-        channel, ts = str(body.get("channel")), f"{1700000000 + self._n}.{self._n:06d}"
+        channel, ts = str(body.get("channel")), f"{int(self.clock())}.{self._n:06d}"
         self.messages[(channel, ts)] = dict(body)
         return {"ok": True, "channel": channel, "ts": ts, "message": {"ts": ts, "text": body.get("text")}}
 
@@ -151,6 +167,17 @@ class FakeSlack:
             return {"ok": False, "error": "message_not_found"}
         self.messages[key] = {**self.messages[key], **body}
         return {"ok": True, "channel": key[0], "ts": key[1]}
+
+    def _history(self, query: dict[str, Any]) -> dict[str, Any]:
+        if "history" in self.missing_scopes:
+            return {"ok": False, "error": "missing_scope"}
+        channel, oldest = str(query.get("channel")), float(query.get("oldest") or 0)
+        found = [
+            {"ts": ts, "text": m.get("text"), **({"metadata": m["metadata"]} if "metadata" in m else {})}
+            for (ch, ts), m in self.messages.items()
+            if ch == channel and float(ts) >= oldest
+        ]
+        return {"ok": True, "messages": sorted(found, key=lambda m: m["ts"], reverse=True), "has_more": False}
 
     @staticmethod
     def _views_open(body: dict[str, Any]) -> dict[str, Any]:

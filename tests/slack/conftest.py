@@ -108,6 +108,7 @@ class SlackEnv:
 async def slack(
     aiohttp_client: Callable[..., Any], slack_settings: Settings, clock: FakeClock, fake_slack: FakeSlack
 ) -> AsyncIterator[SlackEnv]:
+    fake_slack.clock = lambda: clock.now().timestamp()
     rt = Runtime(slack_settings, clock=clock, owner="test")
     app = create_app(slack_settings, runtime=rt, background=False)
     client = await aiohttp_client(app)

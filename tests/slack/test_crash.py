@@ -94,7 +94,7 @@ async def test_press_survives_kill_9_right_after_the_ack(fake_slack: FakeSlack, 
             body, headers = signed(payload, time.time())
             async with http.post(f"{url}{PATH}", data=body, headers=headers) as r:
                 assert r.status == 200
-            await _until(lambda: "chat.update" in fake_slack.arrived)  # the slow work is in flight
+            await fake_slack.wait_arrived("chat.update")  # the slow work is in flight
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
     finally:

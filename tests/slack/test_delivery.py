@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from datetime import timedelta
 
 import pytest
@@ -128,3 +130,39 @@ async def test_reminder_is_a_threaded_reply(slack: SlackEnv) -> None:
     reminder = slack.fake.calls_to("chat.postMessage")[-1]
     assert (reminder["channel"], reminder["thread_ts"]) == (CARDS, ts)
     assert reminder["text"].startswith(":bell: Reminder:")
+
+
+async def test_a_post_cut_short_by_a_crash_is_adopted_not_posted_again(slack: SlackEnv) -> None:
+    """Slack posted the card but the process died before recording it: the retry finds the
+    card by its metadata and adopts it."""
+    release = slack.fake.hold("chat.postMessage")
+    aid = await slack.suspend()
+    first = asyncio.create_task(slack.rt.outbox.run_once())
+    await slack.fake.wait_arrived("chat.postMessage")
+    first.cancel()  # the process dies with the post in flight
+    with contextlib.suppress(asyncio.CancelledError):
+        await first
+    release.set()
+    assert (await slack.rt.store.get_card(aid, SLACK)) is None
+    slack.clock.advance(61)  # the dead attempt's lease runs out
+    await slack.rt.outbox.drain()
+    ((_, ts),) = slack.fake.messages
+    card = await slack.rt.store.get_card(aid, SLACK)
+    assert card is not None and card.status is DeliveryStatus.DONE and card.ref == f"{CARDS}:{ts}"
+    assert len(slack.fake.calls_to("conversations.history")) == 1
+    await slack.press("UALICE", "approve", aid)
+    await slack.rt.outbox.drain()
+    assert slack.fake.calls_to("chat.update")[0]["ts"] == ts
+    assert len(slack.fake.messages) == 1
+
+
+async def test_without_the_history_scope_a_retry_still_posts(slack: SlackEnv) -> None:
+    slack.fake.missing_scopes.add("history")
+    slack.fake.fail("chat.postMessage", status=429, retry_after="1")
+    aid = await slack.suspend()
+    await slack.rt.outbox.run_once()
+    slack.clock.advance(1)
+    await slack.rt.outbox.drain()
+    card = await slack.rt.store.get_card(aid, SLACK)
+    assert card is not None and card.status is DeliveryStatus.DONE
+    assert len(slack.fake.calls_to("chat.postMessage", ok_only=True)) == 1
