@@ -101,9 +101,9 @@ class FakeSlack:
     def _arrival(self, method: str) -> asyncio.Event:
         return self._arrivals.setdefault(method, asyncio.Event())
 
-    async def wait_arrived(self, method: str, timeout: float = 10) -> None:
-        """Until a held call of `method` has reached the fake."""
-        await asyncio.wait_for(self._arrival(method).wait(), timeout)
+    async def wait_arrived(self, method: str) -> None:
+        """Until a held call of `method` has reached the fake (at most 10 s)."""
+        await asyncio.wait_for(self._arrival(method).wait(), 10)
 
     def calls_to(self, method: str, *, ok_only: bool = False) -> list[dict[str, Any]]:
         return [c.body for c in self.calls if c.method == method and (c.ok or not ok_only)]
