@@ -16,4 +16,4 @@ __all__ = ["SlackChannel", "create_channel"]
 
 
 def create_channel(runtime: Runtime) -> SlackChannel:
-    return SlackChannel(runtime.settings.slack, runtime.signer, runtime)
+    return SlackChannel(runtime)

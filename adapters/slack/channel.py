@@ -23,9 +23,7 @@ from adapters.slack import once, render
 from adapters.slack.errors import classify, network_error
 from adapters.slack.parse import make_ref
 from adapters.slack.webhook import PATH, InteractionHandler
-from gateway.config import SlackSettings
 from gateway.models import Approval, NewEvent
-from gateway.tokens import TokenSigner
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime
@@ -50,8 +48,9 @@ def _header(headers: Any, name: str) -> str | None:
 class SlackChannel:
     kind = "slack"
 
-    def __init__(self, settings: SlackSettings, signer: TokenSigner, runtime: Runtime) -> None:
-        self._settings, self._signer, self._store = settings, signer, runtime.store
+    def __init__(self, runtime: Runtime) -> None:
+        settings = runtime.settings.slack
+        self._settings, self._signer, self._store = settings, runtime.signer, runtime.store
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._tasks: set[asyncio.Task[None]] = set()

@@ -55,6 +55,8 @@ def classify(method: str, status: int, error: str | None, retry_after: str | Non
         return DeliveryError(message, transient=True, retry_after=retry_after_seconds(retry_after))
     if status >= 500 or error in TRANSIENT:
         return DeliveryError(message, transient=True)
+    # TERMINAL lists the usual ones; an unknown code is terminal too: the same request would
+    # fail the same way, and the error stays visible on the card instead of looping forever.
     return DeliveryError(message, transient=False)
 
 

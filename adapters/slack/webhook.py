@@ -18,9 +18,9 @@ from adapters.slack import render
 from adapters.slack.parse import BadPayload, Press, Submission, make_ref, parse
 from adapters.slack.verify import is_valid
 from gateway import policy as rules
-from gateway.errors import AlreadyDecided, Conflict, Forbidden, InvalidToken, NotFound, ValidationError
+from gateway.errors import AlreadyDecided, Conflict, Forbidden, NotFound, Unauthorized, ValidationError
 from gateway.http.middleware import error_response
-from gateway.models import Approval, Outcome
+from gateway.models import Outcome
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime
@@ -48,7 +48,7 @@ class InteractionHandler:
         signature = request.headers.get("X-Slack-Signature")
         if not is_valid(self._secret, body, ts, signature, self._rt.clock.now().timestamp()):
             log.warning("slack: interaction refused: bad or stale signature")
-            return error_response(InvalidToken("invalid or stale Slack signature"))
+            return error_response(InvalidSignature("invalid or stale Slack signature"))
         try:
             interaction = parse(body, self._rt.signer)
         except BadPayload as exc:
@@ -120,13 +120,13 @@ class InteractionHandler:
             return "This approval no longer exists."
         except Conflict:
             return "Too many people pressed at once; please press again."
-        return _progress_reply(approval, actor)
+        return None if approval.status.final else f"Your approval is recorded: {render.progress(approval)}."
 
 
-def _progress_reply(approval: Approval, actor: str) -> str | None:
-    if approval.status.final:
-        return None
-    return f"Your approval is recorded: {render.progress(approval)}."
+class InvalidSignature(Unauthorized):
+    """The request is not signed by Slack, or the signature is stale."""
+
+    code = "invalid_signature"
 
 
 def _modal_error(text: str) -> web.Response:

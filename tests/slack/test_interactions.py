@@ -61,7 +61,7 @@ async def test_bad_signatures_get_401_and_change_nothing(slack: SlackEnv, case: 
         del headers["X-Slack-Signature"]
     resp = await slack.client.post(PATH, data=body, headers=headers)
     assert resp.status == 401
-    assert (await resp.json())["error"]["code"] == "invalid_token"
+    assert (await resp.json())["error"]["code"] == "invalid_signature"
     await slack.channel.settle()
     await slack.rt.outbox.drain()
     assert await table_counts(slack.rt) == before
