@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -194,3 +195,25 @@ async def test_web_decision_syncs_the_slack_card(slack: SlackEnv) -> None:
     await slack.channel.settle()
     assert slack.fake.replies("UBOB")[0]["text"] == "Already approved by alice (web); nothing changed."
     assert (await slack.rt.service.get(aid)).status is Status.APPROVED
+
+
+async def test_slow_slack_after_the_ack_does_not_delay_the_ack(slack: SlackEnv) -> None:
+    """views.open hangs: the press is still acked at once (the modal opens after the ack)."""
+    aid = await slack.suspend()
+    release = slack.fake.hold("views.open")
+    start = time.perf_counter()
+    resp = await slack.press("UBOB", "reason", aid)
+    assert resp.status == 200 and time.perf_counter() - start < 1.0
+    await slack.fake.wait_arrived("views.open")
+    release.set()
+    await slack.channel.settle()
+    assert len(slack.fake.calls_to("views.open", ok_only=True)) == 1
+
+
+async def test_a_failed_views_open_tells_the_presser(slack: SlackEnv) -> None:
+    aid = await slack.suspend()
+    slack.fake.fail("views.open", error="expired_trigger_id")
+    await slack.press("UBOB", "reason", aid)
+    await slack.channel.settle()
+    assert "press the button again" in slack.fake.replies("UBOB")[0]["text"]
+    assert (await slack.rt.service.get(aid)).status is Status.WAITING
