@@ -14,6 +14,7 @@ from typing import Any
 
 from gateway import __version__
 from gateway.config import Settings, effective_config, load_settings
+from gateway.http import web_cli
 from gateway.errors import ConfigError, GatewayError
 from gateway.logs import setup_logging
 from gateway.models import Outcome, Status
@@ -66,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("id")
     c.add_argument("--by", default="cli")
     c.add_argument("--reason")
+    web_cli.register(sub)
     return p
 
 
