@@ -14,8 +14,8 @@ from typing import Any
 
 from gateway import __version__
 from gateway.config import Settings, effective_config, load_settings
-from gateway.http import web_cli
 from gateway.errors import ConfigError, GatewayError
+from gateway.http import web_cli
 from gateway.logs import setup_logging
 from gateway.models import Outcome, Status
 

@@ -30,9 +30,7 @@ def csrf_of(html: str) -> str:
 
 @pytest.fixture
 def web_settings(settings_factory: Callable[..., Settings]) -> Settings:
-    return settings_factory(
-        web=WEB, workers={"agent": {"command": ["true"]}}, policies={"fast": {"timeout": "1m"}}
-    )
+    return settings_factory(web=WEB, workers={"agent": {"command": ["true"]}}, policies={"fast": {"timeout": "1m"}})
 
 
 @pytest.fixture
@@ -51,6 +49,4 @@ async def web(
 async def sign_in(client: TestClient[Any, Any], name: str = "alice", password: str = PASSWORD) -> Any:
     page = await client.get("/login")
     token = csrf_of(await page.text())
-    return await client.post(
-        "/login", data={"csrf": token, "name": name, "password": password}, allow_redirects=False
-    )
+    return await client.post("/login", data={"csrf": token, "name": name, "password": password}, allow_redirects=False)

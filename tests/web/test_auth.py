@@ -8,7 +8,7 @@ import pytest
 from aiohttp import web
 
 from gateway.config import load_settings
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, GatewayError
 from gateway.http.web_auth import hash_password, login_link, start_session, verify_password
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
@@ -143,5 +143,5 @@ async def test_bad_and_expired_login_links(web: Any, web_rt: Runtime, clock: Fak
     assert (await web.get(f"/login/link/{token[:-2]}xx")).status == 401
     clock.advance(minutes=16)
     assert (await web.get(f"/login/link/{token}")).status == 410
-    with pytest.raises(Exception, match="not in web.approvers"):
+    with pytest.raises(GatewayError, match=r"not in web\.approvers"):
         login_link(web_rt.settings, web_rt.signer, "mallory", clock.now())
