@@ -15,7 +15,7 @@ from aiohttp import web
 
 from gateway.http import web_auth, web_dashboard
 from gateway.http.keys import RUNTIME
-from gateway.http.web_auth import User, checked_form, raise_page, render, require
+from gateway.http.web_auth import PageError, User, checked_form, render, require
 from gateway.http.web_view import pretty, row
 from gateway.metrics import CONTENT_TYPE
 from gateway.metrics import install as install_metrics
@@ -36,7 +36,7 @@ def _status_filter(value: str) -> Status | None:
     try:
         return Status(value)
     except ValueError:
-        raise web_auth.PageError(400, f"status: must be 'all' or one of {', '.join(s.value for s in Status)}") from None
+        raise PageError(400, f"status: must be 'all' or one of {', '.join(s.value for s in Status)}") from None
 
 
 @routes.get("/")
@@ -82,16 +82,16 @@ async def approval_page(request: web.Request, user: User) -> web.Response:
 @require("approver")
 async def decide(request: web.Request, user: User) -> web.StreamResponse:
     rt = request.app[RUNTIME]
-    form = await checked_form(request, user)
+    form = await checked_form(request)
     try:
         outcome = Outcome(form.get("outcome", ""))
     except ValueError:
-        raise_page(request, 400, "outcome: must be approve or reject")
+        raise PageError(400, "outcome: must be approve or reject") from None
     comment = form.get("comment", "").strip() or None
     if comment is not None and len(comment) > _MAX_COMMENT:
-        raise_page(request, 400, f"comment: at most {_MAX_COMMENT} characters")
+        raise PageError(400, f"comment: at most {_MAX_COMMENT} characters")
     if outcome is Outcome.REJECT and comment is None:
-        raise_page(request, 400, "comment: say why you reject")
+        raise PageError(400, "comment: say why you reject")
     approval = await rt.service.decide(request.match_info["id"], outcome, user.actor, comment=comment, channel="web")
     raise web.HTTPSeeOther(f"/approvals/{approval.id}")
 

@@ -129,6 +129,14 @@ def start_session(rt: Runtime, name: str) -> NoReturn:
     raise resp
 
 
+class PageError(Exception):
+    """Rendered as the HTML error page by `page_errors` (the JSON error middleware is for /v1)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
 # ---------------------------------------------------------------- CSRF
 
 
@@ -152,26 +160,15 @@ def render(request: web.Request, template: str, context: Mapping[str, Any], *, s
     return resp
 
 
-async def checked_form(request: web.Request, user: User | None) -> Mapping[str, str]:
-    """The POSTed form, or 403 when its CSRF token is missing or wrong."""
+async def checked_form(request: web.Request) -> Mapping[str, str]:
+    """The POSTed form, or 403 when its CSRF token is not the one `render` put in the page."""
     form = await request.post()
     given = form.get("csrf")
+    user = current_user(request)
     expected = user.csrf if user is not None else request.cookies.get(CSRF_COOKIE, "")
     if not isinstance(given, str) or not expected or not hmac.compare_digest(given, expected):
-        raise_page(request, 403, "Missing or invalid CSRF token. Reload the page and try again.")
+        raise PageError(403, "Missing or invalid CSRF token. Reload the page and try again.")
     return {k: v for k, v in form.items() if isinstance(v, str)}
-
-
-class PageError(Exception):
-    """Rendered as the HTML error page by `page_errors` (the JSON error middleware is for /v1)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
-
-
-def raise_page(request: web.Request, status: int, message: str) -> NoReturn:
-    raise PageError(status, message)
 
 
 @web.middleware
@@ -194,7 +191,7 @@ def require(
             if user is None:
                 raise web.HTTPSeeOther("/login")
             if role is not None and user.role != role:
-                raise_page(request, 403, f"{user.name} is a {user.role} and cannot do this.")
+                raise PageError(403, f"{user.name} is a {user.role} and cannot do this.")
             try:
                 return await fn(request, user)
             except GatewayError as exc:  # shown as a page, not as the /v1 JSON body
@@ -216,7 +213,7 @@ async def login_page(request: web.Request) -> web.Response:
 @routes.post("/login")
 async def login(request: web.Request) -> web.StreamResponse:
     rt = request.app[RUNTIME]
-    form = await checked_form(request, None)
+    form = await checked_form(request)
     name, password = form.get("name", "").strip(), form.get("password", "")
     hashed = rt.settings.web.passwords.get(name)
     # Always hash once, so that a wrong name costs as long as a wrong password.
@@ -241,7 +238,7 @@ async def link_page(request: web.Request) -> web.Response:
 @routes.post("/login/link")
 async def link_login(request: web.Request) -> web.StreamResponse:
     rt = request.app[RUNTIME]
-    form = await checked_form(request, None)
+    form = await checked_form(request)
     try:
         data = rt.signer.verify(LOGIN_LINK, form.get("token", ""), rt.clock.now())
     except GatewayError as exc:
@@ -257,7 +254,7 @@ async def link_login(request: web.Request) -> web.StreamResponse:
 
 @routes.post("/logout")
 async def logout(request: web.Request) -> web.StreamResponse:
-    await checked_form(request, current_user(request))
+    await checked_form(request)
     resp = web.HTTPSeeOther("/login")
     resp.del_cookie(SESSION_COOKIE, path="/")
     raise resp

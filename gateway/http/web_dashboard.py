@@ -12,7 +12,7 @@ from aiohttp import web
 from gateway.channels import parse_address
 from gateway.clock import from_ts
 from gateway.http.keys import RUNTIME
-from gateway.http.web_auth import User, checked_form, raise_page, render, require
+from gateway.http.web_auth import PageError, User, checked_form, render, require
 from gateway.http.web_view import humanize, row
 from gateway.models import Approval, JobStatus, NewEvent, Status
 from gateway.store import Store
@@ -109,12 +109,12 @@ async def dashboard(request: web.Request, user: User) -> web.Response:
 async def retry_job(request: web.Request, user: User) -> web.StreamResponse:
     """Put a failed resume job back in the queue."""
     rt = request.app[RUNTIME]
-    await checked_form(request, user)
+    await checked_form(request)
     approval_id = request.match_info["approval_id"]
     now = rt.clock.now()
     event = NewEvent(approval_id, "job_requeued", now, actor=user.actor, channel="web")
     if not await rt.store.requeue_job(approval_id, now, [event]):
-        raise_page(request, 409, "That resume job is not failed (already retried?).")
+        raise PageError(409, "That resume job is not failed (already retried?).")
     for wake in rt.service.hooks.jobs:
         wake()
     raise web.HTTPSeeOther("/dashboard")

@@ -8,7 +8,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.channels import DeliveryError, WebChannel
-from gateway.models import Approval, Outcome, StepRecord, StepStatus
+from gateway.models import Approval, StepRecord, StepStatus
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
