@@ -35,7 +35,8 @@ def dev_defaults(path: Path = DEV_SECRETS) -> tuple[dict[str, dict[str, Any]], s
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh)
-    return {"security": {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]]}}, new_key
+    security = {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]]}
+    return {"security": security, "web": {"approvers": ["dev"]}}, new_key
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -87,6 +88,8 @@ def _load(args: argparse.Namespace) -> Settings:
             port=settings.server.port if args.port is None else args.port,
         )
         settings = replace(settings, server=server)
+    if args.dev and args.command == "serve":
+        web_cli.print_dev_link(settings)
     return settings
 
 

@@ -42,6 +42,7 @@ def _status_filter(value: str) -> Status | None:
 @routes.get("/")
 @require()
 async def inbox(request: web.Request, user: User) -> web.Response:
+    """Web inbox: approvals oldest first, with SLA countdown, filtered by status, channel and run."""
     rt = request.app[RUNTIME]
     q = request.query
     filters = {
@@ -63,6 +64,7 @@ async def inbox(request: web.Request, user: User) -> web.Response:
 @routes.get("/approvals/{id}")
 @require()
 async def approval_page(request: web.Request, user: User) -> web.Response:
+    """One approval: args, summary, timeline, cards and deliveries, and the decision form."""
     rt = request.app[RUNTIME]
     approval = await rt.service.get(request.match_info["id"])
     now = rt.clock.now()
@@ -81,6 +83,7 @@ async def approval_page(request: web.Request, user: User) -> web.Response:
 @routes.post("/approvals/{id}/decision")
 @require("approver")
 async def decide(request: web.Request, user: User) -> web.StreamResponse:
+    """Approve, or reject with a comment, as web:<name> (approvers only; CSRF token required)."""
     rt = request.app[RUNTIME]
     form = await checked_form(request)
     try:
@@ -98,11 +101,13 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
 
 @routes.get("/static/web.css")
 async def stylesheet(request: web.Request) -> web.FileResponse:
+    """The inbox stylesheet."""
     return web.FileResponse(_STATIC / "web.css", headers={"Cache-Control": "public, max-age=3600"})
 
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
+    """Prometheus metrics (text format)."""
     rt = request.app[RUNTIME]
     body = await install_metrics(rt).render(rt)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

@@ -207,11 +207,15 @@ def require(
 
 @routes.get("/login")
 async def login_page(request: web.Request) -> web.Response:
+    """Sign-in form (name and password)."""
+    if current_user(request) is not None:
+        raise web.HTTPSeeOther("/")
     return render(request, "login.html", {"error": None})
 
 
 @routes.post("/login")
 async def login(request: web.Request) -> web.StreamResponse:
+    """Sign in with a password; sets the session cookie."""
     rt = request.app[RUNTIME]
     form = await checked_form(request)
     name, password = form.get("name", "").strip(), form.get("password", "")
@@ -237,6 +241,7 @@ async def link_page(request: web.Request) -> web.Response:
 
 @routes.post("/login/link")
 async def link_login(request: web.Request) -> web.StreamResponse:
+    """Sign in with a one-time link (the link id is remembered, so it works once)."""
     rt = request.app[RUNTIME]
     form = await checked_form(request)
     try:
@@ -254,6 +259,7 @@ async def link_login(request: web.Request) -> web.StreamResponse:
 
 @routes.post("/logout")
 async def logout(request: web.Request) -> web.StreamResponse:
+    """Sign out (drops the session cookie)."""
     await checked_form(request)
     resp = web.HTTPSeeOther("/login")
     resp.del_cookie(SESSION_COOKIE, path="/")

@@ -9,6 +9,7 @@ from typing import Any
 
 from gateway.clock import SystemClock
 from gateway.config import Settings
+from gateway.durations import format_duration
 from gateway.tokens import TokenSigner
 
 
@@ -21,6 +22,17 @@ def register(sub: Any) -> None:
     link.set_defaults(handler=_login_link)
     hashp = actions.add_parser("hash-password", help="read a password (stdin or prompt), print its scrypt hash")
     hashp.set_defaults(handler=_hash_password)
+
+
+def print_dev_link(settings: Settings) -> None:
+    """`serve --dev`: a one-time link for the built-in `dev` web approver, on the terminal only."""
+    if "dev" not in settings.web.approvers:
+        return
+    from gateway.http.web_auth import login_link
+
+    link = login_link(settings, TokenSigner(settings.security.secret_keys), "dev", SystemClock().now())
+    ttl = format_duration(settings.web.login_link_max_age)
+    print(f"web inbox: sign in as dev (once, within {ttl}): {link}", file=sys.stderr, flush=True)
 
 
 async def _login_link(args: argparse.Namespace, settings: Settings) -> int:

@@ -80,6 +80,8 @@ async def test_login_sets_a_strict_http_only_session(web: Any, web_rt: Runtime) 
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Secure" not in cookie
     page = await web.get("/")
     assert page.status == 200 and "Pay ACME" in await page.text()
+    again = await web.get("/login", allow_redirects=False)
+    assert again.status == 303 and again.headers["Location"] == "/"
     assert "alice (approver)" in await page.text()
 
 
