@@ -10,6 +10,7 @@ from aiohttp import web
 from gateway.config import load_settings
 from gateway.errors import ConfigError, GatewayError
 from gateway.http.web_auth import hash_password, login_link, start_session, verify_password
+from gateway.logs import Redactor
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import TEST_SECRET, FakeClock
@@ -145,5 +146,7 @@ async def test_bad_and_expired_login_links(web: Any, web_rt: Runtime, clock: Fak
     assert (await web.get(f"/login/link/{token[:-2]}xx")).status == 401
     clock.advance(minutes=16)
     assert (await web.get(f"/login/link/{token}")).status == 410
+    access_log = f'127.0.0.1 "GET /login/link/{token} HTTP/1.1" 200 1234'
+    assert token not in Redactor().redact(access_log)  # the access log never shows a live link
     with pytest.raises(GatewayError, match=r"not in web\.approvers"):
         login_link(web_rt.settings, web_rt.signer, "mallory", clock.now())
