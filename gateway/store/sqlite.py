@@ -96,6 +96,18 @@ def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: fl
         )
 
 
+def _approvals_sql(status: Status | None, run_id: str | None, channel: str | None) -> tuple[str, list[Any]]:
+    where, params = channel_filter(channel)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status.value)
+    if run_id is not None:
+        where.append("run_id = ?")
+        params.append(run_id)
+    sql = "SELECT * FROM approvals"
+    return (sql + " WHERE " + " AND ".join(where) if where else sql), params
+
+
 class SQLiteStore:
     dialect = "sqlite"
 
@@ -213,17 +225,7 @@ class SQLiteStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[Approval]:
-        where: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            where.append("status = ?")
-            params.append(status.value)
-        if run_id is not None:
-            where.append("run_id = ?")
-            params.append(run_id)
-        sql = "SELECT * FROM approvals"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql, params = _approvals_sql(status, run_id, None)
         sql += " ORDER BY created_at DESC, id LIMIT ? OFFSET ?"
         params += [limit, offset]
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
@@ -236,16 +238,7 @@ class SQLiteStore:
         channel: str | None = None,
         limit: int = 100,
     ) -> list[Approval]:
-        where, params = channel_filter(channel)
-        if status is not None:
-            where.append("status = ?")
-            params.append(status.value)
-        if run_id is not None:
-            where.append("run_id = ?")
-            params.append(run_id)
-        sql = "SELECT * FROM approvals"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql, params = _approvals_sql(status, run_id, channel)
         sql += " ORDER BY created_at, id LIMIT ?"
         params.append(limit)
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])

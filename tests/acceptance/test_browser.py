@@ -18,10 +18,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway.models import StepRecord, StepStatus
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import TEST_API_KEY, TEST_SECRET
-from tests.web.conftest import HASH, PASSWORD
+from tests.web.conftest import HASH, PASSWORD, journal
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -116,17 +115,9 @@ async def _seed(base: str, db: Path) -> str:
     store = SQLiteStore(str(db))
     await store.open()
     try:
-        now = datetime.now(UTC)
-        for run, name, attempts, secs in (
-            ("invoice-2291", "fetch_invoice", 3, 1.2),
-            ("deploy-17", "build", 1, 42.0),
-            ("deploy-17", "fetch_invoice", 2, 0.8),
-            ("mail-5", "render", 1, 3.5),
-        ):
-            started = now - timedelta(minutes=20)
-            await store.record_step(
-                StepRecord(run, name, StepStatus.SUCCEEDED, {}, attempts, started, started + timedelta(seconds=secs))
-            )
+        rows = (("invoice-2291", "fetch_invoice", 3, 1.2), ("deploy-17", "build", 1, 42.0))
+        rows += (("deploy-17", "fetch_invoice", 2, 0.8), ("mail-5", "render", 1, 3.5))
+        await journal(store, datetime.now(UTC) - timedelta(minutes=20), rows)
     finally:
         await store.close()
     return str(ids[0])

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,7 +13,9 @@ from aiohttp.test_utils import TestClient
 from gateway.config import Settings
 from gateway.http.app import create_app
 from gateway.http.web_auth import hash_password
+from gateway.models import StepRecord, StepStatus
 from gateway.runtime import Runtime
+from gateway.store import Store
 from gateway.testing import FakeClock
 
 PASSWORD = "correct horse battery"
@@ -44,6 +47,13 @@ async def web(
 ) -> AsyncIterator[TestClient[Any, Any]]:
     app = create_app(web_settings, runtime=web_rt, background=False)
     yield await aiohttp_client(app)
+
+
+async def journal(store: Store, start: datetime, rows: Iterable[tuple[str, str, int, float]]) -> None:
+    """Journal succeeded steps: (run_id, step, attempts, seconds) each, all started at `start`."""
+    for run, name, attempts, secs in rows:
+        end = start + timedelta(seconds=secs)
+        await store.record_step(StepRecord(run, name, StepStatus.SUCCEEDED, {}, attempts, start, end))
 
 
 async def sign_in(client: TestClient[Any, Any], name: str = "alice", password: str = PASSWORD) -> Any:

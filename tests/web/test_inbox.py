@@ -6,12 +6,12 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from gateway.models import DeliveryStatus, JobStatus, OutboxKind, Outcome, StepRecord, StepStatus
+from gateway.models import DeliveryStatus, JobStatus, OutboxKind, Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
 from tests.helpers import table_counts
-from tests.web.conftest import csrf_of, sign_in
+from tests.web.conftest import csrf_of, journal, sign_in
 
 
 async def _suspend(rt: Runtime, title: str, **kw: Any) -> Any:
@@ -124,15 +124,8 @@ async def test_viewers_and_non_approvers_cannot_decide(web: Any, web_rt: Runtime
 
 async def test_dashboard_views_and_retrying_a_failed_job(web: Any, web_rt: Runtime, clock: FakeClock) -> None:
     store, now = web_rt.store, clock.now()
-    for run, name, attempts, secs in (
-        ("run-1", "fetch", 3, 2.0),
-        ("run-2", "fetch", 2, 4.0),
-        ("run-1", "charge", 1, 9.0),
-    ):
-        start = now - timedelta(hours=1)
-        await store.record_step(
-            StepRecord(run, name, StepStatus.SUCCEEDED, {}, attempts, start, start + timedelta(seconds=secs))
-        )
+    rows = (("run-1", "fetch", 3, 2.0), ("run-2", "fetch", 2, 4.0), ("run-1", "charge", 1, 9.0))
+    await journal(store, now - timedelta(hours=1), rows)
     waiting = await _suspend(web_rt, "Pay ACME", run_id="run-1")
     job_approval = await _suspend(web_rt, "Deploy", run_id="run-9", worker="agent")
     clock.advance(minutes=10)

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.channels import DeliveryError, WebChannel
-from gateway.models import Approval, StepRecord, StepStatus
+from gateway.models import Approval
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
 from tests.conftest import AUTH
-from tests.web.conftest import csrf_of, sign_in
+from tests.web.conftest import csrf_of, journal, sign_in
 
 
 class FlakyWeb(WebChannel):
@@ -65,13 +65,7 @@ async def test_metrics_after_a_known_sequence(web: Any, web_rt: Runtime, clock: 
     for hook in svc.hooks.attempts:  # what the worker reports after each attempt
         hook("agent", "retry", 0.5)
         hook("agent", "succeeded", 1.5)
-    start = clock.now()
-    await web_rt.store.record_step(
-        StepRecord("run-1", "fetch", StepStatus.SUCCEEDED, {}, 2, start, start + timedelta(seconds=3))
-    )
-    await web_rt.store.record_step(
-        StepRecord("run-2", "fetch", StepStatus.SUCCEEDED, {}, 1, start, start + timedelta(seconds=1))
-    )
+    await journal(web_rt.store, clock.now(), (("run-1", "fetch", 2, 3.0), ("run-2", "fetch", 1, 1.0)))
 
     resp = await web.get("/metrics")
     assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/plain; version=0.0.4")
