@@ -136,6 +136,7 @@ def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
+    app[web_auth.THROTTLE] = web_auth.LoginThrottle()
     app.middlewares.append(security_headers)
     app.middlewares.append(web_auth.page_errors)
     install_metrics(rt)

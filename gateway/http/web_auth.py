@@ -13,7 +13,7 @@ import hmac
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -202,6 +202,31 @@ def require(
     return wrap
 
 
+class LoginThrottle:
+    """At most `limit` failed password sign-ins per (address, name) in `window` (in memory,
+    per process): slows down guessing without letting a stranger lock a user out everywhere."""
+
+    def __init__(self, limit: int = 5, window: timedelta = timedelta(minutes=15), max_keys: int = 10_000) -> None:
+        self.limit, self.window, self.max_keys = limit, window, max_keys
+        self._failures: dict[str, list[datetime]] = {}
+
+    def blocked(self, key: str, now: datetime) -> bool:
+        recent = [t for t in self._failures.get(key, ()) if now - t < self.window]
+        if recent:
+            self._failures[key] = recent
+        else:
+            self._failures.pop(key, None)
+        return len(recent) >= self.limit
+
+    def failed(self, key: str, now: datetime) -> None:
+        if len(self._failures) >= self.max_keys:
+            self._failures.clear()
+        self._failures.setdefault(key, []).append(now)
+
+
+THROTTLE = web.AppKey("web_login_throttle", LoginThrottle)
+
+
 # ---------------------------------------------------------------- routes
 
 
@@ -219,10 +244,15 @@ async def login(request: web.Request) -> web.StreamResponse:
     rt = request.app[RUNTIME]
     form = await checked_form(request)
     name, password = form.get("name", "").strip(), form.get("password", "")
+    throttle, key, now = request.app[THROTTLE], f"{request.remote}|{name}", rt.clock.now()
+    if throttle.blocked(key, now):
+        msg = "Too many failed sign-ins for this name. Try again in a few minutes."
+        return render(request, "login.html", {"error": msg}, status=429)
     hashed = rt.settings.web.passwords.get(name)
     # Always hash once, so that a wrong name costs as long as a wrong password.
     ok = await asyncio.to_thread(verify_password, password, hashed or _DUMMY_HASH)
     if not (ok and hashed and rt.settings.web.role(name)):
+        throttle.failed(key, now)
         return render(request, "login.html", {"error": "Wrong name or password."}, status=401)
     start_session(rt, name)
 

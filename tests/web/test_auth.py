@@ -73,6 +73,16 @@ async def test_login_failures(web: Any) -> None:
     assert (await web.get("/", allow_redirects=False)).status == 303
 
 
+async def test_password_guessing_is_throttled(web: Any, clock: FakeClock) -> None:
+    for _ in range(5):
+        assert (await sign_in(web, "alice", "guess")).status == 401
+    blocked = await sign_in(web, "alice", PASSWORD)  # even the right password, for a while
+    assert blocked.status == 429 and "Too many failed sign-ins" in await blocked.text()
+    assert (await sign_in(web, "victor", PASSWORD)).status == 303  # other names are not locked
+    clock.advance(minutes=16)
+    assert (await sign_in(web, "alice", PASSWORD)).status == 303
+
+
 async def test_login_sets_a_strict_http_only_session(web: Any, web_rt: Runtime) -> None:
     await web_rt.service.suspend(SuspendRequest("run-1", "pay", "Pay ACME"))
     resp = await sign_in(web)
