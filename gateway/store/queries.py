@@ -5,6 +5,7 @@ Placeholders are written `$1` (Postgres); the SQLite store replaces them with `?
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 STEP_STATS_SQL = """
@@ -27,13 +28,15 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def channel_filter(channel: str | None, mark: str = "?") -> tuple[list[str], list[Any]]:
+def channel_filter(channel: str | None, mark: Callable[[], str] = lambda: "?") -> tuple[list[str], list[Any]]:
     """WHERE clauses matching approvals whose `channels` JSON list holds the address `channel`,
-    or any address of that kind when `channel` has no target ('telegram')."""
+    or any address of that kind when `channel` has no target ('telegram'). `mark()` returns the
+    next placeholder (Postgres: a counter giving $1, $2, ...)."""
     if not channel:
         return [], []
     exact = '%"' + _like_escape(channel) + '"%'
     if ":" in channel:
-        return [f"channels LIKE {mark} ESCAPE '\\'"], [exact]
+        return [f"channels LIKE {mark()} ESCAPE '\\'"], [exact]
     kind = '%"' + _like_escape(channel) + ":%"
-    return [f"(channels LIKE {mark} ESCAPE '\\' OR channels LIKE {mark} ESCAPE '\\')"], [exact, kind]
+    first, second = mark(), mark()
+    return [f"(channels LIKE {first} ESCAPE '\\' OR channels LIKE {second} ESCAPE '\\')"], [exact, kind]

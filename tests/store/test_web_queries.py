@@ -27,6 +27,12 @@ async def test_list_approvals_by_age_filters(runtime: Runtime, clock: FakeClock)
     assert await store.list_approvals_by_age(channel="telegram") == []
     assert await store.list_approvals_by_age(channel="%") == []  # LIKE wildcards are escaped
     assert [a.id for a in await store.list_approvals_by_age(limit=1)] == [ids[0]]
+    first = await store.get_approval(ids[0])
+    assert first is not None
+    chat = first.evolve(id="tg1", idempotency_key="tg1", channels=("telegram:-100", "slack:C_1"))
+    await store.create_approval(chat, [], [])
+    for address, found in (("telegram", ["tg1"]), ("telegram:-100", ["tg1"]), ("telegram:-10", []), ("slack:C%", [])):
+        assert [a.id for a in await store.list_approvals_by_age(channel=address)] == found, address
 
 
 async def test_step_stats_and_job_counts(runtime: Runtime, clock: FakeClock) -> None:
