@@ -67,6 +67,10 @@ class Hooks:
     jobs: list[Callable[[], None]] = field(default_factory=list)
     wake: list[Callable[[datetime | None], None]] = field(default_factory=list)
     decided: list[Callable[[Approval], None]] = field(default_factory=list)
+    # Observers for metrics: every committed transition (approval after, event name), and
+    # every worker attempt (worker name, result: succeeded|retry|failed, seconds).
+    transitions: list[Callable[[Approval, str], None]] = field(default_factory=list)
+    attempts: list[Callable[[str, str, float], None]] = field(default_factory=list)
 
 
 class Service:
@@ -161,6 +165,8 @@ class Service:
             return tuple(f"telegram:{u}" for u in self.settings.telegram.approvers)
         if kind == "slack":
             return tuple(f"slack:{u}" for u in self.settings.slack.approvers)
+        if kind == "web":
+            return tuple(f"web:{u}" for u in self.settings.web.approvers)
         return ()
 
     async def decide(
@@ -273,6 +279,8 @@ class Service:
             f" via {channel}" if channel else "",
         )
         self._fire(outbox=bool(outbox), jobs=job is not None, wake=after.wake_at)
+        for observe in self.hooks.transitions:
+            observe(after, transition.event)
         if transition.final:
             for fn in self.hooks.decided:
                 fn(after)

@@ -74,6 +74,18 @@ class Store(Protocol):
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...
 
+    async def list_approvals_by_age(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        channel: str | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        """Oldest first (the web inbox). `channel` matches an address ('telegram:-100') or a
+        kind ('telegram' matches every telegram chat)."""
+        ...
+
     async def list_approvals(
         self,
         *,
@@ -160,6 +172,10 @@ class Store(Protocol):
 
     async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]: ...
 
+    async def count_jobs_by_status(self) -> dict[str, int]:
+        """Resume jobs per status (for /metrics and the dashboard)."""
+        ...
+
     async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
         """Put a failed job back in the queue with a fresh attempt budget."""
         ...
@@ -173,6 +189,12 @@ class Store(Protocol):
 
     async def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
         """Runs with their step counts, newest activity first (for the dashboard)."""
+        ...
+
+    async def step_stats(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Per step name over the journal (suspended rows left out): `name`, `runs`,
+        `attempts`, `retries` (attempts beyond the first), `failures`, `mean_seconds`,
+        `total_seconds`; most retries first (for the dashboard and /metrics)."""
         ...
 
     # ---------------------------------------------------------------- inbound de-duplication
