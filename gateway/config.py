@@ -89,6 +89,14 @@ class WorkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """SLA timers: a safety poll in case another process moved a deadline, and the batch size."""
+
+    poll_interval: timedelta = timedelta(seconds=30)
+    batch: int = 500
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -97,6 +105,7 @@ class Settings:
     slack: SlackSettings = field(default_factory=SlackSettings)
     policies: Mapping[str, Policy] = field(default_factory=lambda: {"default": Policy()})
     workers: Mapping[str, WorkerSettings] = field(default_factory=dict)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
 
     def enabled_channels(self) -> frozenset[str]:
         kinds = {"web"}
@@ -185,6 +194,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
     },
     "telegram": {"bot_token": _str, "webhook_secret": _str, "base_url": _str, "approvers": _ints},
     "slack": {"bot_token": _str, "signing_secret": _str, "base_url": _str, "approvers": _strs},
+    "scheduler": {"poll_interval": _duration, "batch": _int},
 }
 _POLICY_KEYS = (
     "timeout",
@@ -315,6 +325,10 @@ def _check(settings: Settings) -> None:
         raise ConfigError("server.max_body_bytes", "must be at least 1024")
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
+    if settings.scheduler.batch < 1:
+        raise ConfigError("scheduler.batch", "must be at least 1")
+    if settings.scheduler.poll_interval.total_seconds() < 0.1:
+        raise ConfigError("scheduler.poll_interval", "must be at least 100ms")
     _check_security(settings)
 
 
@@ -378,6 +392,7 @@ def load_settings(
         slack=SlackSettings(**_section(raw, "slack")),
         policies=_policies(raw),
         workers=_workers(raw),
+        scheduler=SchedulerSettings(**_section(raw, "scheduler")),
     )
     _check(settings)
     return settings

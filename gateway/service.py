@@ -28,6 +28,7 @@ from gateway.errors import (
     NotFound,
     UnknownPolicy,
     UnknownWorker,
+    ValidationError,
 )
 from gateway.keys import args_hash, idempotency_key
 from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
@@ -93,6 +94,11 @@ class Service:
         policy = self.resolve_policy(req.policy)
         for address in policy.escalate_to:
             check_address(address, enabled, field="policy.escalate_to")
+        approvers = set(req.approvers)
+        if approvers and policy.quorum > len(approvers):
+            raise ValidationError(
+                "policy.quorum", f"needs {policy.quorum} distinct approvers but only {len(approvers)} are named"
+            )
         return policy
 
     async def suspend(self, req: SuspendRequest) -> tuple[Approval, bool]:
@@ -208,26 +214,33 @@ class Service:
                 return transition.approval
         raise Conflict("too much contention on this approval, retry")
 
-    async def apply_due(self, approval_id: str, now: datetime) -> str | None:
-        """The scheduler's use case: apply a due timeout or reminder, exactly once (CAS)."""
+    async def apply_due(self, approval_id: str, now: datetime, *, current: Approval | None = None) -> str | None:
+        """The scheduler's use case: apply the timeout, escalation or reminder due at `now`,
+        exactly once. The CAS on `version` commits the transition with its events, card posts,
+        syncs and reminders and the resume job, or nothing if another writer got there first.
+        `current` (a row the caller just read) saves the first read."""
+        approval = current
         for _ in range(_CAS_RETRIES):
-            approval = await self.store.get_approval(approval_id)
             if approval is None:
-                return None
-            action = rules.due_action(approval, now)
-            if action is None:
-                return None
-            transition = rules.time_out(approval, now) if action == "timeout" else rules.remind(approval)
-            extra: list[NewOutbox] = []
-            if transition.event == "escalated":
-                extra = [NewOutbox(approval.id, c, OutboxKind.POST) for c in approval.policy.escalate_to]
-            elif transition.event == "reminded":
-                extra = [
-                    NewOutbox(approval.id, c, OutboxKind.REMIND, {"number": transition.approval.reminders_sent})
-                    for c in approval.channels
-                ]
-            if await self._commit(approval, transition, "policy", None, extra):
+                approval = await self.store.get_approval(approval_id)
+                if approval is None:
+                    return None
+            transition = rules.apply_due(approval, now)
+            if transition is None:
+                return await self._repair_wake(approval, now)
+            if await self._commit(approval, transition, "policy", None, _due_outbox(approval, transition)):
                 return transition.event
+            approval = None
+        raise Conflict(f"too much contention on approval {approval_id}")
+
+    async def _repair_wake(self, approval: Approval, now: datetime) -> str | None:
+        """A row due by `wake_at` with nothing to do (written by older code, or by hand): store
+        its true next wake-up so the scheduler does not spin on it."""
+        if approval.wake_at is None or approval.wake_at > now:
+            return None  # another writer handled it
+        fixed = approval.evolve(wake_at=rules.next_wake(approval), version=approval.version + 1)
+        if await self.store.save_transition(fixed, approval.version, []):
+            return "rescheduled"
         return None
 
     async def _commit(
@@ -318,6 +331,19 @@ class Service:
             raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
         approval = await self.approval_for_token(token)
         return await self.decide(approval.id, outcome, "token", comment=comment, channel="token", check_approver=False)
+
+
+def _due_outbox(before: Approval, transition: rules.Transition) -> list[NewOutbox]:
+    """Deliveries of a scheduler transition (a final one gets its card syncs in `_commit`)."""
+    after = transition.approval
+    if transition.event == "escalated":
+        syncs = [NewOutbox(after.id, c, OutboxKind.SYNC) for c in before.channels]
+        posts = [NewOutbox(after.id, c, OutboxKind.POST) for c in after.channels if c not in before.channels]
+        return syncs + posts
+    if transition.event == "reminded":
+        data = {"number": after.reminders_sent, "escalations": after.escalations}
+        return [NewOutbox(after.id, c, OutboxKind.REMIND, data) for c in after.channels]
+    return []
 
 
 __all__ = ["AlreadyDecided", "Hooks", "Service", "SuspendRequest", "new_id"]
