@@ -148,10 +148,14 @@ class SlaScheduler:
         return [] if self._aps is None else list(self._aps.get_jobs())
 
     def _arm(self, when: datetime) -> None:
+        """Point the one date job at `when` (APScheduler runs on wall time: arm the delay from
+        our clock's now, so an injected clock works too)."""
         if self._aps is None:
             return
         self.armed_at = when
-        self._aps.add_job(self._run, "date", run_date=max(when, self.clock.now()), id=WAKE_JOB, replace_existing=True)
+        delay = max(when - self.clock.now(), timedelta(0))
+        run_date = datetime.now(UTC) + delay
+        self._aps.add_job(self._run, "date", run_date=run_date, id=WAKE_JOB, replace_existing=True)
 
     async def _run(self) -> None:
         """One wake-up: tick, then arm the next wake-up the database holds."""
