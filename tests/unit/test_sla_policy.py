@@ -188,3 +188,20 @@ def test_reminders_view() -> None:
     assert view == [{"at": "2030-01-01T12:50:00Z", "before_deadline": "10m", "done": False}]
     sent = rules.remind(a, T0 + timedelta(minutes=50)).approval
     assert rules.reminders_view(sent)[0]["done"] is True
+
+
+def test_escalation_posts_new_cards_and_syncs_the_old_ones() -> None:
+    from gateway.models import OutboxKind
+    from gateway.service import _due_outbox
+
+    a = approval(parse(timeout="1m", on_timeout="escalate", escalate_to=["slack:CBOSS", "web"]))
+    t = rules.time_out(a, T0 + timedelta(minutes=1))
+    rows = [(o.channel, o.kind) for o in _due_outbox(a, t)]
+    assert rows == [("web", OutboxKind.SYNC), ("slack:CBOSS", OutboxKind.POST)]
+    r = rules.remind(
+        approval(parse(timeout="1h", remind=["5m"]), channels=("web", "slack:C1")), a.created_at + timedelta(minutes=55)
+    )
+    assert [(o.channel, o.kind, o.data["number"]) for o in _due_outbox(a, r)] == [
+        ("web", OutboxKind.REMIND, 1),
+        ("slack:C1", OutboxKind.REMIND, 1),
+    ]
