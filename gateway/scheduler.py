@@ -22,7 +22,6 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from gateway.clock import Clock
-from gateway.models import Approval
 from gateway.service import Service
 from gateway.store import Store
 
@@ -78,9 +77,13 @@ class SlaScheduler:
             due = await self.store.due_approvals(now, self.batch)
             if not due:
                 break
-            results = await asyncio.gather(*(self._apply(a, now) for a in due), return_exceptions=True)
-            moved = self._count(report, results)
-            if len(due) < self.batch or not moved:
+            try:
+                results = await self.service.apply_due_many(due, now)
+            except Exception:
+                log.exception("applying %d due approvals failed; the next tick retries", len(due))
+                report.errors += len(due)
+                break
+            if not self._count(report, results) or len(due) < self.batch:
                 break
         report.next_wake = await self.store.next_wake_at()
         if report.total or report.errors:
@@ -92,22 +95,14 @@ class SlaScheduler:
             )
         return report
 
-    async def _apply(self, approval: Approval, now: datetime) -> str | None:
-        return await self.service.apply_due(approval.id, now, current=approval)
-
     @staticmethod
-    def _count(report: TickReport, results: list[str | BaseException | None]) -> bool:
-        moved = False
+    def _count(report: TickReport, results: list[str | None]) -> bool:
         for result in results:
-            if isinstance(result, BaseException):
-                log.error("applying a due approval failed: %r", result)
-                report.errors += 1
-            elif result is None:
+            if result is None:
                 report.lost += 1
             else:
                 report.applied[result] += 1
-                moved = True
-        return moved
+        return any(r is not None for r in results)
 
     # ---------------------------------------------------------------- APScheduler shell
     def notify(self, when: datetime | None) -> None:

@@ -32,7 +32,7 @@ from gateway.errors import (
 )
 from gateway.keys import args_hash, idempotency_key
 from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
-from gateway.store import NewJob, Store
+from gateway.store import NewJob, Store, TransitionWrite
 from gateway.tokens import RESUME, TokenSigner
 
 log = logging.getLogger("gateway.service")
@@ -243,14 +243,32 @@ class Service:
             return "rescheduled"
         return None
 
-    async def _commit(
+    async def apply_due_many(self, approvals: Sequence[Approval], now: datetime) -> list[str | None]:
+        """`apply_due` for a batch the scheduler just read: every transition in ONE transaction
+        (each still a CAS on its version, with its own events, deliveries and job). Those that
+        lose the CAS, and stale rows, take the one-by-one path."""
+        plans = [(a, rules.apply_due(a, now)) for a in approvals]
+        writes = [self._write(a, t, "policy", None, _due_outbox(a, t)) for a, t in plans if t is not None]
+        won = iter(await self.store.save_policy_transitions(writes) if writes else [])
+        results: list[str | None] = []
+        for (approval, transition), write in zip(plans, _align(plans, writes), strict=True):
+            if transition is not None and write is not None and next(won):
+                self._committed(write, transition, "policy", None, quiet=True)
+                results.append(transition.event)
+            else:  # lost to another writer (re-read), or nothing due (repair the wake-up)
+                results.append(await self.apply_due(approval.id, now, current=None if transition else approval))
+        return results
+
+    def _write(
         self,
         before: Approval,
         transition: rules.Transition,
         actor: str | None,
         channel: str | None,
         extra_outbox: Sequence[NewOutbox] = (),
-    ) -> bool:
+    ) -> TransitionWrite:
+        """Everything a transition commits: the approval (CAS on the old version), its events,
+        card deliveries (syncs once decided or on a vote) and the resume job."""
         after = transition.approval
         now = self.clock.now()
         events = [NewEvent(after.id, transition.event, now, actor, channel, dict(transition.data))]
@@ -261,20 +279,43 @@ class Service:
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
             events.append(NewEvent(after.id, "job_queued", now, data={"worker": after.worker}))
-        if not await self.store.save_transition(after, before.version, events, outbox, job):
+        return TransitionWrite(after, before.version, events, outbox, job)
+
+    async def _commit(
+        self,
+        before: Approval,
+        transition: rules.Transition,
+        actor: str | None,
+        channel: str | None,
+        extra_outbox: Sequence[NewOutbox] = (),
+    ) -> bool:
+        w = self._write(before, transition, actor, channel, extra_outbox)
+        if not await self.store.save_transition(w.approval, w.expected_version, w.events, w.outbox, w.job):
             return False
-        log.info(
+        self._committed(w, transition, actor, channel)
+        return True
+
+    def _committed(
+        self,
+        w: TransitionWrite,
+        transition: rules.Transition,
+        actor: str | None,
+        channel: str | None,
+        *,
+        quiet: bool = False,
+    ) -> None:
+        after = w.approval
+        (log.debug if quiet else log.info)(
             "approval %s %s by %s%s",
             after.id,
             transition.event,
             actor or "-",
             f" via {channel}" if channel else "",
         )
-        self._fire(outbox=bool(outbox), jobs=job is not None, wake=after.wake_at)
+        self._fire(outbox=bool(w.outbox), jobs=w.job is not None, wake=after.wake_at)
         if transition.final:
             for fn in self.hooks.decided:
                 fn(after)
-        return True
 
     def _fire(self, *, outbox: bool = False, jobs: bool = False, wake: datetime | None = None) -> None:
         if outbox:
@@ -331,6 +372,14 @@ class Service:
             raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
         approval = await self.approval_for_token(token)
         return await self.decide(approval.id, outcome, "token", comment=comment, channel="token", check_approver=False)
+
+
+def _align(
+    plans: Sequence[tuple[Approval, rules.Transition | None]], writes: Sequence[TransitionWrite]
+) -> list[TransitionWrite | None]:
+    """The write of each plan, None where nothing was due."""
+    it = iter(writes)
+    return [next(it) if t is not None else None for _, t in plans]
 
 
 def _due_outbox(before: Approval, transition: rules.Transition) -> list[NewOutbox]:
