@@ -153,7 +153,8 @@ def main() -> None:
         result = asyncio.run(storm(full, args.n, now + timedelta(hours=1)))
         print(
             f"storm: {result['timed_out']} of {args.n} deadlines applied by one tick in {result['seconds']}s"
-            f" ({result['per_second']}/s, {result['cpu_seconds']}s CPU); lost={result['lost']} errors={result['errors']}"
+            f" ({result['per_second']}/s, {result['cpu_seconds']}s CPU);"
+            f" lost={result['lost']} errors={result['errors']}"
         )
         print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 

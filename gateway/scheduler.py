@@ -137,6 +137,8 @@ class SlaScheduler:
             await asyncio.Event().wait()
         finally:
             self.shutdown()
+            async with self._lock:  # let a tick in flight end (or be cancelled) before the store closes
+                pass
 
     def jobs(self) -> list[Any]:
         """APScheduler's jobs (for tests and the benchmark: never more than two)."""

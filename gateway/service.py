@@ -228,7 +228,7 @@ class Service:
             transition = rules.apply_due(approval, now)
             if transition is None:
                 return await self._repair_wake(approval, now)
-            if await self._commit(approval, transition, "policy", None, _due_outbox(approval, transition)):
+            if await self._commit(approval, transition, "policy", None, _due_outbox(approval, transition), at=now):
                 return transition.event
             approval = None
         raise Conflict(f"too much contention on approval {approval_id}")
@@ -248,7 +248,7 @@ class Service:
         (each still a CAS on its version, with its own events, deliveries and job). Those that
         lose the CAS, and stale rows, take the one-by-one path."""
         plans = [(a, rules.apply_due(a, now)) for a in approvals]
-        writes = [self._write(a, t, "policy", None, _due_outbox(a, t)) for a, t in plans if t is not None]
+        writes = [self._write(a, t, "policy", None, _due_outbox(a, t), at=now) for a, t in plans if t is not None]
         won = iter(await self.store.save_policy_transitions(writes) if writes else [])
         results: list[str | None] = []
         for (approval, transition), write in zip(plans, _align(plans, writes), strict=True):
@@ -266,11 +266,13 @@ class Service:
         actor: str | None,
         channel: str | None,
         extra_outbox: Sequence[NewOutbox] = (),
+        *,
+        at: datetime | None = None,
     ) -> TransitionWrite:
         """Everything a transition commits: the approval (CAS on the old version), its events,
         card deliveries (syncs once decided or on a vote) and the resume job."""
         after = transition.approval
-        now = self.clock.now()
+        now = at or self.clock.now()
         events = [NewEvent(after.id, transition.event, now, actor, channel, dict(transition.data))]
         outbox = list(extra_outbox)
         job = None
@@ -288,8 +290,10 @@ class Service:
         actor: str | None,
         channel: str | None,
         extra_outbox: Sequence[NewOutbox] = (),
+        *,
+        at: datetime | None = None,
     ) -> bool:
-        w = self._write(before, transition, actor, channel, extra_outbox)
+        w = self._write(before, transition, actor, channel, extra_outbox, at=at)
         if not await self.store.save_transition(w.approval, w.expected_version, w.events, w.outbox, w.job):
             return False
         self._committed(w, transition, actor, channel)
