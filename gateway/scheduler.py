@@ -29,6 +29,7 @@ log = logging.getLogger("gateway.scheduler")
 WAKE_JOB = "hitl-sla-wake"
 POLL_JOB = "hitl-sla-poll"
 _ERROR_BACKOFF = timedelta(seconds=1)
+_IDLE_FLOOR = timedelta(milliseconds=50)
 
 
 @dataclass(slots=True)
@@ -159,24 +160,24 @@ class SlaScheduler:
         async with self._lock:
             self._ticking = True
             self.armed_at = None
-            errors = 1
+            floor = _ERROR_BACKOFF
             try:
-                self.last_report = await self.tick(self.clock.now())
-                errors = self.last_report.errors
+                self.last_report = report = await self.tick(self.clock.now())
+                floor = _ERROR_BACKOFF if report.errors else timedelta(0) if report.total else _IDLE_FLOOR
             except Exception:
                 log.exception("scheduler tick failed")
             finally:
                 self._ticking = False
-            await self._rearm(backoff=errors > 0)
+            await self._rearm(floor)
 
-    async def _rearm(self, *, backoff: bool) -> None:
+    async def _rearm(self, floor: timedelta) -> None:
+        """Arm the earliest wake-up in the database, not sooner than `floor` from now: a tick that
+        failed backs off, and one that found nothing to do (a timer that fired a hair early, or
+        another replica that got there first) does not spin."""
         try:
             when = await self.store.next_wake_at()
         except Exception:
             log.exception("scheduler could not read the next wake-up; the safety poll will retry")
             return
-        if when is None:
-            return
-        if backoff:  # do not spin on a row that keeps failing
-            when = max(when, self.clock.now() + _ERROR_BACKOFF)
-        self._arm(when)
+        if when is not None:
+            self._arm(max(when, self.clock.now() + floor))

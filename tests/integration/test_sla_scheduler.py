@@ -11,6 +11,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.models import Approval, OutboxKind, Outcome, Status
+from gateway.policy import parse_policy
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
@@ -208,3 +209,24 @@ async def test_a_stale_wake_up_is_repaired_not_spun_on(rt: Runtime, clock: FakeC
     report = await rt.scheduler.tick(clock.now())
     assert report.applied == {"rescheduled": 1}
     assert (await rt.service.get(a.id)).wake_at == a.deadline
+
+
+async def test_the_armed_wake_up_fires_on_time_in_real_time(settings_factory: Callable[..., Settings]) -> None:
+    """With the real clock and a 60 s safety poll, only the date job armed by the suspend's
+    wake hook can time this 300 ms approval out within the test."""
+    settings = settings_factory(scheduler={"poll_interval": "60s"})
+    rt = Runtime(settings, owner="real")
+    await rt.start(background=True)
+    try:
+        req = SuspendRequest(run_id="r", step="s", title="t", policy=parse_policy({"timeout": "300ms"}))
+        a, _ = await rt.service.suspend(req)
+        assert rt.scheduler.armed_at == a.deadline
+        for _ in range(150):
+            if (await rt.service.get(a.id)).status is Status.TIMED_OUT:
+                break
+            await asyncio.sleep(0.02)
+        got = await rt.service.get(a.id)
+        assert got.status is Status.TIMED_OUT and got.decision is not None
+        assert got.decision.decided_at >= a.deadline
+    finally:
+        await rt.stop()
