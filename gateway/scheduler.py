@@ -164,6 +164,9 @@ class SlaScheduler:
             try:
                 self.last_report = report = await self.tick(self.clock.now())
                 floor = _ERROR_BACKOFF if report.errors else timedelta(0) if report.total else _IDLE_FLOOR
+            except asyncio.CancelledError:  # APScheduler's shutdown cancels its running jobs
+                log.info("scheduler tick cancelled at shutdown; the next start resumes from the database")
+                return
             except Exception:
                 log.exception("scheduler tick failed")
             finally:
@@ -179,5 +182,7 @@ class SlaScheduler:
         except Exception:
             log.exception("scheduler could not read the next wake-up; the safety poll will retry")
             return
+        if self.armed_at is not None and (when is None or self.armed_at <= when):
+            return  # a commit armed an earlier wake-up while we read: keep it
         if when is not None:
             self._arm(max(when, self.clock.now() + floor))

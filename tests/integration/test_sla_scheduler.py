@@ -218,6 +218,10 @@ async def test_the_armed_wake_up_fires_on_time_in_real_time(settings_factory: Ca
     rt = Runtime(settings, owner="real")
     await rt.start(background=True)
     try:
+        for _ in range(200):  # the start-up tick
+            if rt.scheduler.last_report is not None:
+                break
+            await asyncio.sleep(0.01)
         req = SuspendRequest(run_id="r", step="s", title="t", policy=parse_policy({"timeout": "300ms"}))
         a, _ = await rt.service.suspend(req)
         assert rt.scheduler.armed_at == a.deadline
