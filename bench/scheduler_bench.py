@@ -24,12 +24,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gateway.keys import args_hash
-from gateway.models import Approval, Policy, Status
+from gateway.models import Approval, Policy
 from gateway.runtime import Runtime
 from gateway.store.rows import approval_values
 from gateway.store.sqlite import _INSERT_APPROVAL
-from gateway.testing import FakeClock, make_settings
+from gateway.testing import FakeClock, make_approval, make_settings
 
 
 def rss_kib() -> int:
@@ -40,28 +39,7 @@ def rss_kib() -> int:
 
 
 def _approval(i: int, now: datetime, deadline: datetime) -> Approval:
-    args = {"amount": i, "currency": "USD"}
-    policy = Policy(name="bench", timeout=deadline - now)
-    return Approval(
-        id=f"bench{i:011d}",
-        idempotency_key=f"bench-{i}",
-        run_id=f"run-{i}",
-        step="pay",
-        title=f"Pay invoice {i}",
-        summary="benchmark",
-        args=args,
-        state={"cursor": i},
-        channels=("web",),
-        approvers=(),
-        policy=policy,
-        worker=None,
-        requested_by=None,
-        status=Status.WAITING,
-        created_at=now,
-        deadline=deadline,
-        args_hash=args_hash(args),
-        wake_at=deadline,
-    )
+    return make_approval(Policy(name="bench", timeout=deadline - now), now, i)
 
 
 async def _migrate(path: Path) -> None:

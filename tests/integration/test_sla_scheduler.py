@@ -48,6 +48,15 @@ async def suspend(rt: Runtime, policy: str, n: int = 0, **over: Any) -> Approval
     return approval
 
 
+async def started(rt: Runtime) -> None:
+    """Wait for the start-up tick of a background scheduler."""
+    for _ in range(250):
+        if rt.scheduler.last_report is not None:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the scheduler did not tick at start")
+
+
 async def kinds(rt: Runtime, approval_id: str) -> list[str]:
     return [e.kind for e in await rt.store.list_events(approval_id)]
 
@@ -115,10 +124,7 @@ async def test_deadlines_passed_while_down_fire_at_start(sla_settings: Settings,
     second = Runtime(sla_settings, clock=clock, owner="after")
     await second.start(background=True)  # APScheduler arms a wake-up now at start
     try:
-        for _ in range(200):
-            if second.scheduler.last_report is not None:
-                break
-            await asyncio.sleep(0.02)
+        await started(second)
         assert second.scheduler.last_report is not None
         assert second.scheduler.last_report.applied == {"timed_out": 3}
         for approval_id in ids:
@@ -132,10 +138,7 @@ async def test_only_the_next_wake_up_is_armed(sla_settings: Settings, clock: Fak
     rt = Runtime(sla_settings, clock=clock, owner="arm")
     await rt.start(background=True)
     try:
-        for _ in range(200):  # the start-up tick
-            if rt.scheduler.last_report is not None:
-                break
-            await asyncio.sleep(0.02)
+        await started(rt)
         late = await suspend(rt, "payments", 1)
         assert rt.scheduler.armed_at == late.deadline
         soon = await suspend(rt, "publish", 2)
@@ -218,10 +221,7 @@ async def test_the_armed_wake_up_fires_on_time_in_real_time(settings_factory: Ca
     rt = Runtime(settings, owner="real")
     await rt.start(background=True)
     try:
-        for _ in range(200):  # the start-up tick
-            if rt.scheduler.last_report is not None:
-                break
-            await asyncio.sleep(0.01)
+        await started(rt)
         req = SuspendRequest(run_id="r", step="s", title="t", policy=parse_policy({"timeout": "300ms"}))
         a, _ = await rt.service.suspend(req)
         assert rt.scheduler.armed_at == a.deadline

@@ -10,33 +10,13 @@ import pytest
 from gateway import policy as rules
 from gateway.errors import ValidationError
 from gateway.models import Approval, Outcome, Policy, Source, Status, Vote
-from gateway.testing import FakeClock
+from gateway.testing import FakeClock, make_approval
 
 T0 = FakeClock().now()
 
 
 def approval(policy: Policy, **over: Any) -> Approval:
-    a = Approval(
-        id="a1",
-        idempotency_key="k",
-        run_id="r",
-        step="s",
-        title="t",
-        summary="",
-        args={},
-        state=None,
-        channels=("web",),
-        approvers=(),
-        policy=policy,
-        worker=None,
-        requested_by=None,
-        status=Status.WAITING,
-        created_at=T0,
-        deadline=rules.deadline_for(policy, T0),
-        args_hash="h",
-    )
-    a = a.evolve(**over)
-    return a.evolve(wake_at=rules.next_wake(a))
+    return make_approval(policy, T0, **over)
 
 
 def parse(**fields: Any) -> Policy:
