@@ -278,14 +278,18 @@ def time_out(approval: Approval, now: datetime) -> Transition:
     return Transition(_finish(approval, Status.TIMED_OUT, decision), "timed_out", True, data)
 
 
-def remind(approval: Approval, now: datetime) -> Transition:
-    """Mark the reminders due at `now` as sent (the service queues one delivery per channel).
+def remind(approval: Approval, now: datetime | None = None) -> Transition:
+    """Mark the reminders due at `now` (default: the next one's time) as sent; the service
+    queues one delivery per channel.
 
     After a downtime several may be due at once: only the latest is sent, the others are
     recorded as skipped, so people get one nudge and not a burst."""
-    due = [t for t in pending_reminders(approval) if t <= now]
-    if approval.status.final or not due:
+    pending = pending_reminders(approval)
+    at = now or (pending[0] if pending else None)
+    due = [t for t in pending if at is not None and t <= at]
+    if approval.status.final or not due or at is None:
         raise ValueError("no reminder is due")
+    now = at
     new = approval.evolve(reminders_sent=approval.reminders_sent + len(due), version=approval.version + 1)
     new = new.evolve(wake_at=next_wake(new))
     left = approval.deadline - now if approval.deadline else None
