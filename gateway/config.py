@@ -105,6 +105,14 @@ class WebSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """SLA timers: a safety poll in case another process moved a deadline, and the batch size."""
+
+    poll_interval: timedelta = timedelta(seconds=30)
+    batch: int = 500
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -114,6 +122,7 @@ class Settings:
     policies: Mapping[str, Policy] = field(default_factory=lambda: {"default": Policy()})
     workers: Mapping[str, WorkerSettings] = field(default_factory=dict)
     web: WebSettings = field(default_factory=WebSettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
 
     def enabled_channels(self) -> frozenset[str]:
         kinds = {"web"}
@@ -221,6 +230,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "session_max_age": _duration,
         "login_link_max_age": _duration,
     },
+    "scheduler": {"poll_interval": _duration, "batch": _int},
 }
 _POLICY_KEYS = (
     "timeout",
@@ -353,6 +363,10 @@ def _check(settings: Settings) -> None:
         raise ConfigError("server.max_body_bytes", "must be at least 1024")
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
+    if settings.scheduler.batch < 1:
+        raise ConfigError("scheduler.batch", "must be at least 1")
+    if settings.scheduler.poll_interval.total_seconds() < 0.1:
+        raise ConfigError("scheduler.poll_interval", "must be at least 100ms")
     _check_security(settings)
     _check_web(settings.web)
 
@@ -430,6 +444,7 @@ def load_settings(
         policies=_policies(raw),
         workers=_workers(raw),
         web=WebSettings(**_section(raw, "web")),
+        scheduler=SchedulerSettings(**_section(raw, "scheduler")),
     )
     _check(settings)
     return settings

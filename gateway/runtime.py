@@ -14,6 +14,7 @@ from gateway.channels import Channel, load_channel
 from gateway.clock import Clock, SystemClock
 from gateway.config import Settings
 from gateway.outbox import OutboxRunner
+from gateway.scheduler import SlaScheduler
 from gateway.service import Service
 from gateway.store import Store, open_store
 from gateway.tokens import TokenSigner
@@ -41,6 +42,15 @@ class Runtime:
         self.service.hooks.outbox.append(self.outbox.notify)
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
         self.extras: dict[str, Any] = {}
+        self.scheduler = SlaScheduler(
+            self.service,
+            self.store,
+            self.clock,
+            batch=settings.scheduler.batch,
+            poll_interval=settings.scheduler.poll_interval,
+        )
+        self.service.hooks.wake.append(self.scheduler.notify)
+        self.loops.append(self.scheduler.run_forever)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 

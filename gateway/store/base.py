@@ -54,6 +54,18 @@ class Prompt:
     expires_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class TransitionWrite:
+    """One compare-and-set transition: the new approval, the version it replaces, and what
+    commits with it."""
+
+    approval: Approval
+    expected_version: int
+    events: Sequence[NewEvent]
+    outbox: Sequence[NewOutbox] = ()
+    job: NewJob | None = None
+
+
 class Store(Protocol):
     dialect: str
 
@@ -104,6 +116,13 @@ class Store(Protocol):
         job: NewJob | None = None,
     ) -> bool:
         """Compare-and-set on `version`: write everything, or nothing and return False."""
+        ...
+
+    async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
+        """Many scheduler transitions (timeout, escalation, reminder) in ONE transaction, each
+        still a CAS on its own `version` with its own events, outbox rows and job; returns which
+        won. Writes only the columns such a transition changes: status, version, deadline,
+        wake_at, decision, escalations, reminders_sent and channels."""
         ...
 
     async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -89,6 +90,12 @@ def _ts(row: Row, key: str) -> Any:
     return from_ts(row[key])
 
 
+@functools.lru_cache(maxsize=1024)
+def _policy(text: str) -> Policy:
+    """Policies repeat (named ones are identical JSON): parse each text once. Policy is frozen."""
+    return Policy.from_json(json.loads(text))
+
+
 def approval_from_row(row: Row) -> Approval:
     decision = row["decision"]
     created = from_ts(row["created_at"])
@@ -104,7 +111,7 @@ def approval_from_row(row: Row) -> Approval:
         state=json.loads(row["state"]),
         channels=tuple(json.loads(row["channels"])),
         approvers=tuple(json.loads(row["approvers"])),
-        policy=Policy.from_json(json.loads(row["policy"])),
+        policy=_policy(row["policy"]),
         worker=row["worker"],
         requested_by=row["requested_by"],
         status=Status(row["status"]),

@@ -35,7 +35,7 @@ from gateway.models import (
     Status,
     StepRecord,
 )
-from gateway.store.base import CardUpdate, NewJob, Prompt
+from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.queries import STEP_STATS_SQL, channel_filter
 from gateway.store.rows import (
@@ -60,6 +60,25 @@ _UPDATE_APPROVAL = (
     "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:]) + " WHERE id = ? AND version = ?"
 )
 
+_POLICY_COLUMNS = ("status", "version", "deadline", "wake_at", "decision", "escalations", "reminders_sent", "channels")
+_UPDATE_POLICY = (
+    "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in _POLICY_COLUMNS) + " WHERE id = ? AND version = ?"
+)
+
+
+def _policy_values(a: Approval) -> tuple[Any, ...]:
+    decision = dumps(a.decision.to_json()) if a.decision else None
+    return (
+        a.status.value,
+        a.version,
+        to_ts(a.deadline),
+        to_ts(a.wake_at),
+        decision,
+        a.escalations,
+        a.reminders_sent,
+        dumps(list(a.channels)),
+    )
+
 
 async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     """Run `fn(conn)` whole on the connection's own thread: one hand-off per transaction,
@@ -75,6 +94,15 @@ def _insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> None
         conn.executemany(
             "INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES (?, ?, ?, ?, ?, ?)",
             [(e.approval_id, e.kind, to_ts(e.at), e.actor, e.channel, dumps(e.data)) for e in events],
+        )
+
+
+def _insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> None:
+    if jobs:
+        conn.executemany(
+            "INSERT OR IGNORE INTO resume_jobs (approval_id, worker, status, attempts,"
+            " next_attempt_at, created_at, updated_at) VALUES (?, ?, 'queued', 0, ?, ?, ?)",
+            [(job.approval_id, job.worker, now, now, now) for job in jobs],
         )
 
 
@@ -259,13 +287,22 @@ class SQLiteStore:
             now = time.time()
             _insert_events(conn, events)
             _insert_outbox(conn, outbox, now)
-            if job is not None:
-                conn.execute(
-                    "INSERT OR IGNORE INTO resume_jobs (approval_id, worker, status, attempts,"
-                    " next_attempt_at, created_at, updated_at) VALUES (?, ?, 'queued', 0, ?, ?, ?)",
-                    (job.approval_id, job.worker, now, now, now),
-                )
+            _insert_jobs(conn, [job] if job is not None else [], now)
             return True
+
+        return await self._write(op)
+
+    async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
+        values = [(*_policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
+
+        def op(conn: sqlite3.Connection) -> list[bool]:
+            won = [conn.execute(_UPDATE_POLICY, v).rowcount == 1 for v in values]
+            done = [w for w, ok in zip(writes, won, strict=True) if ok]
+            now = time.time()
+            _insert_events(conn, [e for w in done for e in w.events])
+            _insert_outbox(conn, [o for w in done for o in w.outbox], now)
+            _insert_jobs(conn, [w.job for w in done if w.job is not None], now)
+            return won
 
         return await self._write(op)
 
