@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -52,6 +52,12 @@ class Store(Protocol):
     async def close(self) -> None: ...
 
     async def schema_version(self) -> int: ...
+
+    async def subscribe(self, callback: Callable[[str, str], None]) -> None:
+        """Call `callback(topic, payload)` when another process commits work: topic `outbox`,
+        `jobs` or `wake` (payload: epoch seconds of a new wake-up). Only a wake-up hint: loops
+        keep polling. A no-op where there is only one process (SQLite)."""
+        ...
 
     # ---------------------------------------------------------------- approvals
     async def create_approval(

@@ -138,6 +138,10 @@ class SQLiteStore:
     async def schema_version(self) -> int:
         return int(await self._read(_schema_version))
 
+    async def subscribe(self, callback: Callable[[str, str], None]) -> None:
+        """One process owns a SQLite file: in-process hooks already wake its loops."""
+        return None
+
     # ---------------------------------------------------------------- plumbing
     async def _write_loop(self) -> None:
         assert self._writer is not None

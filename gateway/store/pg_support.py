@@ -1,0 +1,163 @@
+"""PostgreSQL plumbing kept apart from the use cases: migrations under an advisory lock,
+LISTEN/NOTIFY wake-ups, and the row-writing helpers shared by several store methods.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import asyncpg
+
+from gateway.clock import to_ts
+from gateway.models import DeliveryStatus, NewEvent, NewOutbox
+from gateway.store.base import CardUpdate
+from gateway.store.migrations import MIGRATIONS
+from gateway.store.rows import dumps
+
+log = logging.getLogger("gateway.store.postgres")
+
+# One advisory lock key for "someone is migrating this database" (any 64-bit constant).
+MIGRATION_LOCK = 0x6869746C_6D696772  # "hitlmigr"
+# NOTIFY channels -> the topic handed to subscribers.
+TOPICS = {"hitl_outbox": "outbox", "hitl_jobs": "jobs", "hitl_wake": "wake"}
+Notify = Callable[[str, str], None]
+
+
+def affected(status: str) -> int:
+    """Rows touched, from a command tag such as 'UPDATE 1' or 'INSERT 0 1'."""
+    return int(status.rsplit(" ", 1)[-1])
+
+
+async def schema_version(conn: asyncpg.Connection) -> int:
+    exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    if not exists:
+        return 0
+    return int(await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+
+
+async def migrate(conn: asyncpg.Connection) -> int:
+    """Apply pending migrations in one transaction. The transaction-scoped advisory lock makes
+    concurrent replicas queue here; the second one finds nothing left to do."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations"
+            " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        current = await schema_version(conn)
+        for m in MIGRATIONS:
+            if m.version > current:
+                await conn.execute(m.postgres)  # no arguments: a multi-statement script is allowed
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                    m.version,
+                    m.name,
+                    time.time(),
+                )
+                log.info("applied migration %s (%s)", m.version, m.name)
+    return await schema_version(conn)
+
+
+async def insert_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) -> None:
+    if events:
+        await conn.executemany(
+            "INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES ($1, $2, $3, $4, $5, $6)",
+            [(e.approval_id, e.kind, to_ts(e.at), e.actor, e.channel, dumps(e.data)) for e in events],
+        )
+
+
+_INSERT_OUTBOX = (
+    "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
+    " SELECT $1::text, $2::text, $3::text, 'pending', 0, $4::float8, $5::text, $4::float8, $4::float8"
+    # Coalesce: one pending, unclaimed sync per card is enough, it renders the latest state.
+    " WHERE $3 <> 'sync' OR NOT EXISTS (SELECT 1 FROM outbox WHERE approval_id = $1 AND channel = $2"
+    " AND kind = 'sync' AND status = 'pending' AND lease_owner IS NULL)"
+    " ON CONFLICT DO NOTHING"
+)
+
+
+async def insert_outbox(conn: asyncpg.Connection, items: Sequence[NewOutbox], now: float) -> None:
+    """Queue deliveries and wake every replica's outbox loop when this transaction commits."""
+    if not items:
+        return
+    await conn.executemany(
+        _INSERT_OUTBOX,
+        [(i.approval_id, i.channel, i.kind.value, now, dumps(i.data)) for i in items],
+    )
+    await conn.execute("SELECT pg_notify('hitl_outbox', '')")
+
+
+async def notify_wake(conn: asyncpg.Connection, wake_at: float | None) -> None:
+    if wake_at is not None:
+        await conn.execute("SELECT pg_notify('hitl_wake', $1)", repr(wake_at))
+
+
+async def upsert_card(conn: asyncpg.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:
+    if card.new_channel and card.new_channel != card.channel:
+        await conn.execute(
+            "UPDATE cards SET channel = $1 WHERE approval_id = $2 AND channel = $3",
+            card.new_channel,
+            approval_id,
+            card.channel,
+        )
+    channel = card.new_channel or card.channel
+    posted = now if card.status is DeliveryStatus.DONE else None
+    await conn.execute(
+        "INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (approval_id, channel) DO UPDATE SET"
+        " ref = COALESCE(excluded.ref, cards.ref), status = excluded.status, error = excluded.error,"
+        " updated_at = excluded.updated_at",
+        approval_id,
+        channel,
+        card.ref,
+        card.status.value,
+        card.error,
+        posted,
+        now,
+    )
+
+
+class Listener:
+    """One dedicated connection that LISTENs on the wake-up channels and calls back.
+
+    A lost connection only costs latency: every loop still polls. It is re-opened on the next
+    `revive()` (called from the outbox loop's claim)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.callbacks: list[Notify] = []
+        self._conn: asyncpg.Connection | None = None
+
+    def _on_notify(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+        topic = TOPICS.get(channel)
+        if topic is None:
+            return
+        for fn in list(self.callbacks):
+            try:
+                fn(topic, payload)
+            except Exception:  # a subscriber's bug must not kill the listener
+                log.exception("wake-up subscriber failed")
+
+    async def ensure(self) -> None:
+        if not self.callbacks or (self._conn is not None and not self._conn.is_closed()):
+            return
+        conn = await asyncpg.connect(self.url)
+        for channel in TOPICS:
+            await conn.add_listener(channel, self._on_notify)
+        self._conn = conn
+
+    async def revive(self) -> None:
+        """Re-open a lost LISTEN connection; failing quietly (polling still works)."""
+        try:
+            await self.ensure()
+        except Exception as exc:
+            log.warning("cannot LISTEN for wake-ups (%s); polling only", type(exc).__name__)
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            if not conn.is_closed():
+                await conn.close()

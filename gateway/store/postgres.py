@@ -1,0 +1,403 @@
+"""PostgreSQL store on asyncpg, for several gateway replicas on one database.
+
+Every method is one transaction on a pooled connection (READ COMMITTED). Correctness across
+replicas comes from the database, never from a leader:
+- `save_transition` is a compare-and-set on `version` (a concurrent UPDATE waits for the row
+  lock, then re-checks the version and touches nothing);
+- claims use `FOR UPDATE SKIP LOCKED` plus a lease, so each due row goes to one replica, and a
+  row held by a dead replica is taken again once its lease runs out;
+- deliveries, jobs and deadlines `pg_notify` in the writing transaction, so other replicas wake
+  at commit (see `subscribe`); polling stays as the fallback.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta
+from typing import Any
+
+import asyncpg
+
+from gateway.clock import from_ts, to_ts
+from gateway.errors import StoreUnavailable
+from gateway.models import (
+    Approval,
+    Card,
+    DeliveryStatus,
+    Event,
+    JobStatus,
+    NewEvent,
+    NewOutbox,
+    OutboxItem,
+    ResumeJob,
+    Status,
+    StepRecord,
+)
+from gateway.store import pg_support as pg
+from gateway.store.base import CardUpdate, NewJob
+from gateway.store.rows import (
+    APPROVAL_COLUMNS,
+    approval_from_row,
+    approval_values,
+    card_from_row,
+    dumps,
+    event_from_row,
+    job_from_row,
+    outbox_from_row,
+    step_from_row,
+)
+
+_COLS = ", ".join(APPROVAL_COLUMNS)
+_INSERT_APPROVAL = (
+    f"INSERT INTO approvals ({_COLS}) VALUES ({', '.join(f'${i + 1}' for i in range(len(APPROVAL_COLUMNS)))})"
+    " ON CONFLICT (idempotency_key) DO NOTHING"
+)
+_N = len(APPROVAL_COLUMNS)
+_UPDATE_APPROVAL = (
+    "UPDATE approvals SET "
+    + ", ".join(f"{c} = ${i}" for i, c in enumerate(APPROVAL_COLUMNS[1:], start=1))
+    + f" WHERE id = ${_N} AND version = ${_N + 1}"
+)
+_CLAIM_OUTBOX = """
+WITH due AS (
+    SELECT id FROM outbox
+    WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+    ORDER BY next_attempt_at, id LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox o SET lease_owner = $3, lease_until = $4 FROM due WHERE o.id = due.id RETURNING o.*
+"""
+_CLAIM_JOBS = """
+WITH due AS (
+    SELECT id FROM resume_jobs
+    WHERE (status = 'queued' AND next_attempt_at <= $1) OR (status = 'running' AND lease_until <= $1)
+    ORDER BY next_attempt_at, id LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE resume_jobs j SET status = 'running', claimed_by = $3, lease_until = $4, attempts = j.attempts + 1,
+    updated_at = $1
+FROM due WHERE j.id = due.id RETURNING j.*
+"""
+_CONNECT_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
+
+
+class PostgresStore:
+    dialect = "postgres"
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        self._min, self._max = min_size, max_size
+        self._pool: asyncpg.Pool | None = None
+        self._listener = pg.Listener(url)
+
+    # ---------------------------------------------------------------- lifecycle
+    async def open(self) -> None:
+        try:
+            self._pool = await asyncpg.create_pool(self.url, min_size=self._min, max_size=self._max)
+        except _CONNECT_ERRORS as exc:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL: {type(exc).__name__}") from None
+        async with self._pool.acquire() as conn:
+            await pg.migrate(conn)
+
+    async def close(self) -> None:
+        await self._listener.close()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    async def schema_version(self) -> int:
+        async with self._conn() as conn:
+            return await pg.schema_version(conn)
+
+    async def subscribe(self, callback: pg.Notify) -> None:
+        """Call `callback(topic, payload)` when any replica commits work: topic `outbox`,
+        `jobs`, or `wake` (payload: the epoch seconds of the new wake-up time)."""
+        self._listener.callbacks.append(callback)
+        await self._listener.ensure()
+
+    # ---------------------------------------------------------------- plumbing
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
+        if self._pool is None:
+            raise StoreUnavailable("the store is closed")
+        pool = self._pool
+        try:
+            conn = await pool.acquire()
+        except _CONNECT_ERRORS as exc:
+            raise StoreUnavailable(f"PostgreSQL is unavailable: {type(exc).__name__}") from None
+        try:
+            yield conn
+        finally:
+            await pool.release(conn)
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[asyncpg.Connection]:
+        async with self._conn() as conn, conn.transaction():
+            yield conn
+
+    async def _fetch(self, sql: str, *args: Any) -> list[Any]:
+        async with self._conn() as conn:
+            rows: list[Any] = await conn.fetch(sql, *args)
+            return rows
+
+    async def _fetchrow(self, sql: str, *args: Any) -> Any:
+        async with self._conn() as conn:
+            return await conn.fetchrow(sql, *args)
+
+    # ---------------------------------------------------------------- approvals
+    async def create_approval(
+        self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
+    ) -> tuple[Approval, bool]:
+        async with self._tx() as conn:
+            # A concurrent insert of the same key waits here, then finds the winner's row.
+            if pg.affected(await conn.execute(_INSERT_APPROVAL, *approval_values(approval))) == 0:
+                row = await conn.fetchrow(
+                    "SELECT * FROM approvals WHERE idempotency_key = $1", approval.idempotency_key
+                )
+                return approval_from_row(row), False
+            await pg.insert_events(conn, events)
+            await pg.insert_outbox(conn, outbox, time.time())
+            await pg.notify_wake(conn, to_ts(approval.wake_at))
+            return approval, True
+
+    async def get_approval(self, approval_id: str) -> Approval | None:
+        row = await self._fetchrow("SELECT * FROM approvals WHERE id = $1", approval_id)
+        return approval_from_row(row) if row else None
+
+    async def list_approvals(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Approval]:
+        sql = (
+            "SELECT * FROM approvals WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR run_id = $2)"
+            " ORDER BY created_at DESC, id LIMIT $3 OFFSET $4"
+        )
+        rows = await self._fetch(sql, status.value if status else None, run_id, limit, offset)
+        return [approval_from_row(r) for r in rows]
+
+    async def save_transition(
+        self,
+        approval: Approval,
+        expected_version: int,
+        events: Sequence[NewEvent],
+        outbox: Sequence[NewOutbox] = (),
+        job: NewJob | None = None,
+    ) -> bool:
+        values = approval_values(approval)
+        async with self._tx() as conn:
+            if pg.affected(await conn.execute(_UPDATE_APPROVAL, *values[1:], approval.id, expected_version)) != 1:
+                return False
+            now = time.time()
+            await pg.insert_events(conn, events)
+            await pg.insert_outbox(conn, outbox, now)
+            if job is not None:
+                await conn.execute(
+                    "INSERT INTO resume_jobs (approval_id, worker, status, attempts, next_attempt_at, created_at,"
+                    " updated_at) VALUES ($1, $2, 'queued', 0, $3, $3, $3) ON CONFLICT (approval_id) DO NOTHING",
+                    job.approval_id,
+                    job.worker,
+                    now,
+                )
+                await conn.execute("SELECT pg_notify('hitl_jobs', '')")
+            await pg.notify_wake(conn, to_ts(approval.wake_at))
+            return True
+
+    async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
+        sql = "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at LIMIT $2"
+        return [approval_from_row(r) for r in await self._fetch(sql, to_ts(now), limit)]
+
+    async def next_wake_at(self) -> datetime | None:
+        row = await self._fetchrow("SELECT MIN(wake_at) AS m FROM approvals WHERE wake_at IS NOT NULL")
+        return from_ts(row["m"])
+
+    async def count_by_status(self) -> dict[str, int]:
+        rows = await self._fetch("SELECT status, COUNT(*) AS n FROM approvals GROUP BY status")
+        return {r["status"]: int(r["n"]) for r in rows}
+
+    # ---------------------------------------------------------------- events
+    async def append_events(self, events: Sequence[NewEvent]) -> None:
+        async with self._tx() as conn:
+            await pg.insert_events(conn, events)
+
+    async def list_events(self, approval_id: str) -> list[Event]:
+        rows = await self._fetch("SELECT * FROM events WHERE approval_id = $1 ORDER BY id", approval_id)
+        return [event_from_row(r) for r in rows]
+
+    # ---------------------------------------------------------------- outbox and cards
+    async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
+        await self._listener.revive()  # the outbox loop polls here: a good place to re-LISTEN
+        async with self._tx() as conn:
+            rows = await conn.fetch(_CLAIM_OUTBOX, to_ts(now), limit, owner, to_ts(now + lease))
+        return sorted((outbox_from_row(r) for r in rows), key=lambda i: i.id)
+
+    async def finish_outbox(
+        self,
+        item_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: DeliveryStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        card: CardUpdate | None = None,
+        events: Sequence[NewEvent] = (),
+        count_attempt: bool = True,
+    ) -> bool:
+        t = to_ts(now)
+        async with self._tx() as conn:
+            approval_id = await conn.fetchval(
+                "UPDATE outbox SET status = $1, attempts = attempts + $2,"
+                " next_attempt_at = COALESCE($3, next_attempt_at), last_error = $4, lease_owner = NULL,"
+                " lease_until = NULL, updated_at = $5 WHERE id = $6 AND lease_owner = $7 RETURNING approval_id",
+                status.value,
+                int(count_attempt),
+                to_ts(next_attempt_at),
+                error,
+                t,
+                item_id,
+                owner,
+            )
+            if approval_id is None:
+                return False
+            if card is not None:
+                await pg.upsert_card(conn, approval_id, card, t)
+            await pg.insert_events(conn, events)
+            if status is DeliveryStatus.PENDING:  # a retry: whoever is free may take it when due
+                await conn.execute("SELECT pg_notify('hitl_outbox', '')")
+            return True
+
+    async def enqueue_outbox(self, items: Sequence[NewOutbox], now: datetime) -> None:
+        async with self._tx() as conn:
+            await pg.insert_outbox(conn, items, to_ts(now) or time.time())
+
+    async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
+        rows = await self._fetch("SELECT * FROM outbox WHERE approval_id = $1 ORDER BY id", approval_id)
+        return [outbox_from_row(r) for r in rows]
+
+    async def get_card(self, approval_id: str, channel: str) -> Card | None:
+        row = await self._fetchrow("SELECT * FROM cards WHERE approval_id = $1 AND channel = $2", approval_id, channel)
+        return card_from_row(row) if row else None
+
+    async def list_cards(self, approval_id: str) -> list[Card]:
+        rows = await self._fetch("SELECT * FROM cards WHERE approval_id = $1 ORDER BY channel", approval_id)
+        return [card_from_row(r) for r in rows]
+
+    # ---------------------------------------------------------------- resume jobs
+    async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
+        async with self._tx() as conn:
+            rows = await conn.fetch(_CLAIM_JOBS, to_ts(now), limit, owner, to_ts(now + lease))
+        return sorted((job_from_row(r) for r in rows), key=lambda j: j.id)
+
+    async def finish_job(
+        self,
+        job_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: JobStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        output_tail: str | None = None,
+        events: Sequence[NewEvent] = (),
+    ) -> bool:
+        async with self._tx() as conn:
+            done = await conn.execute(
+                "UPDATE resume_jobs SET status = $1, next_attempt_at = COALESCE($2, next_attempt_at),"
+                " last_error = $3, output_tail = COALESCE($4, output_tail), claimed_by = NULL, lease_until = NULL,"
+                " updated_at = $5 WHERE id = $6 AND claimed_by = $7 AND status = 'running'",
+                status.value,
+                to_ts(next_attempt_at),
+                error,
+                output_tail,
+                to_ts(now),
+                job_id,
+                owner,
+            )
+            if pg.affected(done) != 1:
+                return False
+            await pg.insert_events(conn, events)
+            if status is JobStatus.QUEUED:
+                await conn.execute("SELECT pg_notify('hitl_jobs', '')")
+            return True
+
+    async def extend_job_lease(self, job_id: int, owner: str, until: datetime) -> bool:
+        async with self._tx() as conn:
+            done = await conn.execute(
+                "UPDATE resume_jobs SET lease_until = $1 WHERE id = $2 AND claimed_by = $3 AND status = 'running'",
+                to_ts(until),
+                job_id,
+                owner,
+            )
+        return pg.affected(done) == 1
+
+    async def get_job(self, approval_id: str) -> ResumeJob | None:
+        row = await self._fetchrow("SELECT * FROM resume_jobs WHERE approval_id = $1", approval_id)
+        return job_from_row(row) if row else None
+
+    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]:
+        sql = "SELECT * FROM resume_jobs WHERE ($1::text IS NULL OR status = $1) ORDER BY id DESC LIMIT $2"
+        return [job_from_row(r) for r in await self._fetch(sql, status.value if status else None, limit)]
+
+    async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
+        async with self._tx() as conn:
+            done = await conn.execute(
+                "UPDATE resume_jobs SET status = 'queued', attempts = 0, next_attempt_at = $1, updated_at = $1,"
+                " last_error = NULL WHERE approval_id = $2 AND status = 'failed'",
+                to_ts(now),
+                approval_id,
+            )
+            if pg.affected(done) != 1:
+                return False
+            await pg.insert_events(conn, events)
+            await conn.execute("SELECT pg_notify('hitl_jobs', '')")
+            return True
+
+    # ---------------------------------------------------------------- journal
+    async def get_steps(self, run_id: str) -> list[StepRecord]:
+        rows = await self._fetch("SELECT * FROM journal WHERE run_id = $1 ORDER BY started_at, name", run_id)
+        return [step_from_row(r) for r in rows]
+
+    async def record_step(self, step: StepRecord) -> StepRecord:
+        async with self._tx() as conn:
+            row = await conn.fetchrow(
+                "INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at, error)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (run_id, name) DO UPDATE SET"
+                " status = excluded.status, output = excluded.output, attempts = excluded.attempts,"
+                " started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error"
+                " WHERE journal.status <> 'succeeded' RETURNING *",
+                step.run_id,
+                step.name,
+                step.status.value,
+                None if step.output is None else dumps(step.output),
+                step.attempts,
+                to_ts(step.started_at),
+                to_ts(step.finished_at),
+                step.error,
+            )
+            if row is None:  # the stored record had succeeded: it wins
+                row = await conn.fetchrow(
+                    "SELECT * FROM journal WHERE run_id = $1 AND name = $2", step.run_id, step.name
+                )
+        return step_from_row(row)
+
+    async def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
+        sql = (
+            "SELECT run_id, COUNT(*) AS steps, SUM(attempts) AS attempts, MIN(started_at) AS started_at,"
+            " MAX(finished_at) AS last_at FROM journal GROUP BY run_id ORDER BY last_at DESC LIMIT $1"
+        )
+        rows = await self._fetch(sql, limit)
+        return [{**dict(r), "steps": int(r["steps"]), "attempts": int(r["attempts"])} for r in rows]
+
+    # ---------------------------------------------------------------- inbound de-duplication
+    async def remember_inbound(self, key: str, now: datetime) -> bool:
+        async with self._tx() as conn:
+            done = await conn.execute(
+                "INSERT INTO inbound (key, at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", key, to_ts(now)
+            )
+        return pg.affected(done) == 1
