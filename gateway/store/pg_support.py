@@ -4,6 +4,8 @@ LISTEN/NOTIFY wake-ups, and the row-writing helpers shared by several store meth
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -80,19 +82,11 @@ _INSERT_OUTBOX = (
 
 
 async def insert_outbox(conn: asyncpg.Connection, items: Sequence[NewOutbox], now: float) -> None:
-    """Queue deliveries and wake every replica's outbox loop when this transaction commits."""
-    if not items:
-        return
-    await conn.executemany(
-        _INSERT_OUTBOX,
-        [(i.approval_id, i.channel, i.kind.value, now, dumps(i.data)) for i in items],
-    )
-    await conn.execute("SELECT pg_notify('hitl_outbox', '')")
-
-
-async def notify_wake(conn: asyncpg.Connection, wake_at: float | None) -> None:
-    if wake_at is not None:
-        await conn.execute("SELECT pg_notify('hitl_wake', $1)", repr(wake_at))
+    if items:
+        await conn.executemany(
+            _INSERT_OUTBOX,
+            [(i.approval_id, i.channel, i.kind.value, now, dumps(i.data)) for i in items],
+        )
 
 
 async def upsert_card(conn: asyncpg.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:
@@ -157,6 +151,55 @@ class Listener:
             log.warning("cannot LISTEN for wake-ups (%s); polling only", type(exc).__name__)
 
     async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            if not conn.is_closed():
+                await conn.close()
+
+
+class Notifier:
+    """Sends wake-up NOTIFYs after commits, coalesced, on one connection of its own.
+
+    Not inside the writing transaction: PostgreSQL serialises the commits of every transaction
+    that notifies (a global queue lock held through the commit's WAL flush), which cut
+    concurrent suspend throughput by about 3x here (docs/postgres.md). After the commit, a
+    notify-only transaction with `synchronous_commit = off` holds that lock for microseconds,
+    and bursts of commits share one notify per channel. A wake-up is a hint: if this process
+    dies between the commit and the notify, the other replicas' polling picks the work up."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._pending: dict[str, str] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._conn: asyncpg.Connection | None = None
+
+    def send(self, channel: str, payload: str = "") -> None:
+        if channel == "hitl_wake" and channel in self._pending:  # the earliest wake-up matters
+            payload = min(payload, self._pending[channel], key=float)
+        self._pending[channel] = payload
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._flush(), name="pg-notify")
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, {}
+            try:
+                if self._conn is None or self._conn.is_closed():
+                    self._conn = await asyncpg.connect(self.url, server_settings={"synchronous_commit": "off"})
+                await self._conn.execute(
+                    "SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)",
+                    list(batch),
+                    list(batch.values()),
+                )
+            except Exception as exc:  # polling still finds the work
+                log.warning("wake-up NOTIFY failed (%s); other replicas will poll", type(exc).__name__)
+                return
+
+    async def close(self) -> None:
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._task, 2)
+            self._task = None
         if self._conn is not None:
             conn, self._conn = self._conn, None
             if not conn.is_closed():

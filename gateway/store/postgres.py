@@ -6,8 +6,9 @@ replicas comes from the database, never from a leader:
   lock, then re-checks the version and touches nothing);
 - claims use `FOR UPDATE SKIP LOCKED` plus a lease, so each due row goes to one replica, and a
   row held by a dead replica is taken again once its lease runs out;
-- deliveries, jobs and deadlines `pg_notify` in the writing transaction, so other replicas wake
-  at commit (see `subscribe`); polling stays as the fallback.
+- after committing deliveries, jobs or deadlines, the store NOTIFYs (see `pg_support.Notifier`
+  for why not inside the transaction) and other replicas' loops wake (`subscribe`); polling
+  stays as the fallback.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class PostgresStore:
         self._min, self._max = min_size, max_size
         self._pool: asyncpg.Pool | None = None
         self._listener = pg.Listener(url)
+        self._notifier = pg.Notifier(url)
 
     # ---------------------------------------------------------------- lifecycle
     async def open(self) -> None:
@@ -102,6 +104,7 @@ class PostgresStore:
             await pg.migrate(conn)
 
     async def close(self) -> None:
+        await self._notifier.close()
         await self._listener.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
@@ -137,6 +140,15 @@ class PostgresStore:
         async with self._conn() as conn, conn.transaction():
             yield conn
 
+    def _committed(self, *, outbox: bool = False, jobs: bool = False, wake_at: datetime | None = None) -> None:
+        """Wake the other replicas' loops for what was just committed."""
+        if outbox:
+            self._notifier.send("hitl_outbox")
+        if jobs:
+            self._notifier.send("hitl_jobs")
+        if wake_at is not None:
+            self._notifier.send("hitl_wake", repr(to_ts(wake_at)))
+
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
         async with self._conn() as conn:
             rows: list[Any] = await conn.fetch(sql, *args)
@@ -159,8 +171,8 @@ class PostgresStore:
                 return approval_from_row(row), False
             await pg.insert_events(conn, events)
             await pg.insert_outbox(conn, outbox, time.time())
-            await pg.notify_wake(conn, to_ts(approval.wake_at))
-            return approval, True
+        self._committed(outbox=bool(outbox), wake_at=approval.wake_at)
+        return approval, True
 
     async def get_approval(self, approval_id: str) -> Approval | None:
         row = await self._fetchrow("SELECT * FROM approvals WHERE id = $1", approval_id)
@@ -204,9 +216,8 @@ class PostgresStore:
                     job.worker,
                     now,
                 )
-                await conn.execute("SELECT pg_notify('hitl_jobs', '')")
-            await pg.notify_wake(conn, to_ts(approval.wake_at))
-            return True
+        self._committed(outbox=bool(outbox), jobs=job is not None, wake_at=approval.wake_at)
+        return True
 
     async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
         sql = "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at LIMIT $2"
@@ -268,13 +279,12 @@ class PostgresStore:
             if card is not None:
                 await pg.upsert_card(conn, approval_id, card, t)
             await pg.insert_events(conn, events)
-            if status is DeliveryStatus.PENDING:  # a retry: whoever is free may take it when due
-                await conn.execute("SELECT pg_notify('hitl_outbox', '')")
-            return True
+        return True
 
     async def enqueue_outbox(self, items: Sequence[NewOutbox], now: datetime) -> None:
         async with self._tx() as conn:
             await pg.insert_outbox(conn, items, to_ts(now) or time.time())
+        self._committed(outbox=bool(items))
 
     async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
         rows = await self._fetch("SELECT * FROM outbox WHERE approval_id = $1 ORDER BY id", approval_id)
@@ -322,9 +332,8 @@ class PostgresStore:
             if pg.affected(done) != 1:
                 return False
             await pg.insert_events(conn, events)
-            if status is JobStatus.QUEUED:
-                await conn.execute("SELECT pg_notify('hitl_jobs', '')")
-            return True
+        self._committed(jobs=status is JobStatus.QUEUED)
+        return True
 
     async def extend_job_lease(self, job_id: int, owner: str, until: datetime) -> bool:
         async with self._tx() as conn:
@@ -355,8 +364,8 @@ class PostgresStore:
             if pg.affected(done) != 1:
                 return False
             await pg.insert_events(conn, events)
-            await conn.execute("SELECT pg_notify('hitl_jobs', '')")
-            return True
+        self._committed(jobs=True)
+        return True
 
     # ---------------------------------------------------------------- journal
     async def get_steps(self, run_id: str) -> list[StepRecord]:
