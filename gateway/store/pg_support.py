@@ -17,7 +17,7 @@ from gateway.clock import to_ts
 from gateway.models import DeliveryStatus, NewEvent, NewOutbox
 from gateway.store.base import CardUpdate
 from gateway.store.migrations import MIGRATIONS
-from gateway.store.rows import dumps
+from gateway.store.rows import APPROVAL_COLUMNS, dumps
 
 log = logging.getLogger("gateway.store.postgres")
 
@@ -26,6 +26,39 @@ MIGRATION_LOCK = 0x6869746C_6D696772  # "hitlmigr"
 # NOTIFY channels -> the topic handed to subscribers.
 TOPICS = {"hitl_outbox": "outbox", "hitl_jobs": "jobs", "hitl_wake": "wake"}
 Notify = Callable[[str, str], None]
+
+
+_COLS = ", ".join(APPROVAL_COLUMNS)
+INSERT_APPROVAL = (
+    f"INSERT INTO approvals ({_COLS}) VALUES ({', '.join(f'${i + 1}' for i in range(len(APPROVAL_COLUMNS)))})"
+    " ON CONFLICT (idempotency_key) DO NOTHING"
+)
+_N = len(APPROVAL_COLUMNS)
+UPDATE_APPROVAL = (
+    "UPDATE approvals SET "
+    + ", ".join(f"{c} = ${i}" for i, c in enumerate(APPROVAL_COLUMNS[1:], start=1))
+    + f" WHERE id = ${_N} AND version = ${_N + 1}"
+)
+CLAIM_OUTBOX = """
+WITH due AS (
+    SELECT id FROM outbox
+    WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+    ORDER BY next_attempt_at, id LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox o SET lease_owner = $3, lease_until = $4 FROM due WHERE o.id = due.id RETURNING o.*
+"""
+CLAIM_JOBS = """
+WITH due AS (
+    SELECT id FROM resume_jobs
+    WHERE (status = 'queued' AND next_attempt_at <= $1) OR (status = 'running' AND lease_until <= $1)
+    ORDER BY next_attempt_at, id LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE resume_jobs j SET status = 'running', claimed_by = $3, lease_until = $4, attempts = j.attempts + 1,
+    updated_at = $1
+FROM due WHERE j.id = due.id RETURNING j.*
+"""
 
 
 def affected(status: str) -> int:

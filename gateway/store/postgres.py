@@ -39,7 +39,6 @@ from gateway.models import (
 from gateway.store import pg_support as pg
 from gateway.store.base import CardUpdate, NewJob
 from gateway.store.rows import (
-    APPROVAL_COLUMNS,
     approval_from_row,
     approval_values,
     card_from_row,
@@ -50,38 +49,9 @@ from gateway.store.rows import (
     step_from_row,
 )
 
-_COLS = ", ".join(APPROVAL_COLUMNS)
-_INSERT_APPROVAL = (
-    f"INSERT INTO approvals ({_COLS}) VALUES ({', '.join(f'${i + 1}' for i in range(len(APPROVAL_COLUMNS)))})"
-    " ON CONFLICT (idempotency_key) DO NOTHING"
-)
-_N = len(APPROVAL_COLUMNS)
-_UPDATE_APPROVAL = (
-    "UPDATE approvals SET "
-    + ", ".join(f"{c} = ${i}" for i, c in enumerate(APPROVAL_COLUMNS[1:], start=1))
-    + f" WHERE id = ${_N} AND version = ${_N + 1}"
-)
-_CLAIM_OUTBOX = """
-WITH due AS (
-    SELECT id FROM outbox
-    WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-    ORDER BY next_attempt_at, id LIMIT $2
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE outbox o SET lease_owner = $3, lease_until = $4 FROM due WHERE o.id = due.id RETURNING o.*
-"""
-_CLAIM_JOBS = """
-WITH due AS (
-    SELECT id FROM resume_jobs
-    WHERE (status = 'queued' AND next_attempt_at <= $1) OR (status = 'running' AND lease_until <= $1)
-    ORDER BY next_attempt_at, id LIMIT $2
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE resume_jobs j SET status = 'running', claimed_by = $3, lease_until = $4, attempts = j.attempts + 1,
-    updated_at = $1
-FROM due WHERE j.id = due.id RETURNING j.*
-"""
 _CONNECT_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
+# ...and what a call on a connection the server has just dropped raises (admin shutdown, restart).
+_LOST_ERRORS = (*_CONNECT_ERRORS, asyncpg.OperatorInterventionError, asyncpg.InternalClientError)
 
 
 class PostgresStore:
@@ -132,6 +102,8 @@ class PostgresStore:
             raise StoreUnavailable(f"PostgreSQL is unavailable: {type(exc).__name__}") from None
         try:
             yield conn
+        except _LOST_ERRORS as exc:  # the server went away mid-call: 503, not a crash
+            raise StoreUnavailable(f"PostgreSQL connection lost: {type(exc).__name__}") from None
         finally:
             await pool.release(conn)
 
@@ -164,7 +136,7 @@ class PostgresStore:
     ) -> tuple[Approval, bool]:
         async with self._tx() as conn:
             # A concurrent insert of the same key waits here, then finds the winner's row.
-            if pg.affected(await conn.execute(_INSERT_APPROVAL, *approval_values(approval))) == 0:
+            if pg.affected(await conn.execute(pg.INSERT_APPROVAL, *approval_values(approval))) == 0:
                 row = await conn.fetchrow(
                     "SELECT * FROM approvals WHERE idempotency_key = $1", approval.idempotency_key
                 )
@@ -203,7 +175,7 @@ class PostgresStore:
     ) -> bool:
         values = approval_values(approval)
         async with self._tx() as conn:
-            if pg.affected(await conn.execute(_UPDATE_APPROVAL, *values[1:], approval.id, expected_version)) != 1:
+            if pg.affected(await conn.execute(pg.UPDATE_APPROVAL, *values[1:], approval.id, expected_version)) != 1:
                 return False
             now = time.time()
             await pg.insert_events(conn, events)
@@ -244,7 +216,7 @@ class PostgresStore:
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         await self._listener.revive()  # the outbox loop polls here: a good place to re-LISTEN
         async with self._tx() as conn:
-            rows = await conn.fetch(_CLAIM_OUTBOX, to_ts(now), limit, owner, to_ts(now + lease))
+            rows = await conn.fetch(pg.CLAIM_OUTBOX, to_ts(now), limit, owner, to_ts(now + lease))
         return sorted((outbox_from_row(r) for r in rows), key=lambda i: i.id)
 
     async def finish_outbox(
@@ -301,7 +273,7 @@ class PostgresStore:
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
         async with self._tx() as conn:
-            rows = await conn.fetch(_CLAIM_JOBS, to_ts(now), limit, owner, to_ts(now + lease))
+            rows = await conn.fetch(pg.CLAIM_JOBS, to_ts(now), limit, owner, to_ts(now + lease))
         return sorted((job_from_row(r) for r in rows), key=lambda j: j.id)
 
     async def finish_job(
