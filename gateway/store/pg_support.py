@@ -37,8 +37,17 @@ _N = len(APPROVAL_COLUMNS)
 UPDATE_APPROVAL = (
     "UPDATE approvals SET "
     + ", ".join(f"{c} = ${i}" for i, c in enumerate(APPROVAL_COLUMNS[1:], start=1))
-    + f" WHERE id = ${_N} AND version = ${_N + 1}"
+    + f", wake_owner = NULL, wake_lease_until = NULL WHERE id = ${_N} AND version = ${_N + 1}"
 )
+CLAIM_DUE = """
+WITH due AS (
+    SELECT id FROM approvals
+    WHERE wake_at IS NOT NULL AND wake_at <= $1 AND (wake_lease_until IS NULL OR wake_lease_until <= $1)
+    ORDER BY wake_at, id LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE approvals a SET wake_owner = $3, wake_lease_until = $4 FROM due WHERE a.id = due.id RETURNING a.*
+"""
 CLAIM_OUTBOX = """
 WITH due AS (
     SELECT id FROM outbox

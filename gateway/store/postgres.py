@@ -195,6 +195,11 @@ class PostgresStore:
         sql = "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at LIMIT $2"
         return [approval_from_row(r) for r in await self._fetch(sql, to_ts(now), limit)]
 
+    async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
+        async with self._tx() as conn:
+            rows = await conn.fetch(pg.CLAIM_DUE, to_ts(now), limit, owner, to_ts(now + lease))
+        return sorted((approval_from_row(r) for r in rows), key=lambda a: (a.wake_at, a.id))
+
     async def next_wake_at(self) -> datetime | None:
         row = await self._fetchrow("SELECT MIN(wake_at) AS m FROM approvals WHERE wake_at IS NOT NULL")
         return from_ts(row["m"])

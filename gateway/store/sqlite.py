@@ -56,7 +56,9 @@ _INSERT_APPROVAL = (
     f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({', '.join('?' for _ in APPROVAL_COLUMNS)})"
 )
 _UPDATE_APPROVAL = (
-    "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:]) + " WHERE id = ? AND version = ?"
+    "UPDATE approvals SET "
+    + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:])
+    + ", wake_owner = NULL, wake_lease_until = NULL WHERE id = ? AND version = ?"
 )
 
 
@@ -260,6 +262,29 @@ class SQLiteStore:
     async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
         sql = "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ? ORDER BY wake_at LIMIT ?"
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, (to_ts(now), limit))])
+
+    async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
+        t, until = to_ts(now), to_ts(now + lease)
+
+        def op(conn: sqlite3.Connection) -> list[Approval]:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
+                    " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at, id LIMIT ?",
+                    (t, t, limit),
+                )
+            ]
+            if not ids:
+                return []
+            marks = ",".join("?" * len(ids))
+            conn.execute(
+                f"UPDATE approvals SET wake_owner = ?, wake_lease_until = ? WHERE id IN ({marks})", (owner, until, *ids)
+            )
+            rows = conn.execute(f"SELECT * FROM approvals WHERE id IN ({marks}) ORDER BY wake_at, id", ids)
+            return [approval_from_row(r) for r in rows]
+
+        return await self._write(op)
 
     async def next_wake_at(self) -> datetime | None:
         row = await self._read(

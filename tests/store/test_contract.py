@@ -163,6 +163,39 @@ async def test_due_approvals_and_next_wake(store: Store) -> None:
     assert [a.id for a in await store.due_approvals(NOW + timedelta(hours=1), 1)] == [soon.id]
 
 
+async def test_claim_due_leases_each_wake_up_to_one_owner(store_factory: StoreFactory) -> None:
+    a, b = await store_factory(), await store_factory()
+    due = [make_approval(wake_at=NOW + timedelta(seconds=i)) for i in range(3)]
+    for approval in [*due, make_approval(wake_at=NOW + timedelta(hours=1)), make_approval()]:
+        await a.create_approval(approval, [], [])
+    later = NOW + timedelta(minutes=1)
+    first = await a.claim_due(later, "A", LEASE, 2)
+    assert [x.id for x in first] == [due[0].id, due[1].id] and first[0] == due[0]
+    assert [x.id for x in await b.claim_due(later, "B", LEASE, 10)] == [due[2].id]
+    assert await b.claim_due(later + timedelta(seconds=30), "B", LEASE, 10) == []
+    # A applies the first one (a reminder moves wake_at): the lease is released with it.
+    reminded = due[0].evolve(version=2, reminders_sent=1, wake_at=later + timedelta(seconds=10))
+    assert await a.save_transition(reminded, 1, [NewEvent(due[0].id, "reminded", later)])
+    assert [x.id for x in await b.claim_due(later + timedelta(seconds=10), "B", LEASE, 10)] == [due[0].id]
+    # A died holding due[1]: once its lease runs out, B takes it.
+    retaken = await b.claim_due(later + LEASE + timedelta(seconds=1), "B", LEASE, 10)
+    assert due[1].id in {x.id for x in retaken}
+
+
+async def test_concurrent_due_claims_take_each_approval_once(store_factory: StoreFactory) -> None:
+    stores = [await store_factory() for _ in range(3)]
+    for i in range(30):
+        await stores[0].create_approval(make_approval(wake_at=NOW + timedelta(milliseconds=i)), [], [])
+    claimed: list[str] = []
+
+    async def scheduler(i: int) -> None:
+        while batch := await stores[i].claim_due(NOW + timedelta(seconds=1), f"s{i}", LEASE, 4):
+            claimed.extend(x.id for x in batch)
+
+    await asyncio.gather(*(scheduler(i) for i in range(3)))
+    assert len(claimed) == len(set(claimed)) == 30
+
+
 async def test_events_append_in_order(store: Store) -> None:
     (aid,) = await _create(store)
     await store.append_events([NewEvent(aid, "denied", NOW, "telegram:1", "telegram", {"reason": "no"})])
