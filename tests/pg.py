@@ -28,7 +28,8 @@ def with_database(url: str, database: str, query: str = "") -> str:
 
 def unavailable(reason: str) -> None:
     """Skip, except in CI where a missing PostgreSQL must fail the run."""
-    message = f"PostgreSQL unreachable at {urlsplit(server_url()).netloc} ({reason}); set HITL_TEST_POSTGRES_URL"
+    where = urlsplit(server_url())
+    message = f"PostgreSQL unreachable at {where.hostname}:{where.port or 5432} ({reason}); set HITL_TEST_POSTGRES_URL"
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(message + " -- CI=true requires PostgreSQL", pytrace=False)
     pytest.skip(message)

@@ -121,6 +121,13 @@ class PostgresStore:
         if wake_at is not None:
             self._notifier.send("hitl_wake", repr(to_ts(wake_at)))
 
+    async def _claim(self, sql: str, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Any]:
+        """Lease due rows with one `... FOR UPDATE SKIP LOCKED` statement ($1 now, $2 limit,
+        $3 owner, $4 lease end): concurrent replicas skip each other's rows instead of waiting."""
+        async with self._tx() as conn:
+            rows: list[Any] = await conn.fetch(sql, to_ts(now), limit, owner, to_ts(now + lease))
+            return rows
+
     async def _fetch(self, sql: str, *args: Any) -> list[Any]:
         async with self._conn() as conn:
             rows: list[Any] = await conn.fetch(sql, *args)
@@ -196,8 +203,7 @@ class PostgresStore:
         return [approval_from_row(r) for r in await self._fetch(sql, to_ts(now), limit)]
 
     async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
-        async with self._tx() as conn:
-            rows = await conn.fetch(pg.CLAIM_DUE, to_ts(now), limit, owner, to_ts(now + lease))
+        rows = await self._claim(pg.CLAIM_DUE, now, owner, lease, limit)
         return sorted((approval_from_row(r) for r in rows), key=lambda a: (a.wake_at, a.id))
 
     async def next_wake_at(self) -> datetime | None:
@@ -220,8 +226,7 @@ class PostgresStore:
     # ---------------------------------------------------------------- outbox and cards
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         await self._listener.revive()  # the outbox loop polls here: a good place to re-LISTEN
-        async with self._tx() as conn:
-            rows = await conn.fetch(pg.CLAIM_OUTBOX, to_ts(now), limit, owner, to_ts(now + lease))
+        rows = await self._claim(pg.CLAIM_OUTBOX, now, owner, lease, limit)
         return sorted((outbox_from_row(r) for r in rows), key=lambda i: i.id)
 
     async def finish_outbox(
@@ -277,8 +282,7 @@ class PostgresStore:
 
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
-        async with self._tx() as conn:
-            rows = await conn.fetch(pg.CLAIM_JOBS, to_ts(now), limit, owner, to_ts(now + lease))
+        rows = await self._claim(pg.CLAIM_JOBS, now, owner, lease, limit)
         return sorted((job_from_row(r) for r in rows), key=lambda j: j.id)
 
     async def finish_job(
