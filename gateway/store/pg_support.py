@@ -52,6 +52,9 @@ CLAIM_OUTBOX = """
 WITH due AS (
     SELECT id FROM outbox
     WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+    -- one replica at a time per card, so that its post, syncs and reminders stay in order
+    AND NOT EXISTS (SELECT 1 FROM outbox busy WHERE busy.approval_id = outbox.approval_id
+                    AND busy.channel = outbox.channel AND busy.lease_until > $1)
     ORDER BY next_attempt_at, id LIMIT $2
     FOR UPDATE SKIP LOCKED
 )

@@ -313,8 +313,12 @@ class SQLiteStore:
         def op(conn: sqlite3.Connection) -> list[OutboxItem]:
             rows = conn.execute(
                 "SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?"
-                " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at, id LIMIT ?",
-                (t, t, limit),
+                " AND (lease_until IS NULL OR lease_until <= ?)"
+                # one owner at a time per card, so that its post, syncs and reminders stay in order
+                " AND NOT EXISTS (SELECT 1 FROM outbox busy WHERE busy.approval_id = outbox.approval_id"
+                " AND busy.channel = outbox.channel AND busy.lease_until > ?)"
+                " ORDER BY next_attempt_at, id LIMIT ?",
+                (t, t, t, limit),
             ).fetchall()
             ids = [r[0] for r in rows]
             if not ids:

@@ -220,6 +220,18 @@ async def test_claim_lease_and_reclaim_after_expiry(store_factory: StoreFactory)
     assert await a.claim_outbox(NOW + timedelta(hours=1), "A", LEASE, 10) == []
 
 
+async def test_a_card_is_delivered_by_one_owner_at_a_time(store_factory: StoreFactory) -> None:
+    a, b = await store_factory(), await store_factory()
+    first, second = await _create(a, 2)
+    (post,) = await a.claim_outbox(NOW, "A", LEASE, 1)
+    assert post.approval_id == first
+    await a.enqueue_outbox([NewOutbox(first, "web", OutboxKind.SYNC)], NOW)
+    # B may not sync `first` while A still holds its post; it takes the other card.
+    assert [(i.approval_id, i.kind) for i in await b.claim_outbox(NOW, "B", LEASE, 10)] == [(second, OutboxKind.POST)]
+    assert await a.finish_outbox(post.id, "A", now=NOW, status=DeliveryStatus.DONE)
+    assert [(i.approval_id, i.kind) for i in await b.claim_outbox(NOW, "B", LEASE, 10)] == [(first, OutboxKind.SYNC)]
+
+
 async def test_concurrent_claims_take_each_row_once(store_factory: StoreFactory) -> None:
     stores = [await store_factory() for _ in range(4)]
     ids = await _create(stores[0], 25, channels=("web", "web:ops"))
