@@ -11,7 +11,7 @@ import base64
 import logging
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -67,6 +67,10 @@ class Hooks:
     jobs: list[Callable[[], None]] = field(default_factory=list)
     wake: list[Callable[[datetime | None], None]] = field(default_factory=list)
     decided: list[Callable[[Approval], None]] = field(default_factory=list)
+    # Observers for metrics: every committed transition (approval after, event name), and
+    # every worker attempt (worker name, result: succeeded|retry|failed, seconds).
+    transitions: list[Callable[[Approval, str], None]] = field(default_factory=list)
+    attempts: list[Callable[[str, str, float], None]] = field(default_factory=list)
 
 
 class Service:
@@ -161,6 +165,8 @@ class Service:
             return tuple(f"telegram:{u}" for u in self.settings.telegram.approvers)
         if kind == "slack":
             return tuple(f"slack:{u}" for u in self.settings.slack.approvers)
+        if kind == "web":
+            return tuple(f"web:{u}" for u in self.settings.web.approvers)
         return ()
 
     async def decide(
@@ -199,6 +205,21 @@ class Service:
         now = self.clock.now()
         log.warning("approval %s: denied %s on %s: %s", approval_id, actor, channel, reason)
         await self.store.append_events([NewEvent(approval_id, "denied", now, actor, channel, {"reason": reason})])
+
+    async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
+        """The person who decided explains it afterwards (e.g. the reason asked for after a
+        Reject press): the comment goes on the decision and every card is synced."""
+        for _ in range(_CAS_RETRIES):
+            approval = await self.get(approval_id)
+            decision = approval.decision
+            if decision is None or decision.decided_by != actor:
+                raise Forbidden(f"{actor} did not decide this approval")
+            after = approval.evolve(decision=replace(decision, comment=comment), version=approval.version + 1)
+            transition = rules.Transition(after, "comment_added", False, {"by": actor, "comment": comment})
+            syncs = [NewOutbox(approval.id, c, OutboxKind.SYNC) for c in approval.channels]
+            if await self._commit(approval, transition, actor, channel, syncs):
+                return after
+        raise Conflict("too much contention on this approval, retry")
 
     async def cancel(self, approval_id: str, by: str, reason: str | None = None) -> Approval:
         for _ in range(_CAS_RETRIES):
@@ -258,6 +279,8 @@ class Service:
             f" via {channel}" if channel else "",
         )
         self._fire(outbox=bool(outbox), jobs=job is not None, wake=after.wake_at)
+        for observe in self.hooks.transitions:
+            observe(after, transition.event)
         if transition.final:
             for fn in self.hooks.decided:
                 fn(after)

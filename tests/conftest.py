@@ -101,8 +101,9 @@ async def pg_url(pg_database: str) -> str:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest) -> str:
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The same test on a SQLite file and on PostgreSQL."""
-    name = "db_url" if request.param == "sqlite" else "pg_url"
-    url: str = request.getfixturevalue(name)
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'gateway.db'}"
+    url: str = request.getfixturevalue("pg_url")
     return url

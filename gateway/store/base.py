@@ -42,6 +42,18 @@ class CardUpdate:
     new_channel: str | None = None  # the chat moved (Telegram ChatMigrated)
 
 
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A question the gateway asked someone (e.g. "why reject?"), waiting for their reply."""
+
+    key: str  # where the reply will point, e.g. "telegram:<chat_id>:<prompt_message_id>"
+    approval_id: str
+    actor: str  # only this person's reply answers it
+    purpose: str  # e.g. "reject_reason"
+    created_at: datetime
+    expires_at: datetime
+
+
 class Store(Protocol):
     dialect: str
 
@@ -67,6 +79,18 @@ class Store(Protocol):
         ...
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...
+
+    async def list_approvals_by_age(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        channel: str | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        """Oldest first (the web inbox). `channel` matches an address ('telegram:-100') or a
+        kind ('telegram' matches every telegram chat)."""
+        ...
 
     async def list_approvals(
         self,
@@ -160,6 +184,10 @@ class Store(Protocol):
 
     async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]: ...
 
+    async def count_jobs_by_status(self) -> dict[str, int]:
+        """Resume jobs per status (for /metrics and the dashboard)."""
+        ...
+
     async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
         """Put a failed job back in the queue with a fresh attempt budget."""
         ...
@@ -175,7 +203,23 @@ class Store(Protocol):
         """Runs with their step counts, newest activity first (for the dashboard)."""
         ...
 
+    async def step_stats(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Per step name over the journal (suspended rows left out): `name`, `runs`,
+        `attempts`, `retries` (attempts beyond the first), `failures`, `mean_seconds`,
+        `total_seconds`; most retries first (for the dashboard and /metrics)."""
+        ...
+
     # ---------------------------------------------------------------- inbound de-duplication
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         """True the first time `key` is seen; False for a redelivery."""
+        ...
+
+    # ---------------------------------------------------------------- prompts (migration v2)
+    async def save_prompt(self, prompt: Prompt) -> None:
+        """Remember a pending prompt (replacing one with the same key)."""
+        ...
+
+    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
+        """Consume the prompt `key` if `actor` owns it and it has not expired; else None.
+        Expired prompts are deleted on the way."""
         ...

@@ -14,8 +14,7 @@ replicas comes from the database, never from a leader:
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,36 +24,28 @@ from gateway.clock import from_ts, to_ts
 from gateway.errors import StoreUnavailable
 from gateway.models import (
     Approval,
-    Card,
     DeliveryStatus,
-    Event,
     JobStatus,
     NewEvent,
     NewOutbox,
     OutboxItem,
     ResumeJob,
-    Status,
     StepRecord,
 )
 from gateway.store import pg_support as pg
-from gateway.store.base import CardUpdate, NewJob
+from gateway.store.base import CardUpdate, NewJob, Prompt
+from gateway.store.pg_reads import CONNECT_ERRORS, PgReads
 from gateway.store.rows import (
     approval_from_row,
     approval_values,
-    card_from_row,
     dumps,
-    event_from_row,
     job_from_row,
     outbox_from_row,
     step_from_row,
 )
 
-_CONNECT_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
-# ...and what a call on a connection the server has just dropped raises (admin shutdown, restart).
-_LOST_ERRORS = (*_CONNECT_ERRORS, asyncpg.OperatorInterventionError, asyncpg.InternalClientError)
 
-
-class PostgresStore:
+class PostgresStore(PgReads):
     dialect = "postgres"
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
@@ -68,7 +59,7 @@ class PostgresStore:
     async def open(self) -> None:
         try:
             self._pool = await asyncpg.create_pool(self.url, min_size=self._min, max_size=self._max)
-        except _CONNECT_ERRORS as exc:
+        except CONNECT_ERRORS as exc:
             raise StoreUnavailable(f"cannot connect to PostgreSQL: {type(exc).__name__}") from None
         async with self._pool.acquire() as conn:
             await pg.migrate(conn)
@@ -90,28 +81,7 @@ class PostgresStore:
         self._listener.callbacks.append(callback)
         await self._listener.ensure()
 
-    # ---------------------------------------------------------------- plumbing
-    @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
-        if self._pool is None:
-            raise StoreUnavailable("the store is closed")
-        pool = self._pool
-        try:
-            conn = await pool.acquire()
-        except _CONNECT_ERRORS as exc:
-            raise StoreUnavailable(f"PostgreSQL is unavailable: {type(exc).__name__}") from None
-        try:
-            yield conn
-        except _LOST_ERRORS as exc:  # the server went away mid-call: 503, not a crash
-            raise StoreUnavailable(f"PostgreSQL connection lost: {type(exc).__name__}") from None
-        finally:
-            await pool.release(conn)
-
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[asyncpg.Connection]:
-        async with self._conn() as conn, conn.transaction():
-            yield conn
-
+    # ---------------------------------------------------------------- plumbing (reads: pg_reads.py)
     def _committed(self, *, outbox: bool = False, jobs: bool = False, wake_at: datetime | None = None) -> None:
         """Wake the other replicas' loops for what was just committed."""
         if outbox:
@@ -128,15 +98,6 @@ class PostgresStore:
             rows: list[Any] = await conn.fetch(sql, to_ts(now), limit, owner, to_ts(now + lease))
             return rows
 
-    async def _fetch(self, sql: str, *args: Any) -> list[Any]:
-        async with self._conn() as conn:
-            rows: list[Any] = await conn.fetch(sql, *args)
-            return rows
-
-    async def _fetchrow(self, sql: str, *args: Any) -> Any:
-        async with self._conn() as conn:
-            return await conn.fetchrow(sql, *args)
-
     # ---------------------------------------------------------------- approvals
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
@@ -152,25 +113,6 @@ class PostgresStore:
             await pg.insert_outbox(conn, outbox, time.time())
         self._committed(outbox=bool(outbox), wake_at=approval.wake_at)
         return approval, True
-
-    async def get_approval(self, approval_id: str) -> Approval | None:
-        row = await self._fetchrow("SELECT * FROM approvals WHERE id = $1", approval_id)
-        return approval_from_row(row) if row else None
-
-    async def list_approvals(
-        self,
-        *,
-        status: Status | None = None,
-        run_id: str | None = None,
-        limit: int = 100,
-        offset: int = 0,
-    ) -> list[Approval]:
-        sql = (
-            "SELECT * FROM approvals WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR run_id = $2)"
-            " ORDER BY created_at DESC, id LIMIT $3 OFFSET $4"
-        )
-        rows = await self._fetch(sql, status.value if status else None, run_id, limit, offset)
-        return [approval_from_row(r) for r in rows]
 
     async def save_transition(
         self,
@@ -198,30 +140,14 @@ class PostgresStore:
         self._committed(outbox=bool(outbox), jobs=job is not None, wake_at=approval.wake_at)
         return True
 
-    async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
-        sql = "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at LIMIT $2"
-        return [approval_from_row(r) for r in await self._fetch(sql, to_ts(now), limit)]
-
     async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
         rows = await self._claim(pg.CLAIM_DUE, now, owner, lease, limit)
         return sorted((approval_from_row(r) for r in rows), key=lambda a: (a.wake_at, a.id))
-
-    async def next_wake_at(self) -> datetime | None:
-        row = await self._fetchrow("SELECT MIN(wake_at) AS m FROM approvals WHERE wake_at IS NOT NULL")
-        return from_ts(row["m"])
-
-    async def count_by_status(self) -> dict[str, int]:
-        rows = await self._fetch("SELECT status, COUNT(*) AS n FROM approvals GROUP BY status")
-        return {r["status"]: int(r["n"]) for r in rows}
 
     # ---------------------------------------------------------------- events
     async def append_events(self, events: Sequence[NewEvent]) -> None:
         async with self._tx() as conn:
             await pg.insert_events(conn, events)
-
-    async def list_events(self, approval_id: str) -> list[Event]:
-        rows = await self._fetch("SELECT * FROM events WHERE approval_id = $1 ORDER BY id", approval_id)
-        return [event_from_row(r) for r in rows]
 
     # ---------------------------------------------------------------- outbox and cards
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
@@ -267,18 +193,6 @@ class PostgresStore:
         async with self._tx() as conn:
             await pg.insert_outbox(conn, items, to_ts(now) or time.time())
         self._committed(outbox=bool(items))
-
-    async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
-        rows = await self._fetch("SELECT * FROM outbox WHERE approval_id = $1 ORDER BY id", approval_id)
-        return [outbox_from_row(r) for r in rows]
-
-    async def get_card(self, approval_id: str, channel: str) -> Card | None:
-        row = await self._fetchrow("SELECT * FROM cards WHERE approval_id = $1 AND channel = $2", approval_id, channel)
-        return card_from_row(row) if row else None
-
-    async def list_cards(self, approval_id: str) -> list[Card]:
-        rows = await self._fetch("SELECT * FROM cards WHERE approval_id = $1 ORDER BY channel", approval_id)
-        return [card_from_row(r) for r in rows]
 
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
@@ -326,14 +240,6 @@ class PostgresStore:
             )
         return pg.affected(done) == 1
 
-    async def get_job(self, approval_id: str) -> ResumeJob | None:
-        row = await self._fetchrow("SELECT * FROM resume_jobs WHERE approval_id = $1", approval_id)
-        return job_from_row(row) if row else None
-
-    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]:
-        sql = "SELECT * FROM resume_jobs WHERE ($1::text IS NULL OR status = $1) ORDER BY id DESC LIMIT $2"
-        return [job_from_row(r) for r in await self._fetch(sql, status.value if status else None, limit)]
-
     async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
         async with self._tx() as conn:
             done = await conn.execute(
@@ -349,10 +255,6 @@ class PostgresStore:
         return True
 
     # ---------------------------------------------------------------- journal
-    async def get_steps(self, run_id: str) -> list[StepRecord]:
-        rows = await self._fetch("SELECT * FROM journal WHERE run_id = $1 ORDER BY started_at, name", run_id)
-        return [step_from_row(r) for r in rows]
-
     async def record_step(self, step: StepRecord) -> StepRecord:
         async with self._tx() as conn:
             row = await conn.fetchrow(
@@ -376,14 +278,6 @@ class PostgresStore:
                 )
         return step_from_row(row)
 
-    async def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
-        sql = (
-            "SELECT run_id, COUNT(*) AS steps, SUM(attempts) AS attempts, MIN(started_at) AS started_at,"
-            " MAX(finished_at) AS last_at FROM journal GROUP BY run_id ORDER BY last_at DESC LIMIT $1"
-        )
-        rows = await self._fetch(sql, limit)
-        return [{**dict(r), "steps": int(r["steps"]), "attempts": int(r["attempts"])} for r in rows]
-
     # ---------------------------------------------------------------- inbound de-duplication
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         async with self._tx() as conn:
@@ -391,3 +285,30 @@ class PostgresStore:
                 "INSERT INTO inbound (key, at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING", key, to_ts(now)
             )
         return pg.affected(done) == 1
+
+    # ---------------------------------------------------------------- prompts (migration v2)
+    async def save_prompt(self, prompt: Prompt) -> None:
+        async with self._tx() as conn:
+            await conn.execute(
+                "INSERT INTO prompts (key, approval_id, actor, purpose, created_at, expires_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (key) DO UPDATE SET approval_id = excluded.approval_id,"
+                " actor = excluded.actor, purpose = excluded.purpose, created_at = excluded.created_at,"
+                " expires_at = excluded.expires_at",
+                prompt.key,
+                prompt.approval_id,
+                prompt.actor,
+                prompt.purpose,
+                to_ts(prompt.created_at),
+                to_ts(prompt.expires_at),
+            )
+
+    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
+        async with self._tx() as conn:
+            await conn.execute("DELETE FROM prompts WHERE expires_at <= $1", to_ts(now))
+            # DELETE ... RETURNING: of two replicas taking the same prompt, one gets it.
+            row = await conn.fetchrow("DELETE FROM prompts WHERE key = $1 AND actor = $2 RETURNING *", key, actor)
+        if row is None:
+            return None
+        created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
+        assert created is not None and expires is not None
+        return Prompt(row["key"], row["approval_id"], row["actor"], row["purpose"], created, expires)

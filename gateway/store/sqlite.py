@@ -35,8 +35,9 @@ from gateway.models import (
     Status,
     StepRecord,
 )
-from gateway.store.base import CardUpdate, NewJob
+from gateway.store.base import CardUpdate, NewJob, Prompt
 from gateway.store.migrations import MIGRATIONS
+from gateway.store.queries import STEP_STATS_SQL, channel_filter
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
     approval_from_row,
@@ -95,6 +96,18 @@ def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: fl
             " data, created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?)",
             (item.approval_id, item.channel, item.kind.value, now, dumps(item.data), now, now),
         )
+
+
+def _approvals_sql(status: Status | None, run_id: str | None, channel: str | None) -> tuple[str, list[Any]]:
+    where, params = channel_filter(channel)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status.value)
+    if run_id is not None:
+        where.append("run_id = ?")
+        params.append(run_id)
+    sql = "SELECT * FROM approvals"
+    return (sql + " WHERE " + " AND ".join(where) if where else sql), params
 
 
 class SQLiteStore:
@@ -218,19 +231,22 @@ class SQLiteStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[Approval]:
-        where: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            where.append("status = ?")
-            params.append(status.value)
-        if run_id is not None:
-            where.append("run_id = ?")
-            params.append(run_id)
-        sql = "SELECT * FROM approvals"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql, params = _approvals_sql(status, run_id, None)
         sql += " ORDER BY created_at DESC, id LIMIT ? OFFSET ?"
         params += [limit, offset]
+        return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
+
+    async def list_approvals_by_age(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        channel: str | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        sql, params = _approvals_sql(status, run_id, channel)
+        sql += " ORDER BY created_at, id LIMIT ?"
+        params.append(limit)
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
 
     async def save_transition(
@@ -459,6 +475,11 @@ class SQLiteStore:
             params = (status.value, limit)
         return await self._read(lambda c: [job_from_row(r) for r in c.execute(sql, params)])
 
+    async def count_jobs_by_status(self) -> dict[str, int]:
+        sql = "SELECT status, COUNT(*) FROM resume_jobs GROUP BY status"
+        rows = await self._read(lambda c: c.execute(sql).fetchall())
+        return {r[0]: r[1] for r in rows}
+
     async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
@@ -512,11 +533,46 @@ class SQLiteStore:
         rows = await self._read(lambda c: c.execute(sql, (limit,)).fetchall())
         return [dict(r) for r in rows]
 
+    async def step_stats(self, limit: int = 100) -> list[dict[str, Any]]:
+        rows = await self._read(lambda c: c.execute(STEP_STATS_SQL.replace("$1", "?"), (limit,)).fetchall())
+        return [dict(r) for r in rows]
+
     # ---------------------------------------------------------------- inbound de-duplication
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
             cur = conn.execute("INSERT OR IGNORE INTO inbound (key, at) VALUES (?, ?)", (key, to_ts(now)))
             return cur.rowcount == 1
+
+        return await self._write(op)
+
+    # ---------------------------------------------------------------- prompts (migration v2)
+    async def save_prompt(self, prompt: Prompt) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO prompts (key, approval_id, actor, purpose, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    prompt.key,
+                    prompt.approval_id,
+                    prompt.actor,
+                    prompt.purpose,
+                    to_ts(prompt.created_at),
+                    to_ts(prompt.expires_at),
+                ),
+            )
+
+        await self._write(op)
+
+    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
+        def op(conn: sqlite3.Connection) -> Prompt | None:
+            conn.execute("DELETE FROM prompts WHERE expires_at <= ?", (to_ts(now),))
+            row = conn.execute("SELECT * FROM prompts WHERE key = ? AND actor = ?", (key, actor)).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM prompts WHERE key = ?", (key,))
+            created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
+            assert created is not None and expires is not None
+            return Prompt(row["key"], row["approval_id"], row["actor"], row["purpose"], created, expires)
 
         return await self._write(op)
 

@@ -16,6 +16,12 @@ StoreFactory = Callable[[], Awaitable[Store]]
 
 
 @pytest.fixture
+def db_url(store_url: str) -> str:
+    """Here `runtime`, `client` and `settings` run on both backends too (e.g. test_web_queries)."""
+    return store_url
+
+
+@pytest.fixture
 async def store_factory(store_url: str) -> AsyncIterator[StoreFactory]:
     """Open more stores on the same database: each one stands for a replica."""
     opened: list[Store] = []

@@ -21,7 +21,7 @@ from gateway.models import (
     StepRecord,
     StepStatus,
 )
-from gateway.store import CardUpdate, NewJob, Store
+from gateway.store import CardUpdate, NewJob, Prompt, Store
 from gateway.store.migrations import LATEST
 from tests.store.conftest import NOW, StoreFactory, make_approval
 
@@ -382,3 +382,18 @@ async def test_subscribe_is_accepted(store: Store) -> None:
     """Every backend takes a subscriber (SQLite ignores it; PostgreSQL is tested in test_notify)."""
     await store.subscribe(lambda topic, payload: None)
     await _create(store)
+
+
+# ---------------------------------------------------------------- prompts (migration v2)
+async def test_prompts_are_taken_once_by_their_owner(store_factory: StoreFactory) -> None:
+    a, b = await store_factory(), await store_factory()
+    (aid,) = await _create(a)
+    prompt = Prompt("telegram:1:99", aid, "telegram:7", "reject_reason", NOW, NOW + timedelta(minutes=5))
+    await a.save_prompt(prompt.__class__(prompt.key, aid, "telegram:8", "reject_reason", NOW, NOW))
+    await a.save_prompt(prompt)  # the same key replaces
+    assert await b.take_prompt(prompt.key, "telegram:8", NOW) is None  # not theirs
+    results = await asyncio.gather(*((a, b)[i % 2].take_prompt(prompt.key, "telegram:7", NOW) for i in range(10)))
+    assert [r for r in results if r is not None] == [prompt]
+    await a.save_prompt(prompt)
+    assert await a.take_prompt(prompt.key, "telegram:7", NOW + timedelta(minutes=5)) is None  # expired
+    assert await a.take_prompt(prompt.key, "telegram:7", NOW) is None  # and dropped on the way

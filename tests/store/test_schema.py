@@ -9,6 +9,7 @@ different column, fails here.
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -88,7 +89,8 @@ async def _fresh(url: str) -> None:
         await store.close()
 
 
-async def test_fresh_schemas_match_their_migrations(db_url: str, pg_url: str) -> None:
+async def test_fresh_schemas_match_their_migrations(tmp_path: Path, pg_url: str) -> None:
+    db_url = f"sqlite:///{tmp_path / 'fresh.db'}"
     await _fresh(db_url)
     await _fresh(pg_url)
     lite, pg = _sqlite_schema(db_url), await _pg_schema(pg_url)
