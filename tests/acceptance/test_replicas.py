@@ -1,22 +1,27 @@
-"""Three `hitl-gateway serve` replicas on one fresh PostgreSQL database, 300 approvals, duplicate
-decisions sent to random replicas, and one replica SIGKILLed in the middle.
+"""Three `hitl-gateway serve` replicas on one fresh PostgreSQL database, 300 approvals carded on
+the web inbox, Telegram and Slack (local fakes of both APIs), duplicate presses sent to random
+replicas, and one replica SIGKILLed in the middle.
 
-Must hold afterwards (read straight from the database):
+Must hold afterwards (read from the database and from the fake platforms):
 - every approval has exactly one decision event, matching its final status, and one resume job;
-- every card was posted exactly once (one `card_posted` event) and synced after the decision;
+- every card (web, Telegram, Slack) was posted exactly once -- one `card_posted` event and, on the
+  platforms, one message -- and synced to the final status after the decision;
 - no approval is lost and no delivery is left pending or failed;
-- no two presses on one approval were both answered 200.
+- no two API/token presses on one approval were both answered 200.
 
-Presses are pluggable (`PRESSES`): today the API decision, the signed-token decision and the API
-cancel. The Telegram and Slack webhooks (other issues) add a presser each: build the platform's
-signed update for the approval and POST it to the replica; a duplicate across both platforms is
-then just two entries in the same press list. Deadlines racing the presses need the SLA
-scheduler (issue 4): give part of the approvals a 1s policy once it is merged.
+Presses are pluggable (`PRESSES`): the API decision, the signed-token decision, the API cancel,
+a Telegram button (callback query; some updates are delivered twice, to two replicas, as
+Telegram does on a retry) and a Slack button (signed block_actions). Presses start once every
+card is posted: a crash between a platform's "sent" and our commit would re-post a Telegram card
+(Telegram has no lookup to dedupe with), which is the outbox's documented at-least-once window,
+tested elsewhere. Deadlines racing the presses need the SLA scheduler (issue 5): give part of the
+approvals a 1s policy once it is merged; its loop should claim with `Store.claim_due`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import random
@@ -34,14 +39,47 @@ from typing import Any
 import aiohttp
 import asyncpg
 import pytest
+from aiohttp import web
 
+from adapters.slack.parse import make_ref
+from adapters.telegram import callback
+from gateway.models import Outcome
 from gateway.testing import TEST_API_KEY, TEST_SECRET
+from gateway.tokens import TokenSigner
 from tests import pg
+from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
+from tests.fakes.telegram_api import FakeTelegramAPI
 
 pytestmark = pytest.mark.slow
 N_APPROVALS = 300
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
 FINAL_EVENTS = ("approved", "rejected", "cancelled", "timed_out")
+TG_TOKEN, TG_SECRET, TG_CHAT, TG_USER = "123456:TEST-token_abc", "hook_secret-0123456789", -100777, 111
+SLACK_CHANNEL, SLACK_USER = "C0CARDS", "UALICE"
+CHANNELS = ("web", f"telegram:{TG_CHAT}", f"slack:{SLACK_CHANNEL}")
+SIGNER = TokenSigner((TEST_SECRET,))
+
+
+@dataclass
+class Chats:
+    """Local fakes of the Telegram Bot API and the Slack Web API, shared by every replica."""
+
+    tg: FakeTelegramAPI
+    tg_url: str
+    slack: FakeSlack
+    update_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HITL_TELEGRAM_BOT_TOKEN": TG_TOKEN,
+            "HITL_TELEGRAM_WEBHOOK_SECRET": TG_SECRET,
+            "HITL_TELEGRAM_BASE_URL": f"{self.tg_url}/bot",
+            "HITL_TELEGRAM_APPROVERS": str(TG_USER),
+            "HITL_SLACK_BOT_TOKEN": BOT_TOKEN,
+            "HITL_SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "HITL_SLACK_BASE_URL": self.slack.base_url,
+            "HITL_SLACK_APPROVERS": SLACK_USER,
+        }
 
 
 @dataclass
@@ -60,6 +98,7 @@ class Replica:
 class Cluster:
     replicas: list[Replica]
     db_url: str
+    chats: Chats
     wins: Counter[str] = field(default_factory=Counter)
 
     def live(self) -> list[Replica]:
@@ -73,7 +112,7 @@ def _free_port() -> int:
         return port
 
 
-def _start(db_url: str, tmp: Path, i: int) -> Replica:
+def _start(db_url: str, chats: Chats, tmp: Path, i: int) -> Replica:
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("HITL_")},
@@ -83,6 +122,7 @@ def _start(db_url: str, tmp: Path, i: int) -> Replica:
         "HITL_SECURITY_API_KEYS": TEST_API_KEY,
         "HITL_SERVER_LOG_LEVEL": "WARNING",
         "HITL_WORKERS_AGENT_COMMAND": '["true"]',
+        **chats.env(),
     }
     cmd = [sys.executable, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with (tmp / f"replica-{i}.log").open("wb") as log:  # the child keeps its own descriptor
@@ -105,14 +145,31 @@ async def _wait_ready(session: aiohttp.ClientSession, replica: Replica, tmp: Pat
 
 
 @pytest.fixture
-async def cluster(pg_database: str, tmp_path: Path) -> AsyncIterator[Cluster]:
+async def chats() -> AsyncIterator[Chats]:
+    tg = FakeTelegramAPI(TG_TOKEN)
+    runner = web.AppRunner(tg.app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    slack = FakeSlack()
+    await slack.start()
+    try:
+        yield Chats(tg, f"http://127.0.0.1:{port}", slack)
+    finally:
+        await slack.stop()
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def cluster(pg_database: str, chats: Chats, tmp_path: Path) -> AsyncIterator[Cluster]:
     """Three replicas started at once on a fresh database (they race to migrate it)."""
     db_url = await pg.create_database("hitl_replicas")
-    replicas = [_start(db_url, tmp_path, i) for i in range(3)]
+    replicas = [_start(db_url, chats, tmp_path, i) for i in range(3)]
     try:
         async with aiohttp.ClientSession() as session:
             await asyncio.gather(*(_wait_ready(session, r, tmp_path) for r in replicas))
-        yield Cluster(replicas, db_url)
+        yield Cluster(replicas, db_url, chats)
     finally:
         for r in replicas:
             if r.proc.poll() is None:
@@ -126,25 +183,75 @@ async def cluster(pg_database: str, tmp_path: Path) -> AsyncIterator[Cluster]:
         await pg.drop_database(db_url)
 
 
-Press = Callable[[aiohttp.ClientSession, str, dict[str, Any], str], Awaitable[aiohttp.ClientResponse]]
+Press = Callable[[Cluster, aiohttp.ClientSession, str, dict[str, Any], str], Awaitable[aiohttp.ClientResponse]]
 
 
-async def _press_api(session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str) -> Any:
+async def _press_api(
+    cluster: Cluster, session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str
+) -> Any:
     body = {"outcome": outcome, "by": f"web:user{random.randrange(5)}"}
     return await session.post(f"{base}/v1/approvals/{a['id']}/decision", json=body, headers=AUTH)
 
 
-async def _press_token(session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str) -> Any:
+async def _press_token(
+    cluster: Cluster, session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str
+) -> Any:
     return await session.post(f"{base}/v1/resume", json={"token": a["resume_token"], "outcome": outcome})
 
 
-async def _press_cancel(session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str) -> Any:
+async def _press_cancel(
+    cluster: Cluster, session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str
+) -> Any:
     return await session.post(f"{base}/v1/approvals/{a['id']}/cancel", json={"by": "ops"}, headers=AUTH)
 
 
-# Add telegram/slack webhook pressers here when those adapters are merged.
-PRESSES: dict[str, Press] = {"api": _press_api, "token": _press_token, "cancel": _press_cancel}
-WEIGHTS = {"api": 5, "token": 5, "cancel": 1}
+def telegram_update(cluster: Cluster, a: dict[str, Any], outcome: str) -> dict[str, Any]:
+    n = next(cluster.chats.update_ids)
+    return {
+        "update_id": n,
+        "callback_query": {
+            "id": f"q{n}",
+            "from": {"id": TG_USER, "is_bot": False, "first_name": "A"},
+            "chat_instance": "1",
+            "data": callback.build(SIGNER, a["id"], Outcome(outcome)),
+            "message": {"message_id": a["tg_message_id"], "date": 1, "chat": {"id": TG_CHAT, "type": "supergroup"}},
+        },
+    }
+
+
+async def _press_telegram(
+    cluster: Cluster, session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str
+) -> Any:
+    update = a.setdefault("tg_update", {}).get(outcome) or telegram_update(cluster, a, outcome)
+    a["tg_update"][outcome] = update  # the next press with this outcome is Telegram redelivering it
+    headers = {"X-Telegram-Bot-Api-Secret-Token": TG_SECRET, "Content-Type": "application/json"}
+    return await session.post(f"{base}/webhooks/telegram", data=json.dumps(update), headers=headers)
+
+
+async def _press_slack(
+    cluster: Cluster, session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str
+) -> Any:
+    ref = make_ref(SIGNER, a["id"])
+    payload = block_actions(
+        SLACK_USER,
+        f"hitl:{outcome}:{ref}",
+        ref,
+        channel=SLACK_CHANNEL,
+        response_url=cluster.chats.slack.response_url(a["id"]),
+    )
+    body, headers = signed(payload, time.time())
+    return await session.post(f"{base}/webhooks/slack/interactions", data=body, headers=headers)
+
+
+PRESSES: dict[str, Press] = {
+    "api": _press_api,
+    "token": _press_token,
+    "cancel": _press_cancel,
+    "telegram": _press_telegram,
+    "slack": _press_slack,
+}
+WEIGHTS = {"api": 3, "token": 3, "cancel": 1, "telegram": 3, "slack": 3}
+COUNTED = ("api", "token", "cancel")  # these answer 200 only to the winner
 
 
 async def _send(cluster: Cluster, session: aiohttp.ClientSession, request: Callable[[str], Awaitable[Any]]) -> Any:
@@ -155,7 +262,8 @@ async def _send(cluster: Cluster, session: aiohttp.ClientSession, request: Calla
         try:
             resp = await request(replica.url)
             async with resp:
-                return resp.status, await resp.json()
+                text = await resp.text()
+                return resp.status, json.loads(text) if text.startswith(("{", "[")) else text
         except (TimeoutError, aiohttp.ClientConnectionError):
             await asyncio.sleep(0.05)
     raise AssertionError("no replica answered")
@@ -170,7 +278,7 @@ async def _suspend_all(cluster: Cluster, session: aiohttp.ClientSession) -> list
             "step": "deploy",
             "title": f"Deploy build {i}",
             "args": {"build": i},
-            "channels": ["web"],
+            "channels": list(CHANNELS),
             "worker": "agent",
             "idempotency_key": f"replicas-{i}",
         }
@@ -201,9 +309,9 @@ async def _press_all(cluster: Cluster, session: aiohttp.ClientSession, approvals
     async def one(a: dict[str, Any], kind: str, outcome: str) -> None:
         nonlocal done
         async with sem:
-            status, body = await _send(cluster, session, lambda base: PRESSES[kind](session, base, a, outcome))
-        assert status in (200, 409), (status, body)
-        if status == 200:
+            status, body = await _send(cluster, session, lambda base: PRESSES[kind](cluster, session, base, a, outcome))
+        assert status in (200, 409), (kind, status, body)
+        if status == 200 and kind in COUNTED:
             cluster.wins[a["id"]] += 1
         done += 1
         if done >= len(presses) * 2 // 5 and not killed.is_set():
@@ -214,6 +322,38 @@ async def _press_all(cluster: Cluster, session: aiohttp.ClientSession, approvals
 
     await asyncio.gather(*(one(*p) for p in presses))
     assert killed.is_set()
+
+
+async def _posted(conn: asyncpg.Connection, approvals: list[dict[str, Any]], within: float) -> None:
+    """Wait until every card is on its platform; note each Telegram card's message id."""
+    deadline = time.monotonic() + within
+    while await conn.fetchval("SELECT count(*) FROM cards WHERE status = 'done'") < len(approvals) * len(CHANNELS):
+        assert time.monotonic() < deadline, "cards were not all posted"
+        await asyncio.sleep(0.1)
+    refs = dict(await conn.fetch("SELECT approval_id, ref FROM cards WHERE channel = $1", CHANNELS[1]))
+    for a in approvals:
+        a["tg_message_id"] = int(refs[a["id"]].rsplit(":", 1)[1])
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _platform_cards(chats: Chats) -> tuple[Counter[str], Counter[str], int]:
+    """Cards posted per approval on Telegram and Slack, and how many still show buttons."""
+    tg, live = Counter[str](), 0
+    for call in chats.tg.calls_to("sendMessage"):
+        rows = (_json(call.params.get("reply_markup")) or {}).get("inline_keyboard") or []
+        if rows:  # a card (a reason prompt has no inline keyboard)
+            tg[rows[0][0]["callback_data"].split("|")[1]] += 1
+    for msg in chats.tg.messages.values():
+        live += bool((_json(msg.get("reply_markup")) or {}).get("inline_keyboard"))
+    slack = Counter[str]()
+    for body in chats.slack.calls_to("chat.postMessage", ok_only=True):
+        slack[_json(body["metadata"])["event_payload"]["approval_id"]] += 1
+    for msg in chats.slack.messages.values():
+        live += any(b.get("type") == "actions" for b in _json(msg.get("blocks")) or [])
+    return tg, slack, live
 
 
 async def _settled(conn: asyncpg.Connection, within: float) -> None:
@@ -231,21 +371,24 @@ async def _check(conn: asyncpg.Connection, approvals: list[dict[str, Any]], wins
     status = {r["id"]: r["status"] for r in await conn.fetch("SELECT id, status FROM approvals")}
     assert set(status) == {a["id"] for a in approvals}  # none lost, none extra
     assert set(status.values()) <= {"approved", "rejected", "cancelled"}
-    events: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
-    for r in await conn.fetch("SELECT approval_id, kind, data FROM events ORDER BY id"):
-        events[r["approval_id"]].append((r["kind"], json.loads(r["data"])))
+    events: dict[str, list[tuple[str, dict[str, Any], str | None]]] = defaultdict(list)
+    for r in await conn.fetch("SELECT approval_id, kind, data, channel FROM events ORDER BY id"):
+        events[r["approval_id"]].append((r["kind"], json.loads(r["data"]), r["channel"]))
     for aid, final in status.items():
-        kinds = [k for k, _ in events[aid]]
+        kinds = [k for k, _, _ in events[aid]]
         assert [k for k in kinds if k in FINAL_EVENTS] == [final], (aid, kinds)
-        assert kinds.count("card_posted") == 1, (aid, kinds)
-        synced = [d["status"] for k, d in events[aid][kinds.index(final) :] if k == "card_synced"]
-        assert synced and synced[-1] == final, (aid, kinds)
-    cards = await conn.fetch("SELECT approval_id, channel, status, ref FROM cards")
+        for channel in CHANNELS:
+            mine = [(k, d) for k, d, c in events[aid] if c == channel]
+            assert [k for k, _ in mine].count("card_posted") == 1, (aid, channel, kinds)
+            synced = [d["status"] for k, d in mine if k == "card_synced"]
+            assert synced and synced[-1] == final, (aid, channel, kinds)
+    cards = await conn.fetch("SELECT approval_id, channel, status FROM cards")
     assert sorted((c["approval_id"], c["channel"], c["status"]) for c in cards) == sorted(
-        (aid, "web", "done") for aid in status
+        (aid, channel, "done") for aid in status for channel in CHANNELS
     )
-    assert all(c["ref"] == f"/approvals/{c['approval_id']}" for c in cards)
     assert await conn.fetchval("SELECT count(*) FROM outbox WHERE status <> 'done'") == 0
+    winners = await conn.fetch("SELECT actor FROM events WHERE kind = ANY($1::text[])", list(FINAL_EVENTS))
+    assert {"web", "token", "telegram", "slack", "ops"} <= {w["actor"].split(":")[0] for w in winners}
     jobs = Counter(r["approval_id"] for r in await conn.fetch("SELECT approval_id FROM resume_jobs"))
     assert jobs == Counter(list(status))  # TODO(worker issue): assert each ran to success exactly once
     assert max(wins.values()) == 1  # never two winners
@@ -254,15 +397,20 @@ async def _check(conn: asyncpg.Connection, approvals: list[dict[str, Any]], wins
 async def test_three_replicas_one_killed_every_approval_decided_once(cluster: Cluster) -> None:
     started = time.monotonic()
     timeout = aiohttp.ClientTimeout(total=15)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
-        approvals = await _suspend_all(cluster, session)
-        await _press_all(cluster, session, approvals)
-    assert cluster.replicas[2].proc.wait(5) == -signal.SIGKILL
-    assert cluster.replicas[2].presses > 0
     conn = await asyncpg.connect(cluster.db_url)
     try:
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            approvals = await _suspend_all(cluster, session)
+            await _posted(conn, approvals, within=30)
+            await _press_all(cluster, session, approvals)
+        assert cluster.replicas[2].proc.wait(5) == -signal.SIGKILL
+        assert cluster.replicas[2].presses > 0
         await _settled(conn, within=30)
         await _check(conn, approvals, cluster.wins)
     finally:
         await conn.close()
+    tg, slack, live = _platform_cards(cluster.chats)
+    ids = {a["id"] for a in approvals}
+    assert tg == slack == Counter(ids)  # one message per card on each platform
+    assert live == 0  # every card was synced to its decision: no buttons left
     assert time.monotonic() - started < 60
