@@ -59,10 +59,14 @@ class PostgresStore(PgReads):
     async def open(self) -> None:
         try:
             self._pool = await asyncpg.create_pool(self.url, min_size=self._min, max_size=self._max)
-        except CONNECT_ERRORS as exc:
+        except (*CONNECT_ERRORS, asyncpg.PostgresError) as exc:  # refused, bad password, no such database
             raise StoreUnavailable(f"cannot connect to PostgreSQL: {type(exc).__name__}") from None
-        async with self._pool.acquire() as conn:
-            await pg.migrate(conn)
+        try:
+            async with self._pool.acquire() as conn:
+                await pg.migrate(conn)
+        except BaseException:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         await self._notifier.close()

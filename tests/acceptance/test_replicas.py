@@ -84,6 +84,7 @@ class Chats:
 
 @dataclass
 class Replica:
+    index: int
     port: int
     proc: subprocess.Popen[bytes]
     alive: bool = True
@@ -127,13 +128,13 @@ def _start(db_url: str, chats: Chats, tmp: Path, i: int) -> Replica:
     cmd = [sys.executable, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with (tmp / f"replica-{i}.log").open("wb") as log:  # the child keeps its own descriptor
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT)
-    return Replica(port, proc)
+    return Replica(i, port, proc)
 
 
 async def _wait_ready(session: aiohttp.ClientSession, replica: Replica, tmp: Path) -> None:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        assert replica.proc.poll() is None, (tmp / "replica-0.log").read_text()[-2000:]
+        assert replica.proc.poll() is None, (tmp / f"replica-{replica.index}.log").read_text()[-2000:]
         try:
             async with session.get(f"{replica.url}/readyz") as resp:
                 if resp.status == 200:

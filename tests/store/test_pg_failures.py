@@ -64,7 +64,10 @@ async def test_store_recovers_after_its_connections_are_killed(pg_url: str) -> N
         await other.close()
 
 
-async def test_open_fails_clearly_when_the_server_is_unreachable() -> None:
+async def test_open_fails_clearly_when_the_server_is_unreachable(pg_database: str) -> None:
     store = open_store("postgresql://postgres@127.0.0.1:1/nothing")
-    with pytest.raises(StoreUnavailable, match="cannot connect to PostgreSQL"):
+    with pytest.raises(StoreUnavailable, match="cannot connect to PostgreSQL: ConnectionRefusedError"):
+        await store.open()
+    store = open_store(pg.with_database(pg_database, "hitl_no_such_database"))
+    with pytest.raises(StoreUnavailable, match="cannot connect to PostgreSQL: InvalidCatalogNameError"):
         await store.open()
