@@ -83,7 +83,7 @@ class PostgresStore(PgReads):
         """Call `callback(topic, payload)` when any replica commits work: topic `outbox`,
         `jobs`, or `wake` (payload: the epoch seconds of the new wake-up time)."""
         self._listener.callbacks.append(callback)
-        await self._listener.ensure()
+        await self._listener.revive()  # if LISTEN cannot start, polling still works
 
     # ---------------------------------------------------------------- plumbing (reads: pg_reads.py)
     def _committed(self, *, outbox: bool = False, jobs: bool = False, wake_at: datetime | None = None) -> None:
