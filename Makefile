@@ -39,3 +39,8 @@ browser:
 
 clean:
 	rm -rf $(VENV) var .mypy_cache .ruff_cache
+
+## make bench-store: suspend/decide throughput on SQLite and PostgreSQL (bench/store_bench.py).
+.PHONY: bench-store
+bench-store: $(STAMP)
+	$(BIN)/python bench/store_bench.py

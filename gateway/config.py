@@ -39,6 +39,8 @@ class ServerSettings:
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
     url: str = "sqlite:///./var/hitl-gateway.db"
+    # How long a process holds a claimed delivery before another replica may take it over.
+    lease: timedelta = timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +215,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "shutdown_timeout": _duration,
         "log_level": _str,
     },
-    "store": {"url": _str},
+    "store": {"url": _str, "lease": _duration},
     "security": {
         "secret_keys": _strs,
         "api_keys": _strs,
@@ -359,6 +361,8 @@ def _check(settings: Settings) -> None:
         raise ConfigError("server.port", f"{server.port} is not a TCP port (0-65535)")
     if urlsplit(server.public_url).scheme not in ("http", "https"):
         raise ConfigError("server.public_url", "must start with http:// or https://")
+    if settings.store.lease < timedelta(seconds=1):
+        raise ConfigError("store.lease", "must be at least 1s")
     if server.max_body_bytes < 1024:
         raise ConfigError("server.max_body_bytes", "must be at least 1024")
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -77,6 +77,12 @@ class Store(Protocol):
 
     async def schema_version(self) -> int: ...
 
+    async def subscribe(self, callback: Callable[[str, str], None]) -> None:
+        """Call `callback(topic, payload)` when another process commits work: topic `outbox`,
+        `jobs` or `wake` (payload: epoch seconds of a new wake-up). Only a wake-up hint: loops
+        keep polling. A no-op where there is only one process (SQLite)."""
+        ...
+
     # ---------------------------------------------------------------- approvals
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
@@ -127,6 +133,12 @@ class Store(Protocol):
 
     async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
         """Waiting approvals whose `wake_at` is at or before `now`, earliest first."""
+        ...
+
+    async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
+        """Lease up to `limit` approvals whose `wake_at` is at or before `now`, earliest first, so
+        that one replica's scheduler handles each. `save_transition` releases the lease; if the
+        owner dies, the approval is claimable again once the lease runs out."""
         ...
 
     async def next_wake_at(self) -> datetime | None: ...

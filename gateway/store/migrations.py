@@ -260,9 +260,20 @@ CREATE TABLE prompts (
 CREATE INDEX prompts_expires ON prompts (expires_at);
 """
 
+# v7 (issue 7, several replicas): a lease on an approval's wake-up, so that one replica's
+# scheduler applies each due deadline or reminder (Store.claim_due); save_transition clears it.
+_V7_SQLITE = """
+ALTER TABLE approvals ADD COLUMN wake_owner TEXT;
+ALTER TABLE approvals ADD COLUMN wake_lease_until REAL;
+"""
+_V7_POSTGRES = """
+ALTER TABLE approvals ADD COLUMN wake_owner TEXT, ADD COLUMN wake_lease_until DOUBLE PRECISION;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),
     Migration(2, "pending prompts (telegram reject reasons)", _V2_SQLITE, _V2_POSTGRES),
+    Migration(7, "wake-up leases for several replicas", _V7_SQLITE, _V7_POSTGRES),
 )
 
 LATEST = MIGRATIONS[-1].version

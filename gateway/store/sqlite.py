@@ -57,7 +57,9 @@ _INSERT_APPROVAL = (
     f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({', '.join('?' for _ in APPROVAL_COLUMNS)})"
 )
 _UPDATE_APPROVAL = (
-    "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:]) + " WHERE id = ? AND version = ?"
+    "UPDATE approvals SET "
+    + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:])
+    + ", wake_owner = NULL, wake_lease_until = NULL WHERE id = ? AND version = ?"
 )
 
 _POLICY_COLUMNS = ("status", "version", "deadline", "wake_at", "decision", "escalations", "reminders_sent", "channels")
@@ -178,6 +180,10 @@ class SQLiteStore:
 
     async def schema_version(self) -> int:
         return int(await self._read(_schema_version))
+
+    async def subscribe(self, callback: Callable[[str, str], None]) -> None:
+        """One process owns a SQLite file: in-process hooks already wake its loops."""
+        return None
 
     # ---------------------------------------------------------------- plumbing
     async def _write_loop(self) -> None:
@@ -310,6 +316,29 @@ class SQLiteStore:
         sql = "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ? ORDER BY wake_at LIMIT ?"
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, (to_ts(now), limit))])
 
+    async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
+        t, until = to_ts(now), to_ts(now + lease)
+
+        def op(conn: sqlite3.Connection) -> list[Approval]:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
+                    " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at, id LIMIT ?",
+                    (t, t, limit),
+                )
+            ]
+            if not ids:
+                return []
+            marks = ",".join("?" * len(ids))
+            conn.execute(
+                f"UPDATE approvals SET wake_owner = ?, wake_lease_until = ? WHERE id IN ({marks})", (owner, until, *ids)
+            )
+            rows = conn.execute(f"SELECT * FROM approvals WHERE id IN ({marks}) ORDER BY wake_at, id", ids)
+            return [approval_from_row(r) for r in rows]
+
+        return await self._write(op)
+
     async def next_wake_at(self) -> datetime | None:
         row = await self._read(
             lambda c: c.execute("SELECT MIN(wake_at) FROM approvals WHERE wake_at IS NOT NULL").fetchone()
@@ -337,8 +366,12 @@ class SQLiteStore:
         def op(conn: sqlite3.Connection) -> list[OutboxItem]:
             rows = conn.execute(
                 "SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?"
-                " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at, id LIMIT ?",
-                (t, t, limit),
+                " AND (lease_until IS NULL OR lease_until <= ?)"
+                # one owner at a time per card, so that its post, syncs and reminders stay in order
+                " AND NOT EXISTS (SELECT 1 FROM outbox busy WHERE busy.approval_id = outbox.approval_id"
+                " AND busy.channel = outbox.channel AND busy.lease_until > ?)"
+                " ORDER BY next_attempt_at, id LIMIT ?",
+                (t, t, t, limit),
             ).fetchall()
             ids = [r[0] for r in rows]
             if not ids:
