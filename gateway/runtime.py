@@ -48,6 +48,8 @@ class Runtime:
             self.clock,
             batch=settings.scheduler.batch,
             poll_interval=settings.scheduler.poll_interval,
+            owner=self.owner,
+            lease=settings.store.lease,
         )
         self.service.hooks.wake.append(self.scheduler.notify)
         self.loops.append(self.scheduler.run_forever)

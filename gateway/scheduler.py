@@ -57,8 +57,11 @@ class SlaScheduler:
         *,
         batch: int = 500,
         poll_interval: timedelta = timedelta(seconds=30),
+        owner: str = "scheduler",
+        lease: timedelta = timedelta(seconds=60),
     ) -> None:
         self.service, self.store, self.clock = service, store, clock
+        self.owner, self.lease = owner, lease
         self.batch, self.poll_interval = batch, poll_interval
         self.armed_at: datetime | None = None
         self.last_report: TickReport | None = None
@@ -75,7 +78,8 @@ class SlaScheduler:
         now = now or self.clock.now()
         report = TickReport(now)
         while True:
-            due = await self.store.due_approvals(now, self.batch)
+            # A lease on each due row: a racing replica skips it; applying it releases it.
+            due = await self.store.claim_due(now, self.owner, self.lease, self.batch)
             if not due:
                 break
             try:

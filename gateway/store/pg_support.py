@@ -17,7 +17,7 @@ from gateway.clock import to_ts
 from gateway.models import DeliveryStatus, NewEvent, NewOutbox
 from gateway.store.base import CardUpdate
 from gateway.store.migrations import MIGRATIONS
-from gateway.store.rows import APPROVAL_COLUMNS, dumps
+from gateway.store.rows import APPROVAL_COLUMNS, POLICY_COLUMNS, dumps
 
 log = logging.getLogger("gateway.store.postgres")
 
@@ -38,6 +38,12 @@ UPDATE_APPROVAL = (
     "UPDATE approvals SET "
     + ", ".join(f"{c} = ${i}" for i, c in enumerate(APPROVAL_COLUMNS[1:], start=1))
     + f", wake_owner = NULL, wake_lease_until = NULL WHERE id = ${_N} AND version = ${_N + 1}"
+)
+UPDATE_POLICY = (
+    "UPDATE approvals SET "
+    + ", ".join(f"{c} = ${i}" for i, c in enumerate(POLICY_COLUMNS, start=1))
+    + f", wake_owner = NULL, wake_lease_until = NULL WHERE id = ${len(POLICY_COLUMNS) + 1}"
+    + f" AND version = ${len(POLICY_COLUMNS) + 2}"
 )
 CLAIM_DUE = """
 WITH due AS (

@@ -33,7 +33,7 @@ from gateway.models import (
     StepRecord,
 )
 from gateway.store import pg_support as pg
-from gateway.store.base import CardUpdate, NewJob, Prompt
+from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.pg_reads import CONNECT_ERRORS, PgReads
 from gateway.store.rows import (
     approval_from_row,
@@ -41,6 +41,7 @@ from gateway.store.rows import (
     dumps,
     job_from_row,
     outbox_from_row,
+    policy_values,
     step_from_row,
 )
 
@@ -143,6 +144,33 @@ class PostgresStore(PgReads):
                 )
         self._committed(outbox=bool(outbox), jobs=job is not None, wake_at=approval.wake_at)
         return True
+
+    async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
+        """The scheduler's batch: one transaction, each row its own CAS on version; only the
+        winners write their events, deliveries and jobs."""
+        won: list[bool] = []
+        async with self._tx() as conn:
+            for w in writes:
+                result = await conn.execute(
+                    pg.UPDATE_POLICY, *policy_values(w.approval), w.approval.id, w.expected_version
+                )
+                won.append(pg.affected(result) == 1)
+            done = [w for w, ok in zip(writes, won, strict=True) if ok]
+            now = time.time()
+            await pg.insert_events(conn, [e for w in done for e in w.events])
+            outbox = [o for w in done for o in w.outbox]
+            await pg.insert_outbox(conn, outbox, now)
+            for job in (w.job for w in done if w.job is not None):
+                await conn.execute(
+                    "INSERT INTO resume_jobs (approval_id, worker, status, attempts, next_attempt_at, created_at,"
+                    " updated_at) VALUES ($1, $2, 'queued', 0, $3, $3, $3) ON CONFLICT (approval_id) DO NOTHING",
+                    job.approval_id,
+                    job.worker,
+                    now,
+                )
+        wake = min((w.approval.wake_at for w in done if w.approval.wake_at), default=None)
+        self._committed(outbox=bool(outbox), jobs=any(w.job for w in done), wake_at=wake)
+        return won
 
     async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
         rows = await self._claim(pg.CLAIM_DUE, now, owner, lease, limit)

@@ -53,6 +53,10 @@ APPROVAL_COLUMNS = (
     "args_hash",
 )
 
+# The columns a policy transition (timeout, escalation, reminder) changes: the scheduler's batch
+# writes only these, not the whole row.
+POLICY_COLUMNS = ("status", "version", "deadline", "wake_at", "decision", "escalations", "reminders_sent", "channels")
+
 
 def dumps(value: Any) -> str:
     return canonical_json(value)
@@ -83,6 +87,19 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         a.escalations,
         a.reminders_sent,
         a.args_hash,
+    )
+
+
+def policy_values(a: Approval) -> tuple[Any, ...]:
+    return (
+        a.status.value,
+        a.version,
+        to_ts(a.deadline),
+        to_ts(a.wake_at),
+        dumps(a.decision.to_json()) if a.decision else None,
+        a.escalations,
+        a.reminders_sent,
+        dumps(list(a.channels)),
     )
 
 

@@ -40,6 +40,7 @@ from gateway.store.migrations import MIGRATIONS
 from gateway.store.queries import STEP_STATS_SQL, channel_filter
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
+    POLICY_COLUMNS,
     approval_from_row,
     approval_values,
     card_from_row,
@@ -47,6 +48,7 @@ from gateway.store.rows import (
     event_from_row,
     job_from_row,
     outbox_from_row,
+    policy_values,
     step_from_row,
 )
 
@@ -62,24 +64,11 @@ _UPDATE_APPROVAL = (
     + ", wake_owner = NULL, wake_lease_until = NULL WHERE id = ? AND version = ?"
 )
 
-_POLICY_COLUMNS = ("status", "version", "deadline", "wake_at", "decision", "escalations", "reminders_sent", "channels")
 _UPDATE_POLICY = (
-    "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in _POLICY_COLUMNS) + " WHERE id = ? AND version = ?"
+    "UPDATE approvals SET "
+    + ", ".join(f"{c} = ?" for c in POLICY_COLUMNS)
+    + ", wake_owner = NULL, wake_lease_until = NULL WHERE id = ? AND version = ?"
 )
-
-
-def _policy_values(a: Approval) -> tuple[Any, ...]:
-    decision = dumps(a.decision.to_json()) if a.decision else None
-    return (
-        a.status.value,
-        a.version,
-        to_ts(a.deadline),
-        to_ts(a.wake_at),
-        decision,
-        a.escalations,
-        a.reminders_sent,
-        dumps(list(a.channels)),
-    )
 
 
 async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -299,7 +288,7 @@ class SQLiteStore:
         return await self._write(op)
 
     async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
-        values = [(*_policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
+        values = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
 
         def op(conn: sqlite3.Connection) -> list[bool]:
             won = [conn.execute(_UPDATE_POLICY, v).rowcount == 1 for v in values]
