@@ -76,7 +76,7 @@ def precheck(
 def secret_ok(given: str | None, expected: str) -> bool:
     if not given or not expected:
         return False
-    return hmac.compare_digest(given.encode(), expected.encode())
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())  # non-UTF-8 bytes: 401
 
 
 class TelegramUpdates:

@@ -4,6 +4,7 @@ Each error case asserts the clear 4xx AND that nothing changed in the store."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from datetime import timedelta
@@ -311,3 +312,18 @@ async def test_a_timeout_too_long_for_a_deadline_is_400(client: Any) -> None:
         err = await error_of(resp, 400)
         assert err["code"] == "validation_error" and err["details"]["field"].startswith("policy.")
     assert await table_counts(rt_of(client)) == before
+
+
+async def _raw_status(client: Any, request: bytes) -> int:
+    """Send bytes no well-behaved client would (e.g. a header that is not UTF-8)."""
+    reader, writer = await asyncio.open_connection(client.host, client.port)
+    writer.write(request)
+    await writer.drain()
+    status_line = await reader.readline()
+    writer.close()
+    return int(status_line.split()[1])
+
+
+async def test_a_non_utf8_api_key_is_401_not_500(client: Any) -> None:
+    request = b"GET /v1/approvals HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\r\nConnection: close\r\n\r\n"
+    assert await _raw_status(client, request) == 401
