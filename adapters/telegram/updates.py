@@ -152,7 +152,7 @@ class TelegramUpdates:
             return "duplicate"
         actor, where = parse.actor(p.user_id), "telegram" if p.chat_id is None else f"telegram:{p.chat_id}"
         verdict = precheck(approval, actor, button.outcome, self.rt.service.allowlist(actor), self.rt.clock.now())
-        if not verdict.decide or any(v.approver == actor for v in approval.votes):
+        if not verdict.decide or any(v.approver == actor and v.outcome is button.outcome for v in approval.votes):
             return "duplicate"
         return await self._decide(approval.id, button.outcome, actor, where, p)
 
