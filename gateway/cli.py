@@ -102,11 +102,8 @@ def _load(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def _serve(settings: Settings) -> int:
-    from aiohttp import web
-
-    from gateway.http.app import create_app
-
+def _logging(settings: Settings) -> None:
+    """Every command logs through the redacting handler (libraries put tokens in messages)."""
     sec = settings.security
     setup_logging(
         settings.server.log_level,
@@ -119,6 +116,13 @@ def _serve(settings: Settings) -> int:
             settings.slack.signing_secret,
         ],
     )
+
+
+def _serve(settings: Settings) -> int:
+    from aiohttp import web
+
+    from gateway.http.app import create_app
+
     app = create_app(settings)
     web.run_app(
         app,
@@ -186,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "check-config":
             _dump(effective_config(settings))
             return 0
+        _logging(settings)
         if args.command == "serve":
             return _serve(settings)
         if args.command == "migrate":

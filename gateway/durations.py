@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+MAX_SECONDS = 3650 * 86400  # ten years: `now + duration` must stay a valid datetime
 
 
 def parse_duration(value: object) -> timedelta:
@@ -16,7 +18,7 @@ def parse_duration(value: object) -> timedelta:
     if isinstance(value, int | float):
         if value < 0:
             raise ValueError("a duration cannot be negative")
-        return timedelta(seconds=value)
+        return _bounded(value if value <= MAX_SECONDS else math.inf)
     if not isinstance(value, str):
         raise ValueError("expected a duration like '30s', '5m', '2h' or '1d'")
     text = value.strip().lower().replace(" ", "")
@@ -30,7 +32,13 @@ def parse_duration(value: object) -> timedelta:
         pos = match.end()
     if pos != len(text):
         raise ValueError(f"{value!r} is not a duration like '30s', '5m', '2h' or '1d'")
-    return timedelta(seconds=total)
+    return _bounded(total)
+
+
+def _bounded(seconds: float) -> timedelta:
+    if not seconds <= MAX_SECONDS:  # also NaN and infinity
+        raise ValueError("a duration must be finite and at most 3650d (ten years)")
+    return timedelta(seconds=seconds)
 
 
 def format_duration(delta: timedelta) -> str:

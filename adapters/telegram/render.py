@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +22,9 @@ from gateway.models import Approval, OnTimeout, Outcome, Status
 MAX_TEXT = 4096
 MAX_TITLE = 256
 MAX_ARGS = 20
-_SHRINK = ((1500, 200), (1000, 80), (400, 40), (120, 16), (0, 8))  # (summary, value) limits
+# (summary, arg value, comment) limits, tried in turn; a value limit of 0 drops the args table.
+_SHRINK = ((1500, 200, 1000), (1000, 80, 1000), (400, 40, 500), (120, 16, 300), (0, 8, 200), (0, 0, 100))
+_TAG = re.compile(r"<[^>]*>")
 _HEAD = {
     Status.APPROVED: "✅ <b>Approved</b>",
     Status.REJECTED: "❌ <b>Rejected</b>",
@@ -80,7 +83,7 @@ def quorum_words(approval: Approval) -> str:
     return f"{n} of {required} approval{'s' if required != 1 else ''}"
 
 
-def _status_lines(approval: Approval, now: datetime, names: Mapping[str, str]) -> list[str]:
+def _status_lines(approval: Approval, now: datetime, names: Mapping[str, str], note_limit: int) -> list[str]:
     if approval.status is Status.WAITING:
         deadline = f"{esc(when(approval.deadline))} · " if approval.deadline else ""
         lines = [f"⏳ {deadline}{esc(timeout_words(approval, now))}"]
@@ -96,13 +99,15 @@ def _status_lines(approval: Approval, now: datetime, names: Mapping[str, str]) -
     else:
         lines = [f"{head} by {esc(names.get(d.decided_by, d.decided_by))} · {esc(when(d.decided_at))}"]
     if d.reason:
-        lines.append(f"<i>{esc(cut(d.reason, 300))}</i>")
+        lines.append(f"<i>{esc(cut(d.reason, min(300, note_limit)))}</i>")
     if d.comment:
-        lines.append(f"💬 {esc(cut(d.comment, 1000))}")
+        lines.append(f"💬 {esc(cut(d.comment, note_limit))}")
     return lines
 
 
-def _compose(approval: Approval, now: datetime, names: Mapping[str, str], summary_limit: int, value_limit: int) -> str:
+def _compose(
+    approval: Approval, now: datetime, names: Mapping[str, str], summary_limit: int, value_limit: int, note_limit: int
+) -> str:
     parts: list[str] = []
     if approval.status is Status.WAITING:
         parts.append("🔔 <b>Approval needed</b>")
@@ -110,10 +115,10 @@ def _compose(approval: Approval, now: datetime, names: Mapping[str, str], summar
     if approval.summary and summary_limit:
         parts.append(esc(cut(approval.summary, summary_limit)))
     parts.append(f"Run <code>{esc(cut(approval.run_id, 80))}</code> · step <code>{esc(cut(approval.step, 80))}</code>")
-    table = args_table(approval.args, value_limit)
+    table = args_table(approval.args, value_limit) if value_limit else ""
     if table:
         parts.append(table)
-    parts.extend(_status_lines(approval, now, names))
+    parts.extend(_status_lines(approval, now, names, note_limit))
     parts.append(f"<i>id {esc(approval.id)}</i>")
     return "\n".join(parts)
 
@@ -122,11 +127,25 @@ def render_card(approval: Approval, now: datetime, names: Mapping[str, str] | No
     """The card text: the question while waiting, the outcome (who, when, comment) once decided.
     `names` maps approver ids ('telegram:42') to display names ('@alice') where known."""
     text = ""
-    for summary_limit, value_limit in _SHRINK:
-        text = _compose(approval, now, names or {}, summary_limit, value_limit)
+    for limits in _SHRINK:
+        text = _compose(approval, now, names or {}, *limits)
         if len(text) <= MAX_TEXT:
             return text
-    return text[:MAX_TEXT]  # pragma: no cover - only with absurd arg counts and keys
+    return _plain_fallback(text)
+
+
+def _plain_fallback(text: str) -> str:
+    """Still too long (absurd titles, ids or names full of '&' and '<'): the same words without
+    markup, cut so that the HTML stays valid. Never cut HTML itself: Telegram refuses it."""
+    out: list[str] = []
+    size = 0
+    for ch in html.unescape(_TAG.sub("", text)):
+        piece = esc(ch)
+        if size + len(piece) > MAX_TEXT - 1:
+            return "".join(out) + "…"
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)
 
 
 def keyboard(approval: Approval, signer: callback.Macs) -> InlineKeyboardMarkup | None:

@@ -3,6 +3,8 @@
 Order for a press: authenticate (webhook secret), de-duplicate (update id, then callback id),
 verify the signed callback_data, answer the press, then decide through the service (the first
 decision wins). A stranger's press changes nothing and is recorded as a `denied` event.
+A redelivered press is not answered again, but its decision is re-driven: the first delivery
+may have died after the de-duplication mark and before the decision's commit.
 
 Reject with a reason: the reject is recorded at once (a veto must never wait on a person
 typing), then the presser is asked why with ForceReply. A reply within 10 minutes is attached
@@ -74,7 +76,7 @@ def precheck(
 def secret_ok(given: str | None, expected: str) -> bool:
     if not given or not expected:
         return False
-    return hmac.compare_digest(given.encode(), expected.encode())
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode())  # non-UTF-8 bytes: 401
 
 
 class TelegramUpdates:
@@ -100,9 +102,10 @@ class TelegramUpdates:
     # ---------------------------------------------------------------- the shared code path
     async def handle(self, update: Update) -> str:
         """Process one update exactly once; returns what happened (for logs and tests)."""
-        if not await self.rt.store.remember_inbound(f"telegram:update:{update.update_id}", self.rt.clock.now()):
-            return "duplicate"
+        fresh = await self.rt.store.remember_inbound(f"telegram:update:{update.update_id}", self.rt.clock.now())
         item = parse.read_update(update)
+        if not fresh:
+            return await self._redelivered(item) if isinstance(item, parse.Press) else "duplicate"
         try:
             if isinstance(item, parse.Press):
                 return await self._press(item)
@@ -116,7 +119,7 @@ class TelegramUpdates:
     async def _press(self, p: parse.Press) -> str:
         rt, now = self.rt, self.rt.clock.now()
         if not await rt.store.remember_inbound(f"telegram:callback:{p.query_id}", now):
-            return "duplicate"
+            return await self._redelivered(p)
         button = callback.parse(rt.signer, p.data)
         if button is None:
             await self.channel.answer(p.query_id, "This button is not valid", alert=True)
@@ -137,6 +140,20 @@ class TelegramUpdates:
             return "denied"
         if not verdict.decide:
             return "already_decided"
+        return await self._decide(approval.id, button.outcome, actor, where, p)
+
+    async def _redelivered(self, p: parse.Press) -> str:
+        """A press seen before. Telegram redelivers only what got no 2xx, so the first delivery
+        may have died after it was remembered and before its decision was committed: finish the
+        decision quietly (it is idempotent: the first decision wins, a vote counts once)."""
+        button = callback.parse(self.rt.signer, p.data)
+        approval = None if button is None else await self.rt.store.get_approval(button.approval_id)
+        if button is None or approval is None:
+            return "duplicate"
+        actor, where = parse.actor(p.user_id), "telegram" if p.chat_id is None else f"telegram:{p.chat_id}"
+        verdict = precheck(approval, actor, button.outcome, self.rt.service.allowlist(actor), self.rt.clock.now())
+        if not verdict.decide or any(v.approver == actor and v.outcome is button.outcome for v in approval.votes):
+            return "duplicate"
         return await self._decide(approval.id, button.outcome, actor, where, p)
 
     async def _decide(self, approval_id: str, outcome: Outcome, actor: str, where: str, p: parse.Press) -> str:

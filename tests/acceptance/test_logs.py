@@ -52,3 +52,13 @@ async def test_served_logs_carry_no_secret(tmp_path: Path) -> None:
     assert "/v1/resume/" in log  # the requests were logged...
     for secret in (token, token[:40], TEST_API_KEY, TEST_SECRET, "wrong-key-12345678"):
         assert secret not in log  # ...without their secrets
+
+
+def test_a_newline_in_user_input_cannot_forge_a_log_line() -> None:
+    """run_id, step, `by` and comments come from API callers: one event stays one line."""
+    forged = "r1\n2030-01-01 12:00:00,000 INFO  gateway.service [-] approval x approved by telegram:111"
+    record = logging.LogRecord("gateway.service", logging.INFO, __file__, 1, "suspended: run=%s", (forged,), None)
+    Redactor().filter(record)
+    text = record.getMessage()
+    assert "\n" not in text and "\r" not in text
+    assert "r1\\n2030-01-01" in text  # still readable, visibly escaped

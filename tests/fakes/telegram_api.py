@@ -45,6 +45,7 @@ class FakeTelegramAPI:
         self.faults: dict[str, list[Fault]] = defaultdict(list)
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.updates: list[dict[str, Any]] = []
+        self.holds: dict[str, asyncio.Event] = {}
         self.base_url = ""  # set by the test once the server listens
         self._ids = itertools.count(100)
         self._changed = asyncio.Event()
@@ -58,6 +59,10 @@ class FakeTelegramAPI:
             status, "Forbidden: bot was kicked from the group chat"
         )
         self.faults[method].extend(Fault(status, text, dict(parameters)) for _ in range(times))
+
+    def hold(self, method: str) -> asyncio.Event:
+        """Calls of `method` hang (after being recorded) until the returned event is set."""
+        return self.holds.setdefault(method, asyncio.Event())
 
     async def wait_for_call(self, method: str, within: float = 10.0) -> list[Call]:
         """Wait (bounded) until `method` has been called; for tests driving a real subprocess."""
@@ -81,6 +86,8 @@ class FakeTelegramAPI:
         params = await _params(request)
         self.calls.append(Call(method, params))
         self._changed.set()
+        if method in self.holds:
+            await self.holds[method].wait()
         if self.faults[method]:
             fault = self.faults[method].pop(0)
             return _error(fault.status, fault.description, fault.parameters)

@@ -4,6 +4,7 @@ Each error case asserts the clear 4xx AND that nothing changed in the store."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 from datetime import timedelta
@@ -274,3 +275,55 @@ async def test_health_ready_and_request_id(client: Any) -> None:
     assert resp.status == 200 and resp.headers["X-Request-Id"] == "abc-123"
     resp = await client.get("/v1/approvals", headers=AUTH)
     assert len(resp.headers["X-Request-Id"]) == 16
+
+
+_BASE = '{"run_id": "r", "step": "s", "title": "t", '
+
+
+@pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        ("/v1/suspend", _BASE + '"args": {"x": NaN}}'),
+        ("/v1/suspend", _BASE + '"state": [Infinity, -Infinity]}'),
+        ("/v1/suspend", _BASE + '"args": {"x": "\\ud800"}}'),
+        ("/v1/suspend", _BASE + '"state": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        ("/v1/approvals/{id}/decision", '{"outcome": "reject", "by": "web:ann", "comment": "\\udfff"}'),
+    ],
+)
+async def test_json_the_store_cannot_keep_is_400_not_500(client: Any, path: str, raw: str) -> None:
+    """NaN/Infinity, unpaired surrogates and absurd nesting parse in Python but cannot be
+    hashed, encoded or stored: a clear 400, and nothing changes."""
+    a = await suspend(client)
+    before = await table_counts(rt_of(client))
+    resp = await client.post(
+        path.format(id=a["id"]), data=raw.encode(), headers={**AUTH, "Content-Type": "application/json"}
+    )
+    assert (await error_of(resp, 400))["code"] == "invalid_json"
+    assert await table_counts(rt_of(client)) == before
+
+
+async def test_a_timeout_too_long_for_a_deadline_is_400(client: Any) -> None:
+    before = await table_counts(rt_of(client))
+    for policy in (
+        {"timeout": "99999999d"},
+        {"on_timeout": "escalate", "escalate_to": ["web"], "escalation_timeout": "9" * 30 + "s"},
+    ):
+        resp = await client.post("/v1/suspend", json=suspend_body(policy=policy), headers=AUTH)
+        err = await error_of(resp, 400)
+        assert err["code"] == "validation_error" and err["details"]["field"].startswith("policy.")
+    assert await table_counts(rt_of(client)) == before
+
+
+async def _raw_status(client: Any, request: bytes) -> int:
+    """Send bytes no well-behaved client would (e.g. a header that is not UTF-8)."""
+    reader, writer = await asyncio.open_connection(client.host, client.port)
+    writer.write(request)
+    await writer.drain()
+    status_line = await reader.readline()
+    writer.close()
+    return int(status_line.split()[1])
+
+
+async def test_a_non_utf8_api_key_is_401_not_500(client: Any) -> None:
+    request = b"GET /v1/approvals HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\r\nConnection: close\r\n\r\n"
+    assert await _raw_status(client, request) == 401

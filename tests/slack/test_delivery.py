@@ -166,3 +166,26 @@ async def test_without_the_history_scope_a_retry_still_posts(slack: SlackEnv) ->
     card = await slack.rt.store.get_card(aid, SLACK)
     assert card is not None and card.status is DeliveryStatus.DONE
     assert len(slack.fake.calls_to("chat.postMessage", ok_only=True)) == 1
+
+
+@pytest.mark.parametrize("source", ["token", "cancel", "timeout"])
+async def test_every_decision_source_syncs_the_slack_card(slack: SlackEnv, source: str) -> None:
+    resp = await slack.client.post("/v1/suspend", json=suspend_body(channels=[SLACK], policy="remind"), headers=AUTH)
+    aid, token = (await resp.json())["id"], (await resp.json())["resume_token"]
+    ts = await slack.posted(aid)
+    if source == "token":
+        resp = await slack.client.post("/v1/resume", json={"token": token, "outcome": "reject", "comment": "no"})
+        assert resp.status == 200, await resp.text()
+        expected = "*Rejected* by token"
+    elif source == "cancel":
+        resp = await slack.client.post(f"/v1/approvals/{aid}/cancel", json={"by": "ops"}, headers=AUTH)
+        assert resp.status == 200, await resp.text()
+        expected = "*Cancelled* by ops"
+    else:
+        slack.clock.advance(timedelta(hours=1).total_seconds())
+        assert await slack.rt.service.apply_due(aid, slack.clock.now()) == "timed_out"
+        expected = "*Timed out*: rejected by policy"
+    await slack.rt.outbox.drain()
+    (update,) = slack.fake.calls_to("chat.update")
+    assert update["ts"] == ts and all(b["type"] != "actions" for b in update["blocks"])
+    assert expected in str(update["blocks"])

@@ -7,7 +7,7 @@ import pytest
 from adapters.telegram.cli import poll_once, set_webhook
 from adapters.telegram.parse import parse_ref
 from gateway.models import DeliveryStatus, Status
-from tests.conftest import AUTH
+from tests.conftest import AUTH, suspend_body
 from tests.telegram.conftest import ALICE, CHAT, SECRET, TG
 
 
@@ -182,3 +182,21 @@ async def test_an_id_too_long_for_callback_data_fails_the_card_for_good(tg: TG) 
     await tg.rt.outbox.drain()
     card = await tg.rt.store.get_card(long_id.id, f"telegram:{CHAT}")
     assert card is not None and card.status is DeliveryStatus.FAILED and "callback_data" in (card.error or "")
+
+
+@pytest.mark.parametrize("source", ["token", "cancel"])
+async def test_token_and_cancel_decisions_sync_the_card(tg: TG, source: str) -> None:
+    resp = await tg.client.post("/v1/suspend", json=suspend_body(channels=[f"telegram:{CHAT}"]), headers=AUTH)
+    body = await resp.json()
+    await tg.rt.outbox.drain()
+    mid = max(m for (_, m) in tg.api.messages)
+    if source == "token":
+        resp = await tg.client.post("/v1/resume", json={"token": body["resume_token"], "outcome": "approve"})
+        expected = "Approved</b> by token"
+    else:
+        resp = await tg.client.post(f"/v1/approvals/{body['id']}/cancel", json={"by": "ops"}, headers=AUTH)
+        expected = "Cancelled</b> by ops"
+    assert resp.status == 200, await resp.text()
+    await tg.rt.outbox.drain()
+    card = tg.api.message(CHAT, mid)
+    assert expected in card["text"] and card.get("reply_markup") is None

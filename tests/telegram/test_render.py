@@ -119,3 +119,38 @@ def test_precheck_answers() -> None:
     d = Decision(Outcome.APPROVE, "telegram:2", NOW)
     done = precheck(approval(status=Status.APPROVED, decision=d), "telegram:1", Outcome.REJECT, allow, NOW)
     assert done.text == "Already approved by telegram:2" and not done.decide
+
+
+def _well_formed(text: str) -> bool:
+    """Telegram's HTML mode: every '&' starts an entity, tags are balanced, nothing is cut open."""
+    import re
+
+    if re.search(r"&(?!(?:lt|gt|amp|quot);)", text) or re.search(r"<[^>]*$", text):
+        return False
+    stack: list[str] = []
+    for closing, name in re.findall(r"<(/?)([a-z]+)[^>]*>", text):
+        if not closing:
+            stack.append(name)
+        elif not stack or stack.pop() != name:
+            return False
+    return not stack
+
+
+def test_a_comment_full_of_markup_characters_still_gives_a_valid_card() -> None:
+    # Each '<' or '&' costs 4-5 characters once escaped. The card used to be cut at 4096 in the
+    # middle of an entity or a tag: Telegram refuses such text, so the outcome sync failed for
+    # good and the card kept its live buttons.
+    d = Decision(Outcome.REJECT, "telegram:42", NOW, Source.HUMAN, comment="<" * 2000)
+    for title in ("Pay", "&" * 300):
+        text = render.render_card(approval(title=title, status=Status.REJECTED, decision=d), NOW)
+        assert len(text) <= render.MAX_TEXT
+        assert _well_formed(text), text[-80:]
+        assert "❌ <b>Rejected</b> by telegram:42" in text and "💬 &lt;&lt;" in text
+
+
+def test_even_an_absurd_card_is_cut_into_valid_html() -> None:
+    d = Decision(Outcome.APPROVE, "web:" + "&" * 200, NOW, Source.HUMAN, comment="<" * 2000)
+    args = {"&" * 20 + str(i): "<" * 50 for i in range(40)}
+    absurd = approval(title="&" * 300, run_id="&" * 200, step="<" * 200, args=args, status=Status.APPROVED, decision=d)
+    text = render.render_card(absurd, NOW)
+    assert len(text) <= render.MAX_TEXT and _well_formed(text)

@@ -143,3 +143,19 @@ async def test_a_late_reason_is_ignored(tg: TG) -> None:
     await tg.send(tg.reply(BOB, prompt_id, "too late"))
     decision = (await tg.rt.service.get(approval_id)).decision
     assert decision is not None and decision.comment is None
+
+
+async def test_a_non_utf8_secret_header_is_401_not_500(tg: TG) -> None:
+    before = await table_counts(tg.rt)
+    body = b"{}"
+    request = (
+        b"POST /webhooks/telegram HTTP/1.1\r\nHost: x\r\nX-Telegram-Bot-Api-Secret-Token: \xff\xfe\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n" + body
+    )
+    reader, writer = await asyncio.open_connection(tg.client.host, tg.client.port)
+    writer.write(request)
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    writer.close()
+    assert status == 401
+    assert await table_counts(tg.rt) == before

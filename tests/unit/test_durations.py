@@ -31,3 +31,10 @@ def test_humanize() -> None:
     assert humanize(timedelta(hours=2)) == "2 h"
     assert humanize(timedelta(days=1)) == "1 day"
     assert humanize(timedelta(seconds=12)) == "12 s"
+
+
+@pytest.mark.parametrize("huge", ["99999999999d", "9" * 400 + "s", float("inf"), float("nan"), 10**20])
+def test_parse_rejects_durations_too_long_to_compute_with(huge: object) -> None:
+    # A deadline (now + timeout) must stay computable: OverflowError here was a 500 at suspend.
+    with pytest.raises(ValueError):
+        parse_duration(huge)

@@ -155,3 +155,13 @@ def test_parse_policy_names_the_bad_field(body: dict[str, object], field: str) -
 def test_parse_policy_defaults_and_never() -> None:
     p = rules.parse_policy({"timeout": "never", "quorum": 2})
     assert p.timeout is None and p.quorum == 2 and p.on_timeout is OnTimeout.REJECT
+
+
+def test_backoff_stays_capped_for_any_attempt_number() -> None:
+    # Rows are retried forever (never dropped): after ~1025 attempts 2**n no longer fits a float,
+    # and the OverflowError jammed the outbox row in a crash loop.
+    from gateway.retry import backoff
+
+    assert backoff(1, rand=1.0) == 1.0 and backoff(3, rand=0.0) == 2.0
+    for attempt in (10, 1025, 5000, 10**6):
+        assert 150.0 <= backoff(attempt) <= 300.0
