@@ -35,7 +35,8 @@ def dev_defaults(path: Path = DEV_SECRETS) -> tuple[dict[str, dict[str, Any]], s
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh)
-    security = {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]]}
+    # Dev only: deciding by holding the resume token is on, for the README walk-through.
+    security = {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]], "token_decisions": True}
     return {"security": security, "web": {"approvers": ["dev"]}}, new_key
 
 

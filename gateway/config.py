@@ -49,7 +49,8 @@ class SecuritySettings:
     api_keys: tuple[str, ...] = ()
     token_grace: timedelta = timedelta(days=7)
     token_max_age: timedelta = timedelta(days=30)
-    token_decisions: bool = True
+    token_decisions: bool = False
+    operator_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +223,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "token_grace": _duration,
         "token_max_age": _duration,
         "token_decisions": _bool,
+        "operator_keys": _strs,
     },
     "telegram": {"bot_token": _str, "webhook_secret": _str, "base_url": _str, "approvers": _ints},
     "slack": {"bot_token": _str, "signing_secret": _str, "base_url": _str, "approvers": _strs},
@@ -251,7 +253,9 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "max_attempts": _int,
 }
 _POLICY_LISTS = {"escalate_to", "remind"}
-SECRET_KEYS = frozenset({"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys", "passwords"})
+SECRET_KEYS = frozenset(
+    {"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys", "operator_keys", "passwords"}
+)
 _WEB_NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
 
@@ -397,9 +401,12 @@ def _check_security(settings: Settings) -> None:
     for i, key in enumerate(sec.secret_keys):
         if len(key) < 16:
             raise ConfigError(f"security.secret_keys[{i}]", "must be at least 16 characters")
-    for i, key in enumerate(sec.api_keys):
-        if len(key) < 16:
-            raise ConfigError(f"security.api_keys[{i}]", "must be at least 16 characters")
+    for name in ("api_keys", "operator_keys"):
+        for i, key in enumerate(getattr(sec, name)):
+            if len(key) < 16:
+                raise ConfigError(f"security.{name}[{i}]", "must be at least 16 characters")
+    if set(sec.api_keys) & set(sec.operator_keys):
+        raise ConfigError("security.operator_keys", "an operator key must not also be an agent key (api_keys)")
     _check_channels(settings)
 
 

@@ -189,11 +189,16 @@ def reminders_view(approval: Approval) -> list[dict[str, Any]]:
 
 
 def check_may_decide(approver: str, approval: Approval, allowlist: Collection[str]) -> None:
-    """Raise unless `approver` may decide: never the requester; the approval's own
-    approvers if it names any, else the channel's configured allowlist."""
+    """Raise unless `approver` may decide: never the requester; the channel's configured
+    allowlist, narrowed to the approval's own approvers when it names any. The agent that
+    suspends chooses `approvers`, so they may narrow the operator's allowlist, never widen it;
+    only a channel with no configured allowlist takes the approval's list as it is."""
     if approval.requested_by and approver == approval.requested_by:
         raise RequesterCannotDecide(f"{approver} requested this approval and cannot decide it")
-    allowed = approval.approvers or tuple(allowlist)
+    if approval.approvers and allowlist:
+        allowed: Collection[str] = set(approval.approvers) & set(allowlist)
+    else:
+        allowed = approval.approvers or tuple(allowlist)
     if approver not in allowed:
         raise NotAnApprover(f"{approver} is not an approver of this approval")
 

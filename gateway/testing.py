@@ -41,7 +41,7 @@ def make_settings(db_url: str, sections: Mapping[str, Mapping[str, Any]] | None 
     """Settings for tests: no config file, no environment, test keys, the given store."""
     defaults: dict[str, dict[str, Any]] = {
         "store": {"url": db_url},
-        "security": {"secret_keys": [TEST_SECRET], "api_keys": [TEST_API_KEY]},
+        "security": {"secret_keys": [TEST_SECRET], "api_keys": [TEST_API_KEY], "token_decisions": True},
         "server": {"port": 0},
     }
     for section, values in (sections or {}).items():

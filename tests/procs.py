@@ -38,6 +38,7 @@ url = "{db_url}"
 [security]
 secret_keys = ["{TEST_SECRET}"]
 api_keys = ["{TEST_API_KEY}"]
+token_decisions = true
 {extra}
 """
     )

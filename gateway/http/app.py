@@ -30,7 +30,7 @@ def create_app(
     rt = runtime or Runtime(settings, clock=clock)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[request_ids, errors, api_keys_auth(settings.security.api_keys)],
+        middlewares=[request_ids, errors, api_keys_auth(settings.security.api_keys, settings.security.operator_keys)],
     )
     app[RUNTIME] = rt
     app.add_routes(api.routes)

@@ -11,13 +11,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from gateway.errors import GatewayError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from gateway.errors import Forbidden, GatewayError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
 from gateway.logs import request_id
 
 log = logging.getLogger("gateway.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _RID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _PUBLIC_PREFIXES = ("/v1/resume",)
+_OPERATOR_ACTIONS = ("/decision", "/cancel", "/retry")
 
 
 def error_response(err: GatewayError) -> web.Response:
@@ -66,8 +67,18 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return error_response(GatewayError("internal error; see the gateway log for this request id"))
 
 
-def api_keys_auth(keys: Sequence[str]) -> Middleware:
-    encoded = [k.encode() for k in keys]
+def _matches(given: bytes, keys: Sequence[bytes]) -> bool:
+    ok = False
+    for key in keys:  # constant time, and no early exit across keys
+        ok |= hmac.compare_digest(given, key)
+    return ok
+
+
+def api_keys_auth(keys: Sequence[str], operator_keys: Sequence[str] = ()) -> Middleware:
+    """Bearer keys on /v1/*. With `operator_keys` set, deciding, cancelling and retrying need
+    one of them: the agents' keys (`api_keys`) can then suspend and read, but not approve."""
+    agents = [k.encode() for k in keys]
+    operators = [k.encode() for k in operator_keys]
 
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -78,11 +89,11 @@ def api_keys_auth(keys: Sequence[str]) -> Middleware:
             if scheme.lower() != "bearer" or not credential:
                 raise Unauthorized("missing 'Authorization: Bearer <api key>'")
             given = credential.strip().encode("utf-8", "surrogateescape")  # header bytes as sent, never a 500
-            ok = False
-            for key in encoded:  # constant time, and no early exit across keys
-                ok |= hmac.compare_digest(given, key)
-            if not ok:
+            is_operator = _matches(given, operators)
+            if not (_matches(given, agents) or is_operator):
                 raise Unauthorized("invalid API key")
+            if operators and not is_operator and request.method == "POST" and path.endswith(_OPERATOR_ACTIONS):
+                raise Forbidden("deciding, cancelling and retrying need an operator key (security.operator_keys)")
         return await handler(request)
 
     return auth

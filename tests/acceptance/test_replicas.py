@@ -121,6 +121,7 @@ def _start(db_url: str, chats: Chats, tmp: Path, i: int) -> Replica:
         "HITL_STORE_LEASE": "3s",
         "HITL_SECURITY_SECRET_KEYS": TEST_SECRET,
         "HITL_SECURITY_API_KEYS": TEST_API_KEY,
+        "HITL_SECURITY_TOKEN_DECISIONS": "true",
         "HITL_SERVER_LOG_LEVEL": "WARNING",
         "HITL_WORKERS_AGENT_COMMAND": '["true"]',
         **chats.env(),

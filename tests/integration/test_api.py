@@ -327,3 +327,46 @@ async def _raw_status(client: Any, request: bytes) -> int:
 async def test_a_non_utf8_api_key_is_401_not_500(client: Any) -> None:
     request = b"GET /v1/approvals HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\r\nConnection: close\r\n\r\n"
     assert await _raw_status(client, request) == 401
+
+
+async def test_token_decisions_are_off_by_default(settings_factory: Any, aiohttp_client: Any, clock: Any) -> None:
+    """The agent holds its resume token: by default it can rehydrate with it, not approve with it."""
+    from gateway.config import load_settings
+    from gateway.http.app import create_app
+    from gateway.runtime import Runtime
+    from gateway.testing import TEST_SECRET
+
+    assert load_settings(None, env={"HITL_SECURITY_SECRET_KEYS": TEST_SECRET}).security.token_decisions is False
+    settings = settings_factory(security={"token_decisions": False})
+    rt = Runtime(settings, clock=clock, owner="t")
+    client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
+    a = await suspend(client)
+    assert (await client.get(f"/v1/resume/{a['resume_token']}")).status == 200
+    before = await table_counts(rt)
+    resp = await client.post("/v1/resume", json={"token": a["resume_token"], "outcome": "approve"})
+    err = await error_of(resp, 403)
+    assert "security.token_decisions" in err["message"]
+    assert await table_counts(rt) == before
+
+
+async def test_operator_keys_split_agents_from_deciders(settings_factory: Any, aiohttp_client: Any, clock: Any) -> None:
+    """With operator keys set, an agent's key can suspend and read but cannot approve its own step."""
+    from gateway.http.app import create_app
+    from gateway.runtime import Runtime
+
+    operator = {"Authorization": "Bearer operator-key-0123456789"}
+    settings = settings_factory(security={"operator_keys": ["operator-key-0123456789"]})
+    rt = Runtime(settings, clock=clock, owner="t")
+    client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
+    a = await suspend(client)
+    assert (await client.get(f"/v1/approvals/{a['id']}", headers=AUTH)).status == 200
+    before = await table_counts(rt)
+    for action, body in (("decision", {"outcome": "approve", "by": "telegram:111"}), ("cancel", {})):
+        resp = await client.post(f"/v1/approvals/{a['id']}/{action}", json=body, headers=AUTH)
+        assert "operator key" in (await error_of(resp, 403))["message"]
+    assert await table_counts(rt) == before
+    resp = await client.post(
+        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "ops"}, headers=operator
+    )
+    assert resp.status == 200
+    assert (await client.get("/v1/approvals", headers=operator)).status == 200

@@ -5,13 +5,24 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from collections.abc import Callable
 
+import pytest
 from aiohttp import ClientResponse
 
+from gateway.config import Settings
 from gateway.models import Status
-from tests.slack.conftest import SlackEnv
+from tests.fakes.slack_api import FakeSlack
+from tests.slack.conftest import APPROVERS, SlackEnv, slack_section
 
 ACK_BUDGET = 3.0
+USERS = [f"U{i:03d}" for i in range(50)]
+
+
+@pytest.fixture
+def slack_settings(settings_factory: Callable[..., Settings], fake_slack: FakeSlack) -> Settings:
+    """The operator's allowlist holds the 50 people (an approval's own list can only narrow it)."""
+    return settings_factory(slack=slack_section(fake_slack, approvers=[*APPROVERS, *USERS]))
 
 
 async def _timed(press: asyncio.Future[ClientResponse] | asyncio.Task[ClientResponse]) -> tuple[float, int]:
@@ -41,7 +52,7 @@ async def test_50_presses_on_50_cards_are_each_acked_within_3s(slack: SlackEnv) 
 
 
 async def test_50_approvers_pressing_one_card_at_once(slack: SlackEnv) -> None:
-    users = [f"U{i:03d}" for i in range(50)]
+    users = USERS
     aid = await slack.suspend(approvers=[f"slack:{u}" for u in users])
     await slack.rt.outbox.drain()
     results = await asyncio.wait_for(

@@ -159,11 +159,15 @@ async def test_quorum_progress_is_shown_on_the_card(slack: SlackEnv) -> None:
     assert _no_buttons(slack.fake.calls_to("chat.update")[-1]["blocks"])
 
 
-async def test_the_approvals_own_approvers_replace_the_allowlist(slack: SlackEnv) -> None:
-    aid = await slack.suspend(approvers=["slack:UCAROL"])
-    await slack.press("UALICE", "approve", aid)
+async def test_the_approvals_own_approvers_narrow_the_allowlist_never_widen_it(slack: SlackEnv) -> None:
+    # The agent that suspends names its approvers: it may narrow the operator's allowlist
+    # (UALICE, UBOB) but cannot add someone outside it (UCAROL).
+    aid = await slack.suspend(approvers=["slack:UBOB", "slack:UCAROL"])
+    await slack.press("UALICE", "approve", aid)  # allowlisted, but not named
     assert (await slack.rt.service.get(aid)).status is Status.WAITING
-    await slack.press("UCAROL", "approve", aid)
+    await slack.press("UCAROL", "approve", aid)  # named, but not allowlisted
+    assert (await slack.rt.service.get(aid)).status is Status.WAITING
+    await slack.press("UBOB", "approve", aid)
     assert (await slack.rt.service.get(aid)).status is Status.APPROVED
 
 
