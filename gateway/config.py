@@ -82,10 +82,20 @@ class WorkerSettings:
     url: str = ""
     timeout: timedelta = timedelta(minutes=5)
     max_attempts: int = 5
+    allowed_hosts: tuple[str, ...] = ()  # url workers: the SSRF guard (the url's host must be listed)
+    secret: str = ""  # url workers: HMAC key for X-HITL-Signature (default: the newest security.secret_keys)
+    pool_size: int = 2  # entrypoint workers: long-lived processes in the pool
+    retry_base: timedelta = timedelta(seconds=5)  # first backoff delay (doubles, with jitter)
 
     @property
     def kind(self) -> str:
         return "command" if self.command else "entrypoint" if self.entrypoint else "url"
+
+
+@dataclass(frozen=True, slots=True)
+class RedactionSettings:
+    defaults: bool = True  # emails, Luhn-checked card numbers, phone numbers, IBANs, bearer tokens
+    patterns: tuple[str, ...] = ()  # extra regular expressions, replaced by [redacted]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +107,7 @@ class Settings:
     slack: SlackSettings = field(default_factory=SlackSettings)
     policies: Mapping[str, Policy] = field(default_factory=lambda: {"default": Policy()})
     workers: Mapping[str, WorkerSettings] = field(default_factory=dict)
+    redaction: RedactionSettings = field(default_factory=RedactionSettings)
 
     def enabled_channels(self) -> frozenset[str]:
         kinds = {"web"}
@@ -185,6 +196,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
     },
     "telegram": {"bot_token": _str, "webhook_secret": _str, "base_url": _str, "approvers": _ints},
     "slack": {"bot_token": _str, "signing_secret": _str, "base_url": _str, "approvers": _strs},
+    "redaction": {"defaults": _bool, "patterns": _strs},
 }
 _POLICY_KEYS = (
     "timeout",
@@ -201,9 +213,13 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "url": _str,
     "timeout": _duration,
     "max_attempts": _int,
+    "allowed_hosts": _strs,
+    "secret": _str,
+    "pool_size": _int,
+    "retry_base": _duration,
 }
 _POLICY_LISTS = {"escalate_to", "remind"}
-SECRET_KEYS = frozenset({"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys"})
+SECRET_KEYS = frozenset({"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys", "secret"})
 
 
 # ---------------------------------------------------------------- loading
@@ -301,8 +317,28 @@ def _workers(raw: dict[str, Any]) -> dict[str, WorkerSettings]:
             raise ConfigError(f"workers.{name}.max_attempts", "must be at least 1")
         if "entrypoint" in values and not re.fullmatch(r"[\w.]+:[\w.]+", values["entrypoint"]):
             raise ConfigError(f"workers.{name}.entrypoint", "expected 'package.module:function'")
+        _check_worker(name, values)
         workers[name] = WorkerSettings(name=name, **values)
     return workers
+
+
+def _check_worker(name: str, values: dict[str, Any]) -> None:
+    if values.get("pool_size", 1) < 1:
+        raise ConfigError(f"workers.{name}.pool_size", "must be at least 1")
+    if not values.get("url"):
+        return
+    parts = urlsplit(values["url"])
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"workers.{name}.url", "must be an http:// or https:// URL with a host")
+    if parts.hostname.lower() not in {h.lower() for h in values.get("allowed_hosts", ())}:
+        raise ConfigError(f"workers.{name}.allowed_hosts", f"must list the url's host {parts.hostname!r} (SSRF guard)")
+
+
+def _regex(key: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(key, f"not a valid regular expression: {exc}") from None
 
 
 def _check(settings: Settings) -> None:
@@ -316,6 +352,8 @@ def _check(settings: Settings) -> None:
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
     _check_security(settings)
+    for i, pattern in enumerate(settings.redaction.patterns):
+        _regex(f"redaction.patterns[{i}]", pattern)
 
 
 def _check_security(settings: Settings) -> None:
@@ -378,6 +416,7 @@ def load_settings(
         slack=SlackSettings(**_section(raw, "slack")),
         policies=_policies(raw),
         workers=_workers(raw),
+        redaction=RedactionSettings(**_section(raw, "redaction")),
     )
     _check(settings)
     return settings
