@@ -1,7 +1,7 @@
-"""Run a Python program under chaos: `python chaos.py BUDGET_FILE MAX_DELAY -m module args...`.
+"""Run a module under chaos: `python chaos.py DIR KILLS MAX_DELAY -m module args...`.
 
-While BUDGET_FILE holds a positive number, decrement it and SIGKILL this very process at a
-uniformly random moment within MAX_DELAY seconds, whatever the program is doing."""
+For the first KILLS attempts of an approval's worker (counted with marker files in DIR), SIGKILL
+this very process at a uniformly random moment within MAX_DELAY seconds, whatever it is doing."""
 
 from __future__ import annotations
 
@@ -13,12 +13,15 @@ import sys
 import threading
 from pathlib import Path
 
-budget_file, max_delay, module = Path(sys.argv[1]), float(sys.argv[2]), sys.argv[4]
-budget = int(budget_file.read_text() or 0)
-if budget > 0:
-    budget_file.write_text(str(budget - 1))
-    timer = threading.Timer(random.uniform(0, max_delay), os.kill, (os.getpid(), signal.SIGKILL))
+marks, kills, max_delay, module = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[5]
+approval = os.environ["HITL_APPROVAL_ID"]
+done = len(list(marks.glob(f"{approval}.*")))
+if done < kills:
+    delay = random.uniform(0, max_delay)
+    (marks / f"{approval}.{done}").write_text(f"{delay:.3f}")
+    timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGKILL))
     timer.daemon = True
     timer.start()
-sys.argv = [module, *sys.argv[5:]]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for `examples`
+sys.argv = [module, *sys.argv[6:]]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
