@@ -6,6 +6,7 @@ python -m examples.invoice_agent.payments --port 8099
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 from typing import Any
 
@@ -15,7 +16,8 @@ from aiohttp import web
 class PaymentsAPI:
     """Counts every request, and charges once per Idempotency-Key (a replay gets the same charge)."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0) -> None:
+        self.latency = latency  # seconds spent "talking to the bank" after recording the charge
         self.charges: dict[str, dict[str, Any]] = {}
         self.requests = 0
         self._ids = itertools.count(1)
@@ -28,6 +30,7 @@ class PaymentsAPI:
         body = await request.json()
         if key not in self.charges:
             self.charges[key] = {"id": f"ch_{next(self._ids)}", "amount": body["amount"], "run_id": body["run_id"]}
+        await asyncio.sleep(self.latency)
         return web.json_response(self.charges[key], status=201)
 
     async def list_charges(self, request: web.Request) -> web.Response:

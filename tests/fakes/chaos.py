@@ -13,6 +13,9 @@ import sys
 import threading
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for `examples`
+import examples.invoice_agent.agent  # noqa: F401 - import before arming: the kill lands in the run itself
+
 marks, kills, max_delay, module = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[5]
 approval = os.environ["HITL_APPROVAL_ID"]
 done = len(list(marks.glob(f"{approval}.*")))
@@ -22,6 +25,5 @@ if done < kills:
     timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGKILL))
     timer.daemon = True
     timer.start()
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root, for `examples`
 sys.argv = [module, *sys.argv[6:]]
 runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -48,7 +48,7 @@ async def start_env(
     tmp_path: Path,
     chaos: tuple[Path, int, float] | None = None,
 ) -> Env:
-    payments = PaymentsAPI()
+    payments = PaymentsAPI(latency=0.05 if chaos else 0.0)
     pay_server = await aiohttp_server(payments.app())
     payments_url = f"http://127.0.0.1:{pay_server.port}"
     port = free_port()

@@ -132,7 +132,12 @@ async def test_transient_failures_retry_with_backoff_then_fail(
         assert await rt.worker.drain() == 1
     failed = await job(rt, approval)
     assert failed.status is JobStatus.FAILED and failed.attempts == 3
-    assert await kinds(rt, approval) == ["job_queued", *["job_started", "job_retrying"] * 2, "job_started", "job_failed"]
+    assert await kinds(rt, approval) == [
+        "job_queued",
+        *["job_started", "job_retrying"] * 2,
+        "job_started",
+        "job_failed",
+    ]
     assert len(runs(tmp_path, approval)) == 3
 
 

@@ -104,7 +104,12 @@ async def test_url_worker_signed_post_and_classification(
     assert (await job(rt, approval)).status is JobStatus.SUCCEEDED
     assert [s["ok"] for s in receiver.seen] == [True, True, True]
     assert receiver.seen[0]["doc"]["status"] == "approved"
-    assert await kinds(rt, approval) == ["job_queued", *["job_started", "job_retrying"] * 2, "job_started", "job_succeeded"]
+    assert await kinds(rt, approval) == [
+        "job_queued",
+        *["job_started", "job_retrying"] * 2,
+        "job_started",
+        "job_succeeded",
+    ]
     for status, expected in ((404, JobStatus.FAILED), (302, JobStatus.FAILED)):
         receiver.statuses = [status]
         a = await decided(rt, "hook")
