@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -168,7 +168,7 @@ async def test_timeout_kills_the_whole_process_group(make_rt: MakeRt, tmp_path: 
     with pytest.raises(ProcessLookupError):
         for _ in range(50):  # reaped by init soon after the SIGKILL
             os.kill(grandchild, 0)
-            time.sleep(0.05)
+            await asyncio.sleep(0.05)
 
 
 async def test_failed_jobs_are_listed_and_retried_over_http(

@@ -133,5 +133,5 @@ def test_url_worker_host_must_be_allowed(settings_factory: Callable[..., Any]) -
     with pytest.raises(ConfigError) as err:
         settings_factory(workers={"hook": {"url": "http://10.0.0.5/x", "allowed_hosts": ["example.com"]}})
     assert err.value.key == "workers.hook.allowed_hosts"
-    with pytest.raises(ConfigError, match="workers.hook.url"):
+    with pytest.raises(ConfigError, match=r"workers\.hook\.url"):
         settings_factory(workers={"hook": {"url": "file:///etc/passwd", "allowed_hosts": ["x"]}})
