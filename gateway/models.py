@@ -180,6 +180,7 @@ class Approval:
     decision: Decision | None = None
     escalations: int = 0
     reminders_sent: int = 0
+    sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
 
     def __post_init__(self) -> None:
         for name in ("created_at", "deadline", "wake_at"):

@@ -49,9 +49,7 @@ class WorkerRunner:
     ) -> None:
         self.service, self.store, self.clock, self.owner = service, service.store, clock, owner
         self.lease, self.concurrency, self.poll_interval = lease, concurrency, poll_interval
-        self.redactor = redactor or Redactor.build(
-            defaults=service.settings.redaction.defaults, patterns=service.settings.redaction.patterns
-        )
+        self.redactor = redactor or service.redactor
         self.launchers: dict[str, Launcher] = {}
         self._wake = asyncio.Event()
 

@@ -234,6 +234,13 @@ CREATE TABLE inbound (
 );
 """
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),)
+# v5 (worker): args and summary are stored redacted for display; the raw args and state are
+# sealed (encrypted) in `sealed` for rehydration only.
+_V5 = "ALTER TABLE approvals ADD COLUMN sealed TEXT;"
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),
+    Migration(5, "approvals.sealed: encrypted raw args and state", _V5, _V5),
+)
 
 LATEST = MIGRATIONS[-1].version

@@ -50,6 +50,7 @@ APPROVAL_COLUMNS = (
     "escalations",
     "reminders_sent",
     "args_hash",
+    "sealed",
 )
 
 
@@ -82,6 +83,7 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         a.escalations,
         a.reminders_sent,
         a.args_hash,
+        a.sealed,
     )
 
 
@@ -117,6 +119,7 @@ def approval_from_row(row: Row) -> Approval:
         escalations=row["escalations"],
         reminders_sent=row["reminders_sent"],
         args_hash=row["args_hash"],
+        sealed=row["sealed"],
     )
 
 
