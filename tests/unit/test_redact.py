@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.redact import Redactor, iban_ok, luhn_ok
-from gateway.sealing import SealError, Sealer
+from gateway.sealing import Sealer, SealError
 
 R = Redactor.build()
 
