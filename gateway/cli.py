@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("id")
     c.add_argument("--by", default="cli")
     c.add_argument("--reason")
+    from gateway.jobs_cli import add_parser as add_jobs
+
+    add_jobs(sub)
     return p
 
 
