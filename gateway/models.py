@@ -29,6 +29,8 @@ class Status(StrEnum):
 
 
 class Outcome(StrEnum):
+    """What was decided: approve or reject (a timeout's or a cancel's outcome too)."""
+
     APPROVE = "approve"
     REJECT = "reject"
 

@@ -12,6 +12,8 @@ from gateway.store import Store, open_store
 
 
 class Journal(Protocol):
+    """Where a run's steps are journaled (StoreJournal or HttpJournal)."""
+
     async def load(self, run_id: str) -> dict[str, StepRecord]:
         """The run's journaled steps by name."""
         ...

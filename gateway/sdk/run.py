@@ -49,6 +49,8 @@ class StepTimeout(Exception):
 
 
 def is_transient(exc: BaseException) -> bool:
+    """Worth retrying: a `transient = True` class (TransientError), HTTP 429/5xx, a connection error
+    or a timeout inside the step."""
     if getattr(type(exc), "transient", False) is True:
         return True
     if isinstance(exc, GatewayHTTPError):
@@ -68,6 +70,8 @@ def _now() -> datetime:
 
 
 class DurableRun:
+    """One agent run with durable steps: a journal in the gateway's store, replay, suspend/resume."""
+
     def __init__(
         self,
         run_id: str,
