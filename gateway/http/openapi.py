@@ -136,7 +136,9 @@ _TOKEN_AUTH: list[dict[str, list[str]]] = [{"bearer": []}, {"resumeToken": []}]
 def _worker_paths() -> dict[str, dict[str, Any]]:
     """Resume jobs and the run journal (gateway/http/jobs.py, gateway/http/runs.py)."""
     status = {"name": "status", "in": "query", "schema": {"enum": ["queued", "running", "succeeded", "failed"]}}
-    steps = _op("A run's journaled steps", {"type": "object"}, 401, 410, params=[_RUN_ID])
+    view = {"name": "view", "in": "query", "schema": {"enum": ["raw", "display"]}}
+    steps = _op("A run's journaled steps (view=display: outputs redacted)", {"type": "object"}, 401, 410)
+    steps["parameters"] = [_RUN_ID, view]
     put = _op(
         "Journal a step (the first successful record wins; returns the stored record)",
         _STEP,

@@ -69,8 +69,12 @@ def parse_step(body: dict[str, Any], run_id: str, name: str) -> StepRecord:
 
 @routes.get("/v1/runs/{run_id}/steps")
 async def list_steps(request: web.Request) -> web.Response:
+    """Raw outputs (for replay); `?view=display` gives the redacted display copy (dashboards)."""
     rt, run_id = await _authorize(request)
-    return web.json_response({"run_id": run_id, "items": [s.to_api() for s in await rt.store.get_steps(run_id)]})
+    items = [s.to_api() for s in await rt.store.get_steps(run_id)]
+    if request.query.get("view") == "display":
+        items = [{**i, "output": rt.service.redactor.value(i["output"])} for i in items]
+    return web.json_response({"run_id": run_id, "items": items})
 
 
 @routes.put("/v1/runs/{run_id}/steps/{name}")

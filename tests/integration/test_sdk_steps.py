@@ -41,6 +41,15 @@ async def test_step_journals_once_and_replays(env: Any) -> None:
     assert step.finished_at >= step.started_at
 
 
+async def test_display_view_of_the_journal_is_redacted(env: Any) -> None:
+    async with await DurableRun.open("r5", gateway_url=env.url, api_key=API_KEY) as run:
+        await run.step("lookup", lambda: {"email": "jane@example.com"})
+        raw = await run.client.request("GET", "/v1/runs/r5/steps")  # type: ignore[union-attr]
+        shown = await run.client.request("GET", "/v1/runs/r5/steps?view=display")  # type: ignore[union-attr]
+    assert raw["items"][0]["output"] == {"email": "jane@example.com"}
+    assert shown["items"][0]["output"] == {"email": "[redacted:email]"}
+
+
 async def test_transient_errors_retry_terminal_errors_propagate(env: Any) -> None:
     attempts: list[str] = []
 
