@@ -446,6 +446,7 @@ def effective_config(settings: Settings) -> dict[str, Any]:
         out[section] = {k: _mask(k, _plain(getattr(obj, k))) for k in _SPEC[section]}
     out["policies"] = {n: p.to_json() for n, p in settings.policies.items()}
     out["workers"] = {
-        n: {k: _plain(getattr(w, k)) for k in _WORKER_SPEC if getattr(w, k)} for n, w in settings.workers.items()
+        n: {k: _mask(k, _plain(getattr(w, k))) for k in _WORKER_SPEC if getattr(w, k)}
+        for n, w in settings.workers.items()
     }
     return out

@@ -14,6 +14,7 @@ import contextlib
 import logging
 from datetime import timedelta
 
+from gateway import loops
 from gateway.clock import Clock
 from gateway.config import WorkerSettings
 from gateway.errors import Conflict, NotFound
@@ -70,25 +71,10 @@ class WorkerRunner:
 
     async def drain(self, max_rounds: int = 100) -> int:
         """Run until nothing is due now (tests; retries scheduled later are left for later)."""
-        total = 0
-        for _ in range(max_rounds):
-            n = await self.run_once()
-            total += n
-            if n == 0:
-                break
-        return total
+        return await loops.drain(self.run_once, max_rounds)
 
     async def run_forever(self) -> None:
-        while True:
-            try:
-                n = await self.run_once()
-            except Exception:
-                log.exception("worker round failed")
-                n = 0
-            if n == 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_interval)
-                self._wake.clear()
+        await loops.poll_forever(self.run_once, self._wake, self.poll_interval, log)
 
     async def close(self) -> None:
         for launcher in self.launchers.values():

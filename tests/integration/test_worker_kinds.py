@@ -135,3 +135,13 @@ def test_url_worker_host_must_be_allowed(settings_factory: Callable[..., Any]) -
     assert err.value.key == "workers.hook.allowed_hosts"
     with pytest.raises(ConfigError, match=r"workers\.hook\.url"):
         settings_factory(workers={"hook": {"url": "file:///etc/passwd", "allowed_hosts": ["x"]}})
+
+
+def test_worker_secret_is_masked_in_check_config(settings_factory: Callable[..., Any]) -> None:
+    from gateway.config import effective_config
+
+    settings = settings_factory(
+        workers={"hook": {"url": "http://h/x", "allowed_hosts": ["h"], "secret": "s3cret-value-123"}}
+    )
+    shown = effective_config(settings)["workers"]["hook"]
+    assert shown["secret"] == "***(16 chars)" and "s3cret" not in json.dumps(effective_config(settings))
