@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,9 @@ from gateway.runtime import Runtime
 from gateway.service import SuspendRequest, new_id
 from gateway.testing import FakeClock
 from tests.conftest import AUTH
+from tests.integration.conftest import MakeRt
 
 FAKES = Path(__file__).parents[1] / "fakes"
-MakeRt = Callable[..., Awaitable[Runtime]]
 
 
 def cmd(mode: str, out: Path, **over: Any) -> dict[str, Any]:
@@ -31,21 +31,6 @@ def cmd(mode: str, out: Path, **over: Any) -> dict[str, Any]:
         "retry_base": "10s",
         **over,
     }
-
-
-@pytest.fixture
-async def make_rt(settings_factory: Callable[..., Any], clock: FakeClock) -> AsyncIterator[MakeRt]:
-    started: list[Runtime] = []
-
-    async def make(**workers: dict[str, Any]) -> Runtime:
-        rt = Runtime(settings_factory(workers=workers), clock=clock, owner="test")
-        await rt.start(background=False)
-        started.append(rt)
-        return rt
-
-    yield make
-    for rt in started:
-        await rt.stop()
 
 
 async def decided(rt: Runtime, worker: str, outcome: Outcome = Outcome.APPROVE, state: Any = None) -> Approval:

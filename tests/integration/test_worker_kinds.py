@@ -16,9 +16,8 @@ from gateway.errors import ConfigError
 from gateway.launch import verify
 from gateway.models import JobStatus
 from gateway.testing import TEST_SECRET
-from tests.integration.test_worker import MakeRt, decided, job, kinds, make_rt
-
-__all__ = ["make_rt"]
+from tests.integration.conftest import MakeRt
+from tests.integration.test_worker import decided, job, kinds
 
 
 def entry(**over: Any) -> dict[str, Any]:
