@@ -118,12 +118,15 @@ class WorkerRunner:
             renew.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renew
-        if result.output:
-            result = AttemptResult(result.verdict, result.error, self._scrub(result.output, launch.token))
+        result = AttemptResult(  # an exception's message or an output tail can carry PII or the token
+            result.verdict,
+            self._scrub(result.error, launch.token),
+            self._scrub(result.output, launch.token),
+        )
         await self._record(job, cfg, result)
 
-    def _scrub(self, text: str, token: str) -> str:
-        return self.redactor.text(text.replace(token, "[resume token]"))
+    def _scrub(self, text: str | None, token: str) -> str | None:
+        return None if text is None else self.redactor.text(text.replace(token, "[resume token]"))
 
     async def _renew(self, job: ResumeJob) -> None:
         every = max(0.05, self.lease.total_seconds() / 3)

@@ -30,7 +30,7 @@ def handle(doc: dict[str, Any]) -> None:
     if mode == "crash":
         os.kill(os.getpid(), signal.SIGKILL)
     if mode == "boom":
-        raise ValueError("bad input")
+        raise ValueError("bad input from bob@example.com")
     if mode == "busy":
         raise Busy("try later")
     if mode == "hang":

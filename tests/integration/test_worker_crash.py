@@ -102,3 +102,23 @@ async def test_cli_jobs_list_and_retry(tmp_path: Path) -> None:
     assert code == 0 and "queued" in out
     code, _ = await cli(cfg, "jobs", "retry", approval_id)
     assert code == 1  # not failed any more: a clear conflict
+
+
+async def test_lease_is_renewed_while_a_long_job_runs(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, [sys.executable, "-c", "import time; time.sleep(1.5)"])
+    approval_id = await decided(cfg)
+    rt = Runtime(load_settings(cfg, env={}), owner="holder")  # the real clock: leases really expire
+    await rt.start(background=False)
+    rt.worker.lease = timedelta(seconds=0.3)
+    try:
+        running = asyncio.create_task(rt.worker.run_once())
+        stolen = 0
+        while not running.done():
+            await asyncio.sleep(0.1)
+            stolen += len(await rt.store.claim_jobs(datetime.now(UTC), "thief", timedelta(seconds=5), 10))
+        assert await running == 1
+        assert stolen == 0  # renewed every lease/3, so never expired while the worker ran
+        job = await rt.store.get_job(approval_id)
+        assert job is not None and job.status is JobStatus.SUCCEEDED and job.attempts == 1
+    finally:
+        await rt.stop()

@@ -45,7 +45,7 @@ async def test_entrypoint_pool_imports_once_and_serves_many(make_rt: MakeRt, tmp
     [
         ("crash", JobStatus.QUEUED, "pool process died (killed by SIGKILL)"),
         ("busy", JobStatus.QUEUED, "Busy: try later"),
-        ("boom", JobStatus.FAILED, "ValueError: bad input"),
+        ("boom", JobStatus.FAILED, "ValueError: bad input from [redacted:email]"),
     ],
 )
 async def test_entrypoint_outcomes(make_rt: MakeRt, tmp_path: Path, mode: str, status: JobStatus, error: str) -> None:
