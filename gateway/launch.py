@@ -137,6 +137,13 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+async def reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill the process group and collect the exit status (no zombie, no unclosed transport)."""
+    kill_group(proc.pid)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(proc.wait(), 5)
+
+
 async def _pump(stream: asyncio.StreamReader | None, tail: Tail) -> None:
     if stream is None:
         return
@@ -185,7 +192,7 @@ class CommandLauncher:
             why = f"timed out after {self.cfg.timeout.total_seconds():g}s; process group killed"
             return AttemptResult(Verdict.TRANSIENT, why, join_tails(out.text(), err.text()))
         except BaseException:  # cancelled (shutdown): leave nothing running
-            kill_group(proc.pid)
+            await reap(proc)
             raise
         verdict = classify_exit(returncode)
         error = None if verdict is Verdict.SUCCEEDED else exit_error(returncode)

@@ -10,7 +10,7 @@ import json
 import sys
 
 from gateway.config import WorkerSettings
-from gateway.launch import AttemptResult, Launch, Verdict, exit_error, kill_group
+from gateway.launch import AttemptResult, Launch, Verdict, exit_error, kill_group, reap
 
 Proc = asyncio.subprocess.Process
 
@@ -80,7 +80,7 @@ class EntrypointPool:
         except (BrokenPipeError, ConnectionResetError):
             line = b""
         except BaseException:
-            kill_group(proc.pid)
+            await reap(proc)
             raise
         if not line:
             code = await proc.wait()

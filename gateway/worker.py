@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from asyncio import FIRST_COMPLETED
 from datetime import timedelta
 
 from gateway import loops
@@ -74,7 +75,38 @@ class WorkerRunner:
         return await loops.drain(self.run_once, max_rounds)
 
     async def run_forever(self) -> None:
-        await loops.poll_forever(self.run_once, self._wake, self.poll_interval, log)
+        """Keep up to `concurrency` jobs running: a long job does not hold back the others."""
+        running: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                claimed = await self._claim(self.concurrency - len(running))
+                for job in claimed:
+                    task = asyncio.create_task(self._guarded(job), name=f"resume-job-{job.id}")
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+                if claimed and len(running) < self.concurrency:
+                    continue  # more may be due right now
+                waiter = asyncio.create_task(self._wake.wait())
+                try:
+                    await asyncio.wait({waiter, *running}, timeout=self.poll_interval, return_when=FIRST_COMPLETED)
+                finally:
+                    waiter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiter
+                self._wake.clear()
+        finally:
+            for task in list(running):  # shutdown: their process groups are killed, leases expire
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
+    async def _claim(self, free: int) -> list[ResumeJob]:
+        if free <= 0:
+            return []
+        try:
+            return await self.store.claim_jobs(self.clock.now(), self.owner, self.lease, free)
+        except Exception:
+            log.exception("claiming resume jobs failed")
+            return []
 
     async def close(self) -> None:
         for launcher in self.launchers.values():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -177,3 +178,24 @@ async def test_failed_jobs_are_listed_and_retried_over_http(
     await rt.worker.drain()
     assert len(runs(tmp_path, approval)) == 2
     assert "job_requeued" in await kinds(rt, approval)
+
+
+async def test_background_loop_runs_jobs_side_by_side(make_rt: MakeRt, tmp_path: Path) -> None:
+    slow = {"command": [sys.executable, "-c", "import time; time.sleep(3)"], "timeout": "20s"}
+    rt = await make_rt(slow=slow, fast=cmd("ok", tmp_path))
+    rt.worker.poll_interval = 0.05
+    long_one = await decided(rt, "slow")
+    loop = asyncio.create_task(rt.worker.run_forever())
+    try:
+        await asyncio.sleep(0.3)  # the slow job is running
+        quick = await decided(rt, "fast")  # the decision's hook wakes the loop
+        for _ in range(100):
+            if (await job(rt, quick)).status is JobStatus.SUCCEEDED:
+                break
+            await asyncio.sleep(0.02)
+        assert (await job(rt, quick)).status is JobStatus.SUCCEEDED
+        assert (await job(rt, long_one)).status is JobStatus.RUNNING
+    finally:
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
