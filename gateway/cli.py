@@ -71,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--reason")
     _adapter_parser(sub, "telegram")
     web_cli.register(sub)
+    from gateway.jobs_cli import add_parser as add_jobs
+
+    add_jobs(sub)
     return p
 
 

@@ -85,6 +85,10 @@ class WorkerSettings:
     url: str = ""
     timeout: timedelta = timedelta(minutes=5)
     max_attempts: int = 5
+    allowed_hosts: tuple[str, ...] = ()  # url workers: the SSRF guard (the url's host must be listed)
+    secret: str = ""  # url workers: HMAC key for X-HITL-Signature (default: the newest security.secret_keys)
+    pool_size: int = 2  # entrypoint workers: long-lived processes in the pool
+    retry_base: timedelta = timedelta(seconds=5)  # first backoff delay (doubles, with jitter)
 
     @property
     def kind(self) -> str:
@@ -116,6 +120,12 @@ class SchedulerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class RedactionSettings:
+    defaults: bool = True  # emails, Luhn-checked card numbers, phone numbers, IBANs, bearer tokens
+    patterns: tuple[str, ...] = ()  # extra regular expressions, replaced by [redacted]
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -126,6 +136,7 @@ class Settings:
     workers: Mapping[str, WorkerSettings] = field(default_factory=dict)
     web: WebSettings = field(default_factory=WebSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
+    redaction: RedactionSettings = field(default_factory=RedactionSettings)
 
     def enabled_channels(self) -> frozenset[str]:
         kinds = {"web"}
@@ -235,6 +246,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "login_link_max_age": _duration,
     },
     "scheduler": {"poll_interval": _duration, "batch": _int},
+    "redaction": {"defaults": _bool, "patterns": _strs},
 }
 _POLICY_KEYS = (
     "timeout",
@@ -251,10 +263,14 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "url": _str,
     "timeout": _duration,
     "max_attempts": _int,
+    "allowed_hosts": _strs,
+    "secret": _str,
+    "pool_size": _int,
+    "retry_base": _duration,
 }
 _POLICY_LISTS = {"escalate_to", "remind"}
 SECRET_KEYS = frozenset(
-    {"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys", "operator_keys", "passwords"}
+    {"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys", "operator_keys", "passwords", "secret"}
 )
 _WEB_NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
@@ -355,8 +371,28 @@ def _workers(raw: dict[str, Any]) -> dict[str, WorkerSettings]:
             raise ConfigError(f"workers.{name}.max_attempts", "must be at least 1")
         if "entrypoint" in values and not re.fullmatch(r"[\w.]+:[\w.]+", values["entrypoint"]):
             raise ConfigError(f"workers.{name}.entrypoint", "expected 'package.module:function'")
+        _check_worker(name, values)
         workers[name] = WorkerSettings(name=name, **values)
     return workers
+
+
+def _check_worker(name: str, values: dict[str, Any]) -> None:
+    if values.get("pool_size", 1) < 1:
+        raise ConfigError(f"workers.{name}.pool_size", "must be at least 1")
+    if not values.get("url"):
+        return
+    parts = urlsplit(values["url"])
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"workers.{name}.url", "must be an http:// or https:// URL with a host")
+    if parts.hostname.lower() not in {h.lower() for h in values.get("allowed_hosts", ())}:
+        raise ConfigError(f"workers.{name}.allowed_hosts", f"must list the url's host {parts.hostname!r} (SSRF guard)")
+
+
+def _regex(key: str, pattern: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(key, f"not a valid regular expression: {exc}") from None
 
 
 def _check(settings: Settings) -> None:
@@ -376,6 +412,8 @@ def _check(settings: Settings) -> None:
     if settings.scheduler.poll_interval.total_seconds() < 0.1:
         raise ConfigError("scheduler.poll_interval", "must be at least 100ms")
     _check_security(settings)
+    for i, pattern in enumerate(settings.redaction.patterns):
+        _regex(f"redaction.patterns[{i}]", pattern)
     _check_web(settings.web)
 
 
@@ -456,6 +494,7 @@ def load_settings(
         workers=_workers(raw),
         web=WebSettings(**_section(raw, "web")),
         scheduler=SchedulerSettings(**_section(raw, "scheduler")),
+        redaction=RedactionSettings(**_section(raw, "redaction")),
     )
     _check(settings)
     return settings
@@ -487,6 +526,7 @@ def effective_config(settings: Settings) -> dict[str, Any]:
         out[section] = {k: _mask(k, _plain(getattr(obj, k))) for k in _SPEC[section]}
     out["policies"] = {n: p.to_json() for n, p in settings.policies.items()}
     out["workers"] = {
-        n: {k: _plain(getattr(w, k)) for k in _WORKER_SPEC if getattr(w, k)} for n, w in settings.workers.items()
+        n: {k: _mask(k, _plain(getattr(w, k))) for k in _WORKER_SPEC if getattr(w, k)}
+        for n, w in settings.workers.items()
     }
     return out

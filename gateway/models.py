@@ -29,6 +29,8 @@ class Status(StrEnum):
 
 
 class Outcome(StrEnum):
+    """What was decided: approve or reject (a timeout's or a cancel's outcome too)."""
+
     APPROVE = "approve"
     REJECT = "reject"
 
@@ -180,6 +182,7 @@ class Approval:
     decision: Decision | None = None
     escalations: int = 0
     reminders_sent: int = 0
+    sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
 
     def __post_init__(self) -> None:
         for name in ("created_at", "deadline", "wake_at"):

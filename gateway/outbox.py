@@ -7,12 +7,12 @@ else with backoff), terminal ones are recorded as `failed` with an event visible
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
+from gateway import loops
 from gateway.channels import Channel, DeliveryError, parse_address
 from gateway.clock import Clock
 from gateway.models import DeliveryStatus, NewEvent, OutboxItem, OutboxKind
@@ -54,25 +54,10 @@ class OutboxRunner:
 
     async def drain(self, max_rounds: int = 100) -> int:
         """Run until nothing is due (for tests and `burst` use)."""
-        total = 0
-        for _ in range(max_rounds):
-            n = await self.run_once()
-            total += n
-            if n == 0:
-                break
-        return total
+        return await loops.drain(self.run_once, max_rounds)
 
     async def run_forever(self) -> None:
-        while True:
-            try:
-                n = await self.run_once()
-            except Exception:
-                log.exception("outbox round failed")
-                n = 0
-            if n == 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_interval)
-                self._wake.clear()
+        await loops.poll_forever(self.run_once, self._wake, self.poll_interval, log)
 
     async def _deliver_group(self, items: list[OutboxItem]) -> None:
         for item in items:  # a card's post, syncs and reminders go in order

@@ -18,6 +18,7 @@ from gateway.scheduler import SlaScheduler
 from gateway.service import Service
 from gateway.store import Store, open_store
 from gateway.tokens import TokenSigner
+from gateway.worker import WorkerRunner
 
 log = logging.getLogger("gateway.runtime")
 
@@ -41,6 +42,9 @@ class Runtime:
         self.outbox = OutboxRunner(self.store, self.channels, self.clock, self.owner, lease=settings.store.lease)
         self.service.hooks.outbox.append(self.outbox.notify)
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
+        self.worker = WorkerRunner(self.service, self.clock, self.owner)
+        self.service.hooks.jobs.append(self.worker.notify)
+        self.loops.append(self.worker.run_forever)
         self.extras: dict[str, Any] = {}
         self.scheduler = SlaScheduler(
             self.service,
@@ -89,6 +93,7 @@ class Runtime:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        await self.worker.close()
         for channel in self.channels.values():
             with contextlib.suppress(Exception):
                 await channel.close()

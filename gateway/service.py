@@ -32,6 +32,8 @@ from gateway.errors import (
 )
 from gateway.keys import args_hash, idempotency_key
 from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
+from gateway.redact import Redactor
+from gateway.sealing import Sealer
 from gateway.store import NewJob, Store, TransitionWrite
 from gateway.tokens import RESUME, TokenSigner
 
@@ -78,6 +80,8 @@ class Service:
     def __init__(self, settings: Settings, store: Store, clock: Clock, signer: TokenSigner) -> None:
         self.settings, self.store, self.clock, self.signer = settings, store, clock, signer
         self.hooks = Hooks()
+        self.redactor = Redactor.build(defaults=settings.redaction.defaults, patterns=settings.redaction.patterns)
+        self.sealer = Sealer(settings.security.secret_keys)
 
     # ---------------------------------------------------------------- suspend
     def resolve_policy(self, value: str | Policy | None) -> Policy:
@@ -116,10 +120,11 @@ class Service:
             idempotency_key=key,
             run_id=req.run_id,
             step=req.step,
-            title=req.title,
-            summary=req.summary,
-            args=req.args,
-            state=req.state,
+            title=self.redactor.text(req.title),
+            summary=self.redactor.text(req.summary),
+            args=self.redactor.value(req.args),  # what cards, events, logs and the API show
+            state=None,
+            sealed=self.sealer.seal({"args": req.args, "state": req.state}),  # raw, for the worker only
             channels=channels,
             approvers=tuple(dict.fromkeys(req.approvers)),
             policy=policy,
@@ -382,15 +387,23 @@ class Service:
         approval = await self.approval_for_token(token)
         return self.rehydration_document(approval)
 
+    def raw_args_state(self, approval: Approval) -> tuple[dict[str, Any], Any]:
+        """The unredacted args and state (decrypted); only for resume-token holders and workers."""
+        if approval.sealed is None:  # stored before sealing existed
+            return approval.args, approval.state
+        raw = self.sealer.open(approval.sealed)
+        return raw["args"], raw["state"]
+
     def rehydration_document(self, approval: Approval) -> dict[str, Any]:
+        args, state = self.raw_args_state(approval)
         return {
             "approval": approval.to_api(),
             "status": approval.status.value,
             "decision": approval.decision.to_api() if approval.decision else None,
             "run_id": approval.run_id,
             "step": approval.step,
-            "args": approval.args,
-            "state": approval.state,
+            "args": args,
+            "state": state,
             "deadline": iso(approval.deadline),
         }
 

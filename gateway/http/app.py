@@ -10,7 +10,7 @@ from aiohttp import web
 
 from gateway.clock import Clock
 from gateway.config import Settings
-from gateway.http import api, openapi
+from gateway.http import api, jobs, openapi, runs
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import api_keys_auth, errors, request_ids
 from gateway.http.web import setup_web
@@ -34,6 +34,8 @@ def create_app(
     )
     app[RUNTIME] = rt
     app.add_routes(api.routes)
+    app.add_routes(jobs.routes)
+    app.add_routes(runs.routes)
     extra: dict[str, dict[str, Any]] = {}
     for channel in rt.channels.values():
         app.add_routes(channel.routes())

@@ -83,7 +83,8 @@ def api_keys_auth(keys: Sequence[str], operator_keys: Sequence[str] = ()) -> Mid
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
-        if path.startswith("/v1/") and not path.startswith(_PUBLIC_PREFIXES):
+        token_route = path.startswith("/v1/runs/") and "X-HITL-Resume-Token" in request.headers  # checked there
+        if path.startswith("/v1/") and not path.startswith(_PUBLIC_PREFIXES) and not token_route:
             header = request.headers.get("Authorization", "")
             scheme, _, credential = header.partition(" ")
             if scheme.lower() != "bearer" or not credential:

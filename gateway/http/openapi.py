@@ -118,6 +118,50 @@ _TOKEN_DECISION = {
 }
 
 
+_STEP = {
+    "type": "object",
+    "required": ["started_at", "finished_at"],
+    "properties": {
+        "status": {"enum": ["succeeded", "failed", "suspended"]},
+        "output": {},
+        "attempts": {"type": "integer", "minimum": 0},
+        "started_at": {"type": "string", "format": "date-time"},
+        "finished_at": {"type": "string", "format": "date-time"},
+        "error": {"type": ["string", "null"]},
+    },
+}
+_RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_TOKEN_AUTH: list[dict[str, list[str]]] = [{"bearer": []}, {"resumeToken": []}]
+
+
+def _worker_paths() -> dict[str, dict[str, Any]]:
+    """Resume jobs and the run journal (gateway/http/jobs.py, gateway/http/runs.py)."""
+    status = {"name": "status", "in": "query", "schema": {"enum": ["queued", "running", "succeeded", "failed"]}}
+    view = {"name": "view", "in": "query", "schema": {"enum": ["raw", "display"]}}
+    steps = _op("A run's journaled steps (view=display: outputs redacted)", {"type": "object"}, 401, 410)
+    steps["parameters"] = [_RUN_ID, view]
+    put = _op(
+        "Journal a step (the first successful record wins; returns the stored record)",
+        _STEP,
+        400,
+        401,
+        410,
+        body=_STEP,
+        params=[_RUN_ID, {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+    )
+    steps["security"] = put["security"] = _TOKEN_AUTH
+    return {
+        "/v1/jobs": {
+            "get": _op("List resume jobs (e.g. ?status=failed)", {"type": "object"}, 400, 401, params=[status])
+        },
+        "/v1/approvals/{id}/retry": {
+            "post": _op("Run a failed resume job again", {"type": "object"}, 401, 404, 409, params=[_ID])
+        },
+        "/v1/runs/{run_id}/steps": {"get": steps},
+        "/v1/runs/{run_id}/steps/{name}": {"put": put},
+    }
+
+
 def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {
         "/v1/suspend": {
@@ -208,6 +252,7 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
                 public=True,
             )
         },
+        **_worker_paths(),
         "/healthz": {"get": _op("Liveness", {"type": "object"}, public=True)},
         "/readyz": {"get": _op("Readiness (store reachable, loops running)", {"type": "object"}, 503, public=True)},
         "/openapi.json": {"get": _op("This document", {"type": "object"}, public=True)},
@@ -224,7 +269,10 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
         "security": [{"bearer": []}],
         "paths": paths,
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "resumeToken": {"type": "apiKey", "in": "header", "name": "X-HITL-Resume-Token"},
+            },
             "schemas": {
                 "Error": {
                     "type": "object",

@@ -270,9 +270,14 @@ _V7_POSTGRES = """
 ALTER TABLE approvals ADD COLUMN wake_owner TEXT, ADD COLUMN wake_lease_until DOUBLE PRECISION;
 """
 
+# v5 (worker): args and summary are stored redacted for display; the raw args and state are
+# sealed (encrypted) in `sealed` for rehydration only.
+_V5 = "ALTER TABLE approvals ADD COLUMN sealed TEXT;"
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),
     Migration(2, "pending prompts (telegram reject reasons)", _V2_SQLITE, _V2_POSTGRES),
+    Migration(5, "approvals.sealed: encrypted raw args and state", _V5, _V5),
     Migration(7, "wake-up leases for several replicas", _V7_SQLITE, _V7_POSTGRES),
 )
 

@@ -100,9 +100,10 @@ async def migrate(conn: asyncpg.Connection) -> int:
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
         )
-        current = await schema_version(conn)
+        # Every version not applied yet (a lower number can arrive after a higher one).
+        applied = {r[0] for r in await conn.fetch("SELECT version FROM schema_migrations")}
         for m in MIGRATIONS:
-            if m.version > current:
+            if m.version not in applied:
                 await conn.execute(m.postgres)  # no arguments: a multi-statement script is allowed
                 await conn.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",

@@ -51,6 +51,7 @@ APPROVAL_COLUMNS = (
     "escalations",
     "reminders_sent",
     "args_hash",
+    "sealed",
 )
 
 # The columns a policy transition (timeout, escalation, reminder) changes: the scheduler's batch
@@ -87,6 +88,7 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         a.escalations,
         a.reminders_sent,
         a.args_hash,
+        a.sealed,
     )
 
 
@@ -141,6 +143,7 @@ def approval_from_row(row: Row) -> Approval:
         escalations=row["escalations"],
         reminders_sent=row["reminders_sent"],
         args_hash=row["args_hash"],
+        sealed=row["sealed"],
     )
 
 

@@ -654,9 +654,11 @@ def _migrate(conn: sqlite3.Connection) -> int:
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
         )
-        current = _schema_version(conn)
+        # Every version not applied yet, in order (not just those above the highest: branches
+        # number their migrations ahead of time, so a lower one can arrive after a higher one).
+        applied = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
         for m in MIGRATIONS:
-            if m.version > current:
+            if m.version not in applied:
                 for statement in _split(m.sqlite):
                     conn.execute(statement)
                 conn.execute(

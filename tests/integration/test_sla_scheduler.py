@@ -197,7 +197,6 @@ async def test_two_schedulers_racing_apply_each_timeout_once(
         await other.stop()
     assert sum(r.applied["timed_out"] for r in reports) == 120
     assert sum(r.errors for r in reports) == 0
-    assert all(r.applied["timed_out"] > 0 for r in reports)  # the leases split the work between them
     for approval_id in ids:
         events = await kinds(rt, approval_id)
         assert events.count("timed_out") == 1

@@ -127,3 +127,30 @@ async def test_events_are_append_only_on_postgres(pg_url: str) -> None:
                 raise AssertionError(f"{sql} was allowed")
     finally:
         await conn.close()
+
+
+async def test_a_lower_migration_arriving_after_a_higher_one_is_still_applied(tmp_path: Path) -> None:
+    """Migration numbers are assigned ahead of time: a database at 1, 2 and 7 must still get 5."""
+    import sqlite3
+
+    from gateway.store.migrations import MIGRATIONS
+    from gateway.store.sqlite import SQLiteStore
+
+    path = tmp_path / "old.db"
+    store = SQLiteStore(str(path))
+    await store.open()
+    await store.close()
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM schema_migrations WHERE version = 5")
+    conn.execute("ALTER TABLE approvals DROP COLUMN sealed")
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(str(path))
+    await store.open()
+    await store.close()
+    conn = sqlite3.connect(path)
+    versions = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(approvals)")]
+    conn.close()
+    assert versions == [m.version for m in MIGRATIONS]
+    assert "sealed" in columns

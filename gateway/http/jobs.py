@@ -1,0 +1,37 @@
+"""Resume jobs and run journals over HTTP: list jobs, retry a failed one, read and write steps."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from gateway.errors import ValidationError
+from gateway.http import schemas
+from gateway.http.api import _int_query
+from gateway.http.keys import RUNTIME
+from gateway.models import JobStatus
+from gateway.worker import retry_job
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/v1/jobs")
+async def list_jobs(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME]
+    status = None
+    if request.query.get("status"):
+        try:
+            status = JobStatus(request.query["status"])
+        except ValueError:
+            raise ValidationError("status", f"must be one of {', '.join(s.value for s in JobStatus)}") from None
+    limit = _int_query(request.query.get("limit"), "limit", 100, 1, 1000)
+    jobs = await rt.store.list_jobs(status, limit)
+    return web.json_response({"items": [j.to_api() for j in jobs], "limit": limit})
+
+
+@routes.post("/v1/approvals/{id}/retry")
+async def retry(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME]
+    body = await schemas.read_json(request) if request.can_read_body else {}
+    by = schemas.text(body, "by", required=False, default="api")
+    job = await retry_job(rt.service, request.match_info["id"], by)
+    return web.json_response(job.to_api())

@@ -1,0 +1,40 @@
+"""`hitl-gateway jobs list|retry`: resume jobs from the command line."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from gateway.config import Settings
+from gateway.models import JobStatus
+
+
+def add_parser(sub: Any) -> None:
+    jobs = sub.add_parser("jobs", help="list resume jobs, run a failed one again").add_subparsers(
+        dest="action", required=True
+    )
+    ls = jobs.add_parser("list")
+    ls.add_argument("--status", choices=[s.value for s in JobStatus])
+    ls.add_argument("--limit", type=int, default=50)
+    retry = jobs.add_parser("retry", help="requeue the failed resume job of an approval")
+    retry.add_argument("id", help="the approval id")
+    retry.add_argument("--by", default="cli")
+    sub.choices["jobs"].set_defaults(handler=run)
+
+
+async def run(args: argparse.Namespace, settings: Settings) -> int:
+    from gateway.cli import _with_runtime
+    from gateway.worker import retry_job
+
+    async def go(rt: Any) -> int:
+        if args.action == "list":
+            status = JobStatus(args.status) if args.status else None
+            for job in await rt.store.list_jobs(status, args.limit):
+                error = f"  {job.last_error}" if job.last_error else ""
+                print(f"{job.approval_id}  {job.status.value:<9}  {job.worker}  attempts={job.attempts}{error}")
+            return 0
+        job = await retry_job(rt.service, args.id, args.by)
+        print(f"{job.approval_id}  {job.status.value}: the gateway's worker will run it again")
+        return 0
+
+    return await _with_runtime(settings, go)

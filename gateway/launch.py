@@ -1,0 +1,249 @@
+"""How one attempt of a resume job runs: outcome classification (pure) and the `command` and
+`url` launchers. The `entrypoint` pool lives in `gateway.pool`.
+
+Classification, as in DESIGN.md: exit 0 or a 2xx reply succeeds; exit 75, a signal, a timeout,
+a 429, a 5xx or a connection error is transient (retried); anything else is terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import os
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import aiohttp
+
+from gateway.config import WorkerSettings
+from gateway.keys import canonical_json
+
+EX_TEMPFAIL = 75
+TAIL_BYTES = 4096
+
+
+class Verdict(StrEnum):
+    SUCCEEDED = "succeeded"
+    TRANSIENT = "transient"
+    TERMINAL = "terminal"
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    verdict: Verdict
+    error: str | None = None
+    output: str | None = None  # the raw tail (the runner redacts it before storing)
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What an attempt gets: the rehydration document and the worker's environment."""
+
+    approval_id: str
+    document: dict[str, Any]
+    token: str
+    gateway_url: str
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HITL_RESUME_TOKEN": self.token,
+            "HITL_APPROVAL_ID": self.approval_id,
+            "HITL_GATEWAY_URL": self.gateway_url,
+        }
+
+
+class Launcher(Protocol):
+    async def run(self, launch: Launch) -> AttemptResult: ...
+
+    async def close(self) -> None: ...
+
+
+def classify_exit(returncode: int) -> Verdict:
+    """A process's exit status (negative = killed by that signal, as asyncio reports it)."""
+    if returncode == 0:
+        return Verdict.SUCCEEDED
+    if returncode == EX_TEMPFAIL or returncode < 0:
+        return Verdict.TRANSIENT
+    return Verdict.TERMINAL
+
+
+def classify_http(status: int) -> Verdict:
+    if 200 <= status < 300:
+        return Verdict.SUCCEEDED
+    if status == 429 or status >= 500:
+        return Verdict.TRANSIENT
+    return Verdict.TERMINAL
+
+
+def exit_error(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit status {returncode}"
+
+
+def sign(body: bytes, secret: str, t: int) -> str:
+    """The X-HITL-Signature value: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">."""
+    mac = hmac.new(secret.encode("utf-8"), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={t},v1={mac}"
+
+
+def verify(header: str, body: bytes, secret: str, now: float, tolerance: float = 300) -> bool:
+    """For receivers of `url` workers: a valid signature made within `tolerance` seconds."""
+    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
+    try:
+        t = int(parts.get("t", ""))
+    except ValueError:
+        return False
+    if abs(now - t) > tolerance:
+        return False
+    return hmac.compare_digest(sign(body, secret, t), f"t={t},v1={parts.get('v1', '')}")
+
+
+class Tail:
+    """The last `limit` bytes of a stream."""
+
+    def __init__(self, limit: int = TAIL_BYTES) -> None:
+        self.limit, self.data, self.dropped = limit, bytearray(), False
+
+    def add(self, chunk: bytes) -> None:
+        self.data += chunk
+        if len(self.data) > self.limit:
+            del self.data[: len(self.data) - self.limit]
+            self.dropped = True
+
+    def text(self) -> str:
+        return ("…" if self.dropped else "") + self.data.decode("utf-8", "replace")
+
+
+def join_tails(stdout: str, stderr: str) -> str | None:
+    parts = [f"[{name}]\n{text.rstrip()}" for name, text in (("stdout", stdout), ("stderr", stderr)) if text.strip()]
+    return "\n".join(parts) or None
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the whole process group led by `pid` (the worker and anything it started)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill the process group and collect the exit status (no zombie, no unclosed transport)."""
+    kill_group(proc.pid)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(proc.wait(), 5)
+
+
+async def _pump(stream: asyncio.StreamReader | None, tail: Tail) -> None:
+    if stream is None:
+        return
+    while chunk := await stream.read(65536):
+        tail.add(chunk)
+
+
+async def _feed(stream: asyncio.StreamWriter | None, body: bytes) -> None:
+    if stream is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        stream.write(body)
+        await stream.drain()
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+        stream.close()
+
+
+class CommandLauncher:
+    """A subprocess in its own process group; the document on stdin; the tail of its output kept."""
+
+    def __init__(self, cfg: WorkerSettings, base_env: Mapping[str, str] | None = None) -> None:
+        self.cfg = cfg
+        self.base_env = dict(os.environ if base_env is None else base_env)
+
+    async def run(self, launch: Launch) -> AttemptResult:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.cfg.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env={**self.base_env, **launch.env()},
+                start_new_session=True,
+            )
+        except OSError as exc:  # not found, not executable: retrying will not help
+            return AttemptResult(Verdict.TERMINAL, f"cannot start {self.cfg.command[0]!r}: {exc.strerror}")
+        out, err = Tail(), Tail()
+        body = canonical_json(launch.document).encode("utf-8")
+        try:
+            async with asyncio.timeout(self.cfg.timeout.total_seconds()):
+                await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err), _feed(proc.stdin, body))
+                returncode = await proc.wait()
+        except TimeoutError:
+            kill_group(proc.pid)
+            await proc.wait()
+            why = f"timed out after {self.cfg.timeout.total_seconds():g}s; process group killed"
+            return AttemptResult(Verdict.TRANSIENT, why, join_tails(out.text(), err.text()))
+        except BaseException:  # cancelled (shutdown): leave nothing running
+            await reap(proc)
+            raise
+        verdict = classify_exit(returncode)
+        error = None if verdict is Verdict.SUCCEEDED else exit_error(returncode)
+        return AttemptResult(verdict, error, join_tails(out.text(), err.text()))
+
+    async def close(self) -> None:
+        return None
+
+
+class UrlLauncher:
+    """An HTTP POST of the document, signed; redirects are not followed (SSRF guard)."""
+
+    def __init__(self, cfg: WorkerSettings, secret: str) -> None:
+        self.cfg, self.secret = cfg, secret
+        self._session: aiohttp.ClientSession | None = None
+
+    def _check_host(self) -> None:
+        host = (urlsplit(self.cfg.url).hostname or "").lower()
+        if host not in {h.lower() for h in self.cfg.allowed_hosts}:
+            raise PermissionError(f"host {host!r} is not in workers.{self.cfg.name}.allowed_hosts")
+
+    async def run(self, launch: Launch) -> AttemptResult:
+        try:
+            self._check_host()
+        except PermissionError as exc:
+            return AttemptResult(Verdict.TERMINAL, str(exc))
+        body = canonical_json(launch.document).encode("utf-8")
+        headers = {
+            "Content-Type": "application/json",
+            "X-HITL-Signature": sign(body, self.secret, int(time.time())),
+            "X-HITL-Approval-Id": launch.approval_id,
+            "X-HITL-Resume-Token": launch.token,
+            "X-HITL-Gateway-Url": launch.gateway_url,
+        }
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        timeout = aiohttp.ClientTimeout(total=self.cfg.timeout.total_seconds())
+        try:
+            async with self._session.post(
+                self.cfg.url, data=body, headers=headers, allow_redirects=False, timeout=timeout
+            ) as resp:
+                text = (await resp.read())[-TAIL_BYTES:].decode("utf-8", "replace")
+                status = resp.status
+        except TimeoutError:
+            return AttemptResult(Verdict.TRANSIENT, f"timed out after {self.cfg.timeout.total_seconds():g}s")
+        except aiohttp.ClientError as exc:
+            return AttemptResult(Verdict.TRANSIENT, f"connection error: {type(exc).__name__}")
+        verdict = classify_http(status)
+        return AttemptResult(verdict, None if verdict is Verdict.SUCCEEDED else f"HTTP {status}", text or None)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -1,0 +1,78 @@
+"""One long-lived process of an `entrypoint` worker pool (run as `python -m gateway.pool_child
+pkg.mod:func`). It imports the function once, then serves requests, one JSON line each, on stdin;
+it answers one JSON line each on the original stdout (the function's own prints are captured and
+returned as the job's output tail).
+
+The function gets the rehydration document; `HITL_*` variables are set while it runs, so
+`DurableRun.from_env(document=...)` works. Returning means success. `SystemExit(75)` or an
+exception whose class has `transient = True` (e.g. `gateway.sdk.TransientError`) is transient;
+any other exception or exit code is terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import inspect
+import io
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from gateway.launch import TAIL_BYTES, Verdict, classify_exit, exit_error
+
+
+def load(spec: str) -> Callable[..., Any]:
+    module, _, name = spec.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise TypeError(f"{spec} is not callable")
+    return obj  # type: ignore[no-any-return]
+
+
+def _call(fn: Callable[..., Any], document: Any, loop: asyncio.AbstractEventLoop) -> tuple[Verdict, str | None]:
+    try:
+        result = fn(document)
+        if inspect.isawaitable(result):
+            loop.run_until_complete(result)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        verdict = classify_exit(code)
+        return verdict, None if verdict is Verdict.SUCCEEDED else exit_error(code)
+    except Exception as exc:
+        verdict = Verdict.TRANSIENT if getattr(type(exc), "transient", False) else Verdict.TERMINAL
+        return verdict, f"{type(exc).__name__}: {exc}"[:500]
+    return Verdict.SUCCEEDED, None
+
+
+def serve(fn: Callable[..., Any], requests: TextIO, replies: TextIO) -> None:
+    loop = asyncio.new_event_loop()
+    for line in requests:
+        req = json.loads(line)
+        captured = io.StringIO()
+        os.environ.update(req["env"])
+        with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
+            verdict, error = _call(fn, req["document"], loop)
+        for name in req["env"]:
+            os.environ.pop(name, None)
+        reply = {"verdict": verdict.value, "error": error, "output": captured.getvalue()[-TAIL_BYTES:] or None}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+    loop.close()
+
+
+def main() -> None:
+    replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything the code prints outside a request goes to stderr, not the protocol
+    sys.stdout = sys.stderr
+    fn = load(sys.argv[1])
+    serve(fn, sys.stdin, replies)
+
+
+if __name__ == "__main__":
+    main()

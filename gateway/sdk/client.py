@@ -1,0 +1,131 @@
+"""GatewayClient: the gateway's HTTP API for agents (suspend, get, decide, rehydrate, journal)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+
+class GatewayHTTPError(Exception):
+    """A non-2xx reply. `transient` (429 or 5xx) errors are retried by `DurableRun.step`."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"HTTP {status} {code}: {message}")
+        self.status, self.code, self.message = status, code, message
+
+    @property
+    def transient(self) -> bool:
+        return self.status == 429 or self.status >= 500
+
+
+class GatewayClient:
+    """Async client. `api_key` authenticates agent calls; `resume_token` (inside a worker) opens
+    the rehydration document and the journal of that run only."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        resume_token: str | None = None,
+        session: aiohttp.ClientSession | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key, self.resume_token = api_key, resume_token
+        self._session, self._owns = session, session is None
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+
+    async def __aenter__(self) -> GatewayClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None and self._owns:
+            await self._session.close()
+        self._session = None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        if self.resume_token:
+            headers["X-HITL-Resume-Token"] = self.resume_token
+        return headers
+
+    async def request(self, method: str, path: str, body: Any = None) -> Any:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+        async with self._session.request(method, self.base_url + path, json=body, headers=self._headers()) as resp:
+            data = await resp.json(content_type=None) if resp.content_length != 0 else None
+            if resp.status >= 300:
+                err = (data or {}).get("error", {}) if isinstance(data, dict) else {}
+                raise GatewayHTTPError(
+                    resp.status, err.get("code", "http_error"), err.get("message", resp.reason or "")
+                )
+            return data
+
+    async def suspend(
+        self,
+        *,
+        run_id: str,
+        step: str,
+        title: str,
+        summary: str = "",
+        args: dict[str, Any] | None = None,
+        state: Any = None,
+        channels: Sequence[str] = ("web",),
+        approvers: Sequence[str] = (),
+        policy: str | dict[str, Any] | None = None,
+        worker: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Create the approval (idempotent by key). Returns id, status, resume_token, deadline."""
+        body: dict[str, Any] = {
+            "run_id": run_id,
+            "step": step,
+            "title": title,
+            "summary": summary,
+            "args": args or {},
+            "state": state,
+            "channels": list(channels),
+        }
+        optional = {
+            "approvers": list(approvers),
+            "policy": policy,
+            "worker": worker,
+            "idempotency_key": idempotency_key,
+        }
+        body.update({k: v for k, v in optional.items() if v})
+        result: dict[str, Any] = await self.request("POST", "/v1/suspend", body)
+        return result
+
+    async def get(self, approval_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("GET", f"/v1/approvals/{quote(approval_id, safe='')}")
+        return result
+
+    async def decide(self, approval_id: str, outcome: str, by: str, comment: str | None = None) -> dict[str, Any]:
+        body = {"outcome": outcome, "by": by, **({"comment": comment} if comment else {})}
+        result: dict[str, Any] = await self.request(
+            "POST", f"/v1/approvals/{quote(approval_id, safe='')}/decision", body
+        )
+        return result
+
+    async def rehydrate(self, token: str | None = None) -> dict[str, Any]:
+        """The rehydration document (raw args and state) for a resume token."""
+        result: dict[str, Any] = await self.request("GET", f"/v1/resume/{quote(token or self.resume_token or '')}")
+        return result
+
+    async def steps(self, run_id: str) -> list[dict[str, Any]]:
+        data = await self.request("GET", f"/v1/runs/{quote(run_id, safe='')}/steps")
+        return list(data["items"])
+
+    async def record_step(self, run_id: str, name: str, record: dict[str, Any]) -> dict[str, Any]:
+        path = f"/v1/runs/{quote(run_id, safe='')}/steps/{quote(name, safe='')}"
+        result: dict[str, Any] = await self.request("PUT", path, record)
+        return result

@@ -1,0 +1,217 @@
+"""Resume jobs: claim (with a lease), run the approval's worker, classify, record, retry.
+
+A job row is created in the decision's own transaction (`Service._commit`), for every outcome
+(approve, reject, timeout, cancel): the agent must learn the outcome to finish or compensate.
+A runner leases due jobs; while an attempt runs it renews the lease, so only a crashed runner's
+job is picked up again (after `lease`). Every attempt is an event: job_started, then
+job_succeeded, job_retrying (transient, with backoff and jitter, up to max_attempts) or job_failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from asyncio import FIRST_COMPLETED
+from datetime import timedelta
+
+from gateway import loops
+from gateway.clock import Clock
+from gateway.config import WorkerSettings
+from gateway.errors import Conflict, NotFound
+from gateway.launch import AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher, Verdict
+from gateway.models import JobStatus, NewEvent, ResumeJob
+from gateway.pool import EntrypointPool
+from gateway.redact import Redactor
+from gateway.retry import backoff
+from gateway.service import Service
+
+log = logging.getLogger("gateway.worker")
+
+
+def build_launcher(cfg: WorkerSettings, secret: str) -> Launcher:
+    if cfg.kind == "command":
+        return CommandLauncher(cfg)
+    if cfg.kind == "entrypoint":
+        return EntrypointPool(cfg)
+    return UrlLauncher(cfg, cfg.secret or secret)
+
+
+class WorkerRunner:
+    def __init__(
+        self,
+        service: Service,
+        clock: Clock,
+        owner: str,
+        *,
+        lease: timedelta = timedelta(seconds=60),
+        concurrency: int = 8,
+        poll_interval: float = 1.0,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self.service, self.store, self.clock, self.owner = service, service.store, clock, owner
+        self.lease, self.concurrency, self.poll_interval = lease, concurrency, poll_interval
+        self.redactor = redactor or service.redactor
+        self.launchers: dict[str, Launcher] = {}
+        self._wake = asyncio.Event()
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    def launcher(self, cfg: WorkerSettings) -> Launcher:
+        if cfg.name not in self.launchers:
+            self.launchers[cfg.name] = build_launcher(cfg, self.service.settings.security.secret_keys[-1])
+        return self.launchers[cfg.name]
+
+    # ---------------------------------------------------------------- loops
+    async def run_once(self) -> int:
+        """Run every due job (up to `concurrency` at once); return how many were claimed."""
+        jobs = await self.store.claim_jobs(self.clock.now(), self.owner, self.lease, self.concurrency)
+        await asyncio.gather(*(self._guarded(job) for job in jobs))
+        return len(jobs)
+
+    async def drain(self, max_rounds: int = 100) -> int:
+        """Run until nothing is due now (tests; retries scheduled later are left for later)."""
+        return await loops.drain(self.run_once, max_rounds)
+
+    async def run_forever(self) -> None:
+        """Keep up to `concurrency` jobs running: a long job does not hold back the others."""
+        running: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                claimed = await self._claim(self.concurrency - len(running))
+                for job in claimed:
+                    task = asyncio.create_task(self._guarded(job), name=f"resume-job-{job.id}")
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+                if claimed and len(running) < self.concurrency:
+                    continue  # more may be due right now
+                waiter = asyncio.create_task(self._wake.wait())
+                try:
+                    await asyncio.wait({waiter, *running}, timeout=self.poll_interval, return_when=FIRST_COMPLETED)
+                finally:
+                    waiter.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await waiter
+                self._wake.clear()
+        finally:
+            for task in list(running):  # shutdown: their process groups are killed, leases expire
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
+    async def _claim(self, free: int) -> list[ResumeJob]:
+        if free <= 0:
+            return []
+        try:
+            return await self.store.claim_jobs(self.clock.now(), self.owner, self.lease, free)
+        except Exception:
+            log.exception("claiming resume jobs failed")
+            return []
+
+    async def close(self) -> None:
+        for launcher in self.launchers.values():
+            with contextlib.suppress(Exception):
+                await launcher.close()
+        self.launchers.clear()
+
+    # ---------------------------------------------------------------- one job
+    async def _guarded(self, job: ResumeJob) -> None:
+        try:
+            await self._run(job)
+        except Exception:
+            log.exception("resume job %s crashed; it will be retried", job.id)
+            await self._record(job, None, AttemptResult(Verdict.TRANSIENT, "internal error"))
+
+    async def _run(self, job: ResumeJob) -> None:
+        approval = await self.store.get_approval(job.approval_id)
+        cfg = self.service.settings.workers.get(job.worker)
+        if approval is None or cfg is None:
+            why = "approval not found" if approval is None else f"worker {job.worker!r} is not configured"
+            await self._record(job, cfg, AttemptResult(Verdict.TERMINAL, why))
+            return
+        if job.attempts > cfg.max_attempts:  # its leases kept expiring: the runner crashed each time
+            await self._record(job, cfg, AttemptResult(Verdict.TERMINAL, "attempts exhausted (leases expired)"))
+            return
+        now = self.clock.now()
+        await self.store.append_events(
+            [NewEvent(job.approval_id, "job_started", now, self.owner, data={"attempt": job.attempts})]
+        )
+        log.info("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
+        launch = Launch(
+            approval_id=approval.id,
+            document=self.service.rehydration_document(approval),
+            token=self.service.worker_token(approval),
+            gateway_url=self.service.settings.server.public_url,
+        )
+        renew = asyncio.create_task(self._renew(job))
+        try:
+            result = await self.launcher(cfg).run(launch)
+        finally:
+            renew.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renew
+        result = AttemptResult(  # an exception's message or an output tail can carry PII or the token
+            result.verdict,
+            self._scrub(result.error, launch.token),
+            self._scrub(result.output, launch.token),
+        )
+        await self._record(job, cfg, result)
+
+    def _scrub(self, text: str | None, token: str) -> str | None:
+        return None if text is None else self.redactor.text(text.replace(token, "[resume token]"))
+
+    async def _renew(self, job: ResumeJob) -> None:
+        every = max(0.05, self.lease.total_seconds() / 3)
+        while True:
+            await asyncio.sleep(every)
+            if not await self.store.extend_job_lease(job.id, self.owner, self.clock.now() + self.lease):
+                log.warning("resume job %s: lost its lease", job.id)
+                return
+
+    async def _record(self, job: ResumeJob, cfg: WorkerSettings | None, result: AttemptResult) -> None:
+        now = self.clock.now()
+        data: dict[str, object] = {"attempt": job.attempts, "worker": job.worker}
+        retry_at = None
+        if result.verdict is Verdict.SUCCEEDED:
+            status, kind = JobStatus.SUCCEEDED, "job_succeeded"
+        elif result.verdict is Verdict.TRANSIENT and cfg is not None and job.attempts < cfg.max_attempts:
+            delay = backoff(job.attempts, base=cfg.retry_base.total_seconds(), cap=3600)
+            retry_at = now + timedelta(seconds=delay)
+            status, kind = JobStatus.QUEUED, "job_retrying"
+            data["retry_in"] = round(delay, 3)
+        else:
+            status, kind = JobStatus.FAILED, "job_failed"
+        if result.error:
+            data["error"] = result.error
+        event = NewEvent(job.approval_id, kind, now, self.owner, data=data)
+        ok = await self.store.finish_job(
+            job.id,
+            self.owner,
+            now=now,
+            status=status,
+            next_attempt_at=retry_at,
+            error=result.error,
+            output_tail=result.output,
+            events=[event],
+        )
+        if not ok:
+            log.warning("resume job %s: lease lost before recording %s", job.id, kind)
+            return
+        level = logging.INFO if status is not JobStatus.FAILED else logging.ERROR
+        log.log(level, "resume job %s %s: %s", job.id, kind, result.error or "ok")
+
+
+async def retry_job(service: Service, approval_id: str, by: str) -> ResumeJob:
+    """Run a failed job again with a fresh attempt budget (API and CLI)."""
+    job = await service.store.get_job(approval_id)
+    if job is None:
+        await service.get(approval_id)  # 404 if the approval does not exist either
+        raise NotFound(f"approval {approval_id!r} has no resume job")
+    event = NewEvent(approval_id, "job_requeued", service.clock.now(), by, data={"previous_error": job.last_error})
+    if not await service.store.requeue_job(approval_id, service.clock.now(), [event]):
+        raise Conflict(f"the resume job is {job.status.value}, only a failed job can be retried")
+    for fn in service.hooks.jobs:
+        fn()
+    requeued = await service.store.get_job(approval_id)
+    assert requeued is not None
+    return requeued

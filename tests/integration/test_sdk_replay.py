@@ -1,0 +1,63 @@
+"""The durable SDK across a real suspend and a real worker resume (a subprocess)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from examples.invoice_agent.agent import Effects, invoice_run
+from gateway.models import JobStatus, StepStatus
+from gateway.sdk import DurableRun, GatewayClient, Suspended
+from gateway.testing import FakeClock
+from tests.integration.gateway_fixture import API_KEY, start_env
+
+
+async def test_steps_before_the_approval_run_exactly_once(
+    aiohttp_server: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path
+) -> None:
+    env = await start_env(aiohttp_server, settings_factory, clock, tmp_path)
+    fx = Effects(str(env.effects))
+    for _ in range(2):  # the agent started twice before anyone decides: replay, same approval
+        store_url = env.rt.settings.store.url  # the journal read and written in the store directly
+        async with await DurableRun.open("inv-1", gateway_url=env.url, api_key=API_KEY, db_url=store_url) as run:
+            with pytest.raises(Suspended) as suspended:
+                await invoice_run(run, "ACME", env.payments_url, fx)
+    assert env.effects.read_text().split() == ["research", "validate", "draft"]
+    approvals = await env.rt.store.list_approvals(run_id="inv-1")
+    assert [a.id for a in approvals] == [suspended.value.approval_id]
+    steps = {s.name: s.status for s in await env.rt.store.get_steps("inv-1")}
+    assert steps == {
+        "research": StepStatus.SUCCEEDED,
+        "validate": StepStatus.SUCCEEDED,
+        "draft": StepStatus.SUCCEEDED,
+        "approval": StepStatus.SUSPENDED,
+    }
+    async with GatewayClient(env.url, API_KEY) as client:
+        await client.decide(suspended.value.approval_id, "approve", "web:bob")
+    await env.rt.worker.drain()
+    job = await env.rt.store.get_job(suspended.value.approval_id)
+    assert job is not None and job.status is JobStatus.SUCCEEDED, job
+    assert env.effects.read_text().split() == ["research", "validate", "draft", "charge", "email"]
+    assert [c["run_id"] for c in env.payments.charges.values()] == ["inv-1"]
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-1")}
+    assert journal["approval"].status is StepStatus.SUCCEEDED
+    assert journal["approval"].output["outcome"] == "approve"
+    assert journal["email"].output["body"].endswith("Charged as ch_1.")
+
+
+async def test_rejection_resumes_and_compensates(
+    aiohttp_server: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path
+) -> None:
+    env = await start_env(aiohttp_server, settings_factory, clock, tmp_path)
+    async with await DurableRun.open("inv-2", gateway_url=env.url, api_key=API_KEY) as run:  # HTTP journal
+        with pytest.raises(Suspended) as suspended:
+            await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
+    await env.rt.service.cancel(suspended.value.approval_id, "api", "customer left")
+    await env.rt.worker.drain()
+    assert env.effects.read_text().split() == ["research", "validate", "draft", "email"]
+    assert env.payments.charges == {}
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-2")}
+    assert journal["email"].output["body"] == "Not charged (api)."

@@ -1,0 +1,124 @@
+"""A gateway killed (-9) mid-job: its lease runs out and another runner picks the job up.
+Also `hitl-gateway jobs list|retry` as a real process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from gateway.config import load_settings
+from gateway.models import JobStatus, Outcome
+from gateway.runtime import Runtime
+from gateway.service import SuspendRequest
+from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock
+
+FAKES = Path(__file__).parents[1] / "fakes"
+
+
+def write_config(tmp_path: Path, command: list[str]) -> Path:
+    cfg = tmp_path / "gw.toml"
+    cfg.write_text(
+        f"""
+[store]
+url = "sqlite:///{tmp_path / "gw.db"}"
+[security]
+secret_keys = ["{TEST_SECRET}"]
+api_keys = ["{TEST_API_KEY}"]
+[workers.agent]
+command = {json.dumps(command)}
+timeout = "20s"
+"""
+    )
+    return cfg
+
+
+async def decided(cfg: Path, clock: FakeClock | None = None) -> str:
+    rt = Runtime(load_settings(cfg, env={}), clock=clock, owner="setup")
+    await rt.start(background=False)
+    try:
+        approval, _ = await rt.service.suspend(SuspendRequest(run_id="r", step="s", title="t", worker="agent"))
+        await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", trusted=True)
+        return approval.id
+    finally:
+        await rt.stop()
+
+
+async def test_lease_expiry_after_kill(tmp_path: Path) -> None:
+    marker = tmp_path / "attempts"
+    script = (
+        "import os,sys,time; f=open(sys.argv[1],'a'); f.write(str(os.getpid())+'\\n'); f.close();"
+        " time.sleep(0 if len(open(sys.argv[1]).read().split()) > 1 else 60)"
+    )
+    cfg = write_config(tmp_path, [sys.executable, "-c", script, str(marker)])
+    approval_id = await decided(cfg)
+    doomed = await asyncio.create_subprocess_exec(sys.executable, str(FAKES / "run_worker.py"), str(cfg))
+    for _ in range(200):
+        if marker.exists() and marker.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    doomed.send_signal(signal.SIGKILL)
+    await doomed.wait()
+    os.killpg(int(marker.read_text().split()[0]), signal.SIGKILL)  # its orphaned worker (own process group)
+
+    now = datetime.now(UTC)
+    rt = Runtime(load_settings(cfg, env={}), clock=FakeClock(now), owner="survivor")
+    await rt.start(background=False)
+    try:
+        held = await rt.store.get_job(approval_id)
+        assert held is not None and held.status is JobStatus.RUNNING and held.claimed_by == "doomed"
+        assert await rt.worker.run_once() == 0  # the lease still holds
+        rt.clock.set(now + timedelta(seconds=61))  # type: ignore[attr-defined]
+        assert await rt.worker.run_once() == 1
+        done = await rt.store.get_job(approval_id)
+        assert done is not None and done.status is JobStatus.SUCCEEDED and done.attempts == 2
+        assert len(marker.read_text().split()) == 2
+    finally:
+        await rt.stop()
+
+
+async def cli(cfg: Path, *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "gateway", "--config", str(cfg), *args, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode()
+
+
+async def test_cli_jobs_list_and_retry(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, [sys.executable, "-c", "raise SystemExit(3)"])
+    approval_id = await decided(cfg)
+    rt = Runtime(load_settings(cfg, env={}), owner="w")
+    await rt.start(background=False)
+    await rt.worker.drain()
+    await rt.stop()
+    code, out = await cli(cfg, "jobs", "list", "--status", "failed")
+    assert code == 0 and approval_id in out and "exit status 3" in out
+    code, out = await cli(cfg, "jobs", "retry", approval_id)
+    assert code == 0 and "queued" in out
+    code, _ = await cli(cfg, "jobs", "retry", approval_id)
+    assert code == 1  # not failed any more: a clear conflict
+
+
+async def test_lease_is_renewed_while_a_long_job_runs(tmp_path: Path) -> None:
+    cfg = write_config(tmp_path, [sys.executable, "-c", "import time; time.sleep(1.5)"])
+    approval_id = await decided(cfg)
+    rt = Runtime(load_settings(cfg, env={}), owner="holder")  # the real clock: leases really expire
+    await rt.start(background=False)
+    rt.worker.lease = timedelta(seconds=0.3)
+    try:
+        running = asyncio.create_task(rt.worker.run_once())
+        stolen = 0
+        while not running.done():
+            await asyncio.sleep(0.1)
+            stolen += len(await rt.store.claim_jobs(datetime.now(UTC), "thief", timedelta(seconds=5), 10))
+        assert await running == 1
+        assert stolen == 0  # renewed every lease/3, so never expired while the worker ran
+        job = await rt.store.get_job(approval_id)
+        assert job is not None and job.status is JobStatus.SUCCEEDED and job.attempts == 1
+    finally:
+        await rt.stop()
