@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from asyncio import FIRST_COMPLETED
 from datetime import timedelta
 
@@ -144,12 +145,15 @@ class WorkerRunner:
             gateway_url=self.service.settings.server.public_url,
         )
         renew = asyncio.create_task(self._renew(job))
+        started = time.monotonic()
         try:
             result = await self.launcher(cfg).run(launch)
         finally:
             renew.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renew
+        for observe in self.service.hooks.attempts:  # metrics: worker, result, seconds
+            observe(cfg.name, result.verdict.value, time.monotonic() - started)
         result = AttemptResult(  # an exception's message or an output tail can carry PII or the token
             result.verdict,
             self._scrub(result.error, launch.token),

@@ -11,11 +11,13 @@ from aiohttp import web
 
 from gateway.channels import parse_address
 from gateway.clock import from_ts
+from gateway.errors import Conflict, NotFound
 from gateway.http.keys import RUNTIME
 from gateway.http.web_auth import PageError, User, checked_form, render, require
 from gateway.http.web_view import humanize, row
-from gateway.models import Approval, JobStatus, NewEvent, Status
+from gateway.models import Approval, JobStatus, Status
 from gateway.store import Store
+from gateway.worker import retry_job as requeue
 
 routes = web.RouteTableDef()
 SAMPLE = 500  # decisions per final status read for the distributions
@@ -110,11 +112,10 @@ async def retry_job(request: web.Request, user: User) -> web.StreamResponse:
     """Put a failed resume job back in the queue."""
     rt = request.app[RUNTIME]
     await checked_form(request)
-    approval_id = request.match_info["approval_id"]
-    now = rt.clock.now()
-    event = NewEvent(approval_id, "job_requeued", now, actor=user.actor, channel="web")
-    if not await rt.store.requeue_job(approval_id, now, [event]):
-        raise PageError(409, "That resume job is not failed (already retried?).")
-    for wake in rt.service.hooks.jobs:
-        wake()
+    try:  # the same use case as the API and the CLI
+        await requeue(rt.service, request.match_info["approval_id"], user.actor)
+    except NotFound:
+        raise PageError(404, "No such resume job.") from None
+    except Conflict:
+        raise PageError(409, "That resume job is not failed (already retried?).") from None
     raise web.HTTPSeeOther("/dashboard")

@@ -199,3 +199,14 @@ async def test_background_loop_runs_jobs_side_by_side(make_rt: MakeRt, tmp_path:
         loop.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await loop
+
+
+async def test_each_attempt_reaches_the_metrics_hook(make_rt: MakeRt, tmp_path: Path) -> None:
+    rt = await make_rt(agent=cmd("ok", tmp_path), flaky=cmd("fail", tmp_path))
+    seen: list[tuple[str, str, float]] = []
+    rt.service.hooks.attempts.append(lambda worker, result, seconds: seen.append((worker, result, seconds)))
+    await decided(rt, "agent")
+    await decided(rt, "flaky")
+    await rt.worker.drain()
+    assert sorted((w, r) for w, r, _ in seen) == [("agent", "succeeded"), ("flaky", "terminal")]
+    assert all(s >= 0 for _, _, s in seen)
