@@ -27,6 +27,7 @@ from telegram.error import TelegramError
 
 from adapters.telegram import callback, parse, render
 from gateway import policy as rules
+from gateway.channels import DeliveryError
 from gateway.errors import AlreadyDecided, Forbidden, GatewayError, NotAnApprover, RequesterCannotDecide
 from gateway.models import Approval, NewEvent, Outcome, Status, Vote
 from gateway.store import Prompt
@@ -139,8 +140,34 @@ class TelegramUpdates:
             await rt.service.record_denied(approval.id, actor, where, verdict.denied)
             return "denied"
         if not verdict.decide:
+            await self._converge_orphan(approval.id, p)
             return "already_decided"
-        return await self._decide(approval.id, button.outcome, actor, where, p)
+        result = await self._decide(approval.id, button.outcome, actor, where, p)
+        await self._converge_orphan(approval.id, p)
+        return result
+
+    async def _converge_orphan(self, approval_id: str, p: parse.Press) -> None:
+        """A press on a card that is not the recorded one: a duplicate post (the Bot API has no
+        idempotency key, so a post that timed out or a crash between send and commit can leave
+        one). Once the approval is decided, edit that message too, so no live buttons remain."""
+        if p.chat_id is None or p.message_id is None:
+            return
+        approval = await self.rt.store.get_approval(approval_id)
+        if approval is None or not approval.status.final:
+            return
+        address = f"telegram:{p.chat_id}"
+        card = await self.rt.store.get_card(approval_id, address)
+        ref = parse.card_ref(p.chat_id, p.message_id)
+        if card is None or card.ref == ref:
+            return  # the recorded card: the outbox syncs it
+        try:
+            await self.channel.update_card(str(p.chat_id), ref, approval, self.rt.clock.now())
+        except DeliveryError as exc:
+            log.warning("telegram: could not close a duplicate card of %s: %s", approval_id, exc)
+            return
+        await self.rt.store.append_events(
+            [NewEvent(approval_id, "orphan_card_synced", self.rt.clock.now(), channel=address, data={"ref": ref})]
+        )
 
     async def _redelivered(self, p: parse.Press) -> str:
         """A press seen before. Telegram redelivers only what got no 2xx, so the first delivery

@@ -159,3 +159,22 @@ async def test_a_non_utf8_secret_header_is_401_not_500(tg: TG) -> None:
     writer.close()
     assert status == 401
     assert await table_counts(tg.rt) == before
+
+
+async def test_a_press_on_a_duplicate_card_closes_it(tg: TG) -> None:
+    """The Bot API has no idempotency key: a post that timed out after Telegram sent it leaves a
+    second card. The first press on it, once the approval is decided, removes its buttons."""
+    approval_id, mid = await tg.posted()
+    approval = await tg.rt.service.get(approval_id)
+    orphan_ref = await tg.rt.channels["telegram"].post_card(str(CHAT), approval, tg.clock.now())
+    orphan = int(orphan_ref.rsplit(":", 1)[1])
+    assert orphan != mid and tg.buttons(orphan)
+    await tg.rt.service.decide(approval_id, Outcome.APPROVE, "ops", trusted=True)
+    await tg.rt.outbox.drain()
+    assert tg.api.message(CHAT, mid).get("reply_markup") is None  # the recorded card is synced
+    assert tg.buttons(orphan)  # the duplicate is not known to the outbox
+    assert await tg.send(tg.press(BOB, tg.data(orphan, "Approve"), orphan)) == 200
+    assert tg.answers()[-1].startswith("Already approved")
+    assert tg.api.message(CHAT, orphan).get("reply_markup") is None
+    assert "Approved" in tg.api.message(CHAT, orphan)["text"]
+    assert "orphan_card_synced" in [e.kind for e in await tg.rt.store.list_events(approval_id)]
