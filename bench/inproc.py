@@ -38,7 +38,7 @@ async def _storm(db: Path, count: int) -> dict[str, Any]:
             if not due:
                 break
             for i in range(0, len(due), _WAVE):
-                results = await asyncio.gather(*(rt.service.apply_due(a.id, now) for a in due[i : i + _WAVE]))
+                results = await asyncio.gather(*(rt.service.apply_due(a.id, now, seen=a) for a in due[i : i + _WAVE]))
                 decided += sum(1 for r in results if r == "timed_out")
         seconds = time.perf_counter() - t0
         jobs = await rt.store.list_jobs(limit=count + 1)

@@ -208,10 +208,12 @@ class Service:
                 return transition.approval
         raise Conflict("too much contention on this approval, retry")
 
-    async def apply_due(self, approval_id: str, now: datetime) -> str | None:
-        """The scheduler's use case: apply a due timeout or reminder, exactly once (CAS)."""
-        for _ in range(_CAS_RETRIES):
-            approval = await self.store.get_approval(approval_id)
+    async def apply_due(self, approval_id: str, now: datetime, *, seen: Approval | None = None) -> str | None:
+        """The scheduler's use case: apply a due timeout or reminder, exactly once (CAS).
+        `seen`: the row the caller just read (a due scan), saving one read; if it is stale the
+        compare-and-set fails and the loop reads the current row."""
+        for attempt in range(_CAS_RETRIES):
+            approval = seen if attempt == 0 and seen is not None else await self.store.get_approval(approval_id)
             if approval is None:
                 return None
             action = rules.due_action(approval, now)

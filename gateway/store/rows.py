@@ -186,3 +186,39 @@ def step_from_row(row: Row) -> StepRecord:
         finished_at=_ts(row, "finished_at"),
         error=row["error"],
     )
+
+
+# Columns a transition may change. The others (the request: run, step, title, args, state, ...)
+# are fixed at suspend, so an update need not re-encode a large `state` at every transition.
+MUTABLE_COLUMNS = (
+    "channels",
+    "approvers",
+    "policy",
+    "worker",
+    "status",
+    "version",
+    "deadline",
+    "wake_at",
+    "votes",
+    "decision",
+    "escalations",
+    "reminders_sent",
+)
+
+
+def mutable_values(a: Approval) -> tuple[Any, ...]:
+    """The values of MUTABLE_COLUMNS, in that order."""
+    return (
+        dumps(list(a.channels)),
+        dumps(list(a.approvers)),
+        dumps(a.policy.to_json()),
+        a.worker,
+        a.status.value,
+        a.version,
+        to_ts(a.deadline),
+        to_ts(a.wake_at),
+        dumps([v.to_json() for v in a.votes]),
+        dumps(a.decision.to_json()) if a.decision else None,
+        a.escalations,
+        a.reminders_sent,
+    )

@@ -39,12 +39,14 @@ from gateway.store.base import CardUpdate, NewJob
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
+    MUTABLE_COLUMNS,
     approval_from_row,
     approval_values,
     card_from_row,
     dumps,
     event_from_row,
     job_from_row,
+    mutable_values,
     outbox_from_row,
     step_from_row,
 )
@@ -57,7 +59,7 @@ _INSERT_APPROVAL = (
 )
 _INSERT_APPROVAL_NEW = _INSERT_APPROVAL + " ON CONFLICT DO NOTHING"
 _UPDATE_APPROVAL = (
-    "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:]) + " WHERE id = ? AND version = ?"
+    "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in MUTABLE_COLUMNS) + " WHERE id = ? AND version = ?"
 )
 
 
@@ -240,9 +242,10 @@ class SQLiteStore:
         outbox: Sequence[NewOutbox] = (),
         job: NewJob | None = None,
     ) -> bool:
+        values = mutable_values(approval)  # encoded on the caller's thread, not the writer's
+
         def op(conn: sqlite3.Connection) -> bool:
-            values = approval_values(approval)
-            cur = conn.execute(_UPDATE_APPROVAL, (*values[1:], approval.id, expected_version))
+            cur = conn.execute(_UPDATE_APPROVAL, (*values, approval.id, expected_version))
             if cur.rowcount != 1:
                 return False
             now = time.time()

@@ -105,3 +105,35 @@ async def test_an_id_collision_is_an_error_not_a_duplicate(tmp_path: Path) -> No
         assert await store.get_approval(clash.id) == _approval(1)
     finally:
         await store.close()
+
+
+async def test_a_transition_saves_every_mutable_field_and_keeps_the_request(tmp_path: Path) -> None:
+    from gateway.models import Decision, Outcome, Source, Vote
+
+    store = SQLiteStore(str(tmp_path / "g.db"))
+    await store.open()
+    try:
+        before = _approval(1)
+        await _create(store, before)
+        at = before.created_at
+        after = replace(
+            before,
+            channels=("web", "slack:C1"),
+            approvers=("web:bob",),
+            policy=Policy(quorum=2),
+            status=Status.APPROVED,
+            version=2,
+            deadline=at,
+            wake_at=None,
+            votes=(Vote("web:bob", Outcome.APPROVE, at),),
+            decision=Decision(Outcome.APPROVE, "web:bob", at, Source.HUMAN),
+            escalations=1,
+            reminders_sent=2,
+        )
+        assert await store.save_transition(after, 1, [])
+        assert await store.get_approval(before.id) == after
+        # A stale version changes nothing (compare-and-set).
+        assert not await store.save_transition(replace(after, status=Status.REJECTED, version=3), 1, [])
+        assert await store.get_approval(before.id) == after
+    finally:
+        await store.close()
