@@ -79,6 +79,16 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             _verdict(rate64, rate64 is not None and rate64 >= 3000 and p99 <= 50),
         )
     )
+    cpu = _get(r, "a", "c64_server_cpu_us")
+    out.append(
+        (
+            "a",
+            "server CPU per suspend at c=64 (card delivery included)",
+            _fmt(cpu, " us"),
+            "<= 333 us (1 core at 3,000/s)",
+            "info" if cpu is None else _verdict(cpu, cpu <= 333),
+        )
+    )
     skip_b = _get(r, "b", "skipped")
     out.append(
         (

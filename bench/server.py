@@ -107,6 +107,12 @@ class Gateway:
                 return int(line.split()[1])
         raise RuntimeError("no VmRSS line")
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the serving process so far (all its threads)."""
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def kill(self) -> None:
         """SIGKILL, as a crash would: no shutdown hook runs."""
         if self.proc is not None and self.proc.poll() is None:
