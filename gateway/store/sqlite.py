@@ -517,37 +517,28 @@ def _run_batch(conn: sqlite3.Connection, *, ops: Sequence[Op]) -> list[Any]:
     """One transaction for the whole batch. Fast path: no per-op savepoint. If any op raises,
     the transaction is rolled back whole and the batch re-runs with a savepoint per op, so that
     only the failing op is lost (ops are pure functions of the connection: safe to re-run)."""
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        results = [op(conn) for op in ops]
+        return _in_transaction(conn, lambda: [op(conn) for op in ops])
     except Exception:
-        conn.execute("ROLLBACK")
-        return _run_batch_isolated(conn, ops)
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+        return _in_transaction(conn, lambda: [_isolated(conn, op) for op in ops])
+
+
+def _isolated(conn: sqlite3.Connection, op: Op) -> Any:
+    conn.execute("SAVEPOINT op")
     try:
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return results
+        result = op(conn)
+    except Exception as exc:
+        conn.execute("ROLLBACK TO op")
+        result = exc
+    conn.execute("RELEASE op")
+    return result
 
 
-def _run_batch_isolated(conn: sqlite3.Connection, ops: Sequence[Op]) -> list[Any]:
-    results: list[Any] = []
+def _in_transaction(conn: sqlite3.Connection, body: Callable[[], list[Any]]) -> list[Any]:
+    """BEGIN IMMEDIATE, body, COMMIT; anything raised (the COMMIT included) rolls back and propagates."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for op in ops:
-            conn.execute("SAVEPOINT op")
-            try:
-                results.append(op(conn))
-            except Exception as exc:
-                conn.execute("ROLLBACK TO op")
-                results.append(exc)
-            conn.execute("RELEASE op")
+        results = body()
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from gateway.durations import format_duration, parse_duration
 from gateway.errors import GatewayError, InvalidToken, TokenExpired
 from gateway.http.app import create_app
-from gateway.http.schemas import parse_suspend
+from gateway.http.schemas import _SUSPEND_FIELDS, parse_suspend
 from gateway.keys import canonical_json, idempotency_key
 from gateway.runtime import Runtime
 from gateway.testing import TEST_API_KEY, FakeClock, make_settings
@@ -169,25 +169,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Server]:
 BODIES = st.one_of(
     JSON.map(lambda v: json.dumps(v).encode()),
     st.dictionaries(
-        st.sampled_from(
-            [
-                "run_id",
-                "step",
-                "title",
-                "summary",
-                "args",
-                "state",
-                "channels",
-                "approvers",
-                "policy",
-                "worker",
-                "idempotency_key",
-                "requested_by",
-                "outcome",
-                "by",
-                "token",
-            ]
-        ),
+        st.sampled_from(sorted(_SUSPEND_FIELDS | {"outcome", "by", "token"})),
         JSON | st.dictionaries(st.sampled_from(["timeout", "on_timeout", "quorum", "escalate_to", "remind"]), JSON),
     ).map(lambda v: json.dumps(v).encode()),
     st.binary(max_size=64),
