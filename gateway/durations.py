@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+# Longer is a typo, and would overflow a deadline (datetime stops at year 9999): 100 years.
+MAX_SECONDS = 100 * 365.25 * 86400
 
 
 def parse_duration(value: object) -> timedelta:
@@ -16,7 +19,7 @@ def parse_duration(value: object) -> timedelta:
     if isinstance(value, int | float):
         if value < 0:
             raise ValueError("a duration cannot be negative")
-        return timedelta(seconds=value)
+        return _bounded(float(value))
     if not isinstance(value, str):
         raise ValueError("expected a duration like '30s', '5m', '2h' or '1d'")
     text = value.strip().lower().replace(" ", "")
@@ -30,7 +33,13 @@ def parse_duration(value: object) -> timedelta:
         pos = match.end()
     if pos != len(text):
         raise ValueError(f"{value!r} is not a duration like '30s', '5m', '2h' or '1d'")
-    return timedelta(seconds=total)
+    return _bounded(total)
+
+
+def _bounded(seconds: float) -> timedelta:
+    if not math.isfinite(seconds) or seconds > MAX_SECONDS:
+        raise ValueError("a duration must be at most 100 years")
+    return timedelta(seconds=seconds)
 
 
 def format_duration(delta: timedelta) -> str:

@@ -38,12 +38,17 @@ async def read_json(request: web.Request) -> dict[str, Any]:
     if not raw.strip():
         raise InvalidJSON("the request body is empty; send a JSON object")
     try:
-        body = json.loads(raw)
+        body = json.loads(raw, parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidJSON(f"the request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise InvalidJSON("the request body must be a JSON object")
     return body
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (RFC 8259); Python's parser accepts them unless told not to."""
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _unknown(body: dict[str, Any], allowed: set[str]) -> None:
