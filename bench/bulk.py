@@ -65,6 +65,7 @@ def insert_pending(db: Path, count: int, tpl: Approval | None = None, prefix: st
     base = tpl or template()
     values = list(approval_values(base))
     ts = base.created_at.timestamp()
+    created = APPROVAL_COLUMNS.index("created_at")
     ev_suspended = canonical_json({"channels": ["web"], "policy": base.policy.name, "run_id": "x", "step": "charge"})
     t0 = time.perf_counter()
     conn = sqlite3.connect(db, isolation_level=None)
@@ -78,6 +79,7 @@ def insert_pending(db: Path, count: int, tpl: Approval | None = None, prefix: st
                 run = f"{prefix}-run-{n}"
                 v = values.copy()
                 v[0], v[1], v[2] = aid, idempotency_key(run, base.step, base.args), run
+                v[created] = ts - (count - n) * 0.001  # distinct, as real ones are (index order)
                 rows.append(v)
                 events.append((aid, "suspended", ts, None, None, ev_suspended.replace('"x"', f'"{run}"')))
                 events.append((aid, "card_posted", ts, None, "web", f'{{"ref":"/approvals/{aid}"}}'))

@@ -1,8 +1,8 @@
 """In-process measurements on the core: d (timeout storm stand-in) and g (journal replay stand-in).
 
 STAND-INS, clearly labelled in the table:
-- d drives `Service.apply_due` directly over the due approvals. The SLA scheduler (issue 5) will
-  own this loop; HOOK: when `gateway.scheduler` exists, `storm()` times its tick instead.
+- d drives `Service.apply_due` directly over the due approvals, unless the SLA scheduler
+  (issue 5) is there (`Runtime.scheduler`): then it times `scheduler.tick(now)` instead.
 - g times `Store.get_steps` (the read a replaying SDK does) and `Store.record_step`. The SDK
   (issue 6) replays through these calls; HOOK: when `gateway.sdk` exists, time a real replay.
 """
@@ -32,15 +32,16 @@ async def _storm(db: Path, count: int) -> dict[str, Any]:
     await rt.start(background=False)
     try:
         t0 = time.perf_counter()
-        decided = 0
-        while True:
-            due = await rt.store.due_approvals(now, 4 * _WAVE)
-            if not due:
-                break
-            for i in range(0, len(due), _WAVE):
-                results = await asyncio.gather(*(rt.service.apply_due(a.id, now, seen=a) for a in due[i : i + _WAVE]))
-                decided += sum(1 for r in results if r == "timed_out")
+        scheduler = getattr(rt, "scheduler", None)
+        if scheduler is not None:  # issue 5 merged: its tick does the storm
+            while (await scheduler.tick(now)).total:
+                pass
+        else:  # stand-in: the same use case, driven in waves
+            while due := await rt.store.due_approvals(now, 4 * _WAVE):
+                for i in range(0, len(due), _WAVE):
+                    await asyncio.gather(*(rt.service.apply_due(a.id, now) for a in due[i : i + _WAVE]))
         seconds = time.perf_counter() - t0
+        decided = (await rt.store.count_by_status()).get("timed_out", 0)
         jobs = await rt.store.list_jobs(limit=count + 1)
     finally:
         await rt.stop()
@@ -49,7 +50,7 @@ async def _storm(db: Path, count: int) -> dict[str, Any]:
 
 def storm(workdir: Path, count: int) -> dict[str, Any]:
     """Seconds to time out `count` approvals due at the same instant and queue their resume jobs."""
-    mode = "scheduler" if importlib.util.find_spec("gateway.scheduler") else "stand-in: Service.apply_due loop"
+    mode = "scheduler.tick" if importlib.util.find_spec("gateway.scheduler") else "stand-in: Service.apply_due loop"
     db = workdir / f"storm-{count}.db"
     migrate(db)
     insert_pending(db, count, due_template("agent", datetime.now(UTC).replace(microsecond=0)), prefix="due")
