@@ -15,6 +15,7 @@ from typing import Any
 from gateway import __version__
 from gateway.config import Settings, effective_config, load_settings
 from gateway.errors import ConfigError, GatewayError
+from gateway.http import web_cli
 from gateway.logs import setup_logging
 from gateway.models import Outcome, Status
 
@@ -34,7 +35,8 @@ def dev_defaults(path: Path = DEV_SECRETS) -> tuple[dict[str, dict[str, Any]], s
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh)
-    return {"security": {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]]}}, new_key
+    security = {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]]}
+    return {"security": security, "web": {"approvers": ["dev"]}}, new_key
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,7 +68,17 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("id")
     c.add_argument("--by", default="cli")
     c.add_argument("--reason")
+    _adapter_parser(sub, "telegram")
+    web_cli.register(sub)
     return p
+
+
+def _adapter_parser(sub: Any, kind: str) -> None:
+    """An adapter's own subcommands (`adapters.<kind>.cli`: add_parser + run), loaded by name."""
+    import importlib
+
+    module = importlib.import_module(f"adapters.{kind}.cli")
+    module.add_parser(sub).set_defaults(handler=module.run)
 
 
 def _load(args: argparse.Namespace) -> Settings:
@@ -85,14 +97,13 @@ def _load(args: argparse.Namespace) -> Settings:
             port=settings.server.port if args.port is None else args.port,
         )
         settings = replace(settings, server=server)
+    if args.dev and args.command == "serve":
+        web_cli.print_dev_link(settings)
     return settings
 
 
-def _serve(settings: Settings) -> int:
-    from aiohttp import web
-
-    from gateway.http.app import create_app
-
+def _logging(settings: Settings) -> None:
+    """Every command logs through the redacting handler (libraries put tokens in messages)."""
     sec = settings.security
     setup_logging(
         settings.server.log_level,
@@ -105,6 +116,13 @@ def _serve(settings: Settings) -> int:
             settings.slack.signing_secret,
         ],
     )
+
+
+def _serve(settings: Settings) -> int:
+    from aiohttp import web
+
+    from gateway.http.app import create_app
+
     app = create_app(settings)
     web.run_app(
         app,
@@ -172,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "check-config":
             _dump(effective_config(settings))
             return 0
+        _logging(settings)
         if args.command == "serve":
             return _serve(settings)
         if args.command == "migrate":

@@ -39,6 +39,8 @@ class ServerSettings:
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
     url: str = "sqlite:///./var/hitl-gateway.db"
+    # How long a process holds a claimed delivery before another replica may take it over.
+    lease: timedelta = timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,30 @@ class WorkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WebSettings:
+    """Web inbox users: `approvers` may decide, `viewers` may only look. `passwords` maps a
+    user name to its scrypt hash (`hitl-gateway web hash-password`); a user without one signs
+    in with a one-time link (`hitl-gateway web login-link NAME`)."""
+
+    approvers: tuple[str, ...] = ()
+    viewers: tuple[str, ...] = ()
+    passwords: Mapping[str, str] = field(default_factory=dict)
+    session_max_age: timedelta = timedelta(hours=12)
+    login_link_max_age: timedelta = timedelta(minutes=15)
+
+    def role(self, name: str) -> str | None:
+        return "approver" if name in self.approvers else "viewer" if name in self.viewers else None
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """SLA timers: a safety poll in case another process moved a deadline, and the batch size."""
+
+    poll_interval: timedelta = timedelta(seconds=30)
+    batch: int = 500
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -97,6 +123,8 @@ class Settings:
     slack: SlackSettings = field(default_factory=SlackSettings)
     policies: Mapping[str, Policy] = field(default_factory=lambda: {"default": Policy()})
     workers: Mapping[str, WorkerSettings] = field(default_factory=dict)
+    web: WebSettings = field(default_factory=WebSettings)
+    scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
 
     def enabled_channels(self) -> frozenset[str]:
         kinds = {"web"}
@@ -165,6 +193,18 @@ def _ints(key: str, v: Any) -> tuple[int, ...]:
     return tuple(_int(f"{key}[{i}]", x) for i, x in enumerate(_list(key, v)))
 
 
+def _str_map(key: str, v: Any) -> dict[str, str]:
+    """A TOML table of strings, or from the environment 'name=value,name=value'."""
+    if isinstance(v, str):
+        pairs = [p.strip().partition("=") for p in v.split(",") if p.strip()]
+        if any(not sep for _, sep, _ in pairs):
+            raise ConfigError(key, "expected 'name=value,name=value'")
+        return {name.strip(): value.strip() for name, _, value in pairs}
+    if isinstance(v, dict):
+        return {str(name): _str(f"{key}.{name}", value) for name, value in v.items()}
+    raise ConfigError(key, f"expected a table, got {type(v).__name__}")
+
+
 Coerce = Callable[[str, Any], Any]
 _SPEC: dict[str, dict[str, Coerce]] = {
     "server": {
@@ -175,7 +215,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "shutdown_timeout": _duration,
         "log_level": _str,
     },
-    "store": {"url": _str},
+    "store": {"url": _str, "lease": _duration},
     "security": {
         "secret_keys": _strs,
         "api_keys": _strs,
@@ -185,6 +225,14 @@ _SPEC: dict[str, dict[str, Coerce]] = {
     },
     "telegram": {"bot_token": _str, "webhook_secret": _str, "base_url": _str, "approvers": _ints},
     "slack": {"bot_token": _str, "signing_secret": _str, "base_url": _str, "approvers": _strs},
+    "web": {
+        "approvers": _strs,
+        "viewers": _strs,
+        "passwords": _str_map,
+        "session_max_age": _duration,
+        "login_link_max_age": _duration,
+    },
+    "scheduler": {"poll_interval": _duration, "batch": _int},
 }
 _POLICY_KEYS = (
     "timeout",
@@ -203,7 +251,9 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "max_attempts": _int,
 }
 _POLICY_LISTS = {"escalate_to", "remind"}
-SECRET_KEYS = frozenset({"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys"})
+SECRET_KEYS = frozenset({"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys", "passwords"})
+_WEB_NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
 
 
 # ---------------------------------------------------------------- loading
@@ -311,11 +361,30 @@ def _check(settings: Settings) -> None:
         raise ConfigError("server.port", f"{server.port} is not a TCP port (0-65535)")
     if urlsplit(server.public_url).scheme not in ("http", "https"):
         raise ConfigError("server.public_url", "must start with http:// or https://")
+    if settings.store.lease < timedelta(seconds=1):
+        raise ConfigError("store.lease", "must be at least 1s")
     if server.max_body_bytes < 1024:
         raise ConfigError("server.max_body_bytes", "must be at least 1024")
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
+    if settings.scheduler.batch < 1:
+        raise ConfigError("scheduler.batch", "must be at least 1")
+    if settings.scheduler.poll_interval.total_seconds() < 0.1:
+        raise ConfigError("scheduler.poll_interval", "must be at least 100ms")
     _check_security(settings)
+    _check_web(settings.web)
+
+
+def _check_web(web: WebSettings) -> None:
+    for key in ("approvers", "viewers"):
+        for i, name in enumerate(getattr(web, key)):
+            if not _WEB_NAME_RE.match(name):
+                raise ConfigError(f"web.{key}[{i}]", "1-64 characters of A-Z, a-z, 0-9, _ . @ and -")
+    for name, hashed in web.passwords.items():
+        if web.role(name) is None:
+            raise ConfigError(f"web.passwords.{name}", "not listed in web.approvers or web.viewers")
+        if not _SCRYPT_RE.match(hashed):
+            raise ConfigError(f"web.passwords.{name}", "expected a hash from `hitl-gateway web hash-password`")
 
 
 def _check_security(settings: Settings) -> None:
@@ -378,6 +447,8 @@ def load_settings(
         slack=SlackSettings(**_section(raw, "slack")),
         policies=_policies(raw),
         workers=_workers(raw),
+        web=WebSettings(**_section(raw, "web")),
+        scheduler=SchedulerSettings(**_section(raw, "scheduler")),
     )
     _check(settings)
     return settings
@@ -388,6 +459,8 @@ def _mask(key: str, value: Any) -> Any:
         return value
     if isinstance(value, list | tuple):
         return [f"***({len(v)} chars)" for v in value]
+    if isinstance(value, Mapping):
+        return {k: "***" for k in value}
     return f"***({len(value)} chars)" if value else ""
 
 

@@ -8,8 +8,7 @@ from datetime import timedelta
 
 _UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
-# Longer is a typo, and would overflow a deadline (datetime stops at year 9999): 100 years.
-MAX_SECONDS = 100 * 365.25 * 86400
+MAX_SECONDS = 3650 * 86400  # ten years: `now + duration` must stay a valid datetime
 
 
 def parse_duration(value: object) -> timedelta:
@@ -19,7 +18,7 @@ def parse_duration(value: object) -> timedelta:
     if isinstance(value, int | float):
         if value < 0:
             raise ValueError("a duration cannot be negative")
-        return _bounded(float(value))
+        return _bounded(value if value <= MAX_SECONDS else math.inf)
     if not isinstance(value, str):
         raise ValueError("expected a duration like '30s', '5m', '2h' or '1d'")
     text = value.strip().lower().replace(" ", "")
@@ -37,8 +36,8 @@ def parse_duration(value: object) -> timedelta:
 
 
 def _bounded(seconds: float) -> timedelta:
-    if not math.isfinite(seconds) or seconds > MAX_SECONDS:
-        raise ValueError("a duration must be at most 100 years")
+    if not seconds <= MAX_SECONDS:  # also NaN and infinity
+        raise ValueError("a duration must be finite and at most 3650d (ten years)")
     return timedelta(seconds=seconds)
 
 

@@ -38,7 +38,8 @@ class Redactor(logging.Filter):
         message = record.getMessage()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
-        redacted = self.redact(message)
+        # One event, one line: a newline from user input (run_id, a comment...) cannot forge another.
+        redacted = self.redact(message).replace("\r", "\\r").replace("\n", "\\n")
         record.msg, record.args = redacted, None
         if record.exc_text:
             record.exc_text = self.redact(record.exc_text)

@@ -192,6 +192,12 @@ class Approval:
     def approvals_count(self) -> int:
         return len({v.approver for v in self.votes if v.outcome is Outcome.APPROVE})
 
+    @property
+    def quorum_text(self) -> str:
+        """Quorum progress for cards, e.g. '1 of 2 approvals' (adapters render it)."""
+        needed = self.policy.quorum
+        return f"{min(self.approvals_count, needed)} of {needed} approval{'s' if needed != 1 else ''}"
+
     def to_api(self) -> dict[str, Any]:
         """The public JSON view (no `state`: that is only for rehydration)."""
         return {
@@ -211,7 +217,13 @@ class Approval:
             "deadline": iso(self.deadline),
             "next_wake_at": iso(self.wake_at),
             "idempotency_key": self.idempotency_key,
-            "quorum": {"required": self.policy.quorum, "approvals": self.approvals_count},
+            "quorum": {
+                "required": self.policy.quorum,
+                "approvals": self.approvals_count,
+                "approved_by": list(dict.fromkeys(v.approver for v in self.votes if v.outcome is Outcome.APPROVE)),
+                "met": self.approvals_count >= self.policy.quorum,
+                "text": self.quorum_text,
+            },
             "votes": [{**v.to_json(), "at": iso(v.at)} for v in self.votes],
             "decision": self.decision.to_api() if self.decision else None,
             "escalations": self.escalations,

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from gateway.channels import Channel, DeliveryError, parse_address
@@ -37,6 +37,8 @@ class OutboxRunner:
         self.store, self.channels, self.clock, self.owner = store, channels, clock, owner
         self.lease, self.batch, self.poll_interval = lease, batch, poll_interval
         self._wake = asyncio.Event()
+        # Observers (metrics): called with the row and its result event after each recorded delivery.
+        self.listeners: list[Callable[[OutboxItem, str], None]] = []
 
     def notify(self) -> None:
         self._wake.set()
@@ -96,6 +98,8 @@ class OutboxRunner:
         events = []
         if event:
             events.append(NewEvent(item.approval_id, event, now, channel=item.channel, data=dict(data or {})))
+            if status is DeliveryStatus.DONE:
+                log.info("approval %s %s on %s", item.approval_id, event, item.channel)
         await self.store.finish_outbox(
             item.id,
             self.owner,
@@ -107,6 +111,9 @@ class OutboxRunner:
             events=events,
             count_attempt=count_attempt,
         )
+        if event:
+            for listener in self.listeners:
+                listener(item, event)
 
     async def _deliver(self, item: OutboxItem) -> None:
         approval = await self.store.get_approval(item.approval_id)

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from gateway.durations import humanize, parse_duration
+from gateway.clock import iso
+from gateway.durations import format_duration, humanize, parse_duration
 from gateway.errors import (
     AlreadyDecided,
     NotAnApprover,
@@ -20,7 +21,6 @@ from gateway.errors import (
 from gateway.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
 
 _POLICY_FIELDS = {
-    "name",
     "timeout",
     "on_timeout",
     "escalate_to",
@@ -29,17 +29,19 @@ _POLICY_FIELDS = {
     "remind",
     "quorum",
 }
+MAX_REMINDERS = 10
+MAX_QUORUM = 100
 
 
-def _opt_duration(field: str, value: Any) -> timedelta | None:
-    if value is None or value == "never":
+def _opt_duration(field: str, value: Any, *, never: bool = True) -> timedelta | None:
+    if value is None or (never and value == "never"):
         return None
     try:
         delta = parse_duration(value)
     except ValueError as exc:
         raise ValidationError(field, str(exc)) from None
     if delta.total_seconds() <= 0:
-        raise ValidationError(field, "must be positive (or 'never')")
+        raise ValidationError(field, "must be positive" + (" (or 'never')" if never else ""))
     return delta
 
 
@@ -49,48 +51,81 @@ def _enum(field: str, value: Any, allowed: tuple[str, ...]) -> str:
     return str(value)
 
 
+def _channels(field: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(c, str) and c for c in value):
+        raise ValidationError(field, "must be a list of channels like 'slack:<id>', 'telegram:<chat_id>' or 'web'")
+    return tuple(dict.fromkeys(value))
+
+
+def _reminders(field: str, value: Any, timeout: timedelta | None) -> tuple[timedelta, ...]:
+    if not isinstance(value, list | tuple):
+        raise ValidationError(field, "must be a list of durations before the deadline, like ['10m', '1m']")
+    if len(value) > MAX_REMINDERS:
+        raise ValidationError(field, f"at most {MAX_REMINDERS} reminders")
+    out: list[timedelta] = []
+    for i, raw in enumerate(value):
+        delta = _opt_duration(f"{field}[{i}]", raw, never=False)
+        assert delta is not None
+        if timeout is not None and delta >= timeout:
+            raise ValidationError(
+                f"{field}[{i}]", "must be shorter than the timeout (it counts back from the deadline)"
+            )
+        out.append(delta)
+    if out and timeout is None:
+        raise ValidationError(field, "reminders need a timeout (they count back from the deadline)")
+    return tuple(sorted(set(out), reverse=True))  # the earliest reminder first
+
+
+def _quorum(field: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_QUORUM:
+        raise ValidationError(field, f"must be an integer from 1 to {MAX_QUORUM}")
+    return value
+
+
+def _name(data: Mapping[str, Any], name: str, inline: bool) -> str:
+    if "name" not in data:
+        return name
+    if not inline:
+        raise ValidationError("name", "a configured policy is named by its table, [policies.NAME]")
+    value = data["name"]
+    if not isinstance(value, str) or not 1 <= len(value) <= 64:
+        raise ValidationError("policy.name", "must be a string of 1 to 64 characters")
+    return value
+
+
 def parse_policy(data: Mapping[str, Any], *, name: str = "inline", prefix: str = "") -> Policy:
-    """Validate a policy object; a ValidationError names the bad field."""
-    unknown = set(data) - _POLICY_FIELDS
+    """Validate a policy object; a ValidationError names the bad field (with `prefix`).
+
+    Fields left out take the built-in defaults of `Policy` (an inline policy may carry a
+    `name`, used as a label in reasons; a configured one is named by its table)."""
+    inline = name == "inline"
+    unknown = set(data) - _POLICY_FIELDS - ({"name"} if inline else set())
     if unknown:
-        raise ValidationError(f"{prefix}{sorted(unknown)[0]}", "unknown policy field")
+        raise ValidationError(
+            f"{prefix}{sorted(unknown)[0]}", f"unknown policy field (known: {', '.join(sorted(_POLICY_FIELDS))})"
+        )
     base = Policy()
     timeout = _opt_duration(f"{prefix}timeout", data.get("timeout", "30m"))
-    on_timeout = OnTimeout(_enum(f"{prefix}on_timeout", data.get("on_timeout", "reject"), tuple(OnTimeout)))
-    escalate_to = data.get("escalate_to", [])
-    if not isinstance(escalate_to, list | tuple) or not all(isinstance(c, str) for c in escalate_to):
-        raise ValidationError(f"{prefix}escalate_to", "must be a list of channels")
+    on_timeout = OnTimeout(
+        _enum(f"{prefix}on_timeout", data.get("on_timeout", base.on_timeout.value), tuple(OnTimeout))
+    )
+    escalate_to = _channels(f"{prefix}escalate_to", data.get("escalate_to", []))
     if on_timeout is OnTimeout.ESCALATE and not escalate_to:
         raise ValidationError(f"{prefix}escalate_to", "required when on_timeout is 'escalate'")
-    remind_raw = data.get("remind", [])
-    if not isinstance(remind_raw, list | tuple):
-        raise ValidationError(f"{prefix}remind", "must be a list of durations before the deadline")
-    remind = []
-    for i, r in enumerate(remind_raw):
-        delta = _opt_duration(f"{prefix}remind[{i}]", r)
-        if delta is None:
-            raise ValidationError(f"{prefix}remind[{i}]", "must be a duration")
-        remind.append(delta)
-    if remind and timeout is None:
-        raise ValidationError(f"{prefix}remind", "reminders need a timeout")
-    quorum = data.get("quorum", 1)
-    if isinstance(quorum, bool) or not isinstance(quorum, int) or quorum < 1:
-        raise ValidationError(f"{prefix}quorum", "must be an integer >= 1")
+    if on_timeout is OnTimeout.ESCALATE and timeout is None:
+        raise ValidationError(f"{prefix}timeout", "on_timeout 'escalate' needs a timeout, not 'never'")
+    after = _enum(
+        f"{prefix}after_escalation", data.get("after_escalation", base.after_escalation.value), tuple(Outcome)
+    )
     return Policy(
-        name=str(data.get("name", name)),
+        name=_name(data, name, inline),
         timeout=timeout,
         on_timeout=on_timeout,
-        escalate_to=tuple(escalate_to),
-        escalation_timeout=_opt_duration(f"{prefix}escalation_timeout", data.get("escalation_timeout")),
-        after_escalation=Outcome(
-            _enum(
-                f"{prefix}after_escalation",
-                data.get("after_escalation", base.after_escalation),
-                ("approve", "reject"),
-            )
-        ),
-        remind=tuple(sorted(set(remind), reverse=True)),
-        quorum=quorum,
+        escalate_to=escalate_to,
+        escalation_timeout=_opt_duration(f"{prefix}escalation_timeout", data.get("escalation_timeout"), never=False),
+        after_escalation=Outcome(after),
+        remind=_reminders(f"{prefix}remind", data.get("remind", []), timeout),
+        quorum=_quorum(f"{prefix}quorum", data.get("quorum", 1)),
     )
 
 
@@ -101,22 +136,53 @@ def deadline_for(policy: Policy, start: datetime) -> datetime | None:
     return None if policy.timeout is None else start + policy.timeout
 
 
+def escalation_step(policy: Policy) -> timedelta | None:
+    """How long an escalated approval waits: `escalation_timeout`, else `timeout` again."""
+    return policy.escalation_timeout or policy.timeout
+
+
+def period_start(approval: Approval) -> datetime:
+    """When the current wait began: at creation, or at the escalation."""
+    step = escalation_step(approval.policy)
+    if approval.escalations and approval.deadline is not None and step is not None:
+        return approval.deadline - step
+    return approval.created_at
+
+
 def reminder_times(approval: Approval) -> list[datetime]:
-    """When reminders are due, earliest first (only those before the deadline)."""
+    """When the reminders of the current wait are due, earliest first. Reminders count back from
+    the deadline; one that would fall before the wait began is dropped."""
     if approval.deadline is None:
         return []
-    return [approval.deadline - r for r in approval.policy.remind]
+    start = period_start(approval)
+    return [t for t in (approval.deadline - r for r in approval.policy.remind) if t > start]
+
+
+def pending_reminders(approval: Approval) -> list[datetime]:
+    return reminder_times(approval)[approval.reminders_sent :]
 
 
 def next_wake(approval: Approval) -> datetime | None:
     """The next instant the scheduler must look at this approval, or None."""
     if approval.status.final:
         return None
-    pending = reminder_times(approval)[approval.reminders_sent :]
-    candidates = [t for t in pending if approval.deadline is None or t < approval.deadline]
+    candidates = pending_reminders(approval)[:1]
     if approval.deadline is not None:
         candidates.append(approval.deadline)
     return min(candidates) if candidates else None
+
+
+def reminders_view(approval: Approval) -> list[dict[str, Any]]:
+    """The reminders of the current wait for the API: when each is due and whether it is done
+    (sent, or skipped because a later one was due at the same time after a downtime)."""
+    return [
+        {
+            "at": iso(t),
+            "before_deadline": format_duration(approval.deadline - t) if approval.deadline else None,
+            "done": i < approval.reminders_sent,
+        }
+        for i, t in enumerate(reminder_times(approval))
+    ]
 
 
 # ---------------------------------------------------------------- who may decide
@@ -182,42 +248,58 @@ def cancel(approval: Approval, by: str, reason: str | None, now: datetime) -> Tr
 
 
 def time_out(approval: Approval, now: datetime) -> Transition:
-    """The deadline passed: escalate once if the policy says so, else decide by policy."""
+    """The deadline passed: escalate once if the policy says so, else decide by policy.
+
+    An escalation adds `escalate_to` to the channels, starts a new wait of `escalation_step`
+    from `now` (people get the whole window even after a downtime) and restarts its reminders."""
     if approval.status.final:
         raise already_decided(approval)
     policy = approval.policy
+    elapsed = humanize(now - approval.created_at)
     if policy.on_timeout is OnTimeout.ESCALATE and approval.escalations == 0:
-        step = policy.escalation_timeout or policy.timeout
+        step = escalation_step(policy)
         deadline = None if step is None else now + step
         escalated = approval.evolve(
             escalations=1,
             deadline=deadline,
-            reminders_sent=len(policy.remind),
+            reminders_sent=0,
             channels=tuple(dict.fromkeys((*approval.channels, *policy.escalate_to))),
             version=approval.version + 1,
         )
         escalated = escalated.evolve(wake_at=next_wake(escalated))
-        data = {"to": list(policy.escalate_to), "deadline": deadline.isoformat() if deadline else None}
+        data = {"to": list(policy.escalate_to), "deadline": iso(deadline), "policy": policy.name, "elapsed": elapsed}
         return Transition(escalated, "escalated", False, data)
     outcome = policy.after_escalation if approval.escalations else Outcome(policy.on_timeout.value)
-    elapsed = humanize(now - approval.created_at)
     reason = f"policy '{policy.name}': no decision after {elapsed}"
     if approval.escalations:
         reason += " (after escalation)"
     decision = Decision(outcome, "policy", now, Source.POLICY, reason=reason)
-    return Transition(
-        _finish(approval, Status.TIMED_OUT, decision),
-        "timed_out",
-        True,
-        {"outcome": outcome.value, "reason": reason},
-    )
+    data = {"outcome": outcome.value, "reason": reason, "policy": policy.name, "elapsed": elapsed}
+    return Transition(_finish(approval, Status.TIMED_OUT, decision), "timed_out", True, data)
 
 
-def remind(approval: Approval) -> Transition:
-    """Mark the next reminder as sent (the service queues the deliveries)."""
-    new = approval.evolve(reminders_sent=approval.reminders_sent + 1, version=approval.version + 1)
+def remind(approval: Approval, now: datetime | None = None) -> Transition:
+    """Mark the reminders due at `now` (default: the next one's time) as sent; the service
+    queues one delivery per channel.
+
+    After a downtime several may be due at once: only the latest is sent, the others are
+    recorded as skipped, so people get one nudge and not a burst."""
+    pending = pending_reminders(approval)
+    at = now or (pending[0] if pending else None)
+    due = [t for t in pending if at is not None and t <= at]
+    if approval.status.final or not due or at is None:
+        raise ValueError("no reminder is due")
+    now = at
+    new = approval.evolve(reminders_sent=approval.reminders_sent + len(due), version=approval.version + 1)
     new = new.evolve(wake_at=next_wake(new))
-    return Transition(new, "reminded", False, {"number": new.reminders_sent})
+    left = approval.deadline - now if approval.deadline else None
+    data = {
+        "number": new.reminders_sent,
+        "due_at": iso(due[-1]),
+        "skipped": len(due) - 1,
+        "left": humanize(left) if left is not None else None,
+    }
+    return Transition(new, "reminded", False, data)
 
 
 def due_action(approval: Approval, now: datetime) -> str | None:
@@ -226,9 +308,19 @@ def due_action(approval: Approval, now: datetime) -> str | None:
         return None
     if approval.deadline is not None and approval.deadline <= now:
         return "timeout"
-    pending = reminder_times(approval)[approval.reminders_sent :]
+    pending = pending_reminders(approval)
     if pending and pending[0] <= now:
         return "remind"
+    return None
+
+
+def apply_due(approval: Approval, now: datetime) -> Transition | None:
+    """The transition the scheduler applies at `now`, or None when nothing is due."""
+    action = due_action(approval, now)
+    if action == "timeout":
+        return time_out(approval, now)
+    if action == "remind":
+        return remind(approval, now)
     return None
 
 

@@ -11,9 +11,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from gateway.channels import Channel, load_channel
-from gateway.clock import Clock, SystemClock
+from gateway.clock import Clock, SystemClock, from_ts
 from gateway.config import Settings
 from gateway.outbox import OutboxRunner
+from gateway.scheduler import SlaScheduler
 from gateway.service import Service
 from gateway.store import Store, open_store
 from gateway.tokens import TokenSigner
@@ -37,15 +38,27 @@ class Runtime:
         self.signer = TokenSigner(settings.security.secret_keys)
         self.service = Service(settings, self.store, self.clock, self.signer)
         self.channels: dict[str, Channel] = {k: load_channel(k, self) for k in sorted(settings.enabled_channels())}
-        self.outbox = OutboxRunner(self.store, self.channels, self.clock, self.owner)
+        self.outbox = OutboxRunner(self.store, self.channels, self.clock, self.owner, lease=settings.store.lease)
         self.service.hooks.outbox.append(self.outbox.notify)
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
         self.extras: dict[str, Any] = {}
+        self.scheduler = SlaScheduler(
+            self.service,
+            self.store,
+            self.clock,
+            batch=settings.scheduler.batch,
+            poll_interval=settings.scheduler.poll_interval,
+            owner=self.owner,
+            lease=settings.store.lease,
+        )
+        self.service.hooks.wake.append(self.scheduler.notify)
+        self.loops.append(self.scheduler.run_forever)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
     async def start(self, *, background: bool = True) -> None:
         await self.store.open()
+        await self.store.subscribe(self._on_wakeup)
         for channel in self.channels.values():
             await channel.start()
         self._started = True
@@ -53,6 +66,21 @@ class Runtime:
             self._tasks = [
                 asyncio.create_task(loop(), name=getattr(loop, "__qualname__", "loop")) for loop in self.loops
             ]
+
+    def _on_wakeup(self, topic: str, payload: str) -> None:
+        """Another replica committed work: run the same in-process hooks as a local commit."""
+        hooks = self.service.hooks
+        if topic == "outbox":
+            for fn in hooks.outbox:
+                fn()
+        elif topic == "jobs":
+            for fn in hooks.jobs:
+                fn()
+        elif topic == "wake":
+            with contextlib.suppress(ValueError, OverflowError, OSError):
+                when = from_ts(float(payload))
+                for w in hooks.wake:
+                    w(when)
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -11,7 +11,7 @@ import base64
 import logging
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -28,10 +28,11 @@ from gateway.errors import (
     NotFound,
     UnknownPolicy,
     UnknownWorker,
+    ValidationError,
 )
 from gateway.keys import args_hash, idempotency_key
 from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
-from gateway.store import NewJob, Store
+from gateway.store import NewJob, Store, TransitionWrite
 from gateway.tokens import RESUME, TokenSigner
 
 log = logging.getLogger("gateway.service")
@@ -67,6 +68,10 @@ class Hooks:
     jobs: list[Callable[[], None]] = field(default_factory=list)
     wake: list[Callable[[datetime | None], None]] = field(default_factory=list)
     decided: list[Callable[[Approval], None]] = field(default_factory=list)
+    # Observers for metrics: every committed transition (approval after, event name), and
+    # every worker attempt (worker name, result: succeeded|retry|failed, seconds).
+    transitions: list[Callable[[Approval, str], None]] = field(default_factory=list)
+    attempts: list[Callable[[str, str, float], None]] = field(default_factory=list)
 
 
 class Service:
@@ -93,6 +98,11 @@ class Service:
         policy = self.resolve_policy(req.policy)
         for address in policy.escalate_to:
             check_address(address, enabled, field="policy.escalate_to")
+        approvers = set(req.approvers)
+        if approvers and policy.quorum > len(approvers):
+            raise ValidationError(
+                "policy.quorum", f"needs {policy.quorum} distinct approvers but only {len(approvers)} are named"
+            )
         return policy
 
     async def suspend(self, req: SuspendRequest) -> tuple[Approval, bool]:
@@ -161,6 +171,8 @@ class Service:
             return tuple(f"telegram:{u}" for u in self.settings.telegram.approvers)
         if kind == "slack":
             return tuple(f"slack:{u}" for u in self.settings.slack.approvers)
+        if kind == "web":
+            return tuple(f"web:{u}" for u in self.settings.web.approvers)
         return ()
 
     async def decide(
@@ -200,6 +212,21 @@ class Service:
         log.warning("approval %s: denied %s on %s: %s", approval_id, actor, channel, reason)
         await self.store.append_events([NewEvent(approval_id, "denied", now, actor, channel, {"reason": reason})])
 
+    async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
+        """The person who decided explains it afterwards (e.g. the reason asked for after a
+        Reject press): the comment goes on the decision and every card is synced."""
+        for _ in range(_CAS_RETRIES):
+            approval = await self.get(approval_id)
+            decision = approval.decision
+            if decision is None or decision.decided_by != actor:
+                raise Forbidden(f"{actor} did not decide this approval")
+            after = approval.evolve(decision=replace(decision, comment=comment), version=approval.version + 1)
+            transition = rules.Transition(after, "comment_added", False, {"by": actor, "comment": comment})
+            syncs = [NewOutbox(approval.id, c, OutboxKind.SYNC) for c in approval.channels]
+            if await self._commit(approval, transition, actor, channel, syncs):
+                return after
+        raise Conflict("too much contention on this approval, retry")
+
     async def cancel(self, approval_id: str, by: str, reason: str | None = None) -> Approval:
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
@@ -208,40 +235,65 @@ class Service:
                 return transition.approval
         raise Conflict("too much contention on this approval, retry")
 
-    async def apply_due(self, approval_id: str, now: datetime, *, seen: Approval | None = None) -> str | None:
-        """The scheduler's use case: apply a due timeout or reminder, exactly once (CAS).
-        `seen`: the row the caller just read (a due scan), saving one read; if it is stale the
-        compare-and-set fails and the loop reads the current row."""
-        for attempt in range(_CAS_RETRIES):
-            approval = seen if attempt == 0 and seen is not None else await self.store.get_approval(approval_id)
+    async def apply_due(self, approval_id: str, now: datetime, *, current: Approval | None = None) -> str | None:
+        """The scheduler's use case: apply the timeout, escalation or reminder due at `now`,
+        exactly once. The CAS on `version` commits the transition with its events, card posts,
+        syncs and reminders and the resume job, or nothing if another writer got there first.
+        `current` (a row the caller just read) saves the first read."""
+        approval = current
+        for _ in range(_CAS_RETRIES):
             if approval is None:
-                return None
-            action = rules.due_action(approval, now)
-            if action is None:
-                return None
-            transition = rules.time_out(approval, now) if action == "timeout" else rules.remind(approval)
-            extra: list[NewOutbox] = []
-            if transition.event == "escalated":
-                extra = [NewOutbox(approval.id, c, OutboxKind.POST) for c in approval.policy.escalate_to]
-            elif transition.event == "reminded":
-                extra = [
-                    NewOutbox(approval.id, c, OutboxKind.REMIND, {"number": transition.approval.reminders_sent})
-                    for c in approval.channels
-                ]
-            if await self._commit(approval, transition, "policy", None, extra):
+                approval = await self.store.get_approval(approval_id)
+                if approval is None:
+                    return None
+            transition = rules.apply_due(approval, now)
+            if transition is None:
+                return await self._repair_wake(approval, now)
+            if await self._commit(approval, transition, "policy", None, _due_outbox(approval, transition), at=now):
                 return transition.event
+            approval = None
+        raise Conflict(f"too much contention on approval {approval_id}")
+
+    async def _repair_wake(self, approval: Approval, now: datetime) -> str | None:
+        """A row due by `wake_at` with nothing to do (written by older code, or by hand): store
+        its true next wake-up so the scheduler does not spin on it."""
+        if approval.wake_at is None or approval.wake_at > now:
+            return None  # another writer handled it
+        fixed = approval.evolve(wake_at=rules.next_wake(approval), version=approval.version + 1)
+        if await self.store.save_transition(fixed, approval.version, []):
+            return "rescheduled"
         return None
 
-    async def _commit(
+    async def apply_due_many(self, approvals: Sequence[Approval], now: datetime) -> list[str | None]:
+        """`apply_due` for a batch the scheduler just read: every transition in ONE transaction
+        (each still a CAS on its version, with its own events, deliveries and job). Those that
+        lose the CAS, and stale rows, take the one-by-one path."""
+        plans = [(a, rules.apply_due(a, now)) for a in approvals]
+        writes = [self._write(a, t, "policy", None, _due_outbox(a, t), at=now) for a, t in plans if t is not None]
+        won = iter(await self.store.save_policy_transitions(writes) if writes else [])
+        results: list[str | None] = []
+        for (approval, transition), write in zip(plans, _align(plans, writes), strict=True):
+            if transition is not None and write is not None and next(won):
+                self._committed(write, transition, "policy", None, quiet=True)
+                results.append(transition.event)
+            else:  # lost to another writer (re-read), or nothing due (repair the wake-up)
+                results.append(await self.apply_due(approval.id, now, current=None if transition else approval))
+        return results
+
+    def _write(
         self,
         before: Approval,
         transition: rules.Transition,
         actor: str | None,
         channel: str | None,
         extra_outbox: Sequence[NewOutbox] = (),
-    ) -> bool:
+        *,
+        at: datetime | None = None,
+    ) -> TransitionWrite:
+        """Everything a transition commits: the approval (CAS on the old version), its events,
+        card deliveries (syncs once decided or on a vote) and the resume job."""
         after = transition.approval
-        now = self.clock.now()
+        now = at or self.clock.now()
         events = [NewEvent(after.id, transition.event, now, actor, channel, dict(transition.data))]
         outbox = list(extra_outbox)
         job = None
@@ -250,20 +302,47 @@ class Service:
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
             events.append(NewEvent(after.id, "job_queued", now, data={"worker": after.worker}))
-        if not await self.store.save_transition(after, before.version, events, outbox, job):
+        return TransitionWrite(after, before.version, events, outbox, job)
+
+    async def _commit(
+        self,
+        before: Approval,
+        transition: rules.Transition,
+        actor: str | None,
+        channel: str | None,
+        extra_outbox: Sequence[NewOutbox] = (),
+        *,
+        at: datetime | None = None,
+    ) -> bool:
+        w = self._write(before, transition, actor, channel, extra_outbox, at=at)
+        if not await self.store.save_transition(w.approval, w.expected_version, w.events, w.outbox, w.job):
             return False
-        log.info(
+        self._committed(w, transition, actor, channel)
+        return True
+
+    def _committed(
+        self,
+        w: TransitionWrite,
+        transition: rules.Transition,
+        actor: str | None,
+        channel: str | None,
+        *,
+        quiet: bool = False,
+    ) -> None:
+        after = w.approval
+        (log.debug if quiet else log.info)(
             "approval %s %s by %s%s",
             after.id,
             transition.event,
             actor or "-",
             f" via {channel}" if channel else "",
         )
-        self._fire(outbox=bool(outbox), jobs=job is not None, wake=after.wake_at)
+        self._fire(outbox=bool(w.outbox), jobs=w.job is not None, wake=after.wake_at)
+        for observe in self.hooks.transitions:
+            observe(after, transition.event)
         if transition.final:
             for fn in self.hooks.decided:
                 fn(after)
-        return True
 
     def _fire(self, *, outbox: bool = False, jobs: bool = False, wake: datetime | None = None) -> None:
         if outbox:
@@ -320,6 +399,27 @@ class Service:
             raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
         approval = await self.approval_for_token(token)
         return await self.decide(approval.id, outcome, "token", comment=comment, channel="token", check_approver=False)
+
+
+def _align(
+    plans: Sequence[tuple[Approval, rules.Transition | None]], writes: Sequence[TransitionWrite]
+) -> list[TransitionWrite | None]:
+    """The write of each plan, None where nothing was due."""
+    it = iter(writes)
+    return [next(it) if t is not None else None for _, t in plans]
+
+
+def _due_outbox(before: Approval, transition: rules.Transition) -> list[NewOutbox]:
+    """Deliveries of a scheduler transition (a final one gets its card syncs in `_commit`)."""
+    after = transition.approval
+    if transition.event == "escalated":
+        syncs = [NewOutbox(after.id, c, OutboxKind.SYNC) for c in before.channels]
+        posts = [NewOutbox(after.id, c, OutboxKind.POST) for c in after.channels if c not in before.channels]
+        return syncs + posts
+    if transition.event == "reminded":
+        data = {"number": after.reminders_sent, "escalations": after.escalations}
+        return [NewOutbox(after.id, c, OutboxKind.REMIND, data) for c in after.channels]
+    return []
 
 
 __all__ = ["AlreadyDecided", "Hooks", "Service", "SuspendRequest", "new_id"]

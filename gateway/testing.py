@@ -10,6 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gateway.config import Settings, load_settings
+from gateway.keys import args_hash
+from gateway.models import Approval, Policy, Status
+from gateway.policy import deadline_for, next_wake
 
 TEST_SECRET = "test-secret-key-0123456789abcdef"
 TEST_API_KEY = "test-api-key-0123456789abcdef"
@@ -46,3 +49,29 @@ def make_settings(db_url: str, sections: Mapping[str, Mapping[str, Any]] | None 
     plain = {k: v for k, v in defaults.items() if k not in ("policies", "workers")}
     tables = {k: v for k, v in defaults.items() if k in ("policies", "workers")}
     return load_settings(None, env={}, defaults=plain, tables=tables)
+
+
+def make_approval(policy: Policy, created_at: datetime, n: int = 0, **over: Any) -> Approval:
+    """A waiting approval built in memory (deadline and wake-up from its policy), for pure tests
+    and benchmarks."""
+    args = {"n": n}
+    approval = Approval(
+        id=f"appr{n:012d}",
+        idempotency_key=f"key-{n}",
+        run_id=f"run-{n}",
+        step="step",
+        title=f"Approval {n}",
+        summary="",
+        args=args,
+        state={"cursor": n},
+        channels=("web",),
+        approvers=(),
+        policy=policy,
+        worker=None,
+        requested_by=None,
+        status=Status.WAITING,
+        created_at=created_at,
+        deadline=deadline_for(policy, created_at),
+        args_hash=args_hash(args),
+    ).evolve(**over)
+    return approval.evolve(wake_at=next_wake(approval))

@@ -79,3 +79,31 @@ def suspend_body(**over: Any) -> dict[str, Any]:
     }
     body.update(over)
     return body
+
+
+# ---------------------------------------------------------------- PostgreSQL (issue 7)
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A throwaway database for this test session (skipped if unreachable, failed under CI=true)."""
+    from tests import pg
+
+    url = pg.create_session_database()
+    yield url
+    pg.drop_session_database(url)
+
+
+@pytest.fixture
+async def pg_url(pg_database: str) -> str:
+    """A postgresql:// URL to a fresh, empty schema of the session database."""
+    from tests import pg
+
+    return await pg.create_schema(pg_database)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same test on a SQLite file and on PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'gateway.db'}"
+    url: str = request.getfixturevalue("pg_url")
+    return url

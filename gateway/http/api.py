@@ -6,6 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway import policy as rules
 from gateway.errors import ValidationError
 from gateway.http import schemas
 from gateway.http.keys import RUNTIME
@@ -30,6 +31,7 @@ def _suspend_body(rt: Runtime, approval: Approval) -> dict[str, Any]:
 
 async def _approval_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
     view = approval.to_api()
+    view["reminders"] = rules.reminders_view(approval)
     view["cards"] = [c.to_api() for c in await rt.store.list_cards(approval.id)]
     view["deliveries"] = [
         {

@@ -13,6 +13,7 @@ from gateway.config import Settings
 from gateway.http import api, openapi
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import api_keys_auth, errors, request_ids
+from gateway.http.web import setup_web
 from gateway.runtime import Runtime
 
 log = logging.getLogger("gateway.http")
@@ -43,6 +44,7 @@ def create_app(
                     "security": [],
                     "responses": {"200": {"description": "OK"}, "401": {"description": "Bad signature"}},
                 }
+    extra.update(setup_web(app, rt))
     app[OPENAPI] = openapi.spec(extra)
 
     async def openapi_json(request: web.Request) -> web.Response:

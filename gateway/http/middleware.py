@@ -78,7 +78,7 @@ def api_keys_auth(keys: Sequence[str]) -> Middleware:
             scheme, _, credential = header.partition(" ")
             if scheme.lower() != "bearer" or not credential:
                 raise Unauthorized("missing 'Authorization: Bearer <api key>'")
-            given = credential.strip().encode()
+            given = credential.strip().encode("utf-8", "surrogateescape")  # header bytes as sent, never a 500
             ok = False
             for key in encoded:  # constant time, and no early exit across keys
                 ok |= hmac.compare_digest(given, key)

@@ -62,7 +62,8 @@ _POLICY = {
         "escalation_timeout": {"type": "string"},
         "after_escalation": {"enum": ["approve", "reject"]},
         "remind": {"type": "array", "items": {"type": "string"}},
-        "quorum": {"type": "integer", "minimum": 1},
+        "quorum": {"type": "integer", "minimum": 1, "maximum": 100},
+        "name": {"type": "string", "description": "a label for reasons and events (inline policies only)"},
     },
 }
 _SUSPEND = {
@@ -250,6 +251,23 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
                         "step": {"type": "string"},
                         "decision": {"type": ["object", "null"]},
                         "deadline": {"type": ["string", "null"]},
+                        "next_wake_at": {"type": ["string", "null"]},
+                        "policy": {"type": "object"},
+                        "quorum": {
+                            "type": "object",
+                            "properties": {
+                                "required": {"type": "integer"},
+                                "approvals": {"type": "integer"},
+                                "text": {"type": "string", "examples": ["1 of 2 approvals"]},
+                            },
+                        },
+                        "reminders": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "properties": {"at": {"type": "string"}, "done": {"type": "boolean"}},
+                            },
+                        },
                     },
                 },
             },

@@ -39,6 +39,12 @@ async def read_json(request: web.Request) -> dict[str, Any]:
         raise InvalidJSON("the request body is empty; send a JSON object")
     try:
         body = json.loads(raw, parse_constant=_no_constant)
+        # What Python parses but cannot be hashed, encoded as UTF-8 or stored: refuse it here.
+        json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except RecursionError:
+        raise InvalidJSON("the request body is nested too deeply") from None
+    except UnicodeEncodeError:
+        raise InvalidJSON("the request body holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidJSON(f"the request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
@@ -47,8 +53,7 @@ async def read_json(request: web.Request) -> dict[str, Any]:
 
 
 def _no_constant(name: str) -> Any:
-    """NaN and Infinity are not JSON (RFC 8259); Python's parser accepts them unless told not to."""
-    raise ValueError(f"{name} is not a JSON value")
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _unknown(body: dict[str, Any], allowed: set[str]) -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from gateway.errors import ConfigError
-from gateway.store.base import CardUpdate, NewJob, Store
+from gateway.store.base import CardUpdate, NewJob, Prompt, Store, TransitionWrite
 
-__all__ = ["CardUpdate", "NewJob", "Store", "open_store", "sqlite_path"]
+__all__ = ["CardUpdate", "NewJob", "Prompt", "Store", "TransitionWrite", "open_store", "sqlite_path"]
 
 
 def sqlite_path(url: str) -> str:

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -42,6 +42,30 @@ class CardUpdate:
     new_channel: str | None = None  # the chat moved (Telegram ChatMigrated)
 
 
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A question the gateway asked someone (e.g. "why reject?"), waiting for their reply."""
+
+    key: str  # where the reply will point, e.g. "telegram:<chat_id>:<prompt_message_id>"
+    approval_id: str
+    actor: str  # only this person's reply answers it
+    purpose: str  # e.g. "reject_reason"
+    created_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionWrite:
+    """One compare-and-set transition: the new approval, the version it replaces, and what
+    commits with it."""
+
+    approval: Approval
+    expected_version: int
+    events: Sequence[NewEvent]
+    outbox: Sequence[NewOutbox] = ()
+    job: NewJob | None = None
+
+
 class Store(Protocol):
     dialect: str
 
@@ -53,6 +77,12 @@ class Store(Protocol):
 
     async def schema_version(self) -> int: ...
 
+    async def subscribe(self, callback: Callable[[str, str], None]) -> None:
+        """Call `callback(topic, payload)` when another process commits work: topic `outbox`,
+        `jobs` or `wake` (payload: epoch seconds of a new wake-up). Only a wake-up hint: loops
+        keep polling. A no-op where there is only one process (SQLite)."""
+        ...
+
     # ---------------------------------------------------------------- approvals
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
@@ -61,6 +91,18 @@ class Store(Protocol):
         ...
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...
+
+    async def list_approvals_by_age(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        channel: str | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        """Oldest first (the web inbox). `channel` matches an address ('telegram:-100') or a
+        kind ('telegram' matches every telegram chat)."""
+        ...
 
     async def list_approvals(
         self,
@@ -82,8 +124,21 @@ class Store(Protocol):
         """Compare-and-set on `version`: write everything, or nothing and return False."""
         ...
 
+    async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
+        """Many scheduler transitions (timeout, escalation, reminder) in ONE transaction, each
+        still a CAS on its own `version` with its own events, outbox rows and job; returns which
+        won. Writes only the columns such a transition changes: status, version, deadline,
+        wake_at, decision, escalations, reminders_sent and channels."""
+        ...
+
     async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
         """Waiting approvals whose `wake_at` is at or before `now`, earliest first."""
+        ...
+
+    async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
+        """Lease up to `limit` approvals whose `wake_at` is at or before `now`, earliest first, so
+        that one replica's scheduler handles each. `save_transition` releases the lease; if the
+        owner dies, the approval is claimable again once the lease runs out."""
         ...
 
     async def next_wake_at(self) -> datetime | None: ...
@@ -148,6 +203,10 @@ class Store(Protocol):
 
     async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]: ...
 
+    async def count_jobs_by_status(self) -> dict[str, int]:
+        """Resume jobs per status (for /metrics and the dashboard)."""
+        ...
+
     async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
         """Put a failed job back in the queue with a fresh attempt budget."""
         ...
@@ -163,7 +222,23 @@ class Store(Protocol):
         """Runs with their step counts, newest activity first (for the dashboard)."""
         ...
 
+    async def step_stats(self, limit: int = 100) -> list[dict[str, Any]]:
+        """Per step name over the journal (suspended rows left out): `name`, `runs`,
+        `attempts`, `retries` (attempts beyond the first), `failures`, `mean_seconds`,
+        `total_seconds`; most retries first (for the dashboard and /metrics)."""
+        ...
+
     # ---------------------------------------------------------------- inbound de-duplication
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         """True the first time `key` is seen; False for a redelivery."""
+        ...
+
+    # ---------------------------------------------------------------- prompts (migration v2)
+    async def save_prompt(self, prompt: Prompt) -> None:
+        """Remember a pending prompt (replacing one with the same key)."""
+        ...
+
+    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
+        """Consume the prompt `key` if `actor` owns it and it has not expired; else None.
+        Expired prompts are deleted on the way."""
         ...

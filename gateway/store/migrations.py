@@ -234,6 +234,46 @@ CREATE TABLE inbound (
 );
 """
 
-MIGRATIONS: tuple[Migration, ...] = (Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),)
+# v2 (telegram): pending "why?" prompts, e.g. the reason asked for after a Reject press.
+# `key` names the prompt on its channel ("telegram:<chat_id>:<prompt_message_id>").
+_V2_SQLITE = """
+CREATE TABLE prompts (
+    key         TEXT PRIMARY KEY,
+    approval_id TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    purpose     TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    expires_at  REAL NOT NULL
+);
+CREATE INDEX prompts_expires ON prompts (expires_at);
+"""
+
+_V2_POSTGRES = """
+CREATE TABLE prompts (
+    key         TEXT PRIMARY KEY,
+    approval_id TEXT NOT NULL,
+    actor       TEXT NOT NULL,
+    purpose     TEXT NOT NULL,
+    created_at  DOUBLE PRECISION NOT NULL,
+    expires_at  DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX prompts_expires ON prompts (expires_at);
+"""
+
+# v7 (issue 7, several replicas): a lease on an approval's wake-up, so that one replica's
+# scheduler applies each due deadline or reminder (Store.claim_due); save_transition clears it.
+_V7_SQLITE = """
+ALTER TABLE approvals ADD COLUMN wake_owner TEXT;
+ALTER TABLE approvals ADD COLUMN wake_lease_until REAL;
+"""
+_V7_POSTGRES = """
+ALTER TABLE approvals ADD COLUMN wake_owner TEXT, ADD COLUMN wake_lease_until DOUBLE PRECISION;
+"""
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),
+    Migration(2, "pending prompts (telegram reject reasons)", _V2_SQLITE, _V2_POSTGRES),
+    Migration(7, "wake-up leases for several replicas", _V7_SQLITE, _V7_POSTGRES),
+)
 
 LATEST = MIGRATIONS[-1].version

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -52,6 +53,10 @@ APPROVAL_COLUMNS = (
     "args_hash",
 )
 
+# The columns a policy transition (timeout, escalation, reminder) changes: the scheduler's batch
+# writes only these, not the whole row.
+POLICY_COLUMNS = ("status", "version", "deadline", "wake_at", "decision", "escalations", "reminders_sent", "channels")
+
 
 def dumps(value: Any) -> str:
     return canonical_json(value)
@@ -85,8 +90,27 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
     )
 
 
+def policy_values(a: Approval) -> tuple[Any, ...]:
+    return (
+        a.status.value,
+        a.version,
+        to_ts(a.deadline),
+        to_ts(a.wake_at),
+        dumps(a.decision.to_json()) if a.decision else None,
+        a.escalations,
+        a.reminders_sent,
+        dumps(list(a.channels)),
+    )
+
+
 def _ts(row: Row, key: str) -> Any:
     return from_ts(row[key])
+
+
+@functools.lru_cache(maxsize=1024)
+def _policy(text: str) -> Policy:
+    """Policies repeat (named ones are identical JSON): parse each text once. Policy is frozen."""
+    return Policy.from_json(json.loads(text))
 
 
 def approval_from_row(row: Row) -> Approval:
@@ -104,7 +128,7 @@ def approval_from_row(row: Row) -> Approval:
         state=json.loads(row["state"]),
         channels=tuple(json.loads(row["channels"])),
         approvers=tuple(json.loads(row["approvers"])),
-        policy=Policy.from_json(json.loads(row["policy"])),
+        policy=_policy(row["policy"]),
         worker=row["worker"],
         requested_by=row["requested_by"],
         status=Status(row["status"]),
@@ -185,40 +209,4 @@ def step_from_row(row: Row) -> StepRecord:
         started_at=_ts(row, "started_at"),
         finished_at=_ts(row, "finished_at"),
         error=row["error"],
-    )
-
-
-# Columns a transition may change. The others (the request: run, step, title, args, state, ...)
-# are fixed at suspend, so an update need not re-encode a large `state` at every transition.
-MUTABLE_COLUMNS = (
-    "channels",
-    "approvers",
-    "policy",
-    "worker",
-    "status",
-    "version",
-    "deadline",
-    "wake_at",
-    "votes",
-    "decision",
-    "escalations",
-    "reminders_sent",
-)
-
-
-def mutable_values(a: Approval) -> tuple[Any, ...]:
-    """The values of MUTABLE_COLUMNS, in that order."""
-    return (
-        dumps(list(a.channels)),
-        dumps(list(a.approvers)),
-        dumps(a.policy.to_json()),
-        a.worker,
-        a.status.value,
-        a.version,
-        to_ts(a.deadline),
-        to_ts(a.wake_at),
-        dumps([v.to_json() for v in a.votes]),
-        dumps(a.decision.to_json()) if a.decision else None,
-        a.escalations,
-        a.reminders_sent,
     )

@@ -35,19 +35,20 @@ from gateway.models import (
     Status,
     StepRecord,
 )
-from gateway.store.base import CardUpdate, NewJob
+from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.migrations import MIGRATIONS
+from gateway.store.queries import STEP_STATS_SQL, channel_filter
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
-    MUTABLE_COLUMNS,
+    POLICY_COLUMNS,
     approval_from_row,
     approval_values,
     card_from_row,
     dumps,
     event_from_row,
     job_from_row,
-    mutable_values,
     outbox_from_row,
+    policy_values,
     step_from_row,
 )
 
@@ -59,7 +60,15 @@ _INSERT_APPROVAL = (
 )
 _INSERT_APPROVAL_NEW = _INSERT_APPROVAL + " ON CONFLICT DO NOTHING"
 _UPDATE_APPROVAL = (
-    "UPDATE approvals SET " + ", ".join(f"{c} = ?" for c in MUTABLE_COLUMNS) + " WHERE id = ? AND version = ?"
+    "UPDATE approvals SET "
+    + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:])
+    + ", wake_owner = NULL, wake_lease_until = NULL WHERE id = ? AND version = ?"
+)
+
+_UPDATE_POLICY = (
+    "UPDATE approvals SET "
+    + ", ".join(f"{c} = ?" for c in POLICY_COLUMNS)
+    + ", wake_owner = NULL, wake_lease_until = NULL WHERE id = ? AND version = ?"
 )
 
 
@@ -80,6 +89,15 @@ def _insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> None
         )
 
 
+def _insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> None:
+    if jobs:
+        conn.executemany(
+            "INSERT OR IGNORE INTO resume_jobs (approval_id, worker, status, attempts,"
+            " next_attempt_at, created_at, updated_at) VALUES (?, ?, 'queued', 0, ?, ?, ?)",
+            [(job.approval_id, job.worker, now, now, now) for job in jobs],
+        )
+
+
 def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: float) -> None:
     for item in items:
         if item.kind is OutboxKind.SYNC:
@@ -96,6 +114,18 @@ def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: fl
             " data, created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?)",
             (item.approval_id, item.channel, item.kind.value, now, dumps(item.data), now, now),
         )
+
+
+def _approvals_sql(status: Status | None, run_id: str | None, channel: str | None) -> tuple[str, list[Any]]:
+    where, params = channel_filter(channel)
+    if status is not None:
+        where.append("status = ?")
+        params.append(status.value)
+    if run_id is not None:
+        where.append("run_id = ?")
+        params.append(run_id)
+    sql = "SELECT * FROM approvals"
+    return (sql + " WHERE " + " AND ".join(where) if where else sql), params
 
 
 class SQLiteStore:
@@ -140,6 +170,10 @@ class SQLiteStore:
 
     async def schema_version(self) -> int:
         return int(await self._read(_schema_version))
+
+    async def subscribe(self, callback: Callable[[str, str], None]) -> None:
+        """One process owns a SQLite file: in-process hooks already wake its loops."""
+        return None
 
     # ---------------------------------------------------------------- plumbing
     async def _write_loop(self) -> None:
@@ -219,19 +253,22 @@ class SQLiteStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[Approval]:
-        where: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            where.append("status = ?")
-            params.append(status.value)
-        if run_id is not None:
-            where.append("run_id = ?")
-            params.append(run_id)
-        sql = "SELECT * FROM approvals"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
+        sql, params = _approvals_sql(status, run_id, None)
         sql += " ORDER BY created_at DESC, id LIMIT ? OFFSET ?"
         params += [limit, offset]
+        return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
+
+    async def list_approvals_by_age(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        channel: str | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        sql, params = _approvals_sql(status, run_id, channel)
+        sql += " ORDER BY created_at, id LIMIT ?"
+        params.append(limit)
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
 
     async def save_transition(
@@ -242,7 +279,7 @@ class SQLiteStore:
         outbox: Sequence[NewOutbox] = (),
         job: NewJob | None = None,
     ) -> bool:
-        values = mutable_values(approval)  # encoded on the caller's thread, not the writer's
+        values = approval_values(approval)[1:]  # encoded on the caller's thread, not the writer's
 
         def op(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(_UPDATE_APPROVAL, (*values, approval.id, expected_version))
@@ -251,19 +288,51 @@ class SQLiteStore:
             now = time.time()
             _insert_events(conn, events)
             _insert_outbox(conn, outbox, now)
-            if job is not None:
-                conn.execute(
-                    "INSERT OR IGNORE INTO resume_jobs (approval_id, worker, status, attempts,"
-                    " next_attempt_at, created_at, updated_at) VALUES (?, ?, 'queued', 0, ?, ?, ?)",
-                    (job.approval_id, job.worker, now, now, now),
-                )
+            _insert_jobs(conn, [job] if job is not None else [], now)
             return True
+
+        return await self._write(op)
+
+    async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
+        values = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
+
+        def op(conn: sqlite3.Connection) -> list[bool]:
+            won = [conn.execute(_UPDATE_POLICY, v).rowcount == 1 for v in values]
+            done = [w for w, ok in zip(writes, won, strict=True) if ok]
+            now = time.time()
+            _insert_events(conn, [e for w in done for e in w.events])
+            _insert_outbox(conn, [o for w in done for o in w.outbox], now)
+            _insert_jobs(conn, [w.job for w in done if w.job is not None], now)
+            return won
 
         return await self._write(op)
 
     async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
         sql = "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ? ORDER BY wake_at LIMIT ?"
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, (to_ts(now), limit))])
+
+    async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
+        t, until = to_ts(now), to_ts(now + lease)
+
+        def op(conn: sqlite3.Connection) -> list[Approval]:
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
+                    " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at, id LIMIT ?",
+                    (t, t, limit),
+                )
+            ]
+            if not ids:
+                return []
+            marks = ",".join("?" * len(ids))
+            conn.execute(
+                f"UPDATE approvals SET wake_owner = ?, wake_lease_until = ? WHERE id IN ({marks})", (owner, until, *ids)
+            )
+            rows = conn.execute(f"SELECT * FROM approvals WHERE id IN ({marks}) ORDER BY wake_at, id", ids)
+            return [approval_from_row(r) for r in rows]
+
+        return await self._write(op)
 
     async def next_wake_at(self) -> datetime | None:
         row = await self._read(
@@ -292,8 +361,12 @@ class SQLiteStore:
         def op(conn: sqlite3.Connection) -> list[OutboxItem]:
             rows = conn.execute(
                 "SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_at <= ?"
-                " AND (lease_until IS NULL OR lease_until <= ?) ORDER BY next_attempt_at, id LIMIT ?",
-                (t, t, limit),
+                " AND (lease_until IS NULL OR lease_until <= ?)"
+                # one owner at a time per card, so that its post, syncs and reminders stay in order
+                " AND NOT EXISTS (SELECT 1 FROM outbox busy WHERE busy.approval_id = outbox.approval_id"
+                " AND busy.channel = outbox.channel AND busy.lease_until > ?)"
+                " ORDER BY next_attempt_at, id LIMIT ?",
+                (t, t, t, limit),
             ).fetchall()
             ids = [r[0] for r in rows]
             if not ids:
@@ -434,6 +507,11 @@ class SQLiteStore:
             params = (status.value, limit)
         return await self._read(lambda c: [job_from_row(r) for r in c.execute(sql, params)])
 
+    async def count_jobs_by_status(self) -> dict[str, int]:
+        sql = "SELECT status, COUNT(*) FROM resume_jobs GROUP BY status"
+        rows = await self._read(lambda c: c.execute(sql).fetchall())
+        return {r[0]: r[1] for r in rows}
+
     async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
@@ -487,11 +565,46 @@ class SQLiteStore:
         rows = await self._read(lambda c: c.execute(sql, (limit,)).fetchall())
         return [dict(r) for r in rows]
 
+    async def step_stats(self, limit: int = 100) -> list[dict[str, Any]]:
+        rows = await self._read(lambda c: c.execute(STEP_STATS_SQL.replace("$1", "?"), (limit,)).fetchall())
+        return [dict(r) for r in rows]
+
     # ---------------------------------------------------------------- inbound de-duplication
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
             cur = conn.execute("INSERT OR IGNORE INTO inbound (key, at) VALUES (?, ?)", (key, to_ts(now)))
             return cur.rowcount == 1
+
+        return await self._write(op)
+
+    # ---------------------------------------------------------------- prompts (migration v2)
+    async def save_prompt(self, prompt: Prompt) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO prompts (key, approval_id, actor, purpose, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    prompt.key,
+                    prompt.approval_id,
+                    prompt.actor,
+                    prompt.purpose,
+                    to_ts(prompt.created_at),
+                    to_ts(prompt.expires_at),
+                ),
+            )
+
+        await self._write(op)
+
+    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
+        def op(conn: sqlite3.Connection) -> Prompt | None:
+            conn.execute("DELETE FROM prompts WHERE expires_at <= ?", (to_ts(now),))
+            row = conn.execute("SELECT * FROM prompts WHERE key = ? AND actor = ?", (key, actor)).fetchone()
+            if row is None:
+                return None
+            conn.execute("DELETE FROM prompts WHERE key = ?", (key,))
+            created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
+            assert created is not None and expires is not None
+            return Prompt(row["key"], row["approval_id"], row["actor"], row["purpose"], created, expires)
 
         return await self._write(op)
 

@@ -1,0 +1,167 @@
+"""The one I/O class: slack_sdk's AsyncWebClient on ONE shared aiohttp session.
+
+Implements `gateway.channels.Channel`. Failures become `DeliveryError` (see `errors.py`); the
+client's own retry handlers are off, so a `chat.postMessage` is never re-sent behind the
+outbox's back (the outbox decides, and waits exactly `Retry-After`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from aiohttp import web
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from adapters.slack import once, render
+from adapters.slack.errors import classify, network_error
+from adapters.slack.parse import make_ref
+from adapters.slack.webhook import PATH, InteractionHandler
+from gateway.models import Approval, NewEvent
+
+if TYPE_CHECKING:
+    from gateway.runtime import Runtime
+
+log = logging.getLogger("adapters.slack")
+TIMEOUT_SECONDS = 10
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """'C123:1700000000.000100' -> ('C123', '1700000000.000100')."""
+    channel, _, ts = ref.partition(":")
+    return channel, ts
+
+
+def _header(headers: Any, name: str) -> str | None:
+    for key, value in dict(headers or {}).items():
+        if str(key).lower() == name.lower():
+            return str(value)
+    return None
+
+
+class SlackChannel:
+    kind = "slack"
+
+    def __init__(self, runtime: Runtime) -> None:
+        settings = runtime.settings.slack
+        self._settings, self._signer, self._store = settings, runtime.signer, runtime.store
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.webhook = InteractionHandler(runtime, self, settings.signing_secret)
+
+    # ---------------------------------------------------------------- lifecycle
+    async def start(self) -> None:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS))
+            self._client = AsyncWebClient(
+                token=self._settings.bot_token,
+                base_url=self._settings.base_url,
+                session=self._session,
+                timeout=TIMEOUT_SECONDS,
+                retry_handlers=[],
+            )
+
+    async def close(self) -> None:
+        await self.settle()
+        if self._session is not None:
+            await self._session.close()
+        self._session = self._client = None
+
+    def routes(self) -> Sequence[web.AbstractRouteDef]:
+        return [web.post(PATH, self.webhook.handle)]
+
+    # ---------------------------------------------------------------- Web API
+    async def call(
+        self, method: str, *, http_verb: str = "POST", params: dict[str, Any] | None = None, **body: Any
+    ) -> dict[str, Any]:
+        """One Web API call (JSON body, or GET `params`); any failure is a classified DeliveryError."""
+        if self._client is None:
+            raise RuntimeError("SlackChannel.start() was not called")
+        try:
+            if http_verb == "GET":
+                response = await self._client.api_call(method, http_verb="GET", params=params)
+            else:
+                response = await self._client.api_call(method, json=body)
+        except SlackApiError as exc:
+            data = exc.response.data if isinstance(exc.response.data, dict) else {}
+            retry_after = _header(exc.response.headers, "Retry-After")
+            raise classify(method, exc.response.status_code, data.get("error"), retry_after) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise network_error(method, exc) from None
+        return dict(response.data) if isinstance(response.data, dict) else {}
+
+    async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
+        address = f"slack:{target}"
+        since = once.earlier_attempt(await self._store.list_events(approval.id), address)
+        if since is not None:
+            found = await once.find_posted(self.call, target, approval.id, since)
+            if found is not None:
+                log.warning("slack: card of %s was already posted; adopting it", approval.id)
+                return f"{target}:{found}"
+        await self._store.append_events([NewEvent(approval.id, once.ATTEMPT, now, channel=address)])
+        data = await self.call(
+            "chat.postMessage",
+            channel=target,
+            text=render.card_text(approval),
+            blocks=render.card_blocks(approval, make_ref(self._signer, approval.id)),
+            metadata=once.card_metadata(approval.id),
+            unfurl_links=False,
+        )
+        return f"{data.get('channel', target)}:{data.get('ts', '')}"
+
+    async def update_card(self, target: str, ref: str, approval: Approval, now: datetime) -> None:
+        channel, ts = split_ref(ref)
+        await self.call(
+            "chat.update",
+            channel=channel,
+            ts=ts,
+            text=render.card_text(approval),
+            blocks=render.card_blocks(approval, make_ref(self._signer, approval.id)),
+        )
+
+    async def send_reminder(self, target: str, ref: str | None, approval: Approval, now: datetime) -> None:
+        """A threaded reply under the card (or a plain message if the card is unknown)."""
+        body: dict[str, Any] = {"channel": target, "text": render.reminder_text(approval)}
+        if ref:
+            body["channel"], body["thread_ts"] = split_ref(ref)
+        await self.call("chat.postMessage", **body)
+
+    # ---------------------------------------------------------------- after the ack
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run slow, non-durable work (ephemeral replies, opening a modal) after the ack."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def settle(self) -> None:
+        """Wait for the work spawned so far (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def respond(self, response_url: str, text: str) -> None:
+        """An ephemeral reply to the presser only, through the press's `response_url`."""
+        if self._session is None or not response_url.startswith(("https://", "http://")):
+            log.warning("slack: no usable response_url for an ephemeral reply")
+            return
+        hook = AsyncWebhookClient(response_url, session=self._session, timeout=TIMEOUT_SECONDS)
+        try:
+            result = await hook.send(text=text, response_type="ephemeral", replace_original=False)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("slack: ephemeral reply failed: %s", type(exc).__name__)
+            return
+        if result.status_code != 200:
+            log.warning("slack: ephemeral reply failed: HTTP %s", result.status_code)
+
+    async def open_modal(self, trigger_id: str, view: dict[str, Any], response_url: str) -> None:
+        try:
+            await self.call("views.open", trigger_id=trigger_id, view=view)
+        except Exception as exc:
+            log.warning("slack: views.open failed: %s", exc)
+            await self.respond(response_url, "Could not open the reason form; please press the button again.")

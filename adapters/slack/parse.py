@@ -1,0 +1,144 @@
+"""Pure parsing of Slack interactivity payloads and the signed approval reference.
+
+Buttons carry `hitl:<verb>:<ref>` as `action_id` and `<ref>` as `value`, where
+`ref = <approval id>.<HMAC>`: a forged or edited reference is refused before any lookup.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import parse_qs
+
+from adapters.slack.render import REASON_BLOCK, REASON_CALLBACK, REASON_INPUT
+from gateway.tokens import TokenSigner
+
+REF_PURPOSE = "hitl.slack.ref.v1"
+MAC_LENGTH = 32
+Verb = Literal["approve", "reject", "reason"]
+VERBS: tuple[Verb, ...] = ("approve", "reject", "reason")
+
+
+class BadPayload(ValueError):
+    """The interaction payload is not one we can read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Press:
+    """A button press on a card (`block_actions`)."""
+
+    verb: Verb
+    approval_id: str
+    user_id: str
+    channel_id: str
+    message_ts: str
+    response_url: str
+    trigger_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """The reject-with-reason modal was submitted (`view_submission`)."""
+
+    approval_id: str
+    user_id: str
+    channel_id: str
+    comment: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ignored:
+    """Something we do not act on (another app's button, a modal closed...)."""
+
+    reason: str
+
+
+Interaction = Press | Submission | Ignored
+
+
+def make_ref(signer: TokenSigner, approval_id: str) -> str:
+    return f"{approval_id}.{signer.mac(REF_PURPOSE, approval_id, MAC_LENGTH)}"
+
+
+def check_ref(signer: TokenSigner, ref: str) -> str | None:
+    """The approval id if the reference is authentic, else None."""
+    approval_id, dot, mac = ref.rpartition(".")
+    if not dot or not approval_id or len(mac) != MAC_LENGTH:
+        return None
+    return approval_id if signer.check_mac(REF_PURPOSE, approval_id, mac) else None
+
+
+def payload_of(body: bytes) -> dict[str, Any]:
+    """The JSON in a form-encoded `payload=` body."""
+    try:
+        form = parse_qs(body.decode("utf-8"), strict_parsing=True)
+        data = json.loads(form["payload"][0])
+    except (UnicodeDecodeError, ValueError, KeyError, IndexError):
+        raise BadPayload("expected a form body with a JSON 'payload' field") from None
+    if not isinstance(data, dict):
+        raise BadPayload("payload must be a JSON object")
+    return data
+
+
+def _str(data: Any, *path: str) -> str:
+    for key in path:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, str) else ""
+
+
+def parse(body: bytes, signer: TokenSigner) -> Interaction:
+    data = payload_of(body)
+    kind = data.get("type")
+    if kind == "block_actions":
+        return _press(data, signer)
+    if kind == "view_submission":
+        return _submission(data, signer)
+    return Ignored(f"type {kind!r}")
+
+
+def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
+    acts = data.get("actions")
+    if not isinstance(acts, list) or not acts or not isinstance(acts[0], dict):
+        raise BadPayload("block_actions without actions")
+    action_id, value = _str(acts[0], "action_id"), _str(acts[0], "value")
+    prefix, _, rest = action_id.partition(":")
+    verb, _, ref = rest.partition(":")
+    if prefix != "hitl":
+        return Ignored("not our button")
+    if verb not in VERBS or ref != value:
+        raise BadPayload("unknown button")
+    approval_id = check_ref(signer, value)
+    if approval_id is None:
+        raise BadPayload("the button's approval reference is not authentic")
+    user_id = _str(data, "user", "id")
+    if not user_id:
+        raise BadPayload("user.id is missing")
+    return Press(
+        verb=verb,
+        approval_id=approval_id,
+        user_id=user_id,
+        channel_id=_str(data, "channel", "id") or _str(data, "container", "channel_id"),
+        message_ts=_str(data, "container", "message_ts") or _str(data, "message", "ts"),
+        response_url=_str(data, "response_url"),
+        trigger_id=_str(data, "trigger_id"),
+    )
+
+
+def _submission(data: dict[str, Any], signer: TokenSigner) -> Interaction:
+    view = data.get("view")
+    if not isinstance(view, dict) or view.get("callback_id") != REASON_CALLBACK:
+        return Ignored("not our modal")
+    try:
+        meta = json.loads(_str(view, "private_metadata"))
+    except ValueError:
+        raise BadPayload("private_metadata is not JSON") from None
+    approval_id = check_ref(signer, _str(meta, "ref"))
+    if approval_id is None:
+        raise BadPayload("the modal's approval reference is not authentic")
+    user_id = _str(data, "user", "id")
+    if not user_id:
+        raise BadPayload("user.id is missing")
+    values = view.get("state", {}).get("values", {}) if isinstance(view.get("state"), dict) else {}
+    comment = _str(values, REASON_BLOCK, REASON_INPUT, "value").strip()
+    return Submission(approval_id, user_id, _str(meta, "channel"), comment)

@@ -1,0 +1,133 @@
+"""POST /webhooks/slack/interactions: verify, commit, ack, then the slow work.
+
+Order matters. The signature is checked on the raw bytes (401, nothing happens). A decision
+is committed by `service.decide` (one group-committed transaction, which also queues the card
+syncs in the outbox) BEFORE the 200 is returned, so a press acked is a press kept even if the
+process dies right after. Ephemeral replies and `views.open` run after the ack.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+from aiohttp import web
+
+from adapters.slack import render
+from adapters.slack.parse import BadPayload, Press, Submission, make_ref, parse
+from adapters.slack.verify import is_valid
+from gateway import policy as rules
+from gateway.errors import AlreadyDecided, Conflict, Forbidden, NotFound, Unauthorized, ValidationError
+from gateway.http.middleware import error_response
+from gateway.models import Outcome
+
+if TYPE_CHECKING:
+    from gateway.runtime import Runtime
+
+log = logging.getLogger("adapters.slack")
+PATH = "/webhooks/slack/interactions"
+NOT_AUTHORISED = "You are not authorised to decide this approval; nothing changed."
+
+
+class Responder(Protocol):
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None: ...
+
+    async def respond(self, response_url: str, text: str) -> None: ...
+
+    async def open_modal(self, trigger_id: str, view: dict[str, Any], response_url: str) -> None: ...
+
+
+class InteractionHandler:
+    def __init__(self, runtime: Runtime, responder: Responder, signing_secret: str) -> None:
+        self._rt, self._out, self._secret = runtime, responder, signing_secret
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        ts = request.headers.get("X-Slack-Request-Timestamp")
+        signature = request.headers.get("X-Slack-Signature")
+        if not is_valid(self._secret, body, ts, signature, self._rt.clock.now().timestamp()):
+            log.warning("slack: interaction refused: bad or stale signature")
+            return error_response(InvalidSignature("invalid or stale Slack signature"))
+        try:
+            interaction = parse(body, self._rt.signer)
+        except BadPayload as exc:
+            log.warning("slack: unreadable interaction: %s", exc)
+            return error_response(ValidationError("payload", str(exc)))
+        if isinstance(interaction, Press):
+            return await self._press(interaction)
+        if isinstance(interaction, Submission):
+            return await self._submission(interaction)
+        return web.Response(status=200)
+
+    # ---------------------------------------------------------------- buttons
+    async def _press(self, press: Press) -> web.Response:
+        if press.verb == "reason":
+            reply = await self._open_reason(press)
+        else:
+            outcome = Outcome.APPROVE if press.verb == "approve" else Outcome.REJECT
+            reply = await self._decide(press.approval_id, outcome, press.user_id, press.channel_id)
+        if reply:  # the commit is done: the reply is slow work, after the ack
+            self._out.spawn(self._out.respond(press.response_url, reply))
+        return web.Response(status=200)
+
+    async def _open_reason(self, press: Press) -> str | None:
+        """Check that the presser may decide now, then open the modal after the ack."""
+        actor = f"slack:{press.user_id}"
+        try:
+            approval = await self._rt.service.get(press.approval_id)
+        except NotFound:
+            return "This approval no longer exists."
+        if approval.status.final:
+            return render.already_text(approval)
+        try:
+            rules.check_may_decide(actor, approval, self._rt.service.allowlist(actor))
+        except Forbidden as exc:
+            await self._rt.service.record_denied(approval.id, actor, f"slack:{press.channel_id}", exc.code)
+            return NOT_AUTHORISED
+        view = render.reason_modal(approval, make_ref(self._rt.signer, approval.id), press.channel_id)
+        self._out.spawn(self._out.open_modal(press.trigger_id, view, press.response_url))
+        return None
+
+    # ---------------------------------------------------------------- the modal
+    async def _submission(self, sub: Submission) -> web.Response:
+        if not sub.comment:
+            return _modal_error("Please write a reason.")
+        reply = await self._decide(sub.approval_id, Outcome.REJECT, sub.user_id, sub.channel_id, sub.comment)
+        if reply:
+            return _modal_error(reply)
+        return web.Response(status=200)  # an empty 200 closes the modal
+
+    # ---------------------------------------------------------------- the decision
+    async def _decide(
+        self,
+        approval_id: str,
+        outcome: Outcome,
+        user_id: str,
+        channel_id: str,
+        comment: str | None = None,
+    ) -> str | None:
+        """Commit the vote; return what to tell the presser, or None when the card says it all."""
+        actor, channel = f"slack:{user_id}", f"slack:{channel_id}" if channel_id else "slack"
+        try:
+            approval = await self._rt.service.decide(approval_id, outcome, actor, comment=comment, channel=channel)
+        except Forbidden as exc:
+            await self._rt.service.record_denied(approval_id, actor, channel, exc.code)
+            return NOT_AUTHORISED
+        except AlreadyDecided:
+            return render.already_text(await self._rt.service.get(approval_id))
+        except NotFound:
+            return "This approval no longer exists."
+        except Conflict:
+            return "Too many people pressed at once; please press again."
+        return None if approval.status.final else f"Your approval is recorded: {render.progress(approval)}."
+
+
+class InvalidSignature(Unauthorized):
+    """The request is not signed by Slack, or the signature is stale."""
+
+    code = "invalid_signature"
+
+
+def _modal_error(text: str) -> web.Response:
+    return web.json_response({"response_action": "errors", "errors": {render.REASON_BLOCK: text[:150]}})

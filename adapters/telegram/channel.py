@@ -1,0 +1,167 @@
+"""The one I/O class: a python-telegram-bot `Bot` (base_url from config) behind the Channel protocol.
+
+Telegram errors become `DeliveryError`s for the outbox. Order matters: `RetryAfter` is not a
+`NetworkError`, while `BadRequest` and `TimedOut` are, so they are tested first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, TypeVar
+
+from aiohttp import web
+from telegram import Bot, ForceReply, Message, ReplyParameters
+from telegram.constants import ParseMode
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+)
+from telegram.request import HTTPXRequest
+from telegram.warnings import PTBDeprecationWarning
+
+from adapters.telegram import render
+from adapters.telegram.callback import CallbackTooLong
+from adapters.telegram.parse import card_ref, chat_id, parse_ref
+from gateway.channels import DeliveryError
+from gateway.models import Approval
+
+if TYPE_CHECKING:
+    from adapters.telegram.updates import TelegramUpdates
+    from gateway.runtime import Runtime
+
+log = logging.getLogger("adapters.telegram")
+# PTB 22 warns on every RetryAfter unless time periods are opted in as timedelta (its future default).
+os.environ.setdefault("PTB_TIMEDELTA", "true")
+T = TypeVar("T")
+WEBHOOK_PATH = "/webhooks/telegram"
+ALLOWED_UPDATES = ("callback_query", "message")
+
+
+def retry_after_seconds(exc: RetryAfter) -> float:
+    """The server's delay, exactly (PTB 22 warns when the attribute is read as an int)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def not_modified(exc: TelegramError) -> bool:
+    return isinstance(exc, BadRequest) and "message is not modified" in exc.message.lower()
+
+
+def delivery_error(exc: TelegramError) -> DeliveryError:
+    """Map a Bot API error: flood control and network trouble retry, the rest is terminal."""
+    if isinstance(exc, RetryAfter):
+        return DeliveryError(f"telegram: {exc.message}", transient=True, retry_after=retry_after_seconds(exc))
+    if isinstance(exc, Forbidden | BadRequest | InvalidToken | ChatMigrated):
+        return DeliveryError(f"telegram: {exc.message}", transient=False)
+    if isinstance(exc, NetworkError):  # 5xx, TimedOut, connection errors
+        return DeliveryError(f"telegram: {exc.message}", transient=True)
+    return DeliveryError(f"telegram: {exc.message}", transient=True)  # Conflict and the like
+
+
+class TelegramChannel:
+    kind = "telegram"
+
+    def __init__(self, runtime: Runtime) -> None:
+        from adapters.telegram.updates import TelegramUpdates
+
+        self.runtime = runtime
+        self.settings = runtime.settings.telegram
+        self.bot = Bot(
+            self.settings.bot_token,
+            base_url=self.settings.base_url,
+            request=HTTPXRequest(connection_pool_size=16),
+            get_updates_request=HTTPXRequest(read_timeout=40),
+        )
+        self.updates: TelegramUpdates = TelegramUpdates(runtime, self)
+
+    async def start(self) -> None:
+        try:
+            await self.bot.initialize()
+        except TelegramError as exc:  # cards are retried by the outbox; do not block start-up
+            log.warning("telegram: getMe failed at start-up (%s); deliveries will retry", exc.message)
+
+    async def close(self) -> None:
+        await self.bot.shutdown()
+
+    def routes(self) -> Sequence[web.AbstractRouteDef]:
+        return (web.post(WEBHOOK_PATH, self.updates.webhook),)
+
+    async def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await fn()
+        except TelegramError as exc:
+            raise delivery_error(exc) from None
+
+    async def _names(self, approval: Approval) -> Mapping[str, str]:
+        return await self.updates.names(approval.id)
+
+    # ---------------------------------------------------------------- Channel protocol
+    async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
+        text = render.render_card(approval, now, await self._names(approval))
+        try:
+            markup = render.keyboard(approval, self.runtime.signer)
+        except CallbackTooLong as exc:
+            raise DeliveryError(f"telegram: {exc}", transient=False) from None
+
+        async def send(chat: int | str) -> Message:
+            return await self.bot.send_message(chat, text, parse_mode=ParseMode.HTML, reply_markup=markup)
+
+        chat = chat_id(target)
+        try:
+            message = await send(chat)
+        except ChatMigrated as exc:  # the group became a supergroup: follow it
+            moved = exc.new_chat_id
+            log.info("telegram: chat %s migrated to %s; posting there", chat, moved)
+            message = await self._call(lambda: send(moved))
+        except TelegramError as exc:
+            raise delivery_error(exc) from None
+        return card_ref(message.chat.id, message.message_id)
+
+    async def update_card(self, target: str, ref: str, approval: Approval, now: datetime) -> None:
+        chat, message_id = parse_ref(ref)
+        text = render.render_card(approval, now, await self._names(approval))
+        markup = None if approval.status.final else render.keyboard(approval, self.runtime.signer)
+        try:
+            await self.bot.edit_message_text(
+                text, chat_id=chat, message_id=message_id, parse_mode=ParseMode.HTML, reply_markup=markup
+            )
+        except TelegramError as exc:
+            if not_modified(exc):
+                return
+            raise delivery_error(exc) from None
+
+    async def send_reminder(self, target: str, ref: str | None, approval: Approval, now: datetime) -> None:
+        chat, reply = (chat_id(target), None) if ref is None else parse_ref(ref)
+        params = None if reply is None else ReplyParameters(reply, allow_sending_without_reply=True)
+        text = render.render_reminder(approval, now)
+        await self._call(lambda: self.bot.send_message(chat, text, parse_mode=ParseMode.HTML, reply_parameters=params))
+
+    # ---------------------------------------------------------------- used by the update handler
+    async def answer(self, query_id: str, text: str, *, alert: bool = False) -> None:
+        """Answer a press; a failure (e.g. 'query is too old') must not stop the decision."""
+        try:
+            await self.bot.answer_callback_query(query_id, text=render.cut(text, 200), show_alert=alert)
+        except TelegramError as exc:
+            log.warning("telegram: answerCallbackQuery failed: %s", exc.message)
+
+    async def ask_reason(self, chat: int, card_message_id: int, user_id: int, who: str) -> int:
+        """Ask the presser why, with ForceReply so their client opens a reply box."""
+        message = await self.bot.send_message(
+            chat,
+            render.reason_prompt(user_id, who),
+            parse_mode=ParseMode.HTML,
+            reply_markup=ForceReply(selective=True, input_field_placeholder="Reason for rejecting"),
+            reply_parameters=ReplyParameters(card_message_id, allow_sending_without_reply=True),
+        )
+        return message.message_id

@@ -1,0 +1,185 @@
+"""Pure rendering of Telegram cards in HTML parse mode. Every user-given string is escaped.
+
+A card must fit 4096 characters after entity parsing; we measure the HTML source (always at
+least as long), and shrink long values, then the summary, until it fits.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+
+from adapters.telegram import callback
+from gateway.durations import humanize
+from gateway.models import Approval, OnTimeout, Outcome, Status
+
+MAX_TEXT = 4096
+MAX_TITLE = 256
+MAX_ARGS = 20
+# (summary, arg value, comment) limits, tried in turn; a value limit of 0 drops the args table.
+_SHRINK = ((1500, 200, 1000), (1000, 80, 1000), (400, 40, 500), (120, 16, 300), (0, 8, 200), (0, 0, 100))
+_TAG = re.compile(r"<[^>]*>")
+_HEAD = {
+    Status.APPROVED: "✅ <b>Approved</b>",
+    Status.REJECTED: "❌ <b>Rejected</b>",
+    Status.TIMED_OUT: "⌛ <b>Timed out</b>",
+    Status.CANCELLED: "🚫 <b>Cancelled</b>",
+}
+
+
+def esc(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def cut(text: str, limit: int) -> str:
+    """Shorten plain text (before escaping, so no entity is split) with an ellipsis."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def when(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def args_table(args: dict[str, Any], value_limit: int) -> str:
+    """A compact `<pre>` table: one `key  value` line per argument, long values cut."""
+    if not args:
+        return ""
+    items = list(args.items())
+    shown = items[:MAX_ARGS]
+    width = min(16, max(len(str(k)) for k, _ in shown))
+    lines = [f"{cut(str(k), 16):<{width}}  {cut(_value(v), value_limit)}" for k, v in shown]
+    if len(items) > len(shown):
+        lines.append(f"… and {len(items) - len(shown)} more")
+    return "<pre>" + esc("\n".join(lines)) + "</pre>"
+
+
+def timeout_words(approval: Approval, now: datetime) -> str:
+    """The deadline and what happens then, for people: 'auto-reject in 30 min'."""
+    if approval.deadline is None:
+        return "no deadline"
+    left = approval.deadline - now
+    if left.total_seconds() <= 0:
+        return "deadline passed, the policy decides now"
+    policy = approval.policy
+    span = humanize(left)
+    if policy.on_timeout is OnTimeout.ESCALATE and approval.escalations == 0:
+        return f"escalates to {', '.join(policy.escalate_to)} in {span}"
+    outcome = policy.after_escalation if approval.escalations else Outcome(policy.on_timeout.value)
+    return f"auto-{outcome.value} in {span}"
+
+
+def quorum_words(approval: Approval) -> str:
+    n, required = approval.approvals_count, approval.policy.quorum
+    return f"{n} of {required} approval{'s' if required != 1 else ''}"
+
+
+def _status_lines(approval: Approval, now: datetime, names: Mapping[str, str], note_limit: int) -> list[str]:
+    if approval.status is Status.WAITING:
+        deadline = f"{esc(when(approval.deadline))} · " if approval.deadline else ""
+        lines = [f"⏳ {deadline}{esc(timeout_words(approval, now))}"]
+        if approval.policy.quorum > 1:
+            lines.append(f"👥 {quorum_words(approval)}")
+        return lines
+    d = approval.decision
+    head = _HEAD.get(approval.status, esc(approval.status.value))
+    if d is None:
+        return [head]
+    if approval.status is Status.TIMED_OUT:
+        lines = [f"{head}: {esc(d.outcome.value)}ed by policy · {esc(when(d.decided_at))}"]
+    else:
+        lines = [f"{head} by {esc(names.get(d.decided_by, d.decided_by))} · {esc(when(d.decided_at))}"]
+    if d.reason:
+        lines.append(f"<i>{esc(cut(d.reason, min(300, note_limit)))}</i>")
+    if d.comment:
+        lines.append(f"💬 {esc(cut(d.comment, note_limit))}")
+    return lines
+
+
+def _compose(
+    approval: Approval, now: datetime, names: Mapping[str, str], summary_limit: int, value_limit: int, note_limit: int
+) -> str:
+    parts: list[str] = []
+    if approval.status is Status.WAITING:
+        parts.append("🔔 <b>Approval needed</b>")
+    parts.append(f"<b>{esc(cut(approval.title, MAX_TITLE))}</b>")
+    if approval.summary and summary_limit:
+        parts.append(esc(cut(approval.summary, summary_limit)))
+    parts.append(f"Run <code>{esc(cut(approval.run_id, 80))}</code> · step <code>{esc(cut(approval.step, 80))}</code>")
+    table = args_table(approval.args, value_limit) if value_limit else ""
+    if table:
+        parts.append(table)
+    parts.extend(_status_lines(approval, now, names, note_limit))
+    parts.append(f"<i>id {esc(approval.id)}</i>")
+    return "\n".join(parts)
+
+
+def render_card(approval: Approval, now: datetime, names: Mapping[str, str] | None = None) -> str:
+    """The card text: the question while waiting, the outcome (who, when, comment) once decided.
+    `names` maps approver ids ('telegram:42') to display names ('@alice') where known."""
+    text = ""
+    for limits in _SHRINK:
+        text = _compose(approval, now, names or {}, *limits)
+        if len(text) <= MAX_TEXT:
+            return text
+    return _plain_fallback(text)
+
+
+def _plain_fallback(text: str) -> str:
+    """Still too long (absurd titles, ids or names full of '&' and '<'): the same words without
+    markup, cut so that the HTML stays valid. Never cut HTML itself: Telegram refuses it."""
+    out: list[str] = []
+    size = 0
+    for ch in html.unescape(_TAG.sub("", text)):
+        piece = esc(ch)
+        if size + len(piece) > MAX_TEXT - 1:
+            return "".join(out) + "…"
+        out.append(piece)
+        size += len(piece)
+    return "".join(out)
+
+
+def keyboard(approval: Approval, signer: callback.Macs) -> InlineKeyboardMarkup | None:
+    """Approve and Reject while waiting; no keyboard once decided."""
+    if approval.status.final:
+        return None
+    approve = "✅ Approve"
+    if approval.policy.quorum > 1:
+        approve += f" ({approval.approvals_count}/{approval.policy.quorum})"
+    buttons: Iterable[InlineKeyboardButton] = (
+        InlineKeyboardButton(approve, callback_data=callback.build(signer, approval.id, Outcome.APPROVE)),
+        InlineKeyboardButton("❌ Reject", callback_data=callback.build(signer, approval.id, Outcome.REJECT)),
+    )
+    return InlineKeyboardMarkup([list(buttons)])
+
+
+def render_reminder(approval: Approval, now: datetime) -> str:
+    return f"⏰ Reminder: <b>{esc(cut(approval.title, MAX_TITLE))}</b> is waiting · {esc(timeout_words(approval, now))}"
+
+
+def reason_prompt(user_id: int, who: str) -> str:
+    """A text mention (so a selective ForceReply targets exactly this user) and the question."""
+    mention = f'<a href="tg://user?id={int(user_id)}">{esc(who)}</a>'
+    return f"{mention}, why reject? Reply to this message with a reason within 10 min."
+
+
+def answer_text(event: str, data: dict[str, Any]) -> str:
+    """The short toast shown to the presser (at most 200 characters)."""
+    if event == "approved":
+        return "Approved"
+    if event == "rejected":
+        return "Rejected. Reply to my question with a reason, if you like."
+    if event == "vote":
+        return f"Vote recorded: {data.get('approvals')} of {data.get('required')} approvals"
+    if event == "duplicate_vote":
+        return "You already approved; waiting for more approvals"
+    return cut(event, 200)

@@ -1,0 +1,170 @@
+"""The web inbox: server-rendered pages (Jinja2) to list, read and decide approvals.
+
+A decision here is `service.decide(..., actor="web:<name>", channel="web")`: the same use case
+as a chat button, so its SYNC outbox rows update every card of the approval on every channel.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import aiohttp_jinja2
+import jinja2
+from aiohttp import web
+
+from gateway.http import web_auth, web_dashboard
+from gateway.http.keys import RUNTIME
+from gateway.http.web_auth import PageError, User, checked_form, render, require
+from gateway.http.web_view import pretty, row
+from gateway.metrics import CONTENT_TYPE
+from gateway.metrics import install as install_metrics
+from gateway.models import Outcome, Status
+from gateway.runtime import Runtime
+
+routes = web.RouteTableDef()
+_STATIC = Path(__file__).parent / "static"
+_MAX_COMMENT = 2000
+
+
+# ---------------------------------------------------------------- pages
+
+
+def _status_filter(value: str) -> Status | None:
+    if value in ("", "all"):
+        return None
+    try:
+        return Status(value)
+    except ValueError:
+        raise PageError(400, f"status: must be 'all' or one of {', '.join(s.value for s in Status)}") from None
+
+
+@routes.get("/")
+@require()
+async def inbox(request: web.Request, user: User) -> web.Response:
+    """Web inbox: approvals oldest first, with SLA countdown, filtered by status, channel and run."""
+    rt = request.app[RUNTIME]
+    q = request.query
+    filters = {
+        "status": q.get("status", Status.WAITING.value),
+        "channel": q.get("channel", ""),
+        "run": q.get("run", ""),
+    }
+    items = await rt.store.list_approvals_by_age(
+        status=_status_filter(filters["status"]),
+        run_id=filters["run"].strip() or None,
+        channel=filters["channel"].strip() or None,
+        limit=200,
+    )
+    now = rt.clock.now()
+    ctx = {"rows": [row(a, now) for a in items], "filters": filters, "statuses": [s.value for s in Status]}
+    return render(request, "inbox.html", ctx)
+
+
+@routes.get("/approvals/{id}")
+@require()
+async def approval_page(request: web.Request, user: User) -> web.Response:
+    """One approval: args, summary, timeline, cards and deliveries, and the decision form."""
+    rt = request.app[RUNTIME]
+    approval = await rt.service.get(request.match_info["id"])
+    now = rt.clock.now()
+    ctx = {
+        **row(approval, now),
+        "args": pretty(approval.args),
+        "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in await rt.store.list_events(approval.id)],
+        "cards": await rt.store.list_cards(approval.id),
+        "deliveries": await rt.store.list_outbox(approval.id),
+        "job": await rt.store.get_job(approval.id),
+        "may_decide": user.can_decide and not approval.status.final,
+    }
+    return render(request, "approval.html", ctx)
+
+
+@routes.post("/approvals/{id}/decision")
+@require("approver")
+async def decide(request: web.Request, user: User) -> web.StreamResponse:
+    """Approve, or reject with a comment, as web:<name> (approvers only; CSRF token required)."""
+    rt = request.app[RUNTIME]
+    form = await checked_form(request)
+    try:
+        outcome = Outcome(form.get("outcome", ""))
+    except ValueError:
+        raise PageError(400, "outcome: must be approve or reject") from None
+    comment = form.get("comment", "").strip() or None
+    if comment is not None and len(comment) > _MAX_COMMENT:
+        raise PageError(400, f"comment: at most {_MAX_COMMENT} characters")
+    if outcome is Outcome.REJECT and comment is None:
+        raise PageError(400, "comment: say why you reject")
+    approval = await rt.service.decide(request.match_info["id"], outcome, user.actor, comment=comment, channel="web")
+    raise web.HTTPSeeOther(f"/approvals/{approval.id}")
+
+
+@routes.get("/static/web.css")
+async def stylesheet(request: web.Request) -> web.FileResponse:
+    """The inbox stylesheet."""
+    return web.FileResponse(_STATIC / "web.css", headers={"Cache-Control": "public, max-age=3600"})
+
+
+@routes.get("/metrics")
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus metrics (text format)."""
+    rt = request.app[RUNTIME]
+    body = await install_metrics(rt).render(rt)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
+# ---------------------------------------------------------------- wiring
+
+
+@web.middleware
+async def security_headers(request: web.Request, handler: web_auth.Handler) -> web.StreamResponse:
+    resp = await handler(request)
+    if resp.content_type == "text/html":
+        resp.headers.setdefault(
+            "Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'"
+        )
+        resp.headers.setdefault("X-Frame-Options", "DENY")
+        resp.headers.setdefault("Referrer-Policy", "no-referrer")
+    return resp
+
+
+def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
+    """Add the inbox, dashboard, login and /metrics routes; return their OpenAPI paths."""
+    aiohttp_jinja2.setup(
+        app,
+        loader=jinja2.PackageLoader("gateway.http", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    app[web_auth.THROTTLE] = web_auth.LoginThrottle()
+    app.middlewares.append(security_headers)
+    app.middlewares.append(web_auth.page_errors)
+    install_metrics(rt)
+    table = [*routes, *web_auth.routes, *web_dashboard.routes]
+    app.add_routes(table)
+    return openapi_paths(table)
+
+
+def openapi_paths(table: list[web.AbstractRouteDef]) -> dict[str, dict[str, Any]]:
+    paths: dict[str, dict[str, Any]] = {}
+    for route in table:
+        if not isinstance(route, web.RouteDef):
+            continue
+        doc = (route.handler.__doc__ or "").strip().splitlines()
+        summary = doc[0] if doc else route.path
+        html = route.path not in ("/metrics", "/static/web.css")
+        kind = "text/html" if html else "text/plain"
+        op: dict[str, Any] = {
+            "summary": summary,
+            "security": [],
+            "responses": {"200": {"description": "OK", "content": {kind: {}}}},
+        }
+        if html:
+            op["description"] = "Web inbox (session cookie; redirects to /login when signed out)"
+            op["responses"]["303"] = {"description": "Redirect"}
+            op["responses"]["403"] = {"description": "Forbidden (CSRF token or role)"}
+        if "{" in route.path:
+            name = route.path.split("{", 1)[1].split("}", 1)[0]
+            op["parameters"] = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}]
+        paths.setdefault(route.path, {})[route.method.lower()] = op
+    return paths

@@ -1,0 +1,296 @@
+"""Web inbox auth: scrypt passwords, one-time signed login links, signed session cookies, CSRF.
+
+Sessions are stateless: the cookie is a token signed by `runtime.signer` (its own salt) holding
+the user name, a CSRF secret and an expiry checked against the injected clock. The role is read
+from the current config on every request, so removing a user from `[web]` locks them out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import wraps
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+import aiohttp_jinja2
+from aiohttp import web
+
+from gateway.config import Settings
+from gateway.errors import GatewayError
+from gateway.http.keys import RUNTIME
+from gateway.runtime import Runtime
+from gateway.tokens import TokenSigner
+
+SESSION = "hitl.web.session.v1"
+LOGIN_LINK = "hitl.web.login.v1"
+SESSION_COOKIE = "hitl_session"
+CSRF_COOKIE = "hitl_csrf"
+_SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**14, 8, 1
+_DUMMY_HASH = "scrypt$16384$8$1$" + "00" * 16 + "$" + "00" * 32
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+routes = web.RouteTableDef()
+
+
+# ---------------------------------------------------------------- passwords (pure)
+
+
+def hash_password(password: str, *, n: int = _SCRYPT_N) -> str:
+    """scrypt from the standard library: memory-hard, no extra dependency."""
+    salt = secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=_SCRYPT_R, p=_SCRYPT_P, dklen=32)
+    return f"scrypt${n}${_SCRYPT_R}${_SCRYPT_P}${salt.hex()}${digest.hex()}"
+
+
+def verify_password(password: str, hashed: str) -> bool:
+    try:
+        _, n, r, p, salt, digest = hashed.split("$")
+        expected = bytes.fromhex(digest)
+        got = hashlib.scrypt(
+            password.encode(), salt=bytes.fromhex(salt), n=int(n), r=int(r), p=int(p), dklen=len(expected)
+        )
+    except (ValueError, MemoryError):
+        return False
+    return hmac.compare_digest(got, expected)
+
+
+# ---------------------------------------------------------------- sessions and links
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    name: str
+    role: str
+    csrf: str
+
+    @property
+    def actor(self) -> str:
+        return f"web:{self.name}"
+
+    @property
+    def can_decide(self) -> bool:
+        return self.role == "approver"
+
+
+def login_link(settings: Settings, signer: TokenSigner, name: str, now: Any) -> str:
+    """A one-time sign-in URL for `name` (the link id is remembered when it is used)."""
+    if settings.web.role(name) is None:
+        raise GatewayError(f"web user {name!r} is not in web.approvers or web.viewers")
+    payload = {"u": name, "j": secrets.token_urlsafe(12)}
+    token = signer.sign(LOGIN_LINK, payload, now + settings.web.login_link_max_age)
+    return f"{settings.server.public_url.rstrip('/')}/login/link/{token}"
+
+
+def current_user(request: web.Request) -> User | None:
+    rt = request.app[RUNTIME]
+    token = request.cookies.get(SESSION_COOKIE)
+    if not token:
+        return None
+    try:
+        data = rt.signer.verify(SESSION, token, rt.clock.now())
+    except GatewayError:
+        return None
+    name, csrf = data.get("u"), data.get("c")
+    role = rt.settings.web.role(name) if isinstance(name, str) else None
+    if role is None or not isinstance(name, str) or not isinstance(csrf, str):
+        return None
+    return User(name, role, csrf)
+
+
+def _secure(settings: Settings) -> bool:
+    return urlsplit(settings.server.public_url).scheme == "https"
+
+
+def _set_cookie(resp: web.StreamResponse, settings: Settings, name: str, value: str, max_age: timedelta) -> None:
+    resp.set_cookie(
+        name,
+        value,
+        max_age=int(max_age.total_seconds()),
+        path="/",
+        httponly=True,
+        samesite="Strict",
+        secure=_secure(settings),
+    )
+
+
+def start_session(rt: Runtime, name: str) -> NoReturn:
+    """Redirect to the inbox with a fresh signed session cookie."""
+    max_age = rt.settings.web.session_max_age
+    token = rt.signer.sign(SESSION, {"u": name, "c": secrets.token_urlsafe(24)}, rt.clock.now() + max_age)
+    resp = web.HTTPSeeOther("/")
+    _set_cookie(resp, rt.settings, SESSION_COOKIE, token, max_age)
+    resp.del_cookie(CSRF_COOKIE, path="/")
+    raise resp
+
+
+class PageError(Exception):
+    """Rendered as the HTML error page by `page_errors` (the JSON error middleware is for /v1)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+# ---------------------------------------------------------------- CSRF
+
+
+def csrf_for(request: web.Request, user: User | None) -> tuple[str, bool]:
+    """The token to put in forms, and whether the pre-session cookie must be set."""
+    if user is not None:
+        return user.csrf, False
+    given = request.cookies.get(CSRF_COOKIE, "")
+    return (given, False) if len(given) >= 20 else (secrets.token_urlsafe(24), True)
+
+
+def render(request: web.Request, template: str, context: Mapping[str, Any], *, status: int = 200) -> web.Response:
+    """Render with the signed-in user and the CSRF token every form carries."""
+    user = current_user(request)
+    csrf, new = csrf_for(request, user)
+    ctx = {"user": user, "csrf": csrf, **context}
+    resp = aiohttp_jinja2.render_template(template, request, ctx, status=status)
+    if new:
+        _set_cookie(resp, request.app[RUNTIME].settings, CSRF_COOKIE, csrf, timedelta(hours=2))
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+async def checked_form(request: web.Request) -> Mapping[str, str]:
+    """The POSTed form, or 403 when its CSRF token is not the one `render` put in the page."""
+    form = await request.post()
+    given = form.get("csrf")
+    user = current_user(request)
+    expected = user.csrf if user is not None else request.cookies.get(CSRF_COOKIE, "")
+    if not isinstance(given, str) or not expected or not hmac.compare_digest(given, expected):
+        raise PageError(403, "Missing or invalid CSRF token. Reload the page and try again.")
+    return {k: v for k, v in form.items() if isinstance(v, str)}
+
+
+@web.middleware
+async def page_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except PageError as exc:
+        return render(request, "error.html", {"status": exc.status, "message": exc.message}, status=exc.status)
+
+
+def require(
+    role: str | None = None,
+) -> Callable[[Callable[[web.Request, User], Awaitable[web.StreamResponse]]], Handler]:
+    """Signed-in users only (else redirect to /login); `role="approver"` also refuses viewers."""
+
+    def wrap(fn: Callable[[web.Request, User], Awaitable[web.StreamResponse]]) -> Handler:
+        @wraps(fn)
+        async def handler(request: web.Request) -> web.StreamResponse:
+            user = current_user(request)
+            if user is None:
+                raise web.HTTPSeeOther("/login")
+            if role is not None and user.role != role:
+                raise PageError(403, f"{user.name} is a {user.role} and cannot do this.")
+            try:
+                return await fn(request, user)
+            except GatewayError as exc:  # shown as a page, not as the /v1 JSON body
+                raise PageError(exc.status, exc.message) from None
+
+        return handler
+
+    return wrap
+
+
+class LoginThrottle:
+    """At most `limit` failed password sign-ins per (address, name) in `window` (in memory,
+    per process): slows down guessing without letting a stranger lock a user out everywhere."""
+
+    def __init__(self, limit: int = 5, window: timedelta = timedelta(minutes=15), max_keys: int = 10_000) -> None:
+        self.limit, self.window, self.max_keys = limit, window, max_keys
+        self._failures: dict[str, list[datetime]] = {}
+
+    def blocked(self, key: str, now: datetime) -> bool:
+        recent = [t for t in self._failures.get(key, ()) if now - t < self.window]
+        if recent:
+            self._failures[key] = recent
+        else:
+            self._failures.pop(key, None)
+        return len(recent) >= self.limit
+
+    def failed(self, key: str, now: datetime) -> None:
+        if len(self._failures) >= self.max_keys:
+            self._failures.clear()
+        self._failures.setdefault(key, []).append(now)
+
+
+THROTTLE = web.AppKey("web_login_throttle", LoginThrottle)
+
+
+# ---------------------------------------------------------------- routes
+
+
+@routes.get("/login")
+async def login_page(request: web.Request) -> web.Response:
+    """Sign-in form (name and password)."""
+    if current_user(request) is not None:
+        raise web.HTTPSeeOther("/")
+    return render(request, "login.html", {"error": None})
+
+
+@routes.post("/login")
+async def login(request: web.Request) -> web.StreamResponse:
+    """Sign in with a password; sets the session cookie."""
+    rt = request.app[RUNTIME]
+    form = await checked_form(request)
+    name, password = form.get("name", "").strip(), form.get("password", "")
+    throttle, key, now = request.app[THROTTLE], f"{request.remote}|{name}", rt.clock.now()
+    if throttle.blocked(key, now):
+        msg = "Too many failed sign-ins for this name. Try again in a few minutes."
+        return render(request, "login.html", {"error": msg}, status=429)
+    hashed = rt.settings.web.passwords.get(name)
+    # Always hash once, so that a wrong name costs as long as a wrong password.
+    ok = await asyncio.to_thread(verify_password, password, hashed or _DUMMY_HASH)
+    if not (ok and hashed and rt.settings.web.role(name)):
+        throttle.failed(key, now)
+        return render(request, "login.html", {"error": "Wrong name or password."}, status=401)
+    start_session(rt, name)
+
+
+@routes.get("/login/link/{token}")
+async def link_page(request: web.Request) -> web.Response:
+    """Show a button rather than sign in on GET: chat link previews must not burn the link."""
+    rt = request.app[RUNTIME]
+    token = request.match_info["token"]
+    try:
+        data = rt.signer.verify(LOGIN_LINK, token, rt.clock.now())
+    except GatewayError as exc:
+        return render(request, "error.html", {"status": exc.status, "message": exc.message}, status=exc.status)
+    return render(request, "link.html", {"name": data.get("u"), "token": token})
+
+
+@routes.post("/login/link")
+async def link_login(request: web.Request) -> web.StreamResponse:
+    """Sign in with a one-time link (the link id is remembered, so it works once)."""
+    rt = request.app[RUNTIME]
+    form = await checked_form(request)
+    try:
+        data = rt.signer.verify(LOGIN_LINK, form.get("token", ""), rt.clock.now())
+    except GatewayError as exc:
+        return render(request, "error.html", {"status": exc.status, "message": exc.message}, status=exc.status)
+    name = data.get("u")
+    if not isinstance(name, str) or rt.settings.web.role(name) is None:
+        return render(request, "error.html", {"status": 403, "message": "Unknown user."}, status=403)
+    if not await rt.store.remember_inbound(f"web-login:{data.get('j')}", rt.clock.now()):
+        msg = "This sign-in link was already used. Ask for a new one."
+        return render(request, "error.html", {"status": 410, "message": msg}, status=410)
+    start_session(rt, name)
+
+
+@routes.post("/logout")
+async def logout(request: web.Request) -> web.StreamResponse:
+    """Sign out (drops the session cookie)."""
+    await checked_form(request)
+    resp = web.HTTPSeeOther("/login")
+    resp.del_cookie(SESSION_COOKIE, path="/")
+    raise resp

@@ -1,0 +1,141 @@
+"""Prometheus metrics: counters fed by service/outbox hooks, gauges computed from the store.
+
+Each Runtime gets its own `CollectorRegistry` (no global state, tests stay independent).
+Counters count what this process did since it started; the gauges and the step-duration
+summary are read from the store at scrape time, so they are the same on every replica.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.registry import Collector
+
+from gateway.channels import parse_address
+from gateway.models import Approval, OutboxItem, Status
+
+if TYPE_CHECKING:
+    from gateway.runtime import Runtime
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Seconds: 1s .. 1 week. Human decisions take minutes to days.
+DECISION_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400)
+_FINAL_EVENTS = frozenset({"approved", "rejected", "timed_out", "cancelled"})
+_DELIVERY_RESULTS = {
+    "card_posted": "ok",
+    "card_synced": "ok",
+    "reminder_sent": "ok",
+    "delivery_retry": "retry",
+    "delivery_failed": "failed",
+}
+
+
+def _kind(address: str | None) -> str:
+    """Bounded label values: the channel kind ('telegram'), never the chat id."""
+    return parse_address(address)[0] if address else "none"
+
+
+class _StoreSnapshot(Collector):
+    """Scrape-time families, filled by `Metrics.refresh()` just before each render."""
+
+    def __init__(self) -> None:
+        self.by_status: dict[str, int] = {}
+        self.jobs: dict[str, int] = {}
+        self.steps: list[dict[str, Any]] = []
+
+    def collect(self) -> Iterator[Metric]:
+        pending = GaugeMetricFamily("hitl_pending_approvals", "Approvals waiting for a decision")
+        pending.add_metric([], self.by_status.get(Status.WAITING.value, 0))
+        yield pending
+        approvals = GaugeMetricFamily("hitl_approvals", "Approvals by status", labels=["status"])
+        for status in Status:
+            approvals.add_metric([status.value], self.by_status.get(status.value, 0))
+        yield approvals
+        jobs = GaugeMetricFamily("hitl_resume_jobs", "Resume jobs by status", labels=["status"])
+        for job_status, n in sorted(self.jobs.items()):
+            jobs.add_metric([job_status], n)
+        yield jobs
+        steps = SummaryMetricFamily(
+            "hitl_step_duration_seconds", "Duration of journaled steps (from the journal)", labels=["step"]
+        )
+        for row in self.steps:
+            steps.add_metric(
+                [str(row["name"])], count_value=int(row["runs"]), sum_value=float(row["total_seconds"] or 0)
+            )
+        yield steps
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.decisions = Counter("hitl_decisions", "Final decisions", ["outcome", "channel", "source"], registry=r)
+        self.time_to_decision = Histogram(
+            "hitl_time_to_decision_seconds",
+            "From suspend to the final decision",
+            ["source"],
+            buckets=DECISION_BUCKETS,
+            registry=r,
+        )
+        self.timeouts = Counter("hitl_timeouts", "Deadlines reached, by what the policy did", ["outcome"], registry=r)
+        self.deliveries = Counter(
+            "hitl_outbox_deliveries", "Card deliveries by result", ["channel", "kind", "result"], registry=r
+        )
+        self.retries = Counter("hitl_outbox_retries", "Card deliveries scheduled for a retry", ["channel"], registry=r)
+        self.attempts = Counter("hitl_worker_attempts", "Worker attempts by result", ["worker", "result"], registry=r)
+        self.attempt_seconds = Histogram(
+            "hitl_worker_attempt_duration_seconds", "Worker attempt durations", ["worker"], registry=r
+        )
+        self._snapshot = _StoreSnapshot()
+        r.register(self._snapshot)
+
+    # ---------------------------------------------------------------- hooks
+    def on_transition(self, approval: Approval, event: str) -> None:
+        if event == "escalated":
+            self.timeouts.labels("escalate").inc()
+            return
+        decision = approval.decision
+        if event not in _FINAL_EVENTS or decision is None:
+            return
+        if event == "timed_out":
+            self.timeouts.labels(decision.outcome.value).inc()
+        self.decisions.labels(decision.outcome.value, _kind(decision.channel), decision.source.value).inc()
+        elapsed = (decision.decided_at - approval.created_at).total_seconds()
+        self.time_to_decision.labels(decision.source.value).observe(max(elapsed, 0.0))
+
+    def on_delivery(self, item: OutboxItem, event: str) -> None:
+        result = _DELIVERY_RESULTS.get(event)
+        if result is None:
+            return
+        channel = _kind(item.channel)
+        self.deliveries.labels(channel, item.kind.value, result).inc()
+        if result == "retry":
+            self.retries.labels(channel).inc()
+
+    def on_attempt(self, worker: str, result: str, seconds: float) -> None:
+        self.attempts.labels(worker, result).inc()
+        self.attempt_seconds.labels(worker).observe(max(seconds, 0.0))
+
+    # ---------------------------------------------------------------- scrape
+    async def render(self, rt: Runtime) -> bytes:
+        snap = self._snapshot
+        snap.by_status = await rt.store.count_by_status()
+        snap.jobs = await rt.store.count_jobs_by_status()
+        snap.steps = await rt.store.step_stats(limit=500)
+        return generate_latest(self.registry)
+
+
+def install(rt: Runtime) -> Metrics:
+    """Attach one Metrics to the runtime's hooks (idempotent)."""
+    found = rt.extras.get("metrics")
+    if isinstance(found, Metrics):
+        return found
+    metrics = Metrics()
+    rt.service.hooks.transitions.append(metrics.on_transition)
+    rt.service.hooks.attempts.append(metrics.on_attempt)
+    rt.outbox.listeners.append(metrics.on_delivery)
+    rt.extras["metrics"] = metrics
+    return metrics

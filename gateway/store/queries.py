@@ -1,0 +1,42 @@
+"""SQL shared by every backend for the read-only views (web inbox, dashboard, /metrics).
+
+Placeholders are written `$1` (Postgres); the SQLite store replaces them with `?`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+STEP_STATS_SQL = """
+SELECT name,
+       COUNT(*) AS runs,
+       SUM(attempts) AS attempts,
+       SUM(CASE WHEN attempts > 1 THEN attempts - 1 ELSE 0 END) AS retries,
+       SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failures,
+       AVG(finished_at - started_at) AS mean_seconds,
+       SUM(finished_at - started_at) AS total_seconds
+FROM journal
+WHERE status <> 'suspended'
+GROUP BY name
+ORDER BY retries DESC, name
+LIMIT $1
+"""
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def channel_filter(channel: str | None, mark: Callable[[], str] = lambda: "?") -> tuple[list[str], list[Any]]:
+    """WHERE clauses matching approvals whose `channels` JSON list holds the address `channel`,
+    or any address of that kind when `channel` has no target ('telegram'). `mark()` returns the
+    next placeholder (Postgres: a counter giving $1, $2, ...)."""
+    if not channel:
+        return [], []
+    exact = '%"' + _like_escape(channel) + '"%'
+    if ":" in channel:
+        return [f"channels LIKE {mark()} ESCAPE '\\'"], [exact]
+    kind = '%"' + _like_escape(channel) + ":%"
+    first, second = mark(), mark()
+    return [f"(channels LIKE {first} ESCAPE '\\' OR channels LIKE {second} ESCAPE '\\')"], [exact, kind]

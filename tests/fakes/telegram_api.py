@@ -1,0 +1,191 @@
+"""A local fake of the Telegram Bot API: `POST /bot{token}/{method}` on aiohttp.
+
+It parses bodies as the real API receives them (form-encoded, `reply_markup` a JSON string),
+records every call, keeps the messages it "sent" (so edits to identical content fail with
+"message is not modified"), checks callback_data sizes (400 BUTTON_DATA_INVALID above 64 bytes)
+and injects faults: 429 with `parameters.retry_after`, 500, 403, 400 or a chat migration.
+The REAL python-telegram-bot client talks to it through `base_url`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+BOT_USER = {"id": 999, "is_bot": True, "first_name": "HITL", "username": "hitl_test_bot"}
+NOT_MODIFIED = (
+    "Bad Request: message is not modified: specified new message content and reply markup are exactly"
+    " the same as a current content and reply markup of the message"
+)
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass
+class Fault:
+    status: int
+    description: str
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+
+class FakeTelegramAPI:
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.calls: list[Call] = []
+        self.faults: dict[str, list[Fault]] = defaultdict(list)
+        self.messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self.updates: list[dict[str, Any]] = []
+        self.holds: dict[str, asyncio.Event] = {}
+        self.base_url = ""  # set by the test once the server listens
+        self._ids = itertools.count(100)
+        self._changed = asyncio.Event()
+        self.app = web.Application()
+        self.app.router.add_route("*", "/bot{token}/{method}", self._handle)
+
+    # ---------------------------------------------------------------- test controls
+    def fail(self, method: str, status: int, description: str = "", *, times: int = 1, **parameters: Any) -> None:
+        """The next `times` calls to `method` fail with this status (and e.g. retry_after=3)."""
+        text = description or {429: "Too Many Requests: retry later", 500: "Internal Server Error"}.get(
+            status, "Forbidden: bot was kicked from the group chat"
+        )
+        self.faults[method].extend(Fault(status, text, dict(parameters)) for _ in range(times))
+
+    def hold(self, method: str) -> asyncio.Event:
+        """Calls of `method` hang (after being recorded) until the returned event is set."""
+        return self.holds.setdefault(method, asyncio.Event())
+
+    async def wait_for_call(self, method: str, within: float = 10.0) -> list[Call]:
+        """Wait (bounded) until `method` has been called; for tests driving a real subprocess."""
+        async with asyncio.timeout(within):
+            while not self.calls_to(method):
+                self._changed.clear()
+                await self._changed.wait()
+        return self.calls_to(method)
+
+    def calls_to(self, method: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method]
+
+    def message(self, chat_id: int, message_id: int) -> dict[str, Any]:
+        return self.messages[(chat_id, message_id)]
+
+    # ---------------------------------------------------------------- the API
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _error(401, "Unauthorized")
+        method = request.match_info["method"]
+        params = await _params(request)
+        self.calls.append(Call(method, params))
+        self._changed.set()
+        if method in self.holds:
+            await self.holds[method].wait()
+        if self.faults[method]:
+            fault = self.faults[method].pop(0)
+            return _error(fault.status, fault.description, fault.parameters)
+        handler = getattr(self, f"_m_{method}", None)
+        if handler is None:
+            return _error(404, "Not Found: method not found")
+        result: Any = handler(params)
+        if asyncio.iscoroutine(result):
+            result = await result
+        if isinstance(result, web.Response):
+            return result
+        return web.json_response({"ok": True, "result": result})
+
+    def _m_getMe(self, params: dict[str, Any]) -> Any:
+        return BOT_USER
+
+    def _m_sendMessage(self, params: dict[str, Any]) -> Any:
+        bad = _check_markup(params.get("reply_markup"))
+        if bad:
+            return bad
+        chat = int(params["chat_id"])
+        mid = next(self._ids)
+        msg = {
+            "message_id": mid,
+            "date": 1_900_000_000,
+            "chat": {"id": chat, "type": "supergroup", "title": "ops"},
+            "from": BOT_USER,
+            "text": params["text"],
+            "reply_markup": params.get("reply_markup"),
+        }
+        self.messages[(chat, mid)] = msg
+        return _public(msg)
+
+    def _m_editMessageText(self, params: dict[str, Any]) -> Any:
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        msg = self.messages.get(key)
+        if msg is None:
+            return _error(400, "Bad Request: message to edit not found")
+        if msg["text"] == params["text"] and msg.get("reply_markup") == params.get("reply_markup"):
+            return _error(400, NOT_MODIFIED)
+        bad = _check_markup(params.get("reply_markup"))
+        if bad:
+            return bad
+        msg.update(text=params["text"], reply_markup=params.get("reply_markup"))
+        return _public(msg)
+
+    def _m_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
+        return True
+
+    def _m_setWebhook(self, params: dict[str, Any]) -> Any:
+        return True
+
+    def _m_deleteWebhook(self, params: dict[str, Any]) -> Any:
+        return True
+
+    async def _m_getUpdates(self, params: dict[str, Any]) -> Any:
+        """Long polling: wait up to `timeout` seconds for an update at or after `offset`."""
+        offset = int(params.get("offset", 0))
+        loop = asyncio.get_running_loop()
+        until = loop.time() + float(params.get("timeout", 0))
+        while True:
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+            if self.updates or loop.time() >= until:
+                return self.updates
+            await asyncio.sleep(min(0.05, until - loop.time()))
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        raw: dict[str, Any] = await request.json()
+    else:
+        raw = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+    out: dict[str, Any] = dict(raw)
+    for key in ("reply_markup", "allowed_updates", "reply_parameters"):
+        if isinstance(out.get(key), str):
+            out[key] = json.loads(out[key])
+    return out
+
+
+def _public(msg: dict[str, Any]) -> dict[str, Any]:
+    """A message as the API returns it: only inline keyboards come back as reply_markup."""
+    out = {k: v for k, v in msg.items() if v is not None}
+    if "inline_keyboard" not in (msg.get("reply_markup") or {}):
+        out.pop("reply_markup", None)
+    return out
+
+
+def _check_markup(markup: Any) -> web.Response | None:
+    for row in (markup or {}).get("inline_keyboard", []):
+        for button in row:
+            data = button.get("callback_data")
+            if data is not None and not 1 <= len(data.encode()) <= 64:
+                return _error(400, "Bad Request: BUTTON_DATA_INVALID")
+    return None
+
+
+def _error(status: int, description: str, parameters: dict[str, Any] | None = None) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if parameters:
+        body["parameters"] = parameters
+    return web.json_response(body, status=status)

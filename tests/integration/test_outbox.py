@@ -1,0 +1,117 @@
+"""The outbox against a scripted channel: retries, server delays, terminal failures, ordering."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+
+from gateway.channels import DeliveryError
+from gateway.models import Approval, Outcome
+from gateway.runtime import Runtime
+from gateway.service import SuspendRequest
+
+
+class ScriptedChannel:
+    """A channel whose next results are scripted: a value to return or a DeliveryError to raise."""
+
+    kind = "web"
+
+    def __init__(self) -> None:
+        self.script: list[DeliveryError | None] = []
+        self.calls: list[tuple[str, str, str]] = []
+
+    async def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def _next(self) -> None:
+        if self.script:
+            err = self.script.pop(0)
+            if err is not None:
+                raise err
+
+    async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
+        self.calls.append(("post", approval.id, approval.status.value))
+        self._next()
+        return f"msg-{approval.id}"
+
+    async def update_card(self, target: str, ref: str, approval: Approval, now: datetime) -> None:
+        self.calls.append(("update", ref, approval.status.value))
+        self._next()
+
+    async def send_reminder(self, target: str, ref: str | None, approval: Approval, now: datetime) -> None:
+        self.calls.append(("remind", ref or "", approval.status.value))
+
+    def routes(self) -> Sequence[web.AbstractRouteDef]:
+        return ()
+
+
+def scripted(runtime: Runtime) -> ScriptedChannel:
+    channel = ScriptedChannel()
+    runtime.channels["web"] = channel
+    runtime.outbox.channels = runtime.channels
+    return channel
+
+
+async def _suspend(runtime: Runtime) -> Approval:
+    approval, _ = await runtime.service.suspend(SuspendRequest(run_id="r", step="s", title="t"))
+    return approval
+
+
+async def test_transient_errors_retry_after_the_servers_delay(runtime: Runtime, clock: Any) -> None:
+    channel = scripted(runtime)
+    channel.script = [
+        DeliveryError("429", transient=True, retry_after=7),
+        DeliveryError("429", transient=True, retry_after=7),
+        None,
+    ]
+    a = await _suspend(runtime)
+    assert await runtime.outbox.run_once() == 1
+    clock.advance(6.9)
+    assert await runtime.outbox.run_once() == 0  # not before the server said
+    clock.advance(0.1)
+    assert await runtime.outbox.run_once() == 1
+    clock.advance(7)
+    assert await runtime.outbox.run_once() == 1
+    cards = await runtime.store.list_cards(a.id)
+    assert [(c.ref, c.status.value) for c in cards] == [(f"msg-{a.id}", "done")]
+    kinds = [e.kind for e in await runtime.store.list_events(a.id)]
+    assert kinds.count("delivery_retry") == 2 and kinds.count("card_posted") == 1
+    assert [c[0] for c in channel.calls] == ["post", "post", "post"]
+
+
+async def test_terminal_error_is_recorded_and_visible(runtime: Runtime) -> None:
+    channel = scripted(runtime)
+    channel.script = [DeliveryError("bot was removed", transient=False)]
+    a = await _suspend(runtime)
+    await runtime.outbox.drain()
+    [card] = await runtime.store.list_cards(a.id)
+    assert card.status.value == "failed" and card.error == "bot was removed"
+    [row] = await runtime.store.list_outbox(a.id)
+    assert row.status.value == "failed"
+    assert "delivery_failed" in [e.kind for e in await runtime.store.list_events(a.id)]
+
+
+async def test_sync_after_decision_renders_the_outcome_once_posted(runtime: Runtime) -> None:
+    channel = scripted(runtime)
+    a = await _suspend(runtime)
+    # decided before the card went out: the post renders the outcome, the sync edits it again
+    await runtime.service.decide(a.id, Outcome.APPROVE, "ops", trusted=True)
+    await runtime.outbox.drain()
+    assert [c[0] for c in channel.calls] == ["post", "update"]
+    assert channel.calls[-1][2] == "approved"
+
+
+async def test_card_is_never_posted_twice(runtime: Runtime) -> None:
+    channel = scripted(runtime)
+    a = await _suspend(runtime)
+    await runtime.outbox.drain()
+    # a second post for the same approval and channel is refused by the store (unique post row)
+    from gateway.models import NewOutbox, OutboxKind
+
+    await runtime.store.enqueue_outbox([NewOutbox(a.id, "web", OutboxKind.POST)], runtime.clock.now())
+    await runtime.outbox.drain()
+    assert [c[0] for c in channel.calls] == ["post"]

@@ -1,0 +1,96 @@
+"""Real `hitl-gateway serve` subprocesses for crash and restart tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from gateway.testing import TEST_API_KEY, TEST_SECRET
+
+AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_config(path: Path, db_url: str, port: int, extra: str = "") -> Path:
+    path.write_text(
+        f"""
+[server]
+host = "127.0.0.1"
+port = {port}
+public_url = "http://127.0.0.1:{port}"
+
+[store]
+url = "{db_url}"
+
+[security]
+secret_keys = ["{TEST_SECRET}"]
+api_keys = ["{TEST_API_KEY}"]
+{extra}
+"""
+    )
+    return path
+
+
+class Gateway:
+    """One `python -m gateway serve` process."""
+
+    def __init__(self, config: Path, port: int, log: Path, env: dict[str, str] | None = None) -> None:
+        self.config, self.port, self.log = config, port, log
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")} | (env or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20) -> Gateway:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "gateway", "--config", str(self.config), "serve"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gateway exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise TimeoutError(f"gateway did not listen: {self.log.read_text()[-2000:]}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def terminate(self) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(20)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill9()
+
+
+async def call(session: aiohttp.ClientSession, method: str, url: str, **kw: Any) -> tuple[int, Any]:
+    async with session.request(method, url, **kw) as resp:
+        return resp.status, await resp.json()

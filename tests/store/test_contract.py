@@ -1,0 +1,399 @@
+"""The Store contract: every test runs on SQLite and on PostgreSQL (`store_url` is parametrised).
+
+Races are real: concurrent tasks, and several store instances on one database standing for
+several replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from gateway.models import (
+    Decision,
+    DeliveryStatus,
+    JobStatus,
+    NewEvent,
+    NewOutbox,
+    OutboxKind,
+    Outcome,
+    Status,
+    StepRecord,
+    StepStatus,
+)
+from gateway.store import CardUpdate, NewJob, Prompt, Store
+from gateway.store.migrations import LATEST
+from tests.store.conftest import NOW, StoreFactory, make_approval
+
+LEASE = timedelta(seconds=60)
+
+
+def _decided(approval, outcome: Outcome = Outcome.APPROVE):  # type: ignore[no-untyped-def]
+    status = Status.APPROVED if outcome is Outcome.APPROVE else Status.REJECTED
+    decision = Decision(outcome, "web:alice", NOW)
+    return approval.evolve(status=status, decision=decision, wake_at=None, version=approval.version + 1)
+
+
+async def _create(store: Store, n: int = 1, channels: tuple[str, ...] = ("web",)) -> list[str]:
+    ids = []
+    for _ in range(n):
+        a = make_approval(channels=channels)
+        posts = [NewOutbox(a.id, c, OutboxKind.POST) for c in channels]
+        await store.create_approval(a, [NewEvent(a.id, "suspended", NOW)], posts)
+        ids.append(a.id)
+    return ids
+
+
+# ---------------------------------------------------------------- schema
+async def test_open_migrates_and_reopening_is_a_no_op(store: Store, store_factory: StoreFactory) -> None:
+    assert await store.schema_version() == LATEST
+    ids = await _create(store)
+    again = await store_factory()
+    assert await again.schema_version() == LATEST
+    assert await again.get_approval(ids[0]) is not None  # nothing was re-created
+
+
+async def test_concurrent_opens_migrate_once(store_url: str, store_factory: StoreFactory) -> None:
+    stores = await asyncio.gather(*(store_factory() for _ in range(4)))
+    assert {await s.schema_version() for s in stores} == {LATEST}
+
+
+# ---------------------------------------------------------------- approvals
+async def test_create_and_get_round_trip(store: Store) -> None:
+    a = make_approval(deadline=NOW + timedelta(minutes=5), wake_at=NOW + timedelta(minutes=5), state=[1, "x"])
+    stored, created = await store.create_approval(a, [NewEvent(a.id, "suspended", NOW, data={"k": 1})], [])
+    assert created and stored == a
+    assert await store.get_approval(a.id) == a
+    assert await store.get_approval("missing") is None
+    assert [e.kind for e in await store.list_events(a.id)] == ["suspended"]
+
+
+async def test_create_is_idempotent_by_key(store: Store) -> None:
+    first = make_approval(key="same-key")
+    await store.create_approval(
+        first, [NewEvent(first.id, "suspended", NOW)], [NewOutbox(first.id, "web", OutboxKind.POST)]
+    )
+    other = make_approval(key="same-key")
+    stored, created = await store.create_approval(other, [NewEvent(other.id, "suspended", NOW)], [])
+    assert not created and stored.id == first.id
+    assert await store.get_approval(other.id) is None
+    assert await store.list_events(other.id) == []
+
+
+async def test_concurrent_creates_with_one_key_make_one_approval(store_factory: StoreFactory) -> None:
+    stores = [await store_factory() for _ in range(3)]
+    candidates = [make_approval(key="raced") for _ in range(30)]
+    results = await asyncio.gather(
+        *(
+            stores[i % 3].create_approval(
+                a, [NewEvent(a.id, "suspended", NOW)], [NewOutbox(a.id, "web", OutboxKind.POST)]
+            )
+            for i, a in enumerate(candidates)
+        )
+    )
+    assert sum(created for _, created in results) == 1
+    assert len({stored.id for stored, _ in results}) == 1
+    winner = results[0][0].id
+    assert len(await stores[0].list_events(winner)) == 1
+    assert len(await stores[0].list_outbox(winner)) == 1
+
+
+async def test_list_approvals_filters_orders_and_pages(store: Store) -> None:
+    for i in range(5):
+        a = make_approval(run_id=f"run-{i % 2}", created_at=NOW + timedelta(seconds=i))
+        await store.create_approval(a, [], [])
+    newest_first = await store.list_approvals()
+    assert [a.created_at for a in newest_first] == sorted((a.created_at for a in newest_first), reverse=True)
+    assert len(await store.list_approvals(run_id="run-0")) == 3
+    assert len(await store.list_approvals(limit=2, offset=4)) == 1
+    assert await store.list_approvals(status=Status.APPROVED) == []
+    assert await store.count_by_status() == {"waiting_approval": 5}
+
+
+async def test_save_transition_is_compare_and_set(store: Store) -> None:
+    a = make_approval()
+    await store.create_approval(a, [], [])
+    after = _decided(a)
+    events = [NewEvent(a.id, "approved", NOW)]
+    assert not await store.save_transition(after, a.version + 5, events, [NewOutbox(a.id, "web", OutboxKind.SYNC)])
+    assert await store.get_approval(a.id) == a and await store.list_events(a.id) == []
+    assert await store.list_outbox(a.id) == []
+    job = NewJob(a.id, "agent")
+    assert await store.save_transition(after, a.version, events, [NewOutbox(a.id, "web", OutboxKind.SYNC)], job)
+    assert await store.get_approval(a.id) == after
+    assert [e.kind for e in await store.list_events(a.id)] == ["approved"]
+    assert [o.kind for o in await store.list_outbox(a.id)] == [OutboxKind.SYNC]
+    stored_job = await store.get_job(a.id)
+    assert stored_job is not None and stored_job.status is JobStatus.QUEUED and stored_job.worker == "agent"
+    assert await store.count_by_status() == {"approved": 1}
+
+
+async def test_fifty_concurrent_transitions_have_one_winner(store_factory: StoreFactory) -> None:
+    stores = [await store_factory() for _ in range(3)]
+    a = make_approval()
+    await stores[0].create_approval(a, [], [])
+
+    async def attempt(i: int) -> bool:
+        outcome = Outcome.APPROVE if i % 2 else Outcome.REJECT
+        after = _decided(a, outcome)
+        event = NewEvent(a.id, after.status.value, NOW, actor=f"web:u{i}")
+        return await stores[i % 3].save_transition(
+            after, a.version, [event], [NewOutbox(a.id, "web", OutboxKind.SYNC)], NewJob(a.id, "agent")
+        )
+
+    results = await asyncio.gather(*(attempt(i) for i in range(50)))
+    assert sum(results) == 1
+    events = await stores[0].list_events(a.id)
+    assert len(events) == 1
+    final = await stores[0].get_approval(a.id)
+    assert final is not None and final.version == a.version + 1 and final.status.value == events[0].kind
+    assert len(await stores[0].list_jobs()) == 1
+
+
+async def test_due_approvals_and_next_wake(store: Store) -> None:
+    assert await store.next_wake_at() is None
+    late = make_approval(wake_at=NOW + timedelta(minutes=10))
+    soon = make_approval(wake_at=NOW + timedelta(minutes=1))
+    await store.create_approval(late, [], [])
+    await store.create_approval(soon, [], [])
+    await store.create_approval(make_approval(), [], [])
+    assert await store.next_wake_at() == soon.wake_at
+    assert await store.due_approvals(NOW, 10) == []
+    assert [a.id for a in await store.due_approvals(NOW + timedelta(hours=1), 10)] == [soon.id, late.id]
+    assert [a.id for a in await store.due_approvals(NOW + timedelta(hours=1), 1)] == [soon.id]
+
+
+async def test_claim_due_leases_each_wake_up_to_one_owner(store_factory: StoreFactory) -> None:
+    a, b = await store_factory(), await store_factory()
+    due = [make_approval(wake_at=NOW + timedelta(seconds=i)) for i in range(3)]
+    for approval in [*due, make_approval(wake_at=NOW + timedelta(hours=1)), make_approval()]:
+        await a.create_approval(approval, [], [])
+    later = NOW + timedelta(minutes=1)
+    first = await a.claim_due(later, "A", LEASE, 2)
+    assert [x.id for x in first] == [due[0].id, due[1].id] and first[0] == due[0]
+    assert [x.id for x in await b.claim_due(later, "B", LEASE, 10)] == [due[2].id]
+    assert await b.claim_due(later + timedelta(seconds=30), "B", LEASE, 10) == []
+    # A applies the first one (a reminder moves wake_at): the lease is released with it.
+    reminded = due[0].evolve(version=2, reminders_sent=1, wake_at=later + timedelta(seconds=10))
+    assert await a.save_transition(reminded, 1, [NewEvent(due[0].id, "reminded", later)])
+    assert [x.id for x in await b.claim_due(later + timedelta(seconds=10), "B", LEASE, 10)] == [due[0].id]
+    # A died holding due[1]: once its lease runs out, B takes it.
+    retaken = await b.claim_due(later + LEASE + timedelta(seconds=1), "B", LEASE, 10)
+    assert due[1].id in {x.id for x in retaken}
+
+
+async def test_concurrent_due_claims_take_each_approval_once(store_factory: StoreFactory) -> None:
+    stores = [await store_factory() for _ in range(3)]
+    for i in range(30):
+        await stores[0].create_approval(make_approval(wake_at=NOW + timedelta(milliseconds=i)), [], [])
+    claimed: list[str] = []
+
+    async def scheduler(i: int) -> None:
+        while batch := await stores[i].claim_due(NOW + timedelta(seconds=1), f"s{i}", LEASE, 4):
+            claimed.extend(x.id for x in batch)
+
+    await asyncio.gather(*(scheduler(i) for i in range(3)))
+    assert len(claimed) == len(set(claimed)) == 30
+
+
+async def test_events_append_in_order(store: Store) -> None:
+    (aid,) = await _create(store)
+    await store.append_events([NewEvent(aid, "denied", NOW, "telegram:1", "telegram", {"reason": "no"})])
+    await store.append_events([NewEvent(aid, "duplicate_vote", NOW)])
+    events = await store.list_events(aid)
+    assert [e.kind for e in events] == ["suspended", "denied", "duplicate_vote"]
+    assert events[1].actor == "telegram:1" and events[1].data == {"reason": "no"}
+    assert events[0].id < events[1].id < events[2].id
+
+
+# ---------------------------------------------------------------- outbox
+async def test_claim_lease_and_reclaim_after_expiry(store_factory: StoreFactory) -> None:
+    a, b = await store_factory(), await store_factory()
+    (aid,) = await _create(a)
+    first = await a.claim_outbox(NOW, "A", LEASE, 10)
+    assert [(i.approval_id, i.kind) for i in first] == [(aid, OutboxKind.POST)]
+    assert await b.claim_outbox(NOW + timedelta(seconds=30), "B", LEASE, 10) == []
+    taken = await b.claim_outbox(NOW + timedelta(seconds=61), "B", LEASE, 10)
+    assert [i.id for i in taken] == [first[0].id]
+    assert not await a.finish_outbox(first[0].id, "A", now=NOW, status=DeliveryStatus.DONE)  # lease lost
+    assert await b.finish_outbox(taken[0].id, "B", now=NOW, status=DeliveryStatus.DONE)
+    assert await a.claim_outbox(NOW + timedelta(hours=1), "A", LEASE, 10) == []
+
+
+async def test_a_card_is_delivered_by_one_owner_at_a_time(store_factory: StoreFactory) -> None:
+    a, b = await store_factory(), await store_factory()
+    first, second = await _create(a, 2)
+    (post,) = await a.claim_outbox(NOW, "A", LEASE, 1)
+    assert post.approval_id == first
+    await a.enqueue_outbox([NewOutbox(first, "web", OutboxKind.SYNC)], NOW)
+    # B may not sync `first` while A still holds its post; it takes the other card.
+    assert [(i.approval_id, i.kind) for i in await b.claim_outbox(NOW, "B", LEASE, 10)] == [(second, OutboxKind.POST)]
+    assert await a.finish_outbox(post.id, "A", now=NOW, status=DeliveryStatus.DONE)
+    assert [(i.approval_id, i.kind) for i in await b.claim_outbox(NOW, "B", LEASE, 10)] == [(first, OutboxKind.SYNC)]
+
+
+async def test_concurrent_claims_take_each_row_once(store_factory: StoreFactory) -> None:
+    stores = [await store_factory() for _ in range(4)]
+    ids = await _create(stores[0], 25, channels=("web", "web:ops"))
+    claimed: list[int] = []
+
+    async def worker(i: int) -> None:
+        while batch := await stores[i].claim_outbox(NOW, f"owner-{i}", LEASE, 3):
+            claimed.extend(item.id for item in batch)
+
+    await asyncio.gather(*(worker(i) for i in range(4)))
+    assert len(claimed) == len(set(claimed)) == 2 * len(ids)
+
+
+async def test_finish_outbox_records_card_retry_and_events(store: Store) -> None:
+    (aid,) = await _create(store)
+    (item,) = await store.claim_outbox(NOW, "A", LEASE, 10)
+    retry_at = NOW + timedelta(seconds=30)
+    assert await store.finish_outbox(
+        item.id, "A", now=NOW, status=DeliveryStatus.PENDING, next_attempt_at=retry_at, error="429"
+    )
+    (row,) = await store.list_outbox(aid)
+    assert (row.status, row.attempts, row.next_attempt_at, row.last_error) == (
+        DeliveryStatus.PENDING,
+        1,
+        retry_at,
+        "429",
+    )
+    assert await store.claim_outbox(NOW, "A", LEASE, 10) == []
+    (item,) = await store.claim_outbox(retry_at, "A", LEASE, 10)
+    card = CardUpdate("web", "/approvals/x", DeliveryStatus.DONE)
+    event = NewEvent(aid, "card_posted", NOW, channel="web", data={"ref": "/approvals/x"})
+    assert await store.finish_outbox(item.id, "A", now=NOW, status=DeliveryStatus.DONE, card=card, events=[event])
+    stored = await store.get_card(aid, "web")
+    assert stored is not None and stored.ref == "/approvals/x" and stored.posted_at == NOW
+    assert [e.kind for e in await store.list_events(aid)] == ["suspended", "card_posted"]
+    (row,) = await store.list_outbox(aid)
+    assert (row.status, row.attempts) == (DeliveryStatus.DONE, 2)
+
+
+async def test_card_update_keeps_ref_and_follows_a_moved_chat(store: Store) -> None:
+    (aid,) = await _create(store, channels=("telegram:1",))
+    await store.enqueue_outbox([NewOutbox(aid, "telegram:1", OutboxKind.SYNC)], NOW)
+    post, sync = await store.claim_outbox(NOW, "A", LEASE, 10)
+    await store.finish_outbox(
+        post.id, "A", now=NOW, status=DeliveryStatus.DONE, card=CardUpdate("telegram:1", "77", DeliveryStatus.DONE)
+    )
+    moved = CardUpdate("telegram:1", None, DeliveryStatus.DONE, new_channel="telegram:2")
+    await store.finish_outbox(sync.id, "A", now=NOW, status=DeliveryStatus.DONE, card=moved, count_attempt=False)
+    (card,) = await store.list_cards(aid)
+    assert (card.channel, card.ref) == ("telegram:2", "77")
+    assert (await store.list_outbox(aid))[1].attempts == 0
+
+
+async def test_one_post_per_card_and_syncs_coalesce(store: Store) -> None:
+    (aid,) = await _create(store)
+    await store.enqueue_outbox([NewOutbox(aid, "web", OutboxKind.POST)], NOW)
+    await store.enqueue_outbox([NewOutbox(aid, "web", OutboxKind.SYNC), NewOutbox(aid, "web", OutboxKind.SYNC)], NOW)
+    await store.enqueue_outbox([NewOutbox(aid, "web", OutboxKind.REMIND, {"number": 1})], NOW)
+    kinds = [o.kind for o in await store.list_outbox(aid)]
+    assert kinds == [OutboxKind.POST, OutboxKind.SYNC, OutboxKind.REMIND]
+    assert (await store.list_outbox(aid))[2].data == {"number": 1}
+
+
+# ---------------------------------------------------------------- resume jobs
+async def _decide_with_job(store: Store) -> str:
+    a = make_approval()
+    await store.create_approval(a, [], [])
+    assert await store.save_transition(_decided(a), a.version, [], [], NewJob(a.id, "agent"))
+    return a.id
+
+
+async def test_job_claim_finish_extend_requeue(store_factory: StoreFactory) -> None:
+    a, b = await store_factory(), await store_factory()
+    aid = await _decide_with_job(a)
+    (job,) = await a.claim_jobs(NOW, "A", LEASE, 5)
+    assert (job.status, job.claimed_by, job.attempts) == (JobStatus.RUNNING, "A", 1)
+    assert await b.claim_jobs(NOW + timedelta(seconds=30), "B", LEASE, 5) == []
+    assert await a.extend_job_lease(job.id, "A", NOW + timedelta(minutes=5))
+    assert not await b.extend_job_lease(job.id, "B", NOW + timedelta(minutes=5))
+    assert await b.claim_jobs(NOW + timedelta(seconds=90), "B", LEASE, 5) == []  # extended
+    (again,) = await b.claim_jobs(NOW + timedelta(minutes=6), "B", LEASE, 5)  # the lease ran out
+    assert (again.claimed_by, again.attempts) == ("B", 2)
+    assert not await a.finish_job(job.id, "A", now=NOW, status=JobStatus.SUCCEEDED)
+    event = NewEvent(aid, "job_failed", NOW)
+    assert await b.finish_job(
+        again.id, "B", now=NOW, status=JobStatus.FAILED, error="exit 1", output_tail="boom", events=[event]
+    )
+    assert [j.approval_id for j in await a.list_jobs(JobStatus.FAILED)] == [aid]
+    assert await a.list_jobs(JobStatus.QUEUED) == []
+    assert await a.requeue_job(aid, NOW, [NewEvent(aid, "job_requeued", NOW)])
+    assert not await a.requeue_job(aid, NOW, [])  # only a failed job goes back
+    stored = await a.get_job(aid)
+    assert stored is not None and (stored.status, stored.attempts, stored.output_tail) == (JobStatus.QUEUED, 0, "boom")
+    assert [e.kind for e in await a.list_events(aid)] == ["job_failed", "job_requeued"]
+
+
+async def test_finished_job_is_not_claimed_again(store: Store) -> None:
+    aid = await _decide_with_job(store)
+    (job,) = await store.claim_jobs(NOW, "A", LEASE, 5)
+    assert await store.finish_job(job.id, "A", now=NOW, status=JobStatus.SUCCEEDED, output_tail="ok")
+    assert await store.claim_jobs(NOW + timedelta(days=1), "B", LEASE, 5) == []
+    stored = await store.get_job(aid)
+    assert stored is not None and stored.status is JobStatus.SUCCEEDED and stored.claimed_by is None
+
+
+async def test_concurrent_job_claims_take_each_job_once(store_factory: StoreFactory) -> None:
+    stores = [await store_factory() for _ in range(3)]
+    for _ in range(20):
+        await _decide_with_job(stores[0])
+    claimed: list[int] = []
+
+    async def worker(i: int) -> None:
+        while batch := await stores[i].claim_jobs(NOW, f"w{i}", LEASE, 2):
+            claimed.extend(j.id for j in batch)
+
+    await asyncio.gather(*(worker(i) for i in range(3)))
+    assert len(claimed) == len(set(claimed)) == 20
+
+
+# ---------------------------------------------------------------- journal and inbound
+async def test_record_step_first_success_wins(store: Store) -> None:
+    def step(status: StepStatus, output: object, attempts: int) -> StepRecord:
+        return StepRecord("run-9", "fetch", status, output, attempts, NOW, NOW + timedelta(seconds=1))
+
+    assert (await store.record_step(step(StepStatus.FAILED, None, 1))).status is StepStatus.FAILED
+    won = await store.record_step(step(StepStatus.SUCCEEDED, {"rows": 3}, 2))
+    assert (won.status, won.output, won.attempts) == (StepStatus.SUCCEEDED, {"rows": 3}, 2)
+    later = await store.record_step(step(StepStatus.SUCCEEDED, {"rows": 99}, 3))
+    assert later == won
+    results = await asyncio.gather(
+        *(store.record_step(StepRecord("run-9", "send", StepStatus.SUCCEEDED, i, 1, NOW, NOW)) for i in range(10))
+    )
+    assert len({r.output for r in results}) == 1
+    assert [s.name for s in await store.get_steps("run-9")] == ["fetch", "send"]
+    (run,) = await store.list_runs()
+    assert (run["run_id"], run["steps"], run["attempts"]) == ("run-9", 2, 3)
+
+
+async def test_remember_inbound_once(store_factory: StoreFactory) -> None:
+    stores = [await store_factory() for _ in range(2)]
+    assert await stores[0].remember_inbound("tg:1", NOW)
+    assert not await stores[1].remember_inbound("tg:1", NOW)
+    results = await asyncio.gather(*(stores[i % 2].remember_inbound("slack:xyz", NOW) for i in range(20)))
+    assert sum(results) == 1
+
+
+async def test_subscribe_is_accepted(store: Store) -> None:
+    """Every backend takes a subscriber (SQLite ignores it; PostgreSQL is tested in test_notify)."""
+    await store.subscribe(lambda topic, payload: None)
+    await _create(store)
+
+
+# ---------------------------------------------------------------- prompts (migration v2)
+async def test_prompts_are_taken_once_by_their_owner(store_factory: StoreFactory) -> None:
+    a, b = await store_factory(), await store_factory()
+    (aid,) = await _create(a)
+    prompt = Prompt("telegram:1:99", aid, "telegram:7", "reject_reason", NOW, NOW + timedelta(minutes=5))
+    await a.save_prompt(prompt.__class__(prompt.key, aid, "telegram:8", "reject_reason", NOW, NOW))
+    await a.save_prompt(prompt)  # the same key replaces
+    assert await b.take_prompt(prompt.key, "telegram:8", NOW) is None  # not theirs
+    results = await asyncio.gather(*((a, b)[i % 2].take_prompt(prompt.key, "telegram:7", NOW) for i in range(10)))
+    assert [r for r in results if r is not None] == [prompt]
+    await a.save_prompt(prompt)
+    assert await a.take_prompt(prompt.key, "telegram:7", NOW + timedelta(minutes=5)) is None  # expired
+    assert await a.take_prompt(prompt.key, "telegram:7", NOW) is None  # and dropped on the way

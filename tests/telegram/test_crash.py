@@ -1,0 +1,76 @@
+"""kill -9 while a press is being handled: Telegram redelivers the update, and it must count.
+
+The webhook remembers an update id before it decides (to drop Telegram's redeliveries). A
+gateway killed in between never answered 2xx, so Telegram sends the same update again: that
+redelivery must still make the decision, not be dropped as a duplicate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from gateway.http.app import create_app
+from gateway.models import Status
+from gateway.runtime import Runtime
+from gateway.testing import FakeClock, make_settings
+from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.procs import AUTH, Gateway, free_port, write_config
+from tests.telegram.conftest import ALICE, CHAT, HEADERS, SECRET, TG, TOKEN
+
+pytestmark = pytest.mark.slow
+
+
+async def test_a_press_killed_mid_flight_is_decided_on_redelivery(
+    tmp_path: Path, tg_api: FakeTelegramAPI, aiohttp_client: Callable[..., Any]
+) -> None:
+    db, port = f"sqlite:///{tmp_path / 'crash.db'}", free_port()
+    telegram = f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{tg_api.base_url}"\n'
+    config = write_config(tmp_path / "gw.toml", db, port, telegram + f"approvers = [{ALICE}]\n")
+    gw = Gateway(config, port, tmp_path / "gw.log").start()
+    helper = TG(None, None, tg_api, None)  # type: ignore[arg-type]
+    release = tg_api.hold("answerCallbackQuery")  # the press hangs after it was remembered
+    try:
+        async with aiohttp.ClientSession() as http:
+            body = {"run_id": "r", "step": "pay", "title": "Pay", "channels": [f"telegram:{CHAT}"]}
+            async with http.post(f"{gw.url}/v1/suspend", json=body, headers=AUTH) as resp:
+                assert resp.status == 201
+                approval_id = (await resp.json())["id"]
+            await tg_api.wait_for_call("sendMessage")
+            mid = max(m for (_, m) in tg_api.messages)
+            update = helper.press(ALICE, helper.data(mid, "Approve"), mid)
+            press = asyncio.create_task(
+                http.post(f"{gw.url}/webhooks/telegram", data=json.dumps(update), headers=HEADERS)
+            )
+            await tg_api.wait_for_call("answerCallbackQuery")
+            gw.kill9()
+            with contextlib.suppress(aiohttp.ClientError):
+                await press  # Telegram got no 2xx: it will redeliver the same update
+    finally:
+        gw.stop()
+        release.set()
+
+    settings = make_settings(
+        db,
+        {"telegram": {"bot_token": TOKEN, "webhook_secret": SECRET, "base_url": tg_api.base_url, "approvers": [ALICE]}},
+    )
+    rt = Runtime(settings, clock=FakeClock(datetime.now(UTC)), owner="restarted")
+    client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
+    assert (await rt.service.get(approval_id)).status is Status.WAITING  # the decision was not committed
+    resp = await client.post("/webhooks/telegram", data=json.dumps(update), headers=HEADERS)
+    assert resp.status == 200
+    approval = await rt.service.get(approval_id)
+    assert approval.status is Status.APPROVED
+    assert approval.decision is not None and approval.decision.decided_by == f"telegram:{ALICE}"
+    # a second redelivery after success changes nothing more
+    assert (await client.post("/webhooks/telegram", data=json.dumps(update), headers=HEADERS)).status == 200
+    decided = [e for e in await rt.store.list_events(approval_id) if e.kind == "approved"]
+    assert len(decided) == 1

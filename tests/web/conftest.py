@@ -1,0 +1,62 @@
+"""Fixtures for the web inbox: users in [web], a client on the real app, and a sign-in helper."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from gateway.config import Settings
+from gateway.http.app import create_app
+from gateway.http.web_auth import hash_password
+from gateway.models import StepRecord, StepStatus
+from gateway.runtime import Runtime
+from gateway.store import Store
+from gateway.testing import FakeClock
+
+PASSWORD = "correct horse battery"
+# A cheap scrypt cost keeps the suite fast; the cost is read from the hash itself.
+HASH = hash_password(PASSWORD, n=2**10)
+WEB = {"approvers": ["alice", "bob"], "viewers": ["victor"], "passwords": {"alice": HASH, "victor": HASH}}
+_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+
+
+def csrf_of(html: str) -> str:
+    found = _CSRF.search(html)
+    assert found, "no CSRF field in the page"
+    return found.group(1)
+
+
+@pytest.fixture
+def web_settings(settings_factory: Callable[..., Settings]) -> Settings:
+    return settings_factory(web=WEB, workers={"agent": {"command": ["true"]}}, policies={"fast": {"timeout": "1m"}})
+
+
+@pytest.fixture
+async def web_rt(web_settings: Settings, clock: FakeClock) -> Runtime:
+    return Runtime(web_settings, clock=clock, owner="test")
+
+
+@pytest.fixture
+async def web(
+    aiohttp_client: Callable[..., Any], web_settings: Settings, web_rt: Runtime
+) -> AsyncIterator[TestClient[Any, Any]]:
+    app = create_app(web_settings, runtime=web_rt, background=False)
+    yield await aiohttp_client(app)
+
+
+async def journal(store: Store, start: datetime, rows: Iterable[tuple[str, str, int, float]]) -> None:
+    """Journal succeeded steps: (run_id, step, attempts, seconds) each, all started at `start`."""
+    for run, name, attempts, secs in rows:
+        end = start + timedelta(seconds=secs)
+        await store.record_step(StepRecord(run, name, StepStatus.SUCCEEDED, {}, attempts, start, end))
+
+
+async def sign_in(client: TestClient[Any, Any], name: str = "alice", password: str = PASSWORD) -> Any:
+    page = await client.get("/login")
+    token = csrf_of(await page.text())
+    return await client.post("/login", data={"csrf": token, "name": name, "password": password}, allow_redirects=False)
