@@ -15,7 +15,7 @@ from typing import Any
 
 NEEDED = {
     "adapters.telegram": "telegram adapter (#3)",
-    "tests.fakes.telegram": "fake telegram server (#3)",
+    "tests.fakes.telegram_api": "fake telegram server (#3)",
     "gateway.worker": "worker (#6)",
     "gateway.sdk": "SDK (#6)",
 }
