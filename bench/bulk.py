@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from gateway.keys import args_hash, canonical_json, idempotency_key
-from gateway.models import Approval, Policy, Status
+from gateway.models import Approval, Policy
 from gateway.store.rows import APPROVAL_COLUMNS, approval_values
 from gateway.store.sqlite import SQLiteStore
+from gateway.testing import make_approval
 
 _INSERT = f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({', '.join('?' * len(APPROVAL_COLUMNS))})"
 _CHUNK = 20_000
@@ -34,28 +35,16 @@ def migrate(db: Path) -> None:
 
 def template(worker: str | None = None, created: datetime | None = None, timeout_s: float = 1800) -> Approval:
     """A typical approval as /v1/suspend would store it (the bench's load body)."""
-    now = created or datetime.now(UTC)
     args = {"amount": 4200, "currency": "USD", "customer": "cus_123"}
-    policy = Policy(timeout=timedelta(seconds=timeout_s))
-    deadline = now + timedelta(seconds=timeout_s)
-    return Approval(
-        id="x",
-        idempotency_key="x",
-        run_id="x",
+    return make_approval(
+        Policy(timeout=timedelta(seconds=timeout_s)),
+        created or datetime.now(UTC),
         step="charge",
         title="Charge ACME $42",
         summary="Monthly invoice for ACME Corp, plan Pro, 3 seats",
         args=args,
         state={"cursor": 3, "messages": ["draft invoice", "ask approval"]},
-        channels=("web",),
-        approvers=(),
-        policy=policy,
         worker=worker,
-        requested_by=None,
-        status=Status.WAITING,
-        created_at=now,
-        deadline=deadline,
-        wake_at=deadline,
         args_hash=args_hash(args),
     )
 
