@@ -161,8 +161,12 @@ def render(request: web.Request, template: str, context: Mapping[str, Any], *, s
 
 
 async def checked_form(request: web.Request) -> Mapping[str, str]:
-    """The POSTed form, or 403 when its CSRF token is not the one `render` put in the page."""
-    form = await request.post()
+    """The POSTed form, or 403 when its CSRF token is not the one `render` put in the page
+    (400 when the body is not a form at all, e.g. multipart without a boundary)."""
+    try:
+        form = await request.post()
+    except ValueError:
+        raise PageError(400, "The form could not be read. Reload the page and try again.") from None
     given = form.get("csrf")
     user = current_user(request)
     expected = user.csrf if user is not None else request.cookies.get(CSRF_COOKIE, "")

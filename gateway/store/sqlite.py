@@ -58,6 +58,7 @@ _MAX_BATCH = 256
 _INSERT_APPROVAL = (
     f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({', '.join('?' for _ in APPROVAL_COLUMNS)})"
 )
+_INSERT_APPROVAL_NEW = _INSERT_APPROVAL + " ON CONFLICT DO NOTHING"
 _UPDATE_APPROVAL = (
     "UPDATE approvals SET "
     + ", ".join(f"{c} = ?" for c in APPROVAL_COLUMNS[1:])
@@ -220,13 +221,17 @@ class SQLiteStore:
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
+        values = approval_values(approval)  # encoded on the caller's thread, not the writer's
+
         def op(conn: sqlite3.Connection) -> tuple[Approval, bool]:
-            row = conn.execute(
-                "SELECT * FROM approvals WHERE idempotency_key = ?", (approval.idempotency_key,)
-            ).fetchone()
-            if row is not None:
+            # Insert first (one statement in the common case); read the winner only on a conflict.
+            if conn.execute(_INSERT_APPROVAL_NEW, values).rowcount != 1:
+                row = conn.execute(
+                    "SELECT * FROM approvals WHERE idempotency_key = ?", (approval.idempotency_key,)
+                ).fetchone()
+                if row is None:  # the random id collided (80 bits): let the caller see an error
+                    raise sqlite3.IntegrityError(f"approval id {approval.id} already exists")
                 return approval_from_row(row), False
-            conn.execute(_INSERT_APPROVAL, approval_values(approval))
             _insert_events(conn, events)
             _insert_outbox(conn, outbox, time.time())
             return approval, True
@@ -274,9 +279,10 @@ class SQLiteStore:
         outbox: Sequence[NewOutbox] = (),
         job: NewJob | None = None,
     ) -> bool:
+        values = approval_values(approval)[1:]  # encoded on the caller's thread, not the writer's
+
         def op(conn: sqlite3.Connection) -> bool:
-            values = approval_values(approval)
-            cur = conn.execute(_UPDATE_APPROVAL, (*values[1:], approval.id, expected_version))
+            cur = conn.execute(_UPDATE_APPROVAL, (*values, approval.id, expected_version))
             if cur.rowcount != 1:
                 return False
             now = time.time()
@@ -621,17 +627,31 @@ def _upsert_card(conn: sqlite3.Connection, approval_id: str, card: CardUpdate, n
 
 
 def _run_batch(conn: sqlite3.Connection, *, ops: Sequence[Op]) -> list[Any]:
-    results: list[Any] = []
+    """One transaction for the whole batch. Fast path: no per-op savepoint. If any op raises,
+    the transaction is rolled back whole and the batch re-runs with a savepoint per op, so that
+    only the failing op is lost (ops are pure functions of the connection: safe to re-run)."""
+    try:
+        return _in_transaction(conn, lambda: [op(conn) for op in ops])
+    except Exception:
+        return _in_transaction(conn, lambda: [_isolated(conn, op) for op in ops])
+
+
+def _isolated(conn: sqlite3.Connection, op: Op) -> Any:
+    conn.execute("SAVEPOINT op")
+    try:
+        result = op(conn)
+    except Exception as exc:
+        conn.execute("ROLLBACK TO op")
+        result = exc
+    conn.execute("RELEASE op")
+    return result
+
+
+def _in_transaction(conn: sqlite3.Connection, body: Callable[[], list[Any]]) -> list[Any]:
+    """BEGIN IMMEDIATE, body, COMMIT; anything raised (the COMMIT included) rolls back and propagates."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for op in ops:
-            conn.execute("SAVEPOINT op")
-            try:
-                results.append(op(conn))
-            except Exception as exc:
-                conn.execute("ROLLBACK TO op")
-                results.append(exc)
-            conn.execute("RELEASE op")
+        results = body()
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

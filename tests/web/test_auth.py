@@ -160,3 +160,11 @@ async def test_bad_and_expired_login_links(web: Any, web_rt: Runtime, clock: Fak
     assert token not in Redactor().redact(access_log)  # the access log never shows a live link
     with pytest.raises(GatewayError, match=r"not in web\.approvers"):
         login_link(web_rt.settings, web_rt.signer, "mallory", clock.now())
+
+
+@pytest.mark.parametrize("path", ["/login", "/login/link", "/logout"])
+async def test_a_multipart_body_without_boundary_is_a_400_page_not_a_500(web: Any, path: str) -> None:
+    # Found by `make fuzz` (schemathesis): aiohttp's form parser raised ValueError -> 500.
+    resp = await web.post(path, data=b"x", headers={"Content-Type": "multipart/form-data"})
+    assert resp.status == 400, await resp.text()
+    assert "could not be read" in await resp.text()

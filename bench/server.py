@@ -1,0 +1,128 @@
+"""A real `hitl-gateway serve` subprocess on a SQLite file, for the benchmarks and the chaos run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+API_KEY = "bench-api-key-0123456789abcdef"
+SECRET = "bench-secret-key-0123456789abcdef"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_config(workdir: Path, db: Path, port: int, log_level: str = "WARNING", extra: str = "") -> Path:
+    """A TOML config: one API key, a `fast` policy and an `agent` worker (command `true`)."""
+    cfg = workdir / "gateway.toml"
+    cfg.write_text(
+        f"""
+[server]
+host = "127.0.0.1"
+port = {port}
+public_url = "http://127.0.0.1:{port}"
+log_level = "{log_level}"
+
+[store]
+url = "sqlite:///{db}"
+
+[security]
+secret_keys = ["{SECRET}"]
+api_keys = ["{API_KEY}"]
+
+[policies.default]
+timeout = "30m"
+on_timeout = "reject"
+
+[policies.fast]
+timeout = "1m"
+
+[workers.agent]
+command = ["true"]
+{extra}
+"""
+    )
+    return cfg
+
+
+@dataclass
+class Gateway:
+    """One gateway process. `start()` waits for /readyz; `kill()` is SIGKILL (no clean-up)."""
+
+    workdir: Path
+    db: Path
+    log_level: str = "WARNING"
+    extra_config: str = ""
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> None:
+        cfg = write_config(self.workdir, self.db, self.port, self.log_level, self.extra_config)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
+        log = (self.workdir / "gateway.log").open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "--config", str(cfg), "serve"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.workdir,
+        )
+        asyncio.run(self._wait_ready(time.monotonic() + timeout))
+
+    async def _wait_ready(self, deadline: float) -> None:
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                if self.proc is not None and self.proc.poll() is not None:
+                    raise RuntimeError(f"gateway exited with {self.proc.returncode}; see {self.workdir}/gateway.log")
+                try:
+                    async with http.get(f"{self.url}/readyz") as resp:
+                        if resp.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"gateway not ready in time; see {self.workdir}/gateway.log")
+
+    def rss_kb(self) -> int:
+        assert self.proc is not None
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmRSS line")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the serving process so far (all its threads)."""
+        assert self.proc is not None
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would: no shutdown hook runs."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
