@@ -150,11 +150,28 @@ class SQLiteStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._writer = await self._connect()
-        await self._writer.execute("PRAGMA journal_mode = WAL")
-        await self._writer.execute("PRAGMA synchronous = FULL")
-        await _in_thread(self._writer, _migrate)
-        self._reader = await self._connect() if self.path != ":memory:" else self._writer
+        try:
+            await self._set_wal(self._writer)
+            await self._writer.execute("PRAGMA synchronous = FULL")
+            await _in_thread(self._writer, _migrate)
+            self._reader = await self._connect() if self.path != ":memory:" else self._writer
+        except BaseException:
+            await self.close()  # no leaked connection threads
+            raise
         self._writer_task = asyncio.create_task(self._write_loop(), name="sqlite-writer")
+
+    @staticmethod
+    async def _set_wal(db: aiosqlite.Connection, attempts: int = 200) -> None:
+        """Switching a fresh file to WAL needs it to itself, and SQLite does not wait for that
+        (no busy handler): when several processes open a new database at once, retry briefly."""
+        for attempt in range(attempts):
+            try:
+                await db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == attempts - 1:
+                    raise
+                await asyncio.sleep(0.05)
 
     async def close(self) -> None:
         if self._writer_task is not None:

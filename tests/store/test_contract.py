@@ -54,7 +54,7 @@ async def test_open_migrates_and_reopening_is_a_no_op(store: Store, store_factor
 
 
 async def test_concurrent_opens_migrate_once(store_url: str, store_factory: StoreFactory) -> None:
-    stores = await asyncio.gather(*(store_factory() for _ in range(4)))
+    stores = await asyncio.gather(*(store_factory() for _ in range(8)))
     assert {await s.schema_version() for s in stores} == {LATEST}
 
 
