@@ -353,6 +353,10 @@ def _plan() -> list[tuple[str, str]]:
     return [(kind, random.choice(["approve", "reject"])) for kind in kinds]
 
 
+def _message_id(ref: str) -> int:
+    return int(ref.rsplit(":", 1)[1])  # a Telegram card's ref is "chat:message_id"
+
+
 async def _tg_message_id(pool: asyncpg.Pool, a: dict[str, Any], within: float = 20) -> None:
     """A Telegram press needs the card's message id: wait until the card is posted."""
     deadline = time.monotonic() + within
@@ -360,7 +364,7 @@ async def _tg_message_id(pool: asyncpg.Pool, a: dict[str, Any], within: float = 
         sql = "SELECT ref FROM cards WHERE approval_id = $1 AND channel = $2 AND status = 'done'"
         ref = await pool.fetchval(sql, a["id"], CHANNELS[1])
         if ref:
-            a["tg_message_id"] = int(ref.rsplit(":", 1)[1])
+            a["tg_message_id"] = _message_id(ref)
             return
         assert time.monotonic() < deadline, f"the Telegram card of {a['id']} was never posted"
         await asyncio.sleep(0.05)
@@ -505,7 +509,7 @@ async def _posted(pool: asyncpg.Pool, approvals: list[dict[str, Any]], within: f
         await asyncio.sleep(0.1)
     refs = dict(await pool.fetch("SELECT approval_id, ref FROM cards WHERE channel = $1", CHANNELS[1]))
     for a in approvals:
-        a["tg_message_id"] = int(refs[a["id"]].rsplit(":", 1)[1])
+        a["tg_message_id"] = _message_id(refs[a["id"]])
 
 
 async def _settled(pool: asyncpg.Pool, within: float) -> None:
