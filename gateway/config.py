@@ -39,7 +39,8 @@ class ServerSettings:
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
     url: str = "sqlite:///./var/hitl-gateway.db"
-    # How long a process holds a claimed delivery before another replica may take it over.
+    # How long a process holds a claimed delivery, due deadline or resume job before another
+    # replica may take it over (a running job's lease is renewed every lease/3).
     lease: timedelta = timedelta(seconds=60)
 
 

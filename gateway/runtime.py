@@ -42,7 +42,7 @@ class Runtime:
         self.outbox = OutboxRunner(self.store, self.channels, self.clock, self.owner, lease=settings.store.lease)
         self.service.hooks.outbox.append(self.outbox.notify)
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
-        self.worker = WorkerRunner(self.service, self.clock, self.owner)
+        self.worker = WorkerRunner(self.service, self.clock, self.owner, lease=settings.store.lease)
         self.service.hooks.jobs.append(self.worker.notify)
         self.loops.append(self.worker.run_forever)
         self.extras: dict[str, Any] = {}

@@ -20,12 +20,13 @@ from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock
 FAKES = Path(__file__).parents[1] / "fakes"
 
 
-def write_config(tmp_path: Path, command: list[str]) -> Path:
+def write_config(tmp_path: Path, command: list[str], lease: str = "60s") -> Path:
     cfg = tmp_path / "gw.toml"
     cfg.write_text(
         f"""
 [store]
 url = "sqlite:///{tmp_path / "gw.db"}"
+lease = "{lease}"
 [security]
 secret_keys = ["{TEST_SECRET}"]
 api_keys = ["{TEST_API_KEY}"]
@@ -49,12 +50,13 @@ async def decided(cfg: Path, clock: FakeClock | None = None) -> str:
 
 
 async def test_lease_expiry_after_kill(tmp_path: Path) -> None:
+    """The job's lease is `store.lease` (10s here): held at +5s, taken over at +11s."""
     marker = tmp_path / "attempts"
     script = (
         "import os,sys,time; f=open(sys.argv[1],'a'); f.write(str(os.getpid())+'\\n'); f.close();"
         " time.sleep(0 if len(open(sys.argv[1]).read().split()) > 1 else 60)"
     )
-    cfg = write_config(tmp_path, [sys.executable, "-c", script, str(marker)])
+    cfg = write_config(tmp_path, [sys.executable, "-c", script, str(marker)], lease="10s")
     approval_id = await decided(cfg)
     doomed = await asyncio.create_subprocess_exec(sys.executable, str(FAKES / "run_worker.py"), str(cfg))
     for _ in range(200):
@@ -72,7 +74,9 @@ async def test_lease_expiry_after_kill(tmp_path: Path) -> None:
         held = await rt.store.get_job(approval_id)
         assert held is not None and held.status is JobStatus.RUNNING and held.claimed_by == "doomed"
         assert await rt.worker.run_once() == 0  # the lease still holds
-        rt.clock.set(now + timedelta(seconds=61))  # type: ignore[attr-defined]
+        rt.clock.set(now + timedelta(seconds=5))  # type: ignore[attr-defined]
+        assert await rt.worker.run_once() == 0  # it was claimed less than 5s before `now`
+        rt.clock.set(now + timedelta(seconds=11))  # type: ignore[attr-defined]
         assert await rt.worker.run_once() == 1
         done = await rt.store.get_job(approval_id)
         assert done is not None and done.status is JobStatus.SUCCEEDED and done.attempts == 2
