@@ -1,40 +1,238 @@
-"""b and c: the full cycle (suspend -> card on a fake chat server -> signed button webhook ->
-entrypoint worker runs the step -> journaled) and the decision-to-worker latency.
+"""b and c: the full cycle and the decision-to-worker latency, against a real gateway process.
 
-They need the pieces of other issues: the Telegram adapter and its fake server (issue 3), the
-worker and the SDK (issue 6). Until those are merged, `run()` returns a skip with the reason;
-the table shows it. HOOK: once merged, implement `_full_cycle()` here using
-tests/fakes (fake Telegram server), a `[workers.bench] entrypoint = "bench.cycle:step"` config,
-and the SDK journal, then delete the skip.
+One cycle: `POST /v1/suspend` (channel `telegram:CHAT`, worker `cycle`) -> the gateway's outbox
+posts the card to the fake Telegram Bot API (real python-telegram-bot client) -> the bench reads
+the card's signed Approve `callback_data` from the fake and POSTs the press to
+`/webhooks/telegram` (secret-token header), which decides -> the worker loop runs the
+`entrypoint` worker `bench.cycle_worker:step` in its process pool -> the step is journaled (SDK
+`DurableRun.step`, over HTTP with the resume token) -> the worker reports over UDP. `concurrency`
+clients each run cycles back to back; a cycle counts when it both starts after the warm-up and
+ends before the stop.
+
+c: `t_decided` is `time.time()` when the webhook's 200 (sent after the decision's commit) reaches
+the bench; `t_start` is the worker function's first line. Same host, same clock. It is measured
+under the c=64 load (queueing included) and alone (one cycle at a time).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import asyncio
+import itertools
+import json
+import socket
+import sqlite3
+import time
+import uuid
+from pathlib import Path
 from typing import Any
 
-NEEDED = {
-    "adapters.telegram": "telegram adapter (#3)",
-    "tests.fakes.telegram_api": "fake telegram server (#3)",
-    "gateway.worker": "worker (#6)",
-    "gateway.sdk": "SDK (#6)",
-}
+import aiohttp
+from aiohttp import web
+
+from bench.load import percentile, suspend_body
+from bench.server import AUTH, Gateway
+from tests.fakes.telegram_api import FakeTelegramAPI
+
+TOKEN = "123456:BENCH-token_abc"
+WEBHOOK_SECRET = "bench_hook-secret-0123456789"
+CHAT = -1001234567890
+ALICE = 111
+HOOK_HEADERS = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET, "Content-Type": "application/json"}
 
 
-def missing() -> list[str]:
-    out = []
-    for module, what in NEEDED.items():
+class Rendezvous:
+    """Values keyed by approval id that may arrive before or after someone waits for them."""
+
+    def __init__(self) -> None:
+        self.early: dict[str, Any] = {}
+        self.waiting: dict[str, asyncio.Future[Any]] = {}
+
+    def put(self, key: str, value: Any) -> None:
+        fut = self.waiting.pop(key, None)
+        if fut is None:
+            self.early[key] = value
+        elif not fut.done():
+            fut.set_result(value)
+
+    async def get(self, key: str, within: float = 30.0) -> Any:
+        if key in self.early:
+            return self.early.pop(key)
+        fut = self.waiting[key] = asyncio.get_running_loop().create_future()
         try:
-            found = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
-            out.append(what)
+            async with asyncio.timeout(within):
+                return await fut
+        finally:
+            self.waiting.pop(key, None)
+
+
+class CardWatch(FakeTelegramAPI):
+    """The fake Bot API, telling the bench which message and Approve button each card got."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.cards = Rendezvous()
+
+    def _m_sendMessage(self, params: dict[str, Any]) -> Any:
+        result = super()._m_sendMessage(params)
+        if isinstance(result, dict):
+            for row in (params.get("reply_markup") or {}).get("inline_keyboard", []):
+                for button in row:
+                    data = button.get("callback_data") or ""
+                    if data.startswith("a|"):
+                        self.cards.put(data.split("|")[1], (result["message_id"], data))
+        self.calls.clear()  # the bench keeps no call history (memory); messages are kept for edits
+        return result
+
+
+class Finished(asyncio.DatagramProtocol):
+    """UDP from the worker: `approval_id t_start t_done`."""
+
+    def __init__(self) -> None:
+        self.done = Rendezvous()
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        approval, start, end = data.decode().split()
+        self.done.put(approval, (float(start), float(end)))
+
+
+def press(update_id: int, message_id: int, data: str) -> dict[str, Any]:
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": str(update_id),
+            "from": {"id": ALICE, "is_bot": False, "first_name": "Alice", "username": "alice"},
+            "chat_instance": "42",
+            "data": data,
+            "message": {
+                "message_id": message_id,
+                "date": 1_900_000_000,
+                "chat": {"id": CHAT, "type": "supergroup", "title": "ops"},
+                "text": "card",
+            },
+        },
+    }
+
+
+def config(base_url: str, pool_size: int) -> str:
+    return f"""
+[telegram]
+bot_token = "{TOKEN}"
+webhook_secret = "{WEBHOOK_SECRET}"
+base_url = "{base_url}"
+approvers = [{ALICE}]
+
+[workers.cycle]
+entrypoint = "bench.cycle_worker:step"
+pool_size = {pool_size}
+"""
+
+
+class Cycles:
+    def __init__(self, gw: Gateway, api: CardWatch, finished: Finished, state: dict[str, Any]) -> None:
+        self.gw, self.api, self.finished, self.state = gw, api, finished, state
+        self.update_ids = itertools.count(1)
+        self.tag = uuid.uuid4().hex[:8]
+        self.n = itertools.count()
+
+    async def one(self, http: aiohttp.ClientSession) -> tuple[float, float]:
+        """One full cycle; returns (seconds, decision -> worker start in seconds)."""
+        t0 = time.perf_counter()
+        body = suspend_body(
+            f"cycle-{self.tag}-{next(self.n)}", channels=[f"telegram:{CHAT}"], worker="cycle", state=self.state
+        )
+        async with http.post(f"{self.gw.url}/v1/suspend", json=body, headers=AUTH) as resp:
+            if resp.status != 201:
+                raise RuntimeError(f"suspend: {resp.status} {await resp.text()}")
+            approval_id = (await resp.json())["id"]
+        message_id, data = await self.api.cards.get(approval_id)
+        update = json.dumps(press(next(self.update_ids), message_id, data))
+        async with http.post(f"{self.gw.url}/webhooks/telegram", data=update, headers=HOOK_HEADERS) as resp:
+            await resp.read()
+            decided = time.time()
+            if resp.status != 200:
+                raise RuntimeError(f"webhook: {resp.status}")
+        started, _ = await self.finished.done.get(approval_id)
+        return time.perf_counter() - t0, started - decided
+
+    async def load(self, concurrency: int, seconds: float, warmup: float) -> dict[str, Any]:
+        latencies: list[float] = []
+        to_worker: list[float] = []
+        errors = 0
+        measure_from = time.perf_counter() + warmup
+        stop_at = measure_from + seconds
+
+        async def client(http: aiohttp.ClientSession) -> None:
+            nonlocal errors
+            while (t0 := time.perf_counter()) < stop_at:
+                try:
+                    took, wait = await self.one(http)
+                except (RuntimeError, TimeoutError, aiohttp.ClientError):
+                    errors += 1
+                    continue
+                if t0 >= measure_from and t0 + took <= stop_at:
+                    latencies.append(took * 1000)
+                    to_worker.append(wait * 1000)
+
+        connector = aiohttp.TCPConnector(limit=concurrency * 2)
+        async with aiohttp.ClientSession(connector=connector) as http:
+            await asyncio.gather(*(client(http) for _ in range(concurrency)))
+        return {
+            "rate": round(len(latencies) / seconds, 1),
+            "cycles": len(latencies),
+            "errors": errors,
+            "cycle_p50_ms": round(percentile(latencies, 50), 2),
+            "cycle_p99_ms": round(percentile(latencies, 99), 2),
+            "worker_p50_ms": round(percentile(to_worker, 50), 2),
+            "worker_p99_ms": round(percentile(to_worker, 99), 2),
+        }
+
+
+async def _run(work: Path, store_url: str | None, seconds: float, concurrency: int, pool_size: int) -> dict[str, Any]:
+    api = CardWatch(TOKEN)
+    runner = web.AppRunner(api.app, access_log=None)
+    await runner.setup()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    finished = Finished()
+    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: finished, ("127.0.0.1", 0))
+    udp_port = transport.get_extra_info("sockname")[1]
+    gw = Gateway(work, work / "gateway.db", extra_config=config(f"http://127.0.0.1:{port}/bot", pool_size))
+    gw.store_url = store_url
+    await asyncio.to_thread(gw.start)
+    try:
+        cycles = Cycles(gw, api, finished, {"port": udp_port})
+        cpu0 = gw.cpu_seconds()
+        alone = await cycles.load(1, min(3.0, seconds), warmup=1.0)  # also warms the worker pool up
+        alone_cpu = (gw.cpu_seconds() - cpu0) / max(1, alone["cycles"])
+        cpu0, bench0 = gw.cpu_seconds(), time.process_time()
+        loaded = await cycles.load(concurrency, seconds, warmup=1.0)
+        loaded["server_cpu_us"] = round((gw.cpu_seconds() - cpu0) / max(1, loaded["cycles"]) * 1e6, 1)
+        loaded["bench_cpu_us"] = round((time.process_time() - bench0) / max(1, loaded["cycles"]) * 1e6, 1)
+        loaded["alone_server_cpu_us"] = round(alone_cpu * 1e6, 1)
+    finally:
+        await asyncio.to_thread(gw.stop)
+        transport.close()
+        await runner.cleanup()
+    out = {**loaded, "alone_worker_p50_ms": alone["worker_p50_ms"], "alone_worker_p99_ms": alone["worker_p99_ms"]}
+    out["alone_cycle_p50_ms"] = alone["cycle_p50_ms"]
+    if store_url is None:
+        out.update(journal_check(work / "gateway.db"))
     return out
 
 
-def run() -> dict[str, Any]:
-    gone = missing()
-    if gone:
-        return {"skipped": "needs " + ", ".join(gone)}
-    return {"skipped": "pieces are merged but the full-cycle driver is not written yet (see bench/cycle.py)"}
+def journal_check(db: Path) -> dict[str, int]:
+    """Every decided approval: one journaled step and one succeeded job (after a clean stop)."""
+    with sqlite3.connect(db) as conn:
+        decided = conn.execute("SELECT COUNT(*) FROM approvals WHERE status = 'approved'").fetchone()[0]
+        steps = conn.execute("SELECT COUNT(*) FROM journal WHERE status = 'succeeded'").fetchone()[0]
+        ok = conn.execute("SELECT COUNT(*) FROM resume_jobs WHERE status = 'succeeded'").fetchone()[0]
+    return {"decided": decided, "journaled": steps, "jobs_succeeded": ok}
+
+
+def run(
+    work: Path, *, seconds: float = 10.0, concurrency: int = 64, pool_size: int = 4, store_url: str | None = None
+) -> dict[str, Any]:
+    work.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size))
