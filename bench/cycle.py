@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import socket
 import sqlite3
 import time
 import uuid
@@ -71,17 +70,32 @@ class CardWatch(FakeTelegramAPI):
     def __init__(self, token: str) -> None:
         super().__init__(token)
         self.cards = Rendezvous()
+        self.posted: dict[str, list[int]] = {}  # approval id -> every message id posted with buttons
+        self.sent = 0  # every sendMessage answered (cards posted after their decision have no buttons)
 
     def _m_sendMessage(self, params: dict[str, Any]) -> Any:
         result = super()._m_sendMessage(params)
         if isinstance(result, dict):
+            self.sent += 1
             for row in (params.get("reply_markup") or {}).get("inline_keyboard", []):
                 for button in row:
                     data = button.get("callback_data") or ""
                     if data.startswith("a|"):
-                        self.cards.put(data.split("|")[1], (result["message_id"], data))
+                        approval_id = data.split("|")[1]
+                        self.posted.setdefault(approval_id, []).append(result["message_id"])
+                        self.cards.put(approval_id, (result["message_id"], data))
         self.calls.clear()  # the bench keeps no call history (memory); messages are kept for edits
         return result
+
+    async def serve(self) -> web.AppRunner:
+        """Listen on a free loopback port; `base_url` is then the Bot API base URL for the gateway."""
+        runner = web.AppRunner(self.app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}/bot"
+        return runner
 
 
 class Finished(asyncio.DatagramProtocol):
@@ -155,50 +169,54 @@ class Cycles:
         return time.perf_counter() - t0, started - decided
 
     async def load(self, concurrency: int, seconds: float, warmup: float) -> dict[str, Any]:
+        """`concurrency` clients run cycles back to back. The rate counts the cycles that END in
+        the measured window (after the warm-up); latencies come from the cycles that also START in it."""
         latencies: list[float] = []
         to_worker: list[float] = []
-        errors = 0
+        ended = errors = 0
         measure_from = time.perf_counter() + warmup
         stop_at = measure_from + seconds
 
         async def client(http: aiohttp.ClientSession) -> None:
-            nonlocal errors
+            nonlocal errors, ended
             while (t0 := time.perf_counter()) < stop_at:
                 try:
                     took, wait = await self.one(http)
                 except (RuntimeError, TimeoutError, aiohttp.ClientError):
                     errors += 1
                     continue
-                if t0 >= measure_from and t0 + took <= stop_at:
-                    latencies.append(took * 1000)
-                    to_worker.append(wait * 1000)
+                if measure_from <= t0 + took <= stop_at:
+                    ended += 1
+                    if t0 >= measure_from:
+                        latencies.append(took * 1000)
+                        to_worker.append(wait * 1000)
 
         connector = aiohttp.TCPConnector(limit=concurrency * 2)
         async with aiohttp.ClientSession(connector=connector) as http:
             await asyncio.gather(*(client(http) for _ in range(concurrency)))
+
+        def pct(values: list[float], q: float) -> float | None:
+            return round(percentile(values, q), 2) if values else None
+
         return {
-            "rate": round(len(latencies) / seconds, 1),
-            "cycles": len(latencies),
+            "rate": round(ended / seconds, 1),
+            "cycles": ended,
             "errors": errors,
-            "cycle_p50_ms": round(percentile(latencies, 50), 2),
-            "cycle_p99_ms": round(percentile(latencies, 99), 2),
-            "worker_p50_ms": round(percentile(to_worker, 50), 2),
-            "worker_p99_ms": round(percentile(to_worker, 99), 2),
+            "samples": len(latencies),
+            "cycle_p50_ms": pct(latencies, 50),
+            "cycle_p99_ms": pct(latencies, 99),
+            "worker_p50_ms": pct(to_worker, 50),
+            "worker_p99_ms": pct(to_worker, 99),
         }
 
 
 async def _run(work: Path, store_url: str | None, seconds: float, concurrency: int, pool_size: int) -> dict[str, Any]:
     api = CardWatch(TOKEN)
-    runner = web.AppRunner(api.app, access_log=None)
-    await runner.setup()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    runner = await api.serve()
     finished = Finished()
     transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: finished, ("127.0.0.1", 0))
     udp_port = transport.get_extra_info("sockname")[1]
-    gw = Gateway(work, work / "gateway.db", extra_config=config(f"http://127.0.0.1:{port}/bot", pool_size))
+    gw = Gateway(work, work / "gateway.db", extra_config=config(api.base_url, pool_size))
     gw.store_url = store_url
     await asyncio.to_thread(gw.start)
     try:
@@ -207,7 +225,7 @@ async def _run(work: Path, store_url: str | None, seconds: float, concurrency: i
         alone = await cycles.load(1, min(3.0, seconds), warmup=1.0)  # also warms the worker pool up
         alone_cpu = (gw.cpu_seconds() - cpu0) / max(1, alone["cycles"])
         cpu0, bench0 = gw.cpu_seconds(), time.process_time()
-        loaded = await cycles.load(concurrency, seconds, warmup=1.0)
+        loaded = await cycles.load(concurrency, seconds, warmup=3.0)
         loaded["server_cpu_us"] = round((gw.cpu_seconds() - cpu0) / max(1, loaded["cycles"]) * 1e6, 1)
         loaded["bench_cpu_us"] = round((time.process_time() - bench0) / max(1, loaded["cycles"]) * 1e6, 1)
         loaded["alone_server_cpu_us"] = round(alone_cpu * 1e6, 1)
