@@ -19,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import shutil
 import sqlite3
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -210,7 +212,9 @@ class Cycles:
         }
 
 
-async def _run(work: Path, store_url: str | None, seconds: float, concurrency: int, pool_size: int) -> dict[str, Any]:
+async def _run(
+    work: Path, store_url: str | None, seconds: float, concurrency: int, pool_size: int, profile: Path | None = None
+) -> dict[str, Any]:
     api = CardWatch(TOKEN)
     runner = await api.serve()
     finished = Finished()
@@ -225,7 +229,10 @@ async def _run(work: Path, store_url: str | None, seconds: float, concurrency: i
         alone = await cycles.load(1, min(3.0, seconds), warmup=1.0)  # also warms the worker pool up
         alone_cpu = (gw.cpu_seconds() - cpu0) / max(1, alone["cycles"])
         cpu0, bench0 = gw.cpu_seconds(), time.process_time()
+        spy = _py_spy(gw, profile, seconds + 2) if profile else None
         loaded = await cycles.load(concurrency, seconds, warmup=3.0)
+        if spy is not None:
+            await asyncio.to_thread(spy.wait, 60)
         loaded["server_cpu_us"] = round((gw.cpu_seconds() - cpu0) / max(1, loaded["cycles"]) * 1e6, 1)
         loaded["bench_cpu_us"] = round((time.process_time() - bench0) / max(1, loaded["cycles"]) * 1e6, 1)
         loaded["alone_server_cpu_us"] = round(alone_cpu * 1e6, 1)
@@ -240,6 +247,15 @@ async def _run(work: Path, store_url: str | None, seconds: float, concurrency: i
     return out
 
 
+def _py_spy(gw: Gateway, out: Path, seconds: float) -> subprocess.Popen[bytes]:
+    """py-spy on the serving process (Python CPU only: --gil) during the loaded phase."""
+    assert gw.proc is not None
+    spy = shutil.which("py-spy") or "py-spy"
+    cmd = [spy, "record", "--pid", str(gw.proc.pid), "--format", "raw", "--output", str(out), "--gil"]
+    cmd += ["--duration", str(int(seconds)), "--rate", "250", "--nonblocking"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def journal_check(db: Path) -> dict[str, int]:
     """Every decided approval: one journaled step and one succeeded job (after a clean stop)."""
     with sqlite3.connect(db) as conn:
@@ -250,7 +266,41 @@ def journal_check(db: Path) -> dict[str, int]:
 
 
 def run(
-    work: Path, *, seconds: float = 10.0, concurrency: int = 64, pool_size: int = 4, store_url: str | None = None
+    work: Path,
+    *,
+    seconds: float = 10.0,
+    concurrency: int = 64,
+    pool_size: int = 4,
+    store_url: str | None = None,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size))
+    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile))
+
+
+def main() -> int:
+    """`python -m bench.cycle [--profile]`: one b/c run, optionally with py-spy on the gateway."""
+    import argparse
+    import tempfile
+
+    from bench.profile import summarize
+
+    p = argparse.ArgumentParser(prog="python -m bench.cycle")
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--pool-size", type=int, default=4)
+    p.add_argument("--profile", action="store_true", help="py-spy --gil on the gateway: bench/profile-cycle.txt")
+    args = p.parse_args()
+    out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
+    with tempfile.TemporaryDirectory(prefix="hitl-cycle-") as tmp:
+        result = run(
+            Path(tmp), seconds=args.seconds, concurrency=args.concurrency, pool_size=args.pool_size, profile=out
+        )
+    print(json.dumps(result))
+    if out is not None and out.exists():
+        print(summarize(out, 30))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
