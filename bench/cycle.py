@@ -22,6 +22,7 @@ import json
 import shutil
 import sqlite3
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -250,7 +251,7 @@ async def _run(
 def _py_spy(gw: Gateway, out: Path, seconds: float) -> subprocess.Popen[bytes]:
     """py-spy on the serving process (Python CPU only: --gil) during the loaded phase."""
     assert gw.proc is not None
-    spy = shutil.which("py-spy") or "py-spy"
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     cmd = [spy, "record", "--pid", str(gw.proc.pid), "--format", "raw", "--output", str(out), "--gil"]
     cmd += ["--duration", str(int(seconds)), "--rate", "250", "--nonblocking"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
