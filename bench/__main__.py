@@ -37,6 +37,9 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r[key] for r in runs if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)]
         out[key] = round(statistics.median(values), 3) if len(values) == len(runs) else first
     out["runs"] = len(runs)
+    for key in ("rate", "c1_rate", "c64_rate"):  # the spread of the headline rates, for the noise
+        if key in out:
+            out[f"{key}_per_run"] = [r.get(key) for r in runs]
     return out
 
 
