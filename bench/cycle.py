@@ -73,7 +73,6 @@ class CardWatch(FakeTelegramAPI):
     def __init__(self, token: str) -> None:
         super().__init__(token)
         self.cards = Rendezvous()
-        self.posted: dict[str, list[int]] = {}  # approval id -> every message id posted with buttons
         self.sent = 0  # every sendMessage answered (cards posted after their decision have no buttons)
 
     def _m_sendMessage(self, params: dict[str, Any]) -> Any:
@@ -84,9 +83,7 @@ class CardWatch(FakeTelegramAPI):
                 for button in row:
                     data = button.get("callback_data") or ""
                     if data.startswith("a|"):
-                        approval_id = data.split("|")[1]
-                        self.posted.setdefault(approval_id, []).append(result["message_id"])
-                        self.cards.put(approval_id, (result["message_id"], data))
+                        self.cards.put(data.split("|")[1], (result["message_id"], data))
         self.calls.clear()  # the bench keeps no call history (memory); messages are kept for edits
         return result
 
