@@ -44,7 +44,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bench.cycle import ALICE, CHAT, TOKEN, WEBHOOK_SECRET, CardWatch, press
+from bench.cycle import CHAT, TOKEN, CardWatch, config, press
 from bench.cycle import HOOK_HEADERS as TELEGRAM_HEADERS
 from bench.load import suspend_body
 from bench.server import AUTH, Gateway
@@ -324,22 +324,6 @@ async def _drain(db_path: Path, limit: float) -> float:
     return -1.0
 
 
-def _config(telegram_url: str) -> str:
-    return f"""
-[telegram]
-bot_token = "{TOKEN}"
-webhook_secret = "{WEBHOOK_SECRET}"
-base_url = "{telegram_url}"
-approvers = [{ALICE}]
-
-[workers.pay]
-entrypoint = "bench.cycle_worker:step"
-pool_size = 2
-max_attempts = 10
-retry_base = "1s"
-"""
-
-
 async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger: Ledger) -> tuple[int, float]:
     """The fakes live here for the whole run (they outlive every gateway); returns kills, drain s."""
     tg_runner = await ledger.telegram.serve()
@@ -348,7 +332,11 @@ async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger
     site = web.TCPSite(pay_runner, "127.0.0.1", 0)
     await site.start()
     ledger.pay_url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    gw = Gateway(work, work / "gateway.db", extra_config=_config(ledger.telegram.base_url))
+    gw = Gateway(
+        work,
+        work / "gateway.db",
+        extra_config=config(ledger.telegram.base_url, 2, "pay", 'max_attempts = 10\nretry_base = "1s"\n'),
+    )
     await asyncio.to_thread(gw.start)
     try:
         stop = asyncio.Event()

@@ -127,7 +127,8 @@ def press(update_id: int, message_id: int, data: str) -> dict[str, Any]:
     }
 
 
-def config(base_url: str, pool_size: int) -> str:
+def config(base_url: str, pool_size: int, worker: str = "cycle", extra: str = "") -> str:
+    """The gateway's Telegram section (the fake Bot API) and the entrypoint worker `worker`."""
     return f"""
 [telegram]
 bot_token = "{TOKEN}"
@@ -135,10 +136,10 @@ webhook_secret = "{WEBHOOK_SECRET}"
 base_url = "{base_url}"
 approvers = [{ALICE}]
 
-[workers.cycle]
+[workers.{worker}]
 entrypoint = "bench.cycle_worker:step"
 pool_size = {pool_size}
-"""
+{extra}"""
 
 
 class Cycles:
