@@ -3,6 +3,10 @@
 python -m bench                 # everything (several minutes)
 python -m bench --only a,e      # some of them
 python -m bench --quick         # small sizes, one run: a smoke test of the harness
+python -m bench --postgres off  # a and b on SQLite only (default: also on Postgres when reachable)
+
+Letters: a-h as in issue 9; `store` = bench/store_bench.py (Service suspend/decide in process, per
+backend), `sched` = bench/scheduler_bench.py (RSS of a Runtime with N pending, one-tick storm).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import cycle, inproc, langgraph_bench
+from bench import cycle, inproc, langgraph_bench, pg, scheduler_bench, store_bench
 from bench.bulk import bytes_per_approval, insert_pending, migrate
 from bench.load import run_load
 from bench.report import machine, table
@@ -33,6 +37,9 @@ def median_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r[key] for r in runs if isinstance(r.get(key), int | float) and not isinstance(r.get(key), bool)]
         out[key] = round(statistics.median(values), 3) if len(values) == len(runs) else first
     out["runs"] = len(runs)
+    for key in ("rate", "c1_rate", "c64_rate"):  # the spread of the headline rates, for the noise
+        if key in out:
+            out[f"{key}_per_run"] = [r.get(key) for r in runs]
     return out
 
 
@@ -40,26 +47,46 @@ def repeat(n: int, fn: Callable[[int], dict[str, Any]]) -> dict[str, Any]:
     return median_of([fn(i) for i in range(n)])
 
 
-def bench_a(tmp: Path, runs: int, seconds: float) -> dict[str, Any]:
+def bench_a(tmp: Path, runs: int, seconds: float, store_url: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """Suspend over HTTP; on SQLite by default, or on a fresh database from `store_url()` each run."""
+
     def one(i: int) -> dict[str, Any]:
-        work = tmp / f"a{i}"
+        work = tmp / f"a{'pg' if store_url else ''}{i}"
         work.mkdir()
-        gw = Gateway(work, work / "gateway.db")
-        gw.start()
-        try:
-            c1 = asyncio.run(run_load(gw.url, 1, seconds / 2)).summary()
-            cpu0 = gw.cpu_seconds()
-            c64 = asyncio.run(run_load(gw.url, 64, seconds, warmup=0.0)).summary()
-            # Server CPU per suspend, its outbox delivery of the web card included: what bounds the rate.
-            c64["server_cpu_us"] = round((gw.cpu_seconds() - cpu0) / max(1, c64["requests"]) * 1e6, 1)
-        finally:
-            gw.stop()
-        disk = bytes_per_approval(work / "gateway.db")
-        return {
-            **{f"c1_{k}": v for k, v in c1.items()},
-            **{f"c64_{k}": v for k, v in c64.items()},
-            "disk_bytes_per_approval_real_path": disk["bytes_per_approval"],
-        }
+        if store_url is not None:
+            with store_url() as url:
+                return _a_once(work, seconds, url)
+        return _a_once(work, seconds, None)
+
+    return repeat(runs, one)
+
+
+def _a_once(work: Path, seconds: float, url: str | None) -> dict[str, Any]:
+    gw = Gateway(work, work / "gateway.db", store_url=url)
+    gw.start()
+    try:
+        c1 = asyncio.run(run_load(gw.url, 1, seconds / 2)).summary()
+        cpu0 = gw.cpu_seconds()
+        c64 = asyncio.run(run_load(gw.url, 64, seconds, warmup=0.0)).summary()
+        # Server CPU per suspend, its outbox delivery of the web card included: what bounds the rate.
+        c64["server_cpu_us"] = round((gw.cpu_seconds() - cpu0) / max(1, c64["requests"]) * 1e6, 1)
+    finally:
+        gw.stop()
+    out = {**{f"c1_{k}": v for k, v in c1.items()}, **{f"c64_{k}": v for k, v in c64.items()}}
+    if url is None:
+        out["disk_bytes_per_approval_real_path"] = bytes_per_approval(work / "gateway.db")["bytes_per_approval"]
+    return out
+
+
+def bench_b(tmp: Path, runs: int, seconds: float, store_url: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """The full cycle and decision -> worker start (b and c), SQLite or a fresh Postgres database."""
+
+    def one(i: int) -> dict[str, Any]:
+        work = tmp / f"b{'pg' if store_url else ''}{i}"
+        if store_url is None:
+            return cycle.run(work, seconds=seconds)
+        with store_url() as url:
+            return cycle.run(work, seconds=seconds, store_url=url)
 
     return repeat(runs, one)
 
@@ -112,7 +139,8 @@ async def _touch(gw: Gateway) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench")
-    p.add_argument("--only", default="a,b,c,d,e,f,g,h", help="comma-separated letters")
+    p.add_argument("--only", default="a,b,c,d,e,f,g,h,store,sched", help="comma-separated letters")
+    p.add_argument("--postgres", choices=("auto", "off"), default="auto", help="also run a and b on Postgres")
     p.add_argument("--quick", action="store_true", help="small sizes, one run")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--out", type=Path, default=RESULTS)
@@ -123,18 +151,25 @@ def main() -> int:
     sizes = [0, 10_000, 100_000] if args.quick else [0, 100_000, 1_000_000]
     seconds = 2.0 if args.quick else 5.0
     results: dict[str, Any] = {"machine": machine(), "runs": runs, "quick": args.quick, "started": time.time()}
+    no_pg = "off (--postgres off)" if args.postgres == "off" else pg.reachable()
+    cycle_s = 4.0 if args.quick else 10.0
     with tempfile.TemporaryDirectory(prefix="hitl-bench-") as tmpdir:
         tmp = Path(tmpdir)
         steps: list[tuple[str, Callable[[], dict[str, Any]]]] = [
             ("a", lambda: bench_a(tmp, runs, seconds)),
-            ("b", cycle.run),
+            ("a_pg", lambda: {"skipped": no_pg} if no_pg else bench_a(tmp, runs, seconds, pg.database)),
+            ("b", lambda: bench_b(tmp, runs, cycle_s)),
+            ("b_pg", lambda: {"skipped": no_pg} if no_pg else bench_b(tmp, runs, cycle_s, pg.database)),
             ("d", lambda: repeat(runs, lambda i: inproc.storm(_sub(tmp, f"d{i}"), storm_n))),
             ("e", lambda: bench_e(tmp, runs, sizes)),
             ("g", lambda: repeat(runs, lambda i: inproc.journal(_sub(tmp, f"g{i}")))),
             ("h", lambda: _langgraph(tmp, runs, 300 if args.quick else 1000)),
+            ("store", lambda: _store(200 if args.quick else 1000, "off" if no_pg else "on")),
+            ("sched", lambda: scheduler_bench.collect(10_000 if args.quick else 100_000)),
         ]
         for key, fn in steps:
-            if key in only or (key == "b" and "c" in only) or (key == "e" and "f" in only):
+            letter = key.removesuffix("_pg")
+            if letter in only or (letter == "b" and "c" in only) or (key == "e" and "f" in only):
                 t0 = time.perf_counter()
                 print(f"bench {key} ...", flush=True)
                 results[key] = fn()
@@ -144,6 +179,12 @@ def main() -> int:
     print(table(results))
     print(f"\nwritten: {args.out}")
     return 0
+
+
+def _store(n: int, postgres: str) -> dict[str, Any]:
+    """bench/store_bench.py, once (it is in process and quick): SQLite, and Postgres when reachable."""
+    backends = ["sqlite"] if postgres == "off" else ["sqlite", "postgres"]
+    return asyncio.run(store_bench.collect(n, [1, 32], backends))
 
 
 def _sub(tmp: Path, name: str) -> Path:

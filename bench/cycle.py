@@ -1,40 +1,305 @@
-"""b and c: the full cycle (suspend -> card on a fake chat server -> signed button webhook ->
-entrypoint worker runs the step -> journaled) and the decision-to-worker latency.
+"""b and c: the full cycle and the decision-to-worker latency, against a real gateway process.
 
-They need the pieces of other issues: the Telegram adapter and its fake server (issue 3), the
-worker and the SDK (issue 6). Until those are merged, `run()` returns a skip with the reason;
-the table shows it. HOOK: once merged, implement `_full_cycle()` here using
-tests/fakes (fake Telegram server), a `[workers.bench] entrypoint = "bench.cycle:step"` config,
-and the SDK journal, then delete the skip.
+One cycle: `POST /v1/suspend` (channel `telegram:CHAT`, worker `cycle`) -> the gateway's outbox
+posts the card to the fake Telegram Bot API (real python-telegram-bot client) -> the bench reads
+the card's signed Approve `callback_data` from the fake and POSTs the press to
+`/webhooks/telegram` (secret-token header), which decides -> the worker loop runs the
+`entrypoint` worker `bench.cycle_worker:step` in its process pool -> the step is journaled (SDK
+`DurableRun.step`, over HTTP with the resume token) -> the worker reports over UDP. `concurrency`
+clients each run cycles back to back; a cycle counts when it both starts after the warm-up and
+ends before the stop.
+
+c: `t_decided` is `time.time()` when the webhook's 200 (sent after the decision's commit) reaches
+the bench; `t_start` is the worker function's first line. Same host, same clock. It is measured
+under the c=64 load (queueing included) and alone (one cycle at a time).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import asyncio
+import itertools
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
 from typing import Any
 
-NEEDED = {
-    "adapters.telegram": "telegram adapter (#3)",
-    "tests.fakes.telegram_api": "fake telegram server (#3)",
-    "gateway.worker": "worker (#6)",
-    "gateway.sdk": "SDK (#6)",
-}
+import aiohttp
+from aiohttp import web
+
+from bench.load import percentile, suspend_body
+from bench.server import AUTH, Gateway
+from tests.fakes.telegram_api import FakeTelegramAPI
+
+TOKEN = "123456:BENCH-token_abc"
+WEBHOOK_SECRET = "bench_hook-secret-0123456789"
+CHAT = -1001234567890
+ALICE = 111
+HOOK_HEADERS = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET, "Content-Type": "application/json"}
 
 
-def missing() -> list[str]:
-    out = []
-    for module, what in NEEDED.items():
+class Rendezvous:
+    """Values keyed by approval id that may arrive before or after someone waits for them."""
+
+    def __init__(self) -> None:
+        self.early: dict[str, Any] = {}
+        self.waiting: dict[str, asyncio.Future[Any]] = {}
+
+    def put(self, key: str, value: Any) -> None:
+        fut = self.waiting.pop(key, None)
+        if fut is None:
+            self.early[key] = value
+        elif not fut.done():
+            fut.set_result(value)
+
+    async def get(self, key: str, within: float = 30.0) -> Any:
+        if key in self.early:
+            return self.early.pop(key)
+        fut = self.waiting[key] = asyncio.get_running_loop().create_future()
         try:
-            found = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            found = False
-        if not found:
-            out.append(what)
+            async with asyncio.timeout(within):
+                return await fut
+        finally:
+            self.waiting.pop(key, None)
+
+
+class CardWatch(FakeTelegramAPI):
+    """The fake Bot API, telling the bench which message and Approve button each card got."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__(token)
+        self.cards = Rendezvous()
+        self.sent = 0  # every sendMessage answered (cards posted after their decision have no buttons)
+
+    def _m_sendMessage(self, params: dict[str, Any]) -> Any:
+        result = super()._m_sendMessage(params)
+        if isinstance(result, dict):
+            self.sent += 1
+            for row in (params.get("reply_markup") or {}).get("inline_keyboard", []):
+                for button in row:
+                    data = button.get("callback_data") or ""
+                    if data.startswith("a|"):
+                        self.cards.put(data.split("|")[1], (result["message_id"], data))
+        self.calls.clear()  # the bench keeps no call history (memory); messages are kept for edits
+        return result
+
+    async def serve(self) -> web.AppRunner:
+        """Listen on a free loopback port; `base_url` is then the Bot API base URL for the gateway."""
+        runner = web.AppRunner(self.app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.base_url = f"http://127.0.0.1:{port}/bot"
+        return runner
+
+
+class Finished(asyncio.DatagramProtocol):
+    """UDP from the worker: `approval_id t_start t_done`."""
+
+    def __init__(self) -> None:
+        self.done = Rendezvous()
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        approval, start, end = data.decode().split()
+        self.done.put(approval, (float(start), float(end)))
+
+
+def press(update_id: int, message_id: int, data: str) -> dict[str, Any]:
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": str(update_id),
+            "from": {"id": ALICE, "is_bot": False, "first_name": "Alice", "username": "alice"},
+            "chat_instance": "42",
+            "data": data,
+            "message": {
+                "message_id": message_id,
+                "date": 1_900_000_000,
+                "chat": {"id": CHAT, "type": "supergroup", "title": "ops"},
+                "text": "card",
+            },
+        },
+    }
+
+
+def config(base_url: str, pool_size: int, worker: str = "cycle", extra: str = "") -> str:
+    """The gateway's Telegram section (the fake Bot API) and the entrypoint worker `worker`."""
+    return f"""
+[telegram]
+bot_token = "{TOKEN}"
+webhook_secret = "{WEBHOOK_SECRET}"
+base_url = "{base_url}"
+approvers = [{ALICE}]
+
+[workers.{worker}]
+entrypoint = "bench.cycle_worker:step"
+pool_size = {pool_size}
+{extra}"""
+
+
+class Cycles:
+    def __init__(self, gw: Gateway, api: CardWatch, finished: Finished, state: dict[str, Any]) -> None:
+        self.gw, self.api, self.finished, self.state = gw, api, finished, state
+        self.update_ids = itertools.count(1)
+        self.tag = uuid.uuid4().hex[:8]
+        self.n = itertools.count()
+
+    async def one(self, http: aiohttp.ClientSession) -> tuple[float, float]:
+        """One full cycle; returns (seconds, decision -> worker start in seconds)."""
+        t0 = time.perf_counter()
+        body = suspend_body(
+            f"cycle-{self.tag}-{next(self.n)}", channels=[f"telegram:{CHAT}"], worker="cycle", state=self.state
+        )
+        async with http.post(f"{self.gw.url}/v1/suspend", json=body, headers=AUTH) as resp:
+            if resp.status != 201:
+                raise RuntimeError(f"suspend: {resp.status} {await resp.text()}")
+            approval_id = (await resp.json())["id"]
+        message_id, data = await self.api.cards.get(approval_id)
+        update = json.dumps(press(next(self.update_ids), message_id, data))
+        async with http.post(f"{self.gw.url}/webhooks/telegram", data=update, headers=HOOK_HEADERS) as resp:
+            await resp.read()
+            decided = time.time()
+            if resp.status != 200:
+                raise RuntimeError(f"webhook: {resp.status}")
+        started, _ = await self.finished.done.get(approval_id)
+        return time.perf_counter() - t0, started - decided
+
+    async def load(self, concurrency: int, seconds: float, warmup: float) -> dict[str, Any]:
+        """`concurrency` clients run cycles back to back. The rate counts the cycles that END in
+        the measured window (after the warm-up); latencies come from the cycles that also START in it."""
+        latencies: list[float] = []
+        to_worker: list[float] = []
+        ended = errors = 0
+        measure_from = time.perf_counter() + warmup
+        stop_at = measure_from + seconds
+
+        async def client(http: aiohttp.ClientSession) -> None:
+            nonlocal errors, ended
+            while (t0 := time.perf_counter()) < stop_at:
+                try:
+                    took, wait = await self.one(http)
+                except (RuntimeError, TimeoutError, aiohttp.ClientError):
+                    errors += 1
+                    continue
+                if measure_from <= t0 + took <= stop_at:
+                    ended += 1
+                    if t0 >= measure_from:
+                        latencies.append(took * 1000)
+                        to_worker.append(wait * 1000)
+
+        connector = aiohttp.TCPConnector(limit=concurrency * 2)
+        async with aiohttp.ClientSession(connector=connector) as http:
+            await asyncio.gather(*(client(http) for _ in range(concurrency)))
+
+        def pct(values: list[float], q: float) -> float | None:
+            return round(percentile(values, q), 2) if values else None
+
+        return {
+            "rate": round(ended / seconds, 1),
+            "cycles": ended,
+            "errors": errors,
+            "samples": len(latencies),
+            "cycle_p50_ms": pct(latencies, 50),
+            "cycle_p99_ms": pct(latencies, 99),
+            "worker_p50_ms": pct(to_worker, 50),
+            "worker_p99_ms": pct(to_worker, 99),
+        }
+
+
+async def _run(
+    work: Path, store_url: str | None, seconds: float, concurrency: int, pool_size: int, profile: Path | None = None
+) -> dict[str, Any]:
+    api = CardWatch(TOKEN)
+    runner = await api.serve()
+    finished = Finished()
+    transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: finished, ("127.0.0.1", 0))
+    udp_port = transport.get_extra_info("sockname")[1]
+    gw = Gateway(work, work / "gateway.db", extra_config=config(api.base_url, pool_size))
+    gw.store_url = store_url
+    await asyncio.to_thread(gw.start)
+    try:
+        cycles = Cycles(gw, api, finished, {"port": udp_port})
+        cpu0 = gw.cpu_seconds()
+        alone = await cycles.load(1, min(3.0, seconds), warmup=1.0)  # also warms the worker pool up
+        alone_cpu = (gw.cpu_seconds() - cpu0) / max(1, alone["cycles"])
+        cpu0, bench0 = gw.cpu_seconds(), time.process_time()
+        spy = _py_spy(gw, profile, seconds + 2) if profile else None
+        loaded = await cycles.load(concurrency, seconds, warmup=3.0)
+        if spy is not None:
+            await asyncio.to_thread(spy.wait, 60)
+        loaded["server_cpu_us"] = round((gw.cpu_seconds() - cpu0) / max(1, loaded["cycles"]) * 1e6, 1)
+        loaded["bench_cpu_us"] = round((time.process_time() - bench0) / max(1, loaded["cycles"]) * 1e6, 1)
+        loaded["alone_server_cpu_us"] = round(alone_cpu * 1e6, 1)
+    finally:
+        await asyncio.to_thread(gw.stop)
+        transport.close()
+        await runner.cleanup()
+    out = {**loaded, "alone_worker_p50_ms": alone["worker_p50_ms"], "alone_worker_p99_ms": alone["worker_p99_ms"]}
+    out["alone_cycle_p50_ms"] = alone["cycle_p50_ms"]
+    if store_url is None:
+        out.update(journal_check(work / "gateway.db"))
     return out
 
 
-def run() -> dict[str, Any]:
-    gone = missing()
-    if gone:
-        return {"skipped": "needs " + ", ".join(gone)}
-    return {"skipped": "pieces are merged but the full-cycle driver is not written yet (see bench/cycle.py)"}
+def _py_spy(gw: Gateway, out: Path, seconds: float) -> subprocess.Popen[bytes]:
+    """py-spy on the serving process (Python CPU only: --gil) during the loaded phase."""
+    assert gw.proc is not None
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    cmd = [spy, "record", "--pid", str(gw.proc.pid), "--format", "raw", "--output", str(out), "--gil"]
+    cmd += ["--duration", str(int(seconds)), "--rate", "250", "--nonblocking"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def journal_check(db: Path) -> dict[str, int]:
+    """Every decided approval: one journaled step and one succeeded job (after a clean stop)."""
+    with sqlite3.connect(db) as conn:
+        decided = conn.execute("SELECT COUNT(*) FROM approvals WHERE status = 'approved'").fetchone()[0]
+        steps = conn.execute("SELECT COUNT(*) FROM journal WHERE status = 'succeeded'").fetchone()[0]
+        ok = conn.execute("SELECT COUNT(*) FROM resume_jobs WHERE status = 'succeeded'").fetchone()[0]
+    return {"decided": decided, "journaled": steps, "jobs_succeeded": ok}
+
+
+def run(
+    work: Path,
+    *,
+    seconds: float = 10.0,
+    concurrency: int = 64,
+    pool_size: int = 4,
+    store_url: str | None = None,
+    profile: Path | None = None,
+) -> dict[str, Any]:
+    work.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile))
+
+
+def main() -> int:
+    """`python -m bench.cycle [--profile]`: one b/c run, optionally with py-spy on the gateway."""
+    import argparse
+    import tempfile
+
+    from bench.profile import summarize
+
+    p = argparse.ArgumentParser(prog="python -m bench.cycle")
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--pool-size", type=int, default=4)
+    p.add_argument("--profile", action="store_true", help="py-spy --gil on the gateway: bench/profile-cycle.txt")
+    args = p.parse_args()
+    out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
+    with tempfile.TemporaryDirectory(prefix="hitl-cycle-") as tmp:
+        result = run(
+            Path(tmp), seconds=args.seconds, concurrency=args.concurrency, pool_size=args.pool_size, profile=out
+        )
+    print(json.dumps(result))
+    if out is not None and out.exists():
+        print(summarize(out, 30))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -107,6 +107,30 @@ async def storm(path: Path, n: int, deadline: datetime) -> dict[str, Any]:
     }
 
 
+def collect(n: int) -> dict[str, Any]:
+    """RSS of a Runtime with 0 and n pending approvals (and its APScheduler jobs), then the storm."""
+    now = datetime.now(UTC)
+    with tempfile.TemporaryDirectory() as tmp:
+        empty, full = Path(tmp) / "empty.db", Path(tmp) / "full.db"
+        fill(empty, 0, now, now + timedelta(hours=1))
+        t0 = time.perf_counter()
+        fill(full, n, now, now + timedelta(hours=1))
+        fill_s = time.perf_counter() - t0
+        rss0, rss_n = measure_rss(empty), measure_rss(full)
+        result = asyncio.run(storm(full, n, now + timedelta(hours=1)))
+    return {
+        "n": n,
+        "fill_s": round(fill_s, 1),
+        "rss0_kib": rss0["rss_kib"],
+        "rss_n_kib": rss_n["rss_kib"],
+        "jobs0": rss0["jobs"],
+        "jobs_n": rss_n["jobs"],
+        "pending": rss_n["pending"],
+        "growth_mib": round((rss_n["rss_kib"] - rss0["rss_kib"]) / 1024, 1),
+        "storm": result,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=100_000)
@@ -115,26 +139,18 @@ def main() -> None:
     if args.child:
         print(json.dumps(asyncio.run(_child(args.child))))
         return
-    now = datetime.now(UTC)
-    with tempfile.TemporaryDirectory() as tmp:
-        empty, full = Path(tmp) / "empty.db", Path(tmp) / "full.db"
-        fill(empty, 0, now, now + timedelta(hours=1))
-        t0 = time.perf_counter()
-        fill(full, args.n, now, now + timedelta(hours=1))
-        print(f"filled {args.n} pending approvals in {time.perf_counter() - t0:.1f}s", flush=True)
-        rss0, rss_n = measure_rss(empty), measure_rss(full)
-        print(f"RSS with 0 pending:      {rss0['rss_kib'] / 1024:.1f} MiB, APScheduler jobs {rss0['jobs']}")
-        print(
-            f"RSS with {rss_n['pending']} pending: {rss_n['rss_kib'] / 1024:.1f} MiB, APScheduler jobs {rss_n['jobs']}"
-        )
-        print(f"difference: {(rss_n['rss_kib'] - rss0['rss_kib']) / 1024:+.1f} MiB", flush=True)
-        result = asyncio.run(storm(full, args.n, now + timedelta(hours=1)))
-        print(
-            f"storm: {result['timed_out']} of {args.n} deadlines applied by one tick in {result['seconds']}s"
-            f" ({result['per_second']}/s, {result['cpu_seconds']}s CPU);"
-            f" lost={result['lost']} errors={result['errors']}"
-        )
-        print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    r = collect(args.n)
+    print(f"filled {args.n} pending approvals in {r['fill_s']}s")
+    print(f"RSS with 0 pending:      {r['rss0_kib'] / 1024:.1f} MiB, APScheduler jobs {r['jobs0']}")
+    print(f"RSS with {r['pending']} pending: {r['rss_n_kib'] / 1024:.1f} MiB, APScheduler jobs {r['jobs_n']}")
+    print(f"difference: {r['growth_mib']:+.1f} MiB")
+    result = r["storm"]
+    print(
+        f"storm: {result['timed_out']} of {args.n} deadlines applied by one tick in {result['seconds']}s"
+        f" ({result['per_second']}/s, {result['cpu_seconds']}s CPU);"
+        f" lost={result['lost']} errors={result['errors']}"
+    )
+    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from pathlib import Path
 import aiohttp
 
 API_KEY = "bench-api-key-0123456789abcdef"
+ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret-key-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
@@ -25,7 +26,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def write_config(workdir: Path, db: Path, port: int, log_level: str = "WARNING", extra: str = "") -> Path:
+def write_config(
+    workdir: Path, db: Path, port: int, log_level: str = "WARNING", extra: str = "", store_url: str | None = None
+) -> Path:
     """A TOML config: one API key, a `fast` policy and an `agent` worker (command `true`)."""
     cfg = workdir / "gateway.toml"
     cfg.write_text(
@@ -37,7 +40,7 @@ public_url = "http://127.0.0.1:{port}"
 log_level = "{log_level}"
 
 [store]
-url = "sqlite:///{db}"
+url = "{store_url or f"sqlite:///{db}"}"
 
 [security]
 secret_keys = ["{SECRET}"]
@@ -66,6 +69,7 @@ class Gateway:
     db: Path
     log_level: str = "WARNING"
     extra_config: str = ""
+    store_url: str | None = None  # default: sqlite:///{db}
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -74,8 +78,10 @@ class Gateway:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        cfg = write_config(self.workdir, self.db, self.port, self.log_level, self.extra_config)
+        cfg = write_config(self.workdir, self.db, self.port, self.log_level, self.extra_config, self.store_url)
         env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
+        # entrypoint workers import bench.* and examples.* from the repository root
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         log = (self.workdir / "gateway.log").open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "--config", str(cfg), "serve"],

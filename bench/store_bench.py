@@ -1,11 +1,12 @@
 """Suspend and decide throughput of the store backends, end to end through the Service.
 
-    .venv/bin/python bench/store_bench.py [--n 1000] [--concurrency 1,32] [--backends sqlite,postgres]
+    python -m bench.store_bench [--n 1000] [--concurrency 1,32] [--backends sqlite,postgres]
 
 Each run uses a fresh store: a SQLite file in a temp directory (WAL, synchronous=FULL, group
 commit), or a throwaway PostgreSQL database (created on $HITL_TEST_POSTGRES_URL's server,
 dropped afterwards). One process, no HTTP: this measures the store and the use case, not aiohttp.
-Results print as a table and are written to bench/results.json.
+Results print as a table (`--out FILE` also writes them as JSON); `make bench` runs it too and
+puts its rows in the one table and bench/results.json.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from gateway.clock import SystemClock
@@ -130,30 +132,33 @@ async def wake_latency(n: int = 200) -> dict[str, float]:
     return {"p50_ms": round(samples[len(samples) // 2], 2), "p99_ms": round(samples[int(n * 0.99) - 1], 2)}
 
 
+async def collect(n: int, concurrency: list[int], backends: list[str]) -> dict[str, Any]:
+    """Every (backend, concurrency) pair, plus the cross-replica wake-up when Postgres is in."""
+    results = [await run(backend, n, c) for backend in backends for c in concurrency]
+    wake = await wake_latency() if "postgres" in backends else None
+    return {"results": results, "wake": wake}
+
+
 async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=1000)
     p.add_argument("--concurrency", default="1,32")
     p.add_argument("--backends", default="sqlite,postgres")
+    p.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
     args = p.parse_args()
-    results = []
+    out = await collect(args.n, [int(x) for x in args.concurrency.split(",")], args.backends.split(","))
     print(f"{'backend':<9} {'conc':>4} {'suspend/s':>10} {'p50 ms':>7} {'p99 ms':>7} {'decide/s':>9} {'p50 ms':>7}")
-    for backend in args.backends.split(","):
-        for c in (int(x) for x in args.concurrency.split(",")):
-            r = await run(backend, args.n, c)
-            s, d = r["suspend"], r["decide"]
-            assert isinstance(s, dict) and isinstance(d, dict)
-            row = f"{backend:<9} {c:>4} {s['per_s']:>10} {s['p50_ms']:>7} {s['p99_ms']:>7}"
-            print(f"{row} {d['per_s']:>9} {d['p50_ms']:>7}")
-            results.append(r)
-    wake = None
-    if "postgres" in args.backends:
-        wake = await wake_latency()
+    for r in out["results"]:
+        s, d = r["suspend"], r["decide"]
+        row = f"{r['backend']:<9} {r['concurrency']:>4} {s['per_s']:>10} {s['p50_ms']:>7} {s['p99_ms']:>7}"
+        print(f"{row} {d['per_s']:>9} {d['p50_ms']:>7}")
+    wake = out["wake"]
+    if wake:
         print(
             f"cross-replica wake-up (commit on A -> B's subscriber): p50 {wake['p50_ms']} ms, p99 {wake['p99_ms']} ms"
         )
-    out = Path(__file__).with_name("results.json")
-    out.write_text(json.dumps({"cpus": os.cpu_count(), "results": results, "wake": wake}, indent=2))
+    if args.out:
+        args.out.write_text(json.dumps({"cpus": os.cpu_count(), **out}, indent=2))
 
 
 if __name__ == "__main__":
