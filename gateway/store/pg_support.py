@@ -49,7 +49,8 @@ CLAIM_DUE = """
 WITH due AS (
     SELECT id FROM approvals
     WHERE wake_at IS NOT NULL AND wake_at <= $1 AND (wake_lease_until IS NULL OR wake_lease_until <= $1)
-    ORDER BY wake_at, id LIMIT $2
+    -- wake_at alone: the index walk stops at the limit (`, id` would sort every tie: a storm)
+    ORDER BY wake_at LIMIT $2
     FOR UPDATE SKIP LOCKED
 )
 UPDATE approvals a SET wake_owner = $3, wake_lease_until = $4 FROM due WHERE a.id = due.id RETURNING a.*

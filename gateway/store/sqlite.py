@@ -71,6 +71,11 @@ _UPDATE_POLICY = (
     + ", wake_owner = NULL, wake_lease_until = NULL WHERE id = ? AND version = ?"
 )
 
+_CLAIM_DUE = (
+    "SELECT id FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
+    " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at LIMIT ?"
+)
+
 
 async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     """Run `fn(conn)` whole on the connection's own thread: one hand-off per transaction,
@@ -332,14 +337,10 @@ class SQLiteStore:
         t, until = to_ts(now), to_ts(now + lease)
 
         def op(conn: sqlite3.Connection) -> list[Approval]:
-            ids = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
-                    " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at, id LIMIT ?",
-                    (t, t, limit),
-                )
-            ]
+            # ORDER BY wake_at alone: the index walk stops after `limit` rows. With `, id` SQLite
+            # sorts every row that shares a wake_at (a storm of 10^5 equal deadlines: all of
+            # them, per batch), which made a timeout storm quadratic. Ties come in rowid order.
+            ids = [r[0] for r in conn.execute(_CLAIM_DUE, (t, t, limit))]
             if not ids:
                 return []
             marks = ",".join("?" * len(ids))
