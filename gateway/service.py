@@ -10,13 +10,13 @@ from __future__ import annotations
 import base64
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from gateway import policy as rules
-from gateway.channels import check_address, parse_address
+from gateway.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.clock import Clock, iso
 from gateway.config import Settings
 from gateway.errors import (
@@ -73,6 +73,9 @@ class Hooks:
     # Observers for metrics: every committed transition (approval after, event name), and
     # every worker attempt (worker name, result: succeeded|retry|failed, seconds).
     transitions: list[Callable[[Approval, str], None]] = field(default_factory=list)
+    # Cards posted in the suspend's own commit (the web inbox), as the outbox reports its
+    # deliveries: (channel address, kind, event).
+    delivered: list[Callable[[str, OutboxKind, str], None]] = field(default_factory=list)
     attempts: list[Callable[[str, str, float], None]] = field(default_factory=list)
 
 
@@ -82,6 +85,8 @@ class Service:
         self.hooks = Hooks()
         self.redactor = Redactor.build(defaults=settings.redaction.defaults, patterns=settings.redaction.patterns)
         self.sealer = Sealer(settings.security.secret_keys)
+        # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
+        self.channels: Mapping[str, Channel] = {}
 
     # ---------------------------------------------------------------- suspend
     def resolve_policy(self, value: str | Policy | None) -> Policy:
@@ -143,8 +148,8 @@ class Service:
             actor=req.requested_by,
             data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name},
         )
-        posts = [NewOutbox(approval.id, c, OutboxKind.POST) for c in channels]
-        stored, created = await self.store.create_approval(approval, [event], posts)
+        posts, events = self._posts(approval, channels, now)
+        stored, created = await self.store.create_approval(approval, [event, *events], posts)
         if not created:
             if (stored.run_id, stored.step, stored.args_hash) != (req.run_id, req.step, approval.args_hash):
                 raise IdempotencyConflict(
@@ -159,8 +164,26 @@ class Service:
             req.step,
             ",".join(channels),
         )
-        self._fire(outbox=True, wake=stored.wake_at)
+        self._fire(outbox=len(events) < len(posts), wake=stored.wake_at)
+        for e in events:
+            for fn in self.hooks.delivered:
+                fn(e.channel or "", OutboxKind.POST, e.kind)
         return stored, True
+
+    def _posts(
+        self, approval: Approval, channels: Sequence[str], now: datetime
+    ) -> tuple[list[NewOutbox], list[NewEvent]]:
+        """A card per channel: queued for the outbox, or, for a channel whose card is the row
+        itself (the web inbox), posted in this commit with its `card_posted` event."""
+        posts, events = [], []
+        for c in channels:
+            if posts_inline(self.channels.get(parse_address(c)[0])):
+                ref = web_card_ref(approval.id)
+                posts.append(NewOutbox(approval.id, c, OutboxKind.POST, ref=ref, posted_at=now))
+                events.append(NewEvent(approval.id, "card_posted", now, channel=c, data={"ref": ref}))
+            else:
+                posts.append(NewOutbox(approval.id, c, OutboxKind.POST))
+        return posts, events
 
     # ---------------------------------------------------------------- reads
     async def get(self, approval_id: str) -> Approval:

@@ -76,6 +76,11 @@ _CLAIM_DUE = (
     " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at LIMIT ?"
 )
 
+_INSERT_POSTED = (
+    "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
+    " VALUES (?, ?, 'post', 'done', 1, ?, ?, ?, ?)"
+)
+
 
 async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     """Run `fn(conn)` whole on the connection's own thread: one hand-off per transaction,
@@ -105,6 +110,11 @@ def _insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -
 
 def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: float) -> None:
     for item in items:
+        if item.ref is not None:  # posted in this commit: record it as the outbox would have
+            conn.execute(_INSERT_POSTED, (item.approval_id, item.channel, now, dumps(item.data), now, now))
+            posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
+            _upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
+            continue
         if item.kind is OutboxKind.SYNC:
             # Coalesce: one pending sync per card is enough, it renders the latest state.
             exists = conn.execute(
