@@ -30,7 +30,7 @@ from gateway.errors import (
     UnknownWorker,
     ValidationError,
 )
-from gateway.keys import args_hash, idempotency_key
+from gateway.keys import args_hash, canonical_json, idempotency_key
 from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
 from gateway.redact import Redactor
 from gateway.sealing import Sealer
@@ -117,7 +117,8 @@ class Service:
     async def suspend(self, req: SuspendRequest) -> tuple[Approval, bool]:
         """Create the approval (idempotent by key) with its cards queued in the same commit."""
         policy = self._validate(req)
-        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args)
+        encoded = canonical_json(req.args)  # once, for the key, the hash and the sealed copy
+        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         now = self.clock.now()
         channels = tuple(dict.fromkeys(req.channels))
         approval = Approval(
@@ -129,7 +130,8 @@ class Service:
             summary=self.redactor.text(req.summary),
             args=self.redactor.value(req.args),  # what cards, events, logs and the API show
             state=None,
-            sealed=self.sealer.seal({"args": req.args, "state": req.state}),  # raw, for the worker only
+            # raw, for the worker only: canonical_json({"args": ..., "state": ...}), byte for byte
+            sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{canonical_json(req.state)}}}'),
             channels=channels,
             approvers=tuple(dict.fromkeys(req.approvers)),
             policy=policy,
@@ -138,7 +140,7 @@ class Service:
             status=Status.WAITING,
             created_at=now,
             deadline=rules.deadline_for(policy, now),
-            args_hash=args_hash(req.args),
+            args_hash=args_hash(req.args, encoded=encoded),
         )
         approval = approval.evolve(wake_at=rules.next_wake(approval))
         event = NewEvent(

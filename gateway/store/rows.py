@@ -63,6 +63,18 @@ def dumps(value: Any) -> str:
     return canonical_json(value)
 
 
+@functools.lru_cache(maxsize=1024)
+def _strings_json(values: tuple[str, ...]) -> str:
+    """Channels and approvers lists repeat: encode each tuple once."""
+    return canonical_json(list(values))
+
+
+@functools.lru_cache(maxsize=1024)
+def _policy_json(policy: Policy) -> str:
+    """Named policies are the same frozen object on every approval: encode each once."""
+    return canonical_json(policy.to_json())
+
+
 def approval_values(a: Approval) -> tuple[Any, ...]:
     return (
         a.id,
@@ -73,9 +85,9 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         a.summary,
         dumps(a.args),
         dumps(a.state),
-        dumps(list(a.channels)),
-        dumps(list(a.approvers)),
-        dumps(a.policy.to_json()),
+        _strings_json(a.channels),
+        _strings_json(a.approvers),
+        _policy_json(a.policy),
         a.worker,
         a.requested_by,
         a.status.value,
@@ -101,7 +113,7 @@ def policy_values(a: Approval) -> tuple[Any, ...]:
         dumps(a.decision.to_json()) if a.decision else None,
         a.escalations,
         a.reminders_sent,
-        dumps(list(a.channels)),
+        _strings_json(a.channels),
     )
 
 
