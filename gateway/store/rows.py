@@ -127,6 +127,18 @@ def _policy(text: str) -> Policy:
     return Policy.from_json(json.loads(text))
 
 
+@functools.lru_cache(maxsize=1024)
+def _strings(text: str) -> tuple[str, ...]:
+    """Channels and approvers columns repeat ('["web"]', '[]'): decode each text once."""
+    return tuple(json.loads(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _votes(text: str) -> tuple[Vote, ...]:
+    """Mostly '[]'; Vote is frozen, so a decoded tuple can be shared."""
+    return tuple(Vote.from_json(v) for v in json.loads(text))
+
+
 def approval_from_row(row: Row) -> Approval:
     decision = row["decision"]
     created = from_ts(row["created_at"])
@@ -140,8 +152,8 @@ def approval_from_row(row: Row) -> Approval:
         summary=row["summary"],
         args=json.loads(row["args"]),
         state=json.loads(row["state"]),
-        channels=tuple(json.loads(row["channels"])),
-        approvers=tuple(json.loads(row["approvers"])),
+        channels=_strings(row["channels"]),
+        approvers=_strings(row["approvers"]),
         policy=_policy(row["policy"]),
         worker=row["worker"],
         requested_by=row["requested_by"],
@@ -150,7 +162,7 @@ def approval_from_row(row: Row) -> Approval:
         created_at=created,
         deadline=_ts(row, "deadline"),
         wake_at=_ts(row, "wake_at"),
-        votes=tuple(Vote.from_json(v) for v in json.loads(row["votes"])),
+        votes=_votes(row["votes"]),
         decision=Decision.from_json(json.loads(decision)) if decision else None,
         escalations=row["escalations"],
         reminders_sent=row["reminders_sent"],

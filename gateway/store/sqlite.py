@@ -30,7 +30,6 @@ from gateway.models import (
     NewEvent,
     NewOutbox,
     OutboxItem,
-    OutboxKind,
     ResumeJob,
     Status,
     StepRecord,
@@ -76,6 +75,13 @@ _CLAIM_DUE = (
     " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at LIMIT ?"
 )
 
+_INSERT_OUTBOX = (
+    "INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at,"
+    " updated_at) SELECT ?1, ?2, ?3, 'pending', 0, ?4, ?5, ?4, ?4"
+    # Coalesce: one pending, unclaimed sync per card is enough, it renders the latest state.
+    " WHERE ?3 <> 'sync' OR NOT EXISTS (SELECT 1 FROM outbox WHERE approval_id = ?1 AND channel = ?2"
+    " AND kind = 'sync' AND status = 'pending' AND lease_owner IS NULL)"
+)
 _INSERT_POSTED = (
     "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
     " VALUES (?, ?, 'post', 'done', 1, ?, ?, ?, ?)"
@@ -109,26 +115,20 @@ def _insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -
 
 
 def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: float) -> None:
+    queued: list[tuple[Any, ...]] = []  # one executemany for a run of queued rows (a storm: 500 syncs)
     for item in items:
-        if item.ref is not None:  # posted in this commit: record it as the outbox would have
-            conn.execute(_INSERT_POSTED, (item.approval_id, item.channel, now, dumps(item.data), now, now))
-            posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
-            _upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
+        if item.ref is None:
+            queued.append((item.approval_id, item.channel, item.kind.value, now, dumps(item.data)))
             continue
-        if item.kind is OutboxKind.SYNC:
-            # Coalesce: one pending sync per card is enough, it renders the latest state.
-            exists = conn.execute(
-                "SELECT 1 FROM outbox WHERE approval_id = ? AND channel = ? AND kind = 'sync' "
-                "AND status = 'pending' AND lease_owner IS NULL",
-                (item.approval_id, item.channel),
-            ).fetchone()
-            if exists:
-                continue
-        conn.execute(
-            "INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at,"
-            " data, created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?)",
-            (item.approval_id, item.channel, item.kind.value, now, dumps(item.data), now, now),
-        )
+        if queued:  # keep the rows in order
+            conn.executemany(_INSERT_OUTBOX, queued)
+            queued = []
+        # posted in this commit: record it as the outbox would have
+        conn.execute(_INSERT_POSTED, (item.approval_id, item.channel, now, dumps(item.data), now, now))
+        posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
+        _upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
+    if queued:
+        conn.executemany(_INSERT_OUTBOX, queued)
 
 
 def _approvals_sql(status: Status | None, run_id: str | None, channel: str | None) -> tuple[str, list[Any]]:
