@@ -22,7 +22,6 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from gateway.clock import Clock
-from gateway.models import Approval
 from gateway.service import Service
 from gateway.store import Store
 
@@ -78,29 +77,19 @@ class SlaScheduler:
         applies a batch concurrently, so the store's group commit folds it into few transactions."""
         now = now or self.clock.now()
         report = TickReport(now)
-        # A lease on each due row: a racing replica skips it; applying it releases it.
-        claim: asyncio.Future[list[Approval]] | None = self._claim(now)
-        more = True
-        while claim is not None:
-            due = await claim
-            claim = None
+        while True:
+            # A lease on each due row: a racing replica skips it; applying it releases it.
+            due = await self.store.claim_due(now, self.owner, self.lease, self.batch)
             if not due:
                 break
-            if more and len(due) == self.batch:
-                # Claim the next batch while this one is applied: the writer commits that claim
-                # with this batch's transitions (one fsync), and SQLite works while Python plans.
-                # This batch holds our lease, so the next claim cannot take it again. A claimed
-                # batch is always applied (below), so no lease is left to run out.
-                claim = self._claim(now)
             try:
                 results = await self.service.apply_due_many(due, now)
             except Exception:
                 log.exception("applying %d due approvals failed; the next tick retries", len(due))
                 report.errors += len(due)
-                more = False
-                continue
-            if not self._count(report, results):
-                more = False
+                break
+            if not self._count(report, results) or len(due) < self.batch:
+                break
         report.next_wake = await self.store.next_wake_at()
         if report.total or report.errors:
             log.info(
@@ -110,9 +99,6 @@ class SlaScheduler:
                 report.errors,
             )
         return report
-
-    def _claim(self, now: datetime) -> asyncio.Future[list[Approval]]:
-        return asyncio.ensure_future(self.store.claim_due(now, self.owner, self.lease, self.batch))
 
     @staticmethod
     def _count(report: TickReport, results: list[str | None]) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -249,29 +249,3 @@ async def test_the_armed_wake_up_fires_on_time_in_real_time(settings_factory: Ca
         assert got.decision.decided_at >= a.deadline
     finally:
         await rt.stop()
-
-
-async def test_a_failed_batch_leaves_no_prefetched_claim_behind(rt: Runtime, clock: FakeClock) -> None:
-    """tick claims the next batch while one is applied; when applying fails, the batch already
-    claimed is still applied and no further one is claimed (no lease left to run out)."""
-    ids = [(await suspend(rt, "publish", n)).id for n in range(10)]
-    rt.scheduler.batch = 4
-    real = rt.service.apply_due_many
-    calls = 0
-
-    async def first_fails(approvals: Any, now: datetime) -> list[str | None]:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise RuntimeError("injected")
-        return await real(approvals, now)
-
-    rt.service.apply_due_many = first_fails  # type: ignore[method-assign]
-    at = clock.now() + timedelta(hours=2)
-    report = await rt.scheduler.tick(at)
-    assert report.errors == 4 and report.applied == {"timed_out": 4} and calls == 2
-    # the failed batch keeps its lease (as before); the two never claimed are due at once
-    assert (await rt.scheduler.tick(at)).applied == {"timed_out": 2}
-    assert (await rt.scheduler.tick(at + timedelta(seconds=61))).applied == {"timed_out": 4}
-    for approval_id in ids:
-        assert (await kinds(rt, approval_id)).count("timed_out") == 1
