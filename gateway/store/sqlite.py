@@ -71,7 +71,7 @@ _UPDATE_POLICY = (
 )
 
 _CLAIM_DUE = (
-    "SELECT id FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
+    "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
     " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at LIMIT ?"
 )
 
@@ -350,15 +350,17 @@ class SQLiteStore:
             # ORDER BY wake_at alone: the index walk stops after `limit` rows. With `, id` SQLite
             # sorts every row that shares a wake_at (a storm of 10^5 equal deadlines: all of
             # them, per batch), which made a timeout storm quadratic. Ties come in rowid order.
-            ids = [r[0] for r in conn.execute(_CLAIM_DUE, (t, t, limit))]
-            if not ids:
+            # The rows are read before the lease is written (in the same transaction, which holds
+            # the write lock): the lease columns are not part of an Approval, so nothing differs.
+            rows = conn.execute(_CLAIM_DUE, (t, t, limit)).fetchall()
+            if not rows:
                 return []
+            ids = [r["id"] for r in rows]
             marks = ",".join("?" * len(ids))
             conn.execute(
                 f"UPDATE approvals SET wake_owner = ?, wake_lease_until = ? WHERE id IN ({marks})", (owner, until, *ids)
             )
-            rows = conn.execute(f"SELECT * FROM approvals WHERE id IN ({marks}) ORDER BY wake_at, id", ids)
-            return [approval_from_row(r) for r in rows]
+            return sorted((approval_from_row(r) for r in rows), key=lambda a: (a.wake_at, a.id))
 
         return await self._write(op)
 
