@@ -73,10 +73,26 @@ def check_address(address: Any, enabled: frozenset[str], field: str = "channels"
     return address
 
 
+def web_card_ref(approval_id: str) -> str:
+    return f"/approvals/{approval_id}"
+
+
+def posts_inline(channel: Channel | None) -> bool:
+    """Whether the channel's card is the database row itself, so that the suspend records it as
+    posted in its own commit instead of through the outbox (a claim, two reads and a write)."""
+    return bool(getattr(channel, "inline_cards", False))
+
+
 class WebChannel:
     """The always-on web inbox: its cards are the approvals in the database, rendered live."""
 
     kind = "web"
+
+    @property
+    def inline_cards(self) -> bool:
+        """Posting a web card is no I/O: the suspend records it in its own commit. A subclass
+        with its own `post_card` delivers for real, through the outbox."""
+        return type(self).post_card is WebChannel.post_card
 
     async def start(self) -> None:
         return None
@@ -85,7 +101,7 @@ class WebChannel:
         return None
 
     async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
-        return f"/approvals/{approval.id}"
+        return web_card_ref(approval.id)
 
     async def update_card(self, target: str, ref: str, approval: Approval, now: datetime) -> None:
         return None

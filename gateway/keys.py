@@ -15,11 +15,12 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-def idempotency_key(run_id: str, step: str, args: Any) -> str:
-    """sha256(run_id:step:canonical_json(args)), hex."""
-    raw = f"{run_id}:{step}:{canonical_json(args)}"
+def idempotency_key(run_id: str, step: str, args: Any, *, encoded: str | None = None) -> str:
+    """sha256(run_id:step:canonical_json(args)), hex. `encoded`: canonical_json(args), if the
+    caller already has it."""
+    raw = f"{run_id}:{step}:{canonical_json(args) if encoded is None else encoded}"
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def args_hash(args: Any) -> str:
-    return hashlib.sha256(canonical_json(args).encode("utf-8")).hexdigest()
+def args_hash(args: Any, *, encoded: str | None = None) -> str:
+    return hashlib.sha256((canonical_json(args) if encoded is None else encoded).encode("utf-8")).hexdigest()

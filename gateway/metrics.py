@@ -15,7 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamil
 from prometheus_client.registry import Collector
 
 from gateway.channels import parse_address
-from gateway.models import Approval, OutboxItem, Status
+from gateway.models import Approval, OutboxItem, OutboxKind, Status
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime
@@ -107,11 +107,15 @@ class Metrics:
         self.time_to_decision.labels(decision.source.value).observe(max(elapsed, 0.0))
 
     def on_delivery(self, item: OutboxItem, event: str) -> None:
+        self.on_inline_delivery(item.channel, item.kind, event)
+
+    def on_inline_delivery(self, address: str, kind: OutboxKind, event: str) -> None:
+        """A delivery recorded by the outbox, or in the suspend's own commit (web cards)."""
         result = _DELIVERY_RESULTS.get(event)
         if result is None:
             return
-        channel = _kind(item.channel)
-        self.deliveries.labels(channel, item.kind.value, result).inc()
+        channel = _kind(address)
+        self.deliveries.labels(channel, kind.value, result).inc()
         if result == "retry":
             self.retries.labels(channel).inc()
 
@@ -137,5 +141,6 @@ def install(rt: Runtime) -> Metrics:
     rt.service.hooks.transitions.append(metrics.on_transition)
     rt.service.hooks.attempts.append(metrics.on_attempt)
     rt.outbox.listeners.append(metrics.on_delivery)
+    rt.service.hooks.delivered.append(metrics.on_inline_delivery)
     rt.extras["metrics"] = metrics
     return metrics

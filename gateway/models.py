@@ -297,6 +297,11 @@ class NewOutbox:
     channel: str
     kind: OutboxKind
     data: dict[str, Any] = field(default_factory=dict)
+    # Set when the card was posted in this same commit (the web card is the approval row itself:
+    # no I/O to wait for): the row is stored `done` after one attempt and the card as posted with
+    # this ref at `posted_at`, exactly what the outbox would have recorded. Only for POST rows.
+    ref: str | None = None
+    posted_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ class Runtime:
         self.signer = TokenSigner(settings.security.secret_keys)
         self.service = Service(settings, self.store, self.clock, self.signer)
         self.channels: dict[str, Channel] = {k: load_channel(k, self) for k in sorted(settings.enabled_channels())}
+        self.service.channels = self.channels
         self.outbox = OutboxRunner(self.store, self.channels, self.clock, self.owner, lease=settings.store.lease)
         self.service.hooks.outbox.append(self.outbox.notify)
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]

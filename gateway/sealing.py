@@ -38,7 +38,11 @@ class Sealer:
         self._fernet = MultiFernet([_derive(k) for k in reversed(secret_keys)])  # newest first encrypts
 
     def seal(self, value: Any) -> str:
-        return self._fernet.encrypt(canonical_json(value).encode("utf-8")).decode("ascii")
+        return self.seal_json(canonical_json(value))
+
+    def seal_json(self, text: str) -> str:
+        """Seal a value already encoded as JSON text."""
+        return self._fernet.encrypt(text.encode("utf-8")).decode("ascii")
 
     def open(self, token: str) -> Any:
         try:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import base64
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from gateway import policy as rules
-from gateway.channels import check_address, parse_address
+from gateway.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.clock import Clock, iso
 from gateway.config import Settings
 from gateway.errors import (
@@ -30,7 +30,7 @@ from gateway.errors import (
     UnknownWorker,
     ValidationError,
 )
-from gateway.keys import args_hash, idempotency_key
+from gateway.keys import args_hash, canonical_json, idempotency_key
 from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
 from gateway.redact import Redactor
 from gateway.sealing import Sealer
@@ -73,6 +73,9 @@ class Hooks:
     # Observers for metrics: every committed transition (approval after, event name), and
     # every worker attempt (worker name, result: succeeded|retry|failed, seconds).
     transitions: list[Callable[[Approval, str], None]] = field(default_factory=list)
+    # Cards posted in the suspend's own commit (the web inbox), as the outbox reports its
+    # deliveries: (channel address, kind, event).
+    delivered: list[Callable[[str, OutboxKind, str], None]] = field(default_factory=list)
     attempts: list[Callable[[str, str, float], None]] = field(default_factory=list)
 
 
@@ -82,6 +85,8 @@ class Service:
         self.hooks = Hooks()
         self.redactor = Redactor.build(defaults=settings.redaction.defaults, patterns=settings.redaction.patterns)
         self.sealer = Sealer(settings.security.secret_keys)
+        # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
+        self.channels: Mapping[str, Channel] = {}
 
     # ---------------------------------------------------------------- suspend
     def resolve_policy(self, value: str | Policy | None) -> Policy:
@@ -112,7 +117,8 @@ class Service:
     async def suspend(self, req: SuspendRequest) -> tuple[Approval, bool]:
         """Create the approval (idempotent by key) with its cards queued in the same commit."""
         policy = self._validate(req)
-        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args)
+        encoded = canonical_json(req.args)  # once, for the key, the hash and the sealed copy
+        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         now = self.clock.now()
         channels = tuple(dict.fromkeys(req.channels))
         approval = Approval(
@@ -124,7 +130,8 @@ class Service:
             summary=self.redactor.text(req.summary),
             args=self.redactor.value(req.args),  # what cards, events, logs and the API show
             state=None,
-            sealed=self.sealer.seal({"args": req.args, "state": req.state}),  # raw, for the worker only
+            # raw, for the worker only: canonical_json({"args": ..., "state": ...}), byte for byte
+            sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{canonical_json(req.state)}}}'),
             channels=channels,
             approvers=tuple(dict.fromkeys(req.approvers)),
             policy=policy,
@@ -133,7 +140,7 @@ class Service:
             status=Status.WAITING,
             created_at=now,
             deadline=rules.deadline_for(policy, now),
-            args_hash=args_hash(req.args),
+            args_hash=args_hash(req.args, encoded=encoded),
         )
         approval = approval.evolve(wake_at=rules.next_wake(approval))
         event = NewEvent(
@@ -143,8 +150,8 @@ class Service:
             actor=req.requested_by,
             data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name},
         )
-        posts = [NewOutbox(approval.id, c, OutboxKind.POST) for c in channels]
-        stored, created = await self.store.create_approval(approval, [event], posts)
+        posts, events = self._posts(approval, channels, now)
+        stored, created = await self.store.create_approval(approval, [event, *events], posts)
         if not created:
             if (stored.run_id, stored.step, stored.args_hash) != (req.run_id, req.step, approval.args_hash):
                 raise IdempotencyConflict(
@@ -159,8 +166,26 @@ class Service:
             req.step,
             ",".join(channels),
         )
-        self._fire(outbox=True, wake=stored.wake_at)
+        self._fire(outbox=len(events) < len(posts), wake=stored.wake_at)
+        for e in events:
+            for fn in self.hooks.delivered:
+                fn(e.channel or "", OutboxKind.POST, e.kind)
         return stored, True
+
+    def _posts(
+        self, approval: Approval, channels: Sequence[str], now: datetime
+    ) -> tuple[list[NewOutbox], list[NewEvent]]:
+        """A card per channel: queued for the outbox, or, for a channel whose card is the row
+        itself (the web inbox), posted in this commit with its `card_posted` event."""
+        posts, events = [], []
+        for c in channels:
+            if posts_inline(self.channels.get(parse_address(c)[0])):
+                ref = web_card_ref(approval.id)
+                posts.append(NewOutbox(approval.id, c, OutboxKind.POST, ref=ref, posted_at=now))
+                events.append(NewEvent(approval.id, "card_posted", now, channel=c, data={"ref": ref}))
+            else:
+                posts.append(NewOutbox(approval.id, c, OutboxKind.POST))
+        return posts, events
 
     # ---------------------------------------------------------------- reads
     async def get(self, approval_id: str) -> Approval:

@@ -12,11 +12,37 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from itsdangerous import BadData, URLSafeSerializer
+from itsdangerous import BadData, Signer, URLSafeSerializer
+from itsdangerous.encoding import want_bytes
 
 from gateway.errors import InvalidToken, TokenExpired
 
 RESUME = "hitl.resume.v1"
+
+
+class _Signer(Signer):
+    """itsdangerous' Signer, deriving each key once: it re-derives (a hash) on every call."""
+
+    def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
+        cache: dict[bytes, bytes] = self.__dict__.setdefault("_derived", {})
+        key = self.secret_keys[-1] if secret_key is None else want_bytes(secret_key)
+        derived = cache.get(key)
+        if derived is None:
+            derived = cache[key] = super().derive_key(key)
+        return derived
+
+
+class _Serializer(URLSafeSerializer):
+    """The same tokens, byte for byte; one signer per salt instead of a new one per call."""
+
+    signer = _Signer
+
+    def make_signer(self, salt: str | bytes | None = None) -> Signer:
+        signers: dict[str | bytes | None, Signer] = self.__dict__.setdefault("_signers", {})
+        found = signers.get(salt)
+        if found is None:
+            found = signers[salt] = super().make_signer(salt)
+        return found
 
 
 class TokenSigner:
@@ -24,12 +50,12 @@ class TokenSigner:
         if not secret_keys:
             raise ValueError("at least one secret key is needed")
         self._keys = list(secret_keys)
-        self._serializers: dict[str, URLSafeSerializer] = {}
+        self._serializers: dict[str, _Serializer] = {}
 
-    def _serializer(self, purpose: str) -> URLSafeSerializer:
+    def _serializer(self, purpose: str) -> _Serializer:
         s = self._serializers.get(purpose)
         if s is None:
-            s = URLSafeSerializer(self._keys, salt=purpose, signer_kwargs={"digest_method": hashlib.sha256})
+            s = _Serializer(self._keys, salt=purpose, signer_kwargs={"digest_method": hashlib.sha256})
             self._serializers[purpose] = s
         return s
 

@@ -7,6 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway import policy as rules
+from gateway.clock import iso
 from gateway.errors import ValidationError
 from gateway.http import schemas
 from gateway.http.keys import RUNTIME
@@ -25,7 +26,7 @@ def _suspend_body(rt: Runtime, approval: Approval) -> dict[str, Any]:
         "id": approval.id,
         "status": Status.WAITING.value,
         "resume_token": rt.service.resume_token(approval),
-        "deadline": approval.to_api()["deadline"],
+        "deadline": iso(approval.deadline),
     }
 
 

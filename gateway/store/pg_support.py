@@ -49,7 +49,8 @@ CLAIM_DUE = """
 WITH due AS (
     SELECT id FROM approvals
     WHERE wake_at IS NOT NULL AND wake_at <= $1 AND (wake_lease_until IS NULL OR wake_lease_until <= $1)
-    ORDER BY wake_at, id LIMIT $2
+    -- wake_at alone: the index walk stops at the limit (`, id` would sort every tie: a storm)
+    ORDER BY wake_at LIMIT $2
     FOR UPDATE SKIP LOCKED
 )
 UPDATE approvals a SET wake_owner = $3, wake_lease_until = $4 FROM due WHERE a.id = due.id RETURNING a.*
@@ -132,13 +133,24 @@ _INSERT_OUTBOX = (
     " ON CONFLICT DO NOTHING"
 )
 
+_INSERT_POSTED = (
+    "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
+    " VALUES ($1, $2, 'post', 'done', 1, $3, $4, $3, $3)"
+)
+
 
 async def insert_outbox(conn: asyncpg.Connection, items: Sequence[NewOutbox], now: float) -> None:
-    if items:
+    queued = [i for i in items if i.ref is None]
+    if queued:
         await conn.executemany(
             _INSERT_OUTBOX,
-            [(i.approval_id, i.channel, i.kind.value, now, dumps(i.data)) for i in items],
+            [(i.approval_id, i.channel, i.kind.value, now, dumps(i.data)) for i in queued],
         )
+    for item in items:
+        if item.ref is not None:  # posted in this commit: record it as the outbox would have
+            await conn.execute(_INSERT_POSTED, item.approval_id, item.channel, now, dumps(item.data))
+            posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
+            await upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
 
 
 async def upsert_card(conn: asyncpg.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:

@@ -63,6 +63,18 @@ def dumps(value: Any) -> str:
     return canonical_json(value)
 
 
+@functools.lru_cache(maxsize=1024)
+def _strings_json(values: tuple[str, ...]) -> str:
+    """Channels and approvers lists repeat: encode each tuple once."""
+    return canonical_json(list(values))
+
+
+@functools.lru_cache(maxsize=1024)
+def _policy_json(policy: Policy) -> str:
+    """Named policies are the same frozen object on every approval: encode each once."""
+    return canonical_json(policy.to_json())
+
+
 def approval_values(a: Approval) -> tuple[Any, ...]:
     return (
         a.id,
@@ -73,9 +85,9 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         a.summary,
         dumps(a.args),
         dumps(a.state),
-        dumps(list(a.channels)),
-        dumps(list(a.approvers)),
-        dumps(a.policy.to_json()),
+        _strings_json(a.channels),
+        _strings_json(a.approvers),
+        _policy_json(a.policy),
         a.worker,
         a.requested_by,
         a.status.value,
@@ -101,7 +113,7 @@ def policy_values(a: Approval) -> tuple[Any, ...]:
         dumps(a.decision.to_json()) if a.decision else None,
         a.escalations,
         a.reminders_sent,
-        dumps(list(a.channels)),
+        _strings_json(a.channels),
     )
 
 
@@ -113,6 +125,18 @@ def _ts(row: Row, key: str) -> Any:
 def _policy(text: str) -> Policy:
     """Policies repeat (named ones are identical JSON): parse each text once. Policy is frozen."""
     return Policy.from_json(json.loads(text))
+
+
+@functools.lru_cache(maxsize=1024)
+def _strings(text: str) -> tuple[str, ...]:
+    """Channels and approvers columns repeat ('["web"]', '[]'): decode each text once."""
+    return tuple(json.loads(text))
+
+
+@functools.lru_cache(maxsize=256)
+def _votes(text: str) -> tuple[Vote, ...]:
+    """Mostly '[]'; Vote is frozen, so a decoded tuple can be shared."""
+    return tuple(Vote.from_json(v) for v in json.loads(text))
 
 
 def approval_from_row(row: Row) -> Approval:
@@ -128,8 +152,8 @@ def approval_from_row(row: Row) -> Approval:
         summary=row["summary"],
         args=json.loads(row["args"]),
         state=json.loads(row["state"]),
-        channels=tuple(json.loads(row["channels"])),
-        approvers=tuple(json.loads(row["approvers"])),
+        channels=_strings(row["channels"]),
+        approvers=_strings(row["approvers"]),
         policy=_policy(row["policy"]),
         worker=row["worker"],
         requested_by=row["requested_by"],
@@ -138,7 +162,7 @@ def approval_from_row(row: Row) -> Approval:
         created_at=created,
         deadline=_ts(row, "deadline"),
         wake_at=_ts(row, "wake_at"),
-        votes=tuple(Vote.from_json(v) for v in json.loads(row["votes"])),
+        votes=_votes(row["votes"]),
         decision=Decision.from_json(json.loads(decision)) if decision else None,
         escalations=row["escalations"],
         reminders_sent=row["reminders_sent"],

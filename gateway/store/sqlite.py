@@ -30,7 +30,6 @@ from gateway.models import (
     NewEvent,
     NewOutbox,
     OutboxItem,
-    OutboxKind,
     ResumeJob,
     Status,
     StepRecord,
@@ -71,6 +70,23 @@ _UPDATE_POLICY = (
     + ", wake_owner = NULL, wake_lease_until = NULL WHERE id = ? AND version = ?"
 )
 
+_CLAIM_DUE = (
+    "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
+    " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at LIMIT ?"
+)
+
+_INSERT_OUTBOX = (
+    "INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at,"
+    " updated_at) SELECT ?1, ?2, ?3, 'pending', 0, ?4, ?5, ?4, ?4"
+    # Coalesce: one pending, unclaimed sync per card is enough, it renders the latest state.
+    " WHERE ?3 <> 'sync' OR NOT EXISTS (SELECT 1 FROM outbox WHERE approval_id = ?1 AND channel = ?2"
+    " AND kind = 'sync' AND status = 'pending' AND lease_owner IS NULL)"
+)
+_INSERT_POSTED = (
+    "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
+    " VALUES (?, ?, 'post', 'done', 1, ?, ?, ?, ?)"
+)
+
 
 async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
     """Run `fn(conn)` whole on the connection's own thread: one hand-off per transaction,
@@ -99,21 +115,20 @@ def _insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -
 
 
 def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: float) -> None:
+    queued: list[tuple[Any, ...]] = []  # one executemany for a run of queued rows (a storm: 500 syncs)
     for item in items:
-        if item.kind is OutboxKind.SYNC:
-            # Coalesce: one pending sync per card is enough, it renders the latest state.
-            exists = conn.execute(
-                "SELECT 1 FROM outbox WHERE approval_id = ? AND channel = ? AND kind = 'sync' "
-                "AND status = 'pending' AND lease_owner IS NULL",
-                (item.approval_id, item.channel),
-            ).fetchone()
-            if exists:
-                continue
-        conn.execute(
-            "INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at,"
-            " data, created_at, updated_at) VALUES (?, ?, ?, 'pending', 0, ?, ?, ?, ?)",
-            (item.approval_id, item.channel, item.kind.value, now, dumps(item.data), now, now),
-        )
+        if item.ref is None:
+            queued.append((item.approval_id, item.channel, item.kind.value, now, dumps(item.data)))
+            continue
+        if queued:  # keep the rows in order
+            conn.executemany(_INSERT_OUTBOX, queued)
+            queued = []
+        # posted in this commit: record it as the outbox would have
+        conn.execute(_INSERT_POSTED, (item.approval_id, item.channel, now, dumps(item.data), now, now))
+        posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
+        _upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
+    if queued:
+        conn.executemany(_INSERT_OUTBOX, queued)
 
 
 def _approvals_sql(status: Status | None, run_id: str | None, channel: str | None) -> tuple[str, list[Any]]:
@@ -332,22 +347,20 @@ class SQLiteStore:
         t, until = to_ts(now), to_ts(now + lease)
 
         def op(conn: sqlite3.Connection) -> list[Approval]:
-            ids = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
-                    " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at, id LIMIT ?",
-                    (t, t, limit),
-                )
-            ]
-            if not ids:
+            # ORDER BY wake_at alone: the index walk stops after `limit` rows. With `, id` SQLite
+            # sorts every row that shares a wake_at (a storm of 10^5 equal deadlines: all of
+            # them, per batch), which made a timeout storm quadratic. Ties come in rowid order.
+            # The rows are read before the lease is written (in the same transaction, which holds
+            # the write lock): the lease columns are not part of an Approval, so nothing differs.
+            rows = conn.execute(_CLAIM_DUE, (t, t, limit)).fetchall()
+            if not rows:
                 return []
+            ids = [r["id"] for r in rows]
             marks = ",".join("?" * len(ids))
             conn.execute(
                 f"UPDATE approvals SET wake_owner = ?, wake_lease_until = ? WHERE id IN ({marks})", (owner, until, *ids)
             )
-            rows = conn.execute(f"SELECT * FROM approvals WHERE id IN ({marks}) ORDER BY wake_at, id", ids)
-            return [approval_from_row(r) for r in rows]
+            return sorted((approval_from_row(r) for r in rows), key=lambda a: (a.wake_at, a.id))
 
         return await self._write(op)
 

@@ -68,7 +68,7 @@ async def test_get_list_and_events(client: Any) -> None:
     waiting = await (await client.get("/v1/approvals?status=waiting_approval", headers=AUTH)).json()
     assert len(waiting["items"]) == 2
     events = await (await client.get(f"/v1/approvals/{a['id']}/events", headers=AUTH)).json()
-    assert [e["kind"] for e in events["items"]] == ["suspended"]
+    assert [e["kind"] for e in events["items"]] == ["suspended", "card_posted"]  # the web card: same commit
 
 
 async def test_decision_then_already_decided(client: Any) -> None:

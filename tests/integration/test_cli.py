@@ -83,7 +83,7 @@ def test_migrate_and_approvals_commands(config: Path, tmp_path: Path) -> None:
     out = run("--config", str(config), "approvals", "reject", approval_id, "--by", "web:bob", cwd=tmp_path)
     assert out.returncode == 1 and "already approved by web:ann" in out.stderr
     shown = json.loads(run("--config", str(config), "approvals", "show", approval_id, cwd=tmp_path).stdout)
-    assert [e["kind"] for e in shown["events"]] == ["suspended", "approved"]
+    assert [e["kind"] for e in shown["events"]] == ["suspended", "card_posted", "approved"]
     out = run("--config", str(config), "approvals", "cancel", "nope", cwd=tmp_path)
     assert out.returncode == 1 and "not_found" in out.stderr
 

@@ -112,7 +112,7 @@ async def test_escalation_syncs_cards_then_decides_after_escalation(rt: Runtime,
     final = await rt.service.get(a.id)
     assert final.decision is not None and final.decision.outcome is Outcome.APPROVE
     assert "after escalation" in (final.decision.reason or "")
-    assert await kinds(rt, a.id) == ["suspended", "escalated", "timed_out", "job_queued"]
+    assert await kinds(rt, a.id) == ["suspended", "card_posted", "escalated", "timed_out", "job_queued"]
 
 
 async def test_deadlines_passed_while_down_fire_at_start(sla_settings: Settings, clock: FakeClock) -> None:

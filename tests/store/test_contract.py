@@ -397,3 +397,25 @@ async def test_prompts_are_taken_once_by_their_owner(store_factory: StoreFactory
     await a.save_prompt(prompt)
     assert await a.take_prompt(prompt.key, "telegram:7", NOW + timedelta(minutes=5)) is None  # expired
     assert await a.take_prompt(prompt.key, "telegram:7", NOW) is None  # and dropped on the way
+
+
+async def test_a_card_posted_in_the_creating_commit_is_recorded_as_the_outbox_would(store: Store) -> None:
+    a = make_approval(channels=("web", "telegram:1"))
+    posted = NewOutbox(a.id, "web", OutboxKind.POST, ref=f"/approvals/{a.id}", posted_at=NOW)
+    queued = NewOutbox(a.id, "telegram:1", OutboxKind.POST)
+    event = NewEvent(a.id, "card_posted", NOW, channel="web", data={"ref": f"/approvals/{a.id}"})
+    await store.create_approval(a, [NewEvent(a.id, "suspended", NOW), event], [posted, queued])
+    rows = {r.channel: r for r in await store.list_outbox(a.id)}
+    assert (rows["web"].status, rows["web"].attempts, rows["web"].last_error) == (DeliveryStatus.DONE, 1, None)
+    assert (rows["telegram:1"].status, rows["telegram:1"].attempts) == (DeliveryStatus.PENDING, 0)
+    [card] = await store.list_cards(a.id)
+    assert (card.channel, card.ref, card.status, card.posted_at) == (
+        "web",
+        f"/approvals/{a.id}",
+        DeliveryStatus.DONE,
+        NOW,
+    )
+    assert [i.channel for i in await store.claim_outbox(NOW + LEASE, "A", LEASE, 10)] == ["telegram:1"]
+    # the unique post row holds: a second post for the web card is refused
+    await store.enqueue_outbox([NewOutbox(a.id, "web", OutboxKind.POST)], NOW)
+    assert len(await store.list_outbox(a.id)) == 2

@@ -63,3 +63,19 @@ def test_short_mac_checks_every_key() -> None:
     assert not TokenSigner([new]).check_mac("cb", "abc", mac)
     assert not TokenSigner([old]).check_mac("cb", "abd", mac)
     assert not TokenSigner([old]).check_mac("cb", "abc", "")
+
+
+def test_tokens_are_byte_identical_to_plain_itsdangerous() -> None:
+    """The cached signer is an optimisation only: issued tokens must not change."""
+    from itsdangerous import URLSafeSerializer
+
+    for keys in (["k" * 32], ["old" * 11, "new" * 11]):
+        plain = URLSafeSerializer(keys, salt=RESUME, signer_kwargs={"digest_method": hashlib.sha256})
+        signer = TokenSigner(keys)
+        for n in range(3):  # the second and third calls use the cached signer and derived key
+            payload = {"a": f"id{n}", "r": "run", "h": "0123456789abcdef"}
+            token = signer.sign(RESUME, payload, NOW + timedelta(hours=1))
+            assert token == plain.dumps({**payload, "e": int((NOW + timedelta(hours=1)).timestamp())})
+            assert signer.verify(RESUME, token, NOW)["a"] == f"id{n}"
+    old_token = TokenSigner(["old" * 11]).sign(RESUME, {"a": 1}, NOW + timedelta(hours=1))
+    assert TokenSigner(["old" * 11, "new" * 11]).verify(RESUME, old_token, NOW)["a"] == 1
