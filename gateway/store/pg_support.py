@@ -15,7 +15,7 @@ import asyncpg
 
 from gateway.clock import to_ts
 from gateway.models import DeliveryStatus, NewEvent, NewOutbox
-from gateway.store.base import CardUpdate
+from gateway.store.base import CardUpdate, NewJob
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.rows import APPROVAL_COLUMNS, POLICY_COLUMNS, dumps
 
@@ -151,6 +151,16 @@ async def insert_outbox(conn: asyncpg.Connection, items: Sequence[NewOutbox], no
             await conn.execute(_INSERT_POSTED, item.approval_id, item.channel, now, dumps(item.data))
             posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
             await upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
+
+
+async def insert_jobs(conn: asyncpg.Connection, jobs: Sequence[NewJob], now: float) -> None:
+    """Resume jobs of decided approvals (one per approval: a second is ignored)."""
+    if jobs:
+        await conn.executemany(
+            "INSERT INTO resume_jobs (approval_id, worker, status, attempts, next_attempt_at, created_at,"
+            " updated_at) VALUES ($1, $2, 'queued', 0, $3, $3, $3) ON CONFLICT (approval_id) DO NOTHING",
+            [(job.approval_id, job.worker, now) for job in jobs],
+        )
 
 
 async def upsert_card(conn: asyncpg.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:

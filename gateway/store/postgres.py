@@ -134,14 +134,7 @@ class PostgresStore(PgReads):
             now = time.time()
             await pg.insert_events(conn, events)
             await pg.insert_outbox(conn, outbox, now)
-            if job is not None:
-                await conn.execute(
-                    "INSERT INTO resume_jobs (approval_id, worker, status, attempts, next_attempt_at, created_at,"
-                    " updated_at) VALUES ($1, $2, 'queued', 0, $3, $3, $3) ON CONFLICT (approval_id) DO NOTHING",
-                    job.approval_id,
-                    job.worker,
-                    now,
-                )
+            await pg.insert_jobs(conn, [job] if job is not None else [], now)
         self._committed(outbox=bool(outbox), jobs=job is not None, wake_at=approval.wake_at)
         return True
 
@@ -160,14 +153,7 @@ class PostgresStore(PgReads):
             await pg.insert_events(conn, [e for w in done for e in w.events])
             outbox = [o for w in done for o in w.outbox]
             await pg.insert_outbox(conn, outbox, now)
-            for job in (w.job for w in done if w.job is not None):
-                await conn.execute(
-                    "INSERT INTO resume_jobs (approval_id, worker, status, attempts, next_attempt_at, created_at,"
-                    " updated_at) VALUES ($1, $2, 'queued', 0, $3, $3, $3) ON CONFLICT (approval_id) DO NOTHING",
-                    job.approval_id,
-                    job.worker,
-                    now,
-                )
+            await pg.insert_jobs(conn, [w.job for w in done if w.job is not None], now)
         wake = min((w.approval.wake_at for w in done if w.approval.wake_at), default=None)
         self._committed(outbox=bool(outbox), jobs=any(w.job for w in done), wake_at=wake)
         return won
