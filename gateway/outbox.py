@@ -60,9 +60,35 @@ class OutboxRunner:
         await loops.poll_forever(self.run_once, self._wake, self.poll_interval, log)
 
     async def _deliver_group(self, items: list[OutboxItem]) -> None:
+        # Every row must be recorded well before its lease runs out: after that another replica
+        # may claim it and deliver it a second time (a second card on a platform with no
+        # idempotency key). A slow platform call is cut at half the lease and retried.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.lease.total_seconds() / 2
         for item in items:  # a card's post, syncs and reminders go in order
+            left = deadline - loop.time()
+            if left <= 0:  # give it back now; it is claimed again at once
+                await self._finish(item, DeliveryStatus.PENDING, retry_in=0, count_attempt=False)
+                continue
             try:
-                await self._deliver(item)
+                async with asyncio.timeout(left):
+                    await self._deliver(item)
+            except TimeoutError:
+                log.warning(
+                    "outbox row %s (%s to %s) took longer than half its lease; retrying",
+                    item.id,
+                    item.kind.value,
+                    item.channel,
+                )
+                delay = backoff(item.attempts + 1)
+                await self._finish(
+                    item,
+                    DeliveryStatus.PENDING,
+                    "delivery timed out",
+                    retry_in=delay,
+                    event="delivery_retry",
+                    data={"error": "timed out", "retry_in": round(delay, 3)},
+                )
             except Exception:
                 log.exception("outbox row %s crashed; it will be retried", item.id)
                 await self._finish(item, DeliveryStatus.PENDING, "internal error", retry_in=backoff(item.attempts + 1))

@@ -115,3 +115,29 @@ async def test_card_is_never_posted_twice(runtime: Runtime) -> None:
     await runtime.store.enqueue_outbox([NewOutbox(a.id, "web", OutboxKind.POST)], runtime.clock.now())
     await runtime.outbox.drain()
     assert [c[0] for c in channel.calls] == ["post"]
+
+
+async def test_a_delivery_slower_than_half_its_lease_is_cut_and_retried(runtime: Runtime) -> None:
+    """Recorded before the lease runs out, so no other replica claims and posts it again."""
+    import asyncio
+    import time
+    from datetime import timedelta
+
+    channel = scripted(runtime)
+    stuck = asyncio.Event()
+
+    async def slow_post(target: str, approval: Approval, now: datetime) -> str:
+        channel.calls.append(("post", approval.id, approval.status.value))
+        await stuck.wait()  # a platform that never answers
+        return "never"
+
+    channel.post_card = slow_post  # type: ignore[method-assign]
+    runtime.outbox.lease = timedelta(seconds=0.4)
+    a = await _suspend(runtime)
+    started = time.monotonic()
+    assert await runtime.outbox.run_once() == 1
+    assert time.monotonic() - started < 0.39  # cut at half the lease, recorded before it ends
+    [row] = await runtime.store.list_outbox(a.id)
+    assert row.status.value == "pending" and row.last_error == "delivery timed out" and row.attempts == 1
+    assert await runtime.store.list_cards(a.id) == []
+    assert "delivery_retry" in [e.kind for e in await runtime.store.list_events(a.id)]
