@@ -138,7 +138,7 @@ def _serve(settings: Settings) -> int:
             f"{settings.server.port} (store: {settings.store.url})",
             flush=True,
         ),
-        access_log_format='%a "%r" %s %b %Tfs',
+        access_log_format='%a "%r" %s %b %Tfs rid=%{X-Request-Id}o',
     )
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 
 import aiohttp
@@ -50,6 +51,7 @@ async def test_served_logs_carry_no_secret(tmp_path: Path) -> None:
         assert gw.terminate() == 0
     log = gw.log.read_text()
     assert "/v1/resume/" in log  # the requests were logged...
+    assert re.search(r'"GET /v1/approvals HTTP/1.1" 401 .* rid=[0-9a-f]{16}', log)  # ...with their request id...
     for secret in (token, token[:40], TEST_API_KEY, TEST_SECRET, "wrong-key-12345678"):
         assert secret not in log  # ...without their secrets
 
