@@ -80,10 +80,12 @@ class TokenSigner:
         return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()[:length]
 
     def check_mac(self, purpose: str, message: str, mac: str) -> bool:
-        """Constant-time check against every key (rotation)."""
+        """Constant-time check against every key (rotation). Compared as bytes: a forged MAC with
+        non-ASCII characters is simply wrong (str compare_digest would raise TypeError: a 500)."""
         ok = False
+        given = mac.encode("utf-8", "surrogateescape")
         for secret in self._keys:
             key = hashlib.sha256(f"{purpose}:{secret}".encode()).digest()
-            expected = hmac.new(key, message.encode(), hashlib.sha256).hexdigest()[: len(mac)]
-            ok |= bool(mac) and hmac.compare_digest(expected, mac)
+            expected = hmac.new(key, message.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
+            ok |= bool(mac) and hmac.compare_digest(expected[: len(mac)].encode(), given)
         return ok

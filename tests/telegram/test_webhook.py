@@ -178,3 +178,12 @@ async def test_a_press_on_a_duplicate_card_closes_it(tg: TG) -> None:
     assert tg.api.message(CHAT, orphan).get("reply_markup") is None
     assert "Approved" in tg.api.message(CHAT, orphan)["text"]
     assert "orphan_card_synced" in [e.kind for e in await tg.rt.store.list_events(approval_id)]
+
+
+async def test_a_forged_callback_with_non_ascii_mac_is_refused_not_a_500(tg: TG) -> None:
+    approval_id, mid = await tg.posted()
+    real = tg.data(mid, "Approve")
+    forged = real[:-1] + "é"  # found by the property tests: str compare_digest raised TypeError
+    assert await tg.send(tg.press(ALICE, forged, mid)) == 200
+    assert tg.answers()[-1] == "This button is not valid"
+    assert (await tg.rt.service.get(approval_id)).status is Status.WAITING

@@ -1,8 +1,8 @@
 """Property tests (Hypothesis) for the parsers that take outside input.
 
-Slack payloads, Telegram updates and callback_data come with the adapters (issues 3 and 4): their
-branches add their properties here (parse never raises anything but the adapter's own 4xx error;
-render -> parse roundtrips; a tampered callback_data MAC never verifies).
+Slack payloads, Telegram updates, callback_data and Slack signatures are in
+test_adapter_properties.py (parse never raises anything but the adapter's own 4xx error;
+build -> parse roundtrips; an edited callback_data or a forged reference never verifies).
 """
 
 from __future__ import annotations
