@@ -39,7 +39,6 @@ class CardUpdate:
     ref: str | None
     status: DeliveryStatus
     error: str | None = None
-    new_channel: str | None = None  # the chat moved (Telegram ChatMigrated)
 
 
 @dataclass(frozen=True, slots=True)

@@ -164,14 +164,7 @@ async def insert_jobs(conn: asyncpg.Connection, jobs: Sequence[NewJob], now: flo
 
 
 async def upsert_card(conn: asyncpg.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:
-    if card.new_channel and card.new_channel != card.channel:
-        await conn.execute(
-            "UPDATE cards SET channel = $1 WHERE approval_id = $2 AND channel = $3",
-            card.new_channel,
-            approval_id,
-            card.channel,
-        )
-    channel = card.new_channel or card.channel
+    channel = card.channel
     posted = now if card.status is DeliveryStatus.DONE else None
     await conn.execute(
         "INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)"

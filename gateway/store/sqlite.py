@@ -640,12 +640,7 @@ class SQLiteStore:
 
 
 def _upsert_card(conn: sqlite3.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:
-    if card.new_channel and card.new_channel != card.channel:
-        conn.execute(
-            "UPDATE cards SET channel = ? WHERE approval_id = ? AND channel = ?",
-            (card.new_channel, approval_id, card.channel),
-        )
-    channel = card.new_channel or card.channel
+    channel = card.channel
     posted = now if card.status is DeliveryStatus.DONE else None
     conn.execute(
         "INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)"
