@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import socket
+import traceback
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -21,6 +22,7 @@ from gateway.tokens import TokenSigner
 from gateway.worker import WorkerRunner
 
 log = logging.getLogger("gateway.runtime")
+STOP_TIMEOUT = 10.0  # seconds a background loop gets to finish when the runtime stops
 
 
 class Runtime:
@@ -88,11 +90,23 @@ class Runtime:
                     w(when)
 
     async def stop(self) -> None:
+        """Cancel the background loops and close everything. A loop that does not finish within
+        STOP_TIMEOUT seconds is logged with its stack and abandoned: shutdown must never hang."""
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:
+            done, pending = await asyncio.wait(self._tasks, timeout=STOP_TIMEOUT)
+            for task in done:
+                if not task.cancelled():
+                    task.exception()  # retrieved: a loop that died is not re-reported at exit
+            for task in pending:
+                stack = "".join(traceback.format_stack(task.get_stack()[-1])) if task.get_stack() else "?"
+                log.error(
+                    "background loop %s did not stop within %.1fs; abandoning it at:\n%s",
+                    task.get_name(),
+                    STOP_TIMEOUT,
+                    stack,
+                )
         self._tasks = []
         await self.worker.close()
         for channel in self.channels.values():

@@ -249,3 +249,26 @@ async def test_the_armed_wake_up_fires_on_time_in_real_time(settings_factory: Ca
         assert got.decision.decided_at >= a.deadline
     finally:
         await rt.stop()
+
+
+async def test_stop_never_hangs_on_a_stuck_loop(rt: Runtime, caplog: pytest.LogCaptureFixture) -> None:
+    """A background loop that ignores cancellation is logged with its stack and abandoned."""
+    import gateway.runtime as runtime_module
+
+    async def stubborn() -> None:
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                continue  # refuses to stop
+
+    task = asyncio.create_task(stubborn(), name="stubborn-loop")
+    await asyncio.sleep(0)  # let it start (a task cancelled before it runs just ends)
+    rt._tasks.append(task)
+    old, runtime_module.STOP_TIMEOUT = runtime_module.STOP_TIMEOUT, 0.2
+    try:
+        await rt.stop()
+    finally:
+        runtime_module.STOP_TIMEOUT = old
+        task.cancel()
+    assert "stubborn-loop did not stop" in caplog.text and "stubborn" in caplog.text
