@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
@@ -255,11 +256,15 @@ async def test_stop_never_hangs_on_a_stuck_loop(rt: Runtime, caplog: pytest.LogC
     """A background loop that ignores cancellation is logged with its stack and abandoned."""
     import gateway.runtime as runtime_module
 
+    refuse = True
+
     async def stubborn() -> None:
         while True:
             try:
                 await asyncio.sleep(3600)
             except asyncio.CancelledError:
+                if not refuse:
+                    raise
                 continue  # refuses to stop
 
     task = asyncio.create_task(stubborn(), name="stubborn-loop")
@@ -270,5 +275,8 @@ async def test_stop_never_hangs_on_a_stuck_loop(rt: Runtime, caplog: pytest.LogC
         await rt.stop()
     finally:
         runtime_module.STOP_TIMEOUT = old
+        refuse = False
         task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     assert "stubborn-loop did not stop" in caplog.text and "stubborn" in caplog.text
