@@ -17,7 +17,7 @@ import asyncpg
 from gateway.clock import from_ts, to_ts
 from gateway.errors import StoreUnavailable
 from gateway.models import Approval, Card, Event, JobStatus, OutboxItem, ResumeJob, Status, StepRecord
-from gateway.store.queries import STEP_STATS_SQL, channel_filter
+from gateway.store.queries import STEP_STATS_SQL, approvals_sql
 from gateway.store.rows import (
     approval_from_row,
     card_from_row,
@@ -35,17 +35,10 @@ LOST_ERRORS = (*CONNECT_ERRORS, asyncpg.OperatorInterventionError, asyncpg.Inter
 def _approvals_sql(
     status: Status | None, run_id: str | None, channel: str | None = None
 ) -> tuple[str, list[Any], itertools.count[int]]:
-    """SELECT with the filters; returns the counter for the caller's further `$n` marks."""
+    """The shared filters with `$n` marks; returns the counter for the caller's further marks."""
     n = itertools.count(1)
-    where, params = channel_filter(channel, lambda: f"${next(n)}")
-    if status is not None:
-        where.append(f"status = ${next(n)}")
-        params.append(status.value)
-    if run_id is not None:
-        where.append(f"run_id = ${next(n)}")
-        params.append(run_id)
-    sql = "SELECT * FROM approvals"
-    return (sql + " WHERE " + " AND ".join(where) if where else sql), params, n
+    sql, params = approvals_sql(status, run_id, channel, lambda: f"${next(n)}")
+    return sql, params, n
 
 
 class PgReads:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gateway.models import Status
+
 STEP_STATS_SQL = """
 SELECT name,
        COUNT(*) AS runs,
@@ -40,3 +42,18 @@ def channel_filter(channel: str | None, mark: Callable[[], str] = lambda: "?") -
     kind = '%"' + _like_escape(channel) + ":%"
     first, second = mark(), mark()
     return [f"(channels LIKE {first} ESCAPE '\\' OR channels LIKE {second} ESCAPE '\\')"], [exact, kind]
+
+
+def approvals_sql(
+    status: Status | None, run_id: str | None, channel: str | None, mark: Callable[[], str] = lambda: "?"
+) -> tuple[str, list[Any]]:
+    """`SELECT * FROM approvals` with the inbox/API filters, in either placeholder style."""
+    where, params = channel_filter(channel, mark)
+    if status is not None:
+        where.append(f"status = {mark()}")
+        params.append(status.value)
+    if run_id is not None:
+        where.append(f"run_id = {mark()}")
+        params.append(run_id)
+    sql = "SELECT * FROM approvals"
+    return (sql + " WHERE " + " AND ".join(where) if where else sql), params

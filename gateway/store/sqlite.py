@@ -36,7 +36,7 @@ from gateway.models import (
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.migrations import MIGRATIONS
-from gateway.store.queries import STEP_STATS_SQL, channel_filter
+from gateway.store.queries import STEP_STATS_SQL, approvals_sql
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
     POLICY_COLUMNS,
@@ -129,18 +129,6 @@ def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: fl
         _upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
     if queued:
         conn.executemany(_INSERT_OUTBOX, queued)
-
-
-def _approvals_sql(status: Status | None, run_id: str | None, channel: str | None) -> tuple[str, list[Any]]:
-    where, params = channel_filter(channel)
-    if status is not None:
-        where.append("status = ?")
-        params.append(status.value)
-    if run_id is not None:
-        where.append("run_id = ?")
-        params.append(run_id)
-    sql = "SELECT * FROM approvals"
-    return (sql + " WHERE " + " AND ".join(where) if where else sql), params
 
 
 class SQLiteStore:
@@ -285,7 +273,7 @@ class SQLiteStore:
         limit: int = 100,
         offset: int = 0,
     ) -> list[Approval]:
-        sql, params = _approvals_sql(status, run_id, None)
+        sql, params = approvals_sql(status, run_id, None)
         sql += " ORDER BY created_at DESC, id LIMIT ? OFFSET ?"
         params += [limit, offset]
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
@@ -298,7 +286,7 @@ class SQLiteStore:
         channel: str | None = None,
         limit: int = 100,
     ) -> list[Approval]:
-        sql, params = _approvals_sql(status, run_id, channel)
+        sql, params = approvals_sql(status, run_id, channel)
         sql += " ORDER BY created_at, id LIMIT ?"
         params.append(limit)
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
