@@ -32,6 +32,7 @@ import itertools
 import json
 import logging
 import random
+import re
 import sqlite3
 import tempfile
 import time
@@ -51,6 +52,7 @@ from bench.server import AUTH, Gateway
 from examples.invoice_agent.payments import PaymentsAPI
 
 FINAL_EVENTS = ("approved", "rejected", "timed_out", "cancelled")
+RUN_ID = re.compile(r"chaos-[0-9a-f]{12}")
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Ledger:
     pay_url: str = ""
     update_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     errors: int = 0
+    swept: int = 0  # uncertain cards pressed after the soak
     retries: int = 0
     requests: int = 0
 
@@ -244,13 +247,47 @@ def check_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]
     return len(rows), bad
 
 
+def chat_cards(db: sqlite3.Connection, ledger: Ledger) -> dict[str, list[int]]:
+    """Approval id -> the ids of every message in the fake chat that is its card (a card shows
+    its run id; cards posted after the decision have no buttons, so buttons cannot tell)."""
+    runs = dict(db.execute("SELECT run_id, id FROM approvals").fetchall())
+    found: dict[str, list[int]] = {}
+    for (_, message_id), msg in ledger.telegram.messages.items():
+        for run in RUN_ID.findall(msg.get("text") or ""):
+            if run in runs:
+                found.setdefault(runs[run], []).append(message_id)
+                break
+    return found
+
+
+def check_telegram_never_twice(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+    """Telegram: at most one message per approval in the fake chat, whatever the kills."""
+    cards = chat_cards(db, ledger)
+    return len(cards), [f"{aid}: {len(mids)} cards" for aid, mids in cards.items() if len(mids) > 1]
+
+
+def uncertain_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[list[str], list[str]]:
+    """Telegram cards recorded `uncertain` (a kill mid-sendMessage): (in the chat, never reached it)."""
+    rows = db.execute("SELECT approval_id FROM cards WHERE channel = ? AND status = 'uncertain'", (f"telegram:{CHAT}",))
+    ids, cards = [r[0] for r in rows], chat_cards(db, ledger)
+    return [a for a in ids if a in cards], [a for a in ids if a not in cards]
+
+
 def check_telegram_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
-    """Telegram: recorded once (one post row, one card_posted event, card done), the recorded
-    message exists in the fake, and a decided approval's message lost its buttons (synced)."""
+    """Telegram: one post row; the card recorded (posted, or adopted by a press) with its message
+    in the fake, or `uncertain` (a kill mid-call: never sent again); a decided approval's recorded
+    message lost its buttons (synced). After the soak, a person presses every decided uncertain
+    card that is in the chat (`_sweep`): the press adopts it and it must be synced too."""
     rows = _card_rows(db, f"telegram:{CHAT}")
+    adopted = {r[0] for r in db.execute("SELECT approval_id FROM events WHERE kind = 'card_adopted'")}
+    in_chat, _ = uncertain_cards(db, ledger)
     bad = []
     for aid, status, card, posted, posts, synced, ref in rows:
-        if card != "done" or posted != 1 or posts != 1 or not ref:
+        if card == "uncertain" and posts == 1 and posted == 0:
+            if status != "waiting_approval" and aid in in_chat and aid in ledger.telegram.posts:
+                bad.append(f"{aid}: decided ({status}), its uncertain card is in the chat and was not adopted")
+            continue
+        if card != "done" or posted + (aid in adopted) != 1 or posts != 1 or not ref:
             bad.append(f"{aid}: card {card}, {posted} card_posted events, {posts} post rows")
             continue
         message = ledger.telegram.messages.get((CHAT, int(ref.rpartition(":")[2])))
@@ -302,6 +339,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("exactly one decision, the acknowledged one", check_one_decision),
     ("one resume job per decided approval", check_one_resume_job),
     ("every card posted once and synced (web)", check_cards),
+    ("telegram: never two cards for one approval", check_telegram_never_twice),
     ("every card posted once and synced (telegram)", check_telegram_cards),
     ("each worker succeeded exactly once", check_workers),
     ("no payment happened twice", check_payments),
@@ -324,6 +362,21 @@ async def _drain(db_path: Path, limit: float) -> float:
     return -1.0
 
 
+async def _sweep(gw: Gateway, db_path: Path, ledger: Ledger) -> int:
+    """What a person in the chat does with a card that still shows buttons after the approval was
+    decided elsewhere: press it. For an `uncertain` card that press is how the gateway finds it."""
+    with sqlite3.connect(db_path) as db:
+        in_chat, _ = uncertain_cards(db, ledger)
+        final = {r[0] for r in db.execute("SELECT id FROM approvals WHERE status <> 'waiting_approval'")}
+    async with aiohttp.ClientSession() as http:
+        for aid in (a for a in in_chat if a in final and a in ledger.telegram.posts):
+            message_id, data = ledger.telegram.posts[aid][0]
+            update = press(next(ledger.update_ids), message_id, data)
+            status, _ = await _call(http, f"{gw.url}/webhooks/telegram", update, ledger, TELEGRAM_HEADERS)
+            ledger.swept += status == 200
+    return ledger.swept
+
+
 async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger: Ledger) -> tuple[int, float]:
     """The fakes live here for the whole run (they outlive every gateway); returns kills, drain s."""
     tg_runner = await ledger.telegram.serve()
@@ -343,6 +396,8 @@ async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger
         agents = [_agent(gw, ledger, stop, random.Random(rng.random())) for _ in range(args.clients)]
         results = await asyncio.gather(_killer(gw, args.kills, args.seconds, rng, stop), *agents)
         drained = await _drain(work / "gateway.db", args.drain)
+        if drained >= 0 and await _sweep(gw, work / "gateway.db", ledger):
+            drained += await _drain(work / "gateway.db", args.drain)
     finally:
         await asyncio.to_thread(gw.stop)
         await tg_runner.cleanup()
@@ -372,6 +427,7 @@ def main() -> int:
             attempts = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'job_started'").fetchone()[0]
             jobs = db.execute("SELECT COUNT(*) FROM resume_jobs").fetchone()[0]
             cards = db.execute("SELECT COUNT(*) FROM cards WHERE channel = ?", (f"telegram:{CHAT}",)).fetchone()[0]
+            in_chat, never_sent = uncertain_cards(db, ledger)
     failed = sum(1 for _, _, bad in outcomes if bad)
     print(
         f"chaos: seed {seed}, {kills} SIGKILLs in {args.seconds:.0f}s, {args.clients} agents, "
@@ -387,8 +443,9 @@ def main() -> int:
         f"workers: {jobs} jobs, {attempts} attempts started; payments: {len(ledger.payments.charges)} charges from "
         f"{ledger.payments.requests} requests (replays de-duplicated by Idempotency-Key: "
         f"{ledger.payments.requests - len(ledger.payments.charges)}); Telegram: "
-        f"{ledger.telegram.sent} sendMessage for {cards} cards ({ledger.telegram.sent - cards} duplicate posts: a kill "
-        "between the Bot API call and its commit; see docs/performance.md)"
+        f"{ledger.telegram.sent} sendMessage for {cards} cards; {len(in_chat) + ledger.swept} uncertain after a kill "
+        f"mid-call ({ledger.swept} adopted by a press after the soak, {len(in_chat)} still waiting), "
+        f"{len(never_sent)} never reached the chat (at most once: see docs/telegram.md)"
     )
     width = max(len(c[0]) for c in CHECKS)
     print(f"{'invariant':<{width}}  {'checked':>8}  result")

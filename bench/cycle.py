@@ -74,6 +74,7 @@ class CardWatch(FakeTelegramAPI):
         super().__init__(token)
         self.cards = Rendezvous()
         self.sent = 0  # every sendMessage answered (cards posted after their decision have no buttons)
+        self.posts: dict[str, list[tuple[int, str]]] = {}  # approval id -> every card message of it
 
     def _m_sendMessage(self, params: dict[str, Any]) -> Any:
         result = super()._m_sendMessage(params)
@@ -84,6 +85,7 @@ class CardWatch(FakeTelegramAPI):
                     data = button.get("callback_data") or ""
                     if data.startswith("a|"):
                         self.cards.put(data.split("|")[1], (result["message_id"], data))
+                        self.posts.setdefault(data.split("|")[1], []).append((result["message_id"], data))
         self.calls.clear()  # the bench keeps no call history (memory); messages are kept for edits
         return result
 

@@ -22,12 +22,27 @@ if TYPE_CHECKING:
 
 class DeliveryError(Exception):
     """A channel could not deliver. `transient` ones are retried (after `retry_after` if the
-    server said so); the others are terminal and recorded."""
+    server said so); the others are terminal and recorded.
 
-    def __init__(self, message: str, *, transient: bool, retry_after: float | None = None) -> None:
+    `unsent`: the platform certainly did not act (it answered with an error, or the connection
+    was never made), so a retry cannot duplicate anything. `uncertain`: it may have acted (a
+    read timeout, a dropped connection, an earlier attempt cut short by a crash); a post in that
+    state is recorded as `uncertain` and not sent again."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool,
+        retry_after: float | None = None,
+        unsent: bool = False,
+        uncertain: bool = False,
+    ) -> None:
         super().__init__(message)
         self.transient = transient
         self.retry_after = retry_after
+        self.unsent = unsent
+        self.uncertain = uncertain
 
 
 class Channel(Protocol):

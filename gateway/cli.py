@@ -71,9 +71,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--reason")
     _adapter_parser(sub, "telegram")
     web_cli.register(sub)
+    from gateway.cards_cli import add_parser as add_cards
     from gateway.jobs_cli import add_parser as add_jobs
 
     add_jobs(sub)
+    add_cards(sub)
     return p
 
 

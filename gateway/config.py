@@ -60,6 +60,9 @@ class TelegramSettings:
     webhook_secret: str = ""
     base_url: str = "https://api.telegram.org/bot"
     approvers: tuple[int, ...] = ()
+    # After a post whose outcome is unknown (crash or read timeout mid-call): false = never post
+    # twice (the card is `uncertain` until pressed); true = post again (a duplicate is possible).
+    resend_uncertain: bool = False
 
     @property
     def enabled(self) -> bool:
@@ -237,7 +240,13 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "token_decisions": _bool,
         "operator_keys": _strs,
     },
-    "telegram": {"bot_token": _str, "webhook_secret": _str, "base_url": _str, "approvers": _ints},
+    "telegram": {
+        "bot_token": _str,
+        "webhook_secret": _str,
+        "base_url": _str,
+        "approvers": _ints,
+        "resend_uncertain": _bool,
+    },
     "slack": {"bot_token": _str, "signing_secret": _str, "base_url": _str, "approvers": _strs},
     "web": {
         "approvers": _strs,

@@ -30,6 +30,7 @@ _DELIVERY_RESULTS = {
     "reminder_sent": "ok",
     "delivery_retry": "retry",
     "delivery_failed": "failed",
+    "delivery_uncertain": "uncertain",
 }
 
 

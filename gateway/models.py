@@ -276,6 +276,9 @@ class DeliveryStatus(StrEnum):
     PENDING = "pending"
     DONE = "done"
     FAILED = "failed"
+    # A post whose outcome cannot be known (the platform may have shown it): it is not retried,
+    # so that a card is never posted twice; a press on the card adopts it (see docs/telegram.md).
+    UNCERTAIN = "uncertain"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,28 @@ from datetime import datetime, timedelta
 from gateway import loops
 from gateway.channels import Channel, DeliveryError, parse_address
 from gateway.clock import Clock
+from gateway.errors import Conflict, NotFound, UnknownChannel
 from gateway.models import DeliveryStatus, NewEvent, OutboxItem, OutboxKind
 from gateway.retry import backoff
 from gateway.store import CardUpdate, Store
 
 log = logging.getLogger("gateway.outbox")
+RESEND_EVENT = "post_resend"  # channels that post at most once treat it as "send again" (adapters/telegram/once.py)
+
+
+async def resend_card(store: Store, approval_id: str, address: str, by: str, now: datetime) -> None:
+    """An operator's decision to post a card again whose post failed for good or is `uncertain`
+    (it may be in the chat already: a second card is then possible, which the operator accepts)."""
+    approval = await store.get_approval(approval_id)
+    if approval is None:
+        raise NotFound(f"approval {approval_id!r} not found")
+    if address not in approval.channels and address not in approval.policy.escalate_to:
+        raise UnknownChannel(f"channel: {address!r} is not a channel of this approval", channel=address)
+    event = NewEvent(approval_id, RESEND_EVENT, now, by, address)
+    if not await store.requeue_post(approval_id, address, now, [event]):
+        card = await store.get_card(approval_id, address)
+        state = "not posted yet" if card is None else card.status.value
+        raise Conflict(f"the card on {address} is {state}: nothing to resend")
 
 
 class OutboxRunner:
@@ -177,6 +194,21 @@ class OutboxRunner:
 
     async def _failed(self, item: OutboxItem, exc: DeliveryError) -> None:
         error = str(exc)[:500]
+        # `kind` and `unsent` let a channel tell a post that certainly did not reach the platform
+        # (safe to send again) from one that may have (see DeliveryError).
+        facts: dict[str, object] = {"error": error, "kind": item.kind.value, "unsent": exc.unsent}
+        if exc.uncertain and item.kind is OutboxKind.POST:
+            log.error(
+                "post of %s to %s may or may not have reached the chat; it is not sent again (%s)",
+                item.approval_id,
+                item.channel,
+                error,
+            )
+            unknown = CardUpdate(item.channel, None, DeliveryStatus.UNCERTAIN, error)
+            await self._finish(
+                item, DeliveryStatus.UNCERTAIN, error, card=unknown, event="delivery_uncertain", data=facts
+            )
+            return
         if exc.transient:
             delay = exc.retry_after if exc.retry_after is not None else backoff(item.attempts + 1)
             log.warning(
@@ -193,7 +225,7 @@ class OutboxRunner:
                 error,
                 retry_in=delay,
                 event="delivery_retry",
-                data={"error": error, "retry_in": round(delay, 3), "attempt": item.attempts + 1},
+                data={**facts, "retry_in": round(delay, 3), "attempt": item.attempts + 1},
             )
             return
         log.error(
@@ -204,11 +236,4 @@ class OutboxRunner:
             error,
         )
         card = CardUpdate(item.channel, None, DeliveryStatus.FAILED, error) if item.kind is OutboxKind.POST else None
-        await self._finish(
-            item,
-            DeliveryStatus.FAILED,
-            error,
-            card=card,
-            event="delivery_failed",
-            data={"error": error, "kind": item.kind.value},
-        )
+        await self._finish(item, DeliveryStatus.FAILED, error, card=card, event="delivery_failed", data=facts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -95,3 +96,20 @@ class Gateway:
 async def call(session: aiohttp.ClientSession, method: str, url: str, **kw: Any) -> tuple[int, Any]:
     async with session.request(method, url, **kw) as resp:
         return resp.status, await resp.json()
+
+
+async def run_cli(config: Path, *args: str) -> tuple[int, str]:
+    """`python -m gateway --config CONFIG ARGS...` with no HITL_* from the environment; (exit code, output)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway",
+        "--config",
+        str(config),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env={k: v for k, v in os.environ.items() if not k.startswith("HITL_")},
+    )
+    out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode()

@@ -6,6 +6,7 @@ Telegram errors become `DeliveryError`s for the outbox. Order matters: `RetryAft
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import warnings
@@ -21,18 +22,17 @@ from telegram.error import (
     ChatMigrated,
     Forbidden,
     InvalidToken,
-    NetworkError,
     RetryAfter,
     TelegramError,
 )
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
-from adapters.telegram import render
+from adapters.telegram import once, render
 from adapters.telegram.callback import CallbackTooLong
 from adapters.telegram.parse import card_ref, chat_id, parse_ref
 from gateway.channels import DeliveryError
-from gateway.models import Approval
+from gateway.models import Approval, Event, NewEvent
 
 if TYPE_CHECKING:
     from adapters.telegram.updates import TelegramUpdates
@@ -44,6 +44,10 @@ os.environ.setdefault("PTB_TIMEDELTA", "true")
 T = TypeVar("T")
 WEBHOOK_PATH = "/webhooks/telegram"
 ALLOWED_UPDATES = ("callback_query", "message")
+START_TIMEOUT = 5.0  # getMe at start-up: a slow Bot API must not hold the gateway's start
+POOL_SIZE = 16  # connections to the Bot API
+POSTS_IN_FLIGHT = 8  # sendMessage calls for cards at a time: the rest of the pool edits and answers
+READ_TIMEOUT = 25.0  # seconds; under the outbox's cut at half its lease (30 s by default)
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:
@@ -59,14 +63,15 @@ def not_modified(exc: TelegramError) -> bool:
 
 
 def delivery_error(exc: TelegramError) -> DeliveryError:
-    """Map a Bot API error: flood control and network trouble retry, the rest is terminal."""
+    """Map a Bot API error: flood control and network trouble retry, the rest is terminal.
+    Whether Telegram may have acted anyway (a read timeout) is carried for the outbox."""
+    message, sent = f"telegram: {exc.message}", not once.unsent(exc)
     if isinstance(exc, RetryAfter):
-        return DeliveryError(f"telegram: {exc.message}", transient=True, retry_after=retry_after_seconds(exc))
+        return DeliveryError(message, transient=True, retry_after=retry_after_seconds(exc), unsent=True)
     if isinstance(exc, Forbidden | BadRequest | InvalidToken | ChatMigrated):
-        return DeliveryError(f"telegram: {exc.message}", transient=False)
-    if isinstance(exc, NetworkError):  # 5xx, TimedOut, connection errors
-        return DeliveryError(f"telegram: {exc.message}", transient=True)
-    return DeliveryError(f"telegram: {exc.message}", transient=True)  # Conflict and the like
+        return DeliveryError(message, transient=False, unsent=True)
+    # 5xx, TimedOut, connection errors; Conflict and the like
+    return DeliveryError(message, transient=True, unsent=not sent, uncertain=sent)
 
 
 class TelegramChannel:
@@ -80,16 +85,21 @@ class TelegramChannel:
         self.bot = Bot(
             self.settings.bot_token,
             base_url=self.settings.base_url,
-            request=HTTPXRequest(connection_pool_size=16),
+            # A sendMessage cut short by a timeout may have posted the card, which is then never
+            # posted again (`uncertain`): wait long for Telegram's answer (PTB's default is 5 s).
+            request=HTTPXRequest(connection_pool_size=POOL_SIZE, read_timeout=READ_TIMEOUT, write_timeout=READ_TIMEOUT),
             get_updates_request=HTTPXRequest(read_timeout=40),
         )
         self.updates: TelegramUpdates = TelegramUpdates(runtime, self)
+        self._posting = asyncio.Semaphore(POSTS_IN_FLIGHT)
 
     async def start(self) -> None:
         try:
-            await self.bot.initialize()
-        except TelegramError as exc:  # cards are retried by the outbox; do not block start-up
-            log.warning("telegram: getMe failed at start-up (%s); deliveries will retry", exc.message)
+            async with asyncio.timeout(START_TIMEOUT):
+                await self.bot.initialize()
+        except (TelegramError, TimeoutError) as exc:  # cards are retried by the outbox; do not block start-up
+            why = exc.message if isinstance(exc, TelegramError) else "timed out"
+            log.warning("telegram: getMe failed at start-up (%s); deliveries will retry", why)
 
     async def close(self) -> None:
         await self.bot.shutdown()
@@ -112,11 +122,39 @@ class TelegramChannel:
         try:
             markup = render.keyboard(approval, self.runtime.signer)
         except CallbackTooLong as exc:
-            raise DeliveryError(f"telegram: {exc}", transient=False) from None
+            raise DeliveryError(f"telegram: {exc}", transient=False, unsent=True) from None
 
         async def send(chat: int | str) -> Message:
             return await self.bot.send_message(chat, text, parse_mode=ParseMode.HTML, reply_markup=markup)
 
+        # At most one card per approval and chat (see once.py): a durable marker before the call.
+        # Only POSTS_IN_FLIGHT posts hold a marker at a time, so that a marked post goes out at
+        # once instead of queueing for a connection (a crash there would lose a card never sent).
+        address, store = f"telegram:{target}", self.runtime.store
+        async with self._posting:
+            earlier = once.unresolved_attempt(await store.list_events(approval.id), address)
+            return await self._post_once(approval, target, address, earlier, send, now)
+
+    async def _post_once(
+        self,
+        approval: Approval,
+        target: str,
+        address: str,
+        earlier: Event | None,
+        send: Callable[[int | str], Awaitable[Message]],
+        now: datetime,
+    ) -> str:
+        if earlier is not None:
+            if not self.settings.resend_uncertain:
+                raise DeliveryError(
+                    f"telegram: the card may already be in the chat (a sendMessage at {earlier.at.isoformat()}"
+                    " had no recorded answer); not sent again. A press on it adopts it;"
+                    " `hitl-gateway cards resend` posts a new one",
+                    transient=False,
+                    uncertain=True,
+                )
+            log.warning("telegram: posting the card of %s again after an unanswered attempt", approval.id)
+        await self.runtime.store.append_events([NewEvent(approval.id, once.ATTEMPT, now, channel=address)])
         chat = chat_id(target)
         try:
             message = await send(chat)

@@ -25,11 +25,11 @@ from aiohttp import web
 from telegram import Update
 from telegram.error import TelegramError
 
-from adapters.telegram import callback, parse, render
+from adapters.telegram import callback, once, parse, render
 from gateway import policy as rules
 from gateway.channels import DeliveryError
 from gateway.errors import AlreadyDecided, Forbidden, GatewayError, NotAnApprover, RequesterCannotDecide
-from gateway.models import Approval, NewEvent, Outcome, Status, Vote
+from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status, Vote
 from gateway.store import Prompt
 
 if TYPE_CHECKING:
@@ -130,6 +130,7 @@ class TelegramUpdates:
         if approval is None:
             await self.channel.answer(p.query_id, "This approval no longer exists", alert=True)
             return "unknown"
+        await self._adopt(approval, p)
         actor, where = parse.actor(p.user_id), "telegram" if p.chat_id is None else f"telegram:{p.chat_id}"
         names = await self.names(approval.id) if approval.status.final else None
         verdict = precheck(approval, actor, button.outcome, rt.service.allowlist(actor), now, names)
@@ -145,6 +146,26 @@ class TelegramUpdates:
         result = await self._decide(approval.id, button.outcome, actor, where, p)
         await self._converge_orphan(approval.id, p)
         return result
+
+    async def _adopt(self, approval: Approval, p: parse.Press) -> None:
+        """A press proves where a card is (callbacks come only from the bot's own messages). If
+        its post had no recorded answer (`uncertain`, or a crash mid-call), record the card now
+        and sync it, so that it shows the outcome like any other card (see once.py)."""
+        if p.chat_id is None or p.message_id is None:
+            return
+        address = f"telegram:{p.chat_id}"
+        if address not in approval.channels and address not in approval.policy.escalate_to:
+            return
+        card = await self.rt.store.get_card(approval.id, address)
+        if card is not None and card.ref is not None:
+            return
+        now, ref = self.rt.clock.now(), parse.card_ref(p.chat_id, p.message_id)
+        adopted = NewEvent(approval.id, once.ADOPTED, now, channel=address, data={"ref": ref})
+        if not await self.rt.store.adopt_card(approval.id, address, ref, now, [adopted]):
+            return
+        log.info("telegram: adopted the card of %s found by a press", approval.id)
+        await self.rt.store.enqueue_outbox([NewOutbox(approval.id, address, OutboxKind.SYNC)], now)
+        self.rt.outbox.notify()
 
     async def _converge_orphan(self, approval_id: str, p: parse.Press) -> None:
         """A press on a card that is not the recorded one: a duplicate post (the Bot API has no
@@ -177,6 +198,7 @@ class TelegramUpdates:
         approval = None if button is None else await self.rt.store.get_approval(button.approval_id)
         if button is None or approval is None:
             return "duplicate"
+        await self._adopt(approval, p)
         actor, where = parse.actor(p.user_id), "telegram" if p.chat_id is None else f"telegram:{p.chat_id}"
         verdict = precheck(approval, actor, button.outcome, self.rt.service.allowlist(actor), self.rt.clock.now())
         if not verdict.decide or any(v.approver == actor and v.outcome is button.outcome for v in approval.votes):

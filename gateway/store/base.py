@@ -178,6 +178,18 @@ class Store(Protocol):
 
     async def list_cards(self, approval_id: str) -> list[Card]: ...
 
+    async def requeue_post(self, approval_id: str, channel: str, now: datetime, events: Sequence[NewEvent]) -> bool:
+        """Put a post that failed for good or is `uncertain` back in the queue, with the events;
+        False (and nothing written) if there is no such post."""
+        ...
+
+    async def adopt_card(
+        self, approval_id: str, channel: str, ref: str, now: datetime, events: Sequence[NewEvent] = ()
+    ) -> bool:
+        """Record `ref` as the card of (approval, channel) unless one is recorded already (a post
+        whose outcome was unknown, found when someone pressed it); the events only if it was."""
+        ...
+
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]: ...
 

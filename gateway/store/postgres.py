@@ -35,6 +35,7 @@ from gateway.models import (
 from gateway.store import pg_support as pg
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.pg_reads import CONNECT_ERRORS, PgReads
+from gateway.store.queries import ADOPT_CARD_SQL, REQUEUE_POST_SQL
 from gateway.store.rows import (
     approval_from_row,
     approval_values,
@@ -211,6 +212,26 @@ class PostgresStore(PgReads):
         async with self._tx() as conn:
             await pg.insert_outbox(conn, items, to_ts(now) or time.time())
         self._committed(outbox=bool(items))
+
+    async def requeue_post(self, approval_id: str, channel: str, now: datetime, events: Sequence[NewEvent]) -> bool:
+        async with self._tx() as conn:
+            done = await conn.execute(REQUEUE_POST_SQL, to_ts(now), approval_id, channel)
+            if pg.affected(done) != 1:
+                return False
+            await pg.insert_events(conn, events)
+        self._committed(outbox=True)
+        return True
+
+    async def adopt_card(
+        self, approval_id: str, channel: str, ref: str, now: datetime, events: Sequence[NewEvent] = ()
+    ) -> bool:
+        async with self._tx() as conn:
+            t = to_ts(now)
+            done = await conn.fetchval(ADOPT_CARD_SQL + " RETURNING 1", approval_id, channel, ref, t, t)
+            if done is None:
+                return False
+            await pg.insert_events(conn, events)
+        return True
 
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:

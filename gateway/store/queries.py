@@ -26,6 +26,25 @@ LIMIT $1
 """
 
 
+# A card found by a press on it (its post had no recorded answer): recorded unless one already is.
+ADOPT_CARD_SQL = """
+INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)
+VALUES ($1, $2, $3, 'done', NULL, $4, $5)
+ON CONFLICT (approval_id, channel) DO UPDATE SET
+    ref = excluded.ref, status = 'done', error = NULL,
+    posted_at = COALESCE(cards.posted_at, excluded.posted_at), updated_at = excluded.updated_at
+WHERE cards.ref IS NULL
+"""
+
+
+# An operator's "post it again": the card's one post row goes back to pending.
+REQUEUE_POST_SQL = """
+UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = $1, updated_at = $1,
+    last_error = NULL, lease_owner = NULL, lease_until = NULL
+WHERE approval_id = $2 AND channel = $3 AND kind = 'post' AND status IN ('failed', 'uncertain')
+"""
+
+
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 

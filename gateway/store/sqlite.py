@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -36,7 +37,7 @@ from gateway.models import (
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.migrations import MIGRATIONS
-from gateway.store.queries import STEP_STATS_SQL, approvals_sql
+from gateway.store.queries import ADOPT_CARD_SQL, REQUEUE_POST_SQL, STEP_STATS_SQL, approvals_sql
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
     POLICY_COLUMNS,
@@ -86,6 +87,8 @@ _INSERT_POSTED = (
     "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
     " VALUES (?, ?, 'post', 'done', 1, ?, ?, ?, ?)"
 )
+_ADOPT_CARD = re.sub(r"\$\d", "?", ADOPT_CARD_SQL)
+_REQUEUE_POST = re.sub(r"\$\d", "?", REQUEUE_POST_SQL)
 
 
 async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -450,6 +453,31 @@ class SQLiteStore:
     async def list_cards(self, approval_id: str) -> list[Card]:
         sql = "SELECT * FROM cards WHERE approval_id = ? ORDER BY channel"
         return await self._read(lambda c: [card_from_row(r) for r in c.execute(sql, (approval_id,))])
+
+    async def requeue_post(self, approval_id: str, channel: str, now: datetime, events: Sequence[NewEvent]) -> bool:
+        t = to_ts(now)
+
+        def op(conn: sqlite3.Connection) -> bool:
+            if conn.execute(_REQUEUE_POST, (t, t, approval_id, channel)).rowcount != 1:
+                return False
+            _insert_events(conn, events)
+            return True
+
+        return await self._write(op)
+
+    async def adopt_card(
+        self, approval_id: str, channel: str, ref: str, now: datetime, events: Sequence[NewEvent] = ()
+    ) -> bool:
+        t = to_ts(now)
+
+        def op(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(_ADOPT_CARD, (approval_id, channel, ref, t, t))
+            if cur.rowcount != 1:
+                return False
+            _insert_events(conn, events)
+            return True
+
+        return await self._write(op)
 
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:

@@ -46,6 +46,7 @@ class FakeTelegramAPI:
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.updates: list[dict[str, Any]] = []
         self.holds: dict[str, asyncio.Event] = {}
+        self.answer_holds: dict[str, asyncio.Event] = {}
         self.base_url = ""  # set by the test once the server listens
         self._ids = itertools.count(100)
         self._changed = asyncio.Event()
@@ -63,6 +64,11 @@ class FakeTelegramAPI:
     def hold(self, method: str) -> asyncio.Event:
         """Calls of `method` hang (after being recorded) until the returned event is set."""
         return self.holds.setdefault(method, asyncio.Event())
+
+    def hold_answer(self, method: str) -> asyncio.Event:
+        """Calls of `method` take effect (the message is posted), then their answer hangs until
+        the returned event is set: the caller cannot know that Telegram acted."""
+        return self.answer_holds.setdefault(method, asyncio.Event())
 
     async def wait_for_call(self, method: str, within: float = 10.0) -> list[Call]:
         """Wait (bounded) until `method` has been called; for tests driving a real subprocess."""
@@ -97,6 +103,8 @@ class FakeTelegramAPI:
         result: Any = handler(params)
         if asyncio.iscoroutine(result):
             result = await result
+        if method in self.answer_holds:
+            await self.answer_holds[method].wait()
         if isinstance(result, web.Response):
             return result
         return web.json_response({"ok": True, "result": result})

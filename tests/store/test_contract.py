@@ -419,3 +419,34 @@ async def test_a_card_posted_in_the_creating_commit_is_recorded_as_the_outbox_wo
     # the unique post row holds: a second post for the web card is refused
     await store.enqueue_outbox([NewOutbox(a.id, "web", OutboxKind.POST)], NOW)
     assert len(await store.list_outbox(a.id)) == 2
+
+
+async def test_an_uncertain_post_is_adopted_once_and_can_be_requeued(store: Store) -> None:
+    address = "telegram:-100"
+    (approval_id,) = await _create(store, channels=(address,))
+    assert not await store.requeue_post(approval_id, address, NOW, [])  # still pending: nothing to requeue
+    (item,) = await store.claim_outbox(NOW, "A", LEASE, 10)
+    unknown = CardUpdate(address, None, DeliveryStatus.UNCERTAIN, "no answer")
+    assert await store.finish_outbox(item.id, "A", now=NOW, status=DeliveryStatus.UNCERTAIN, card=unknown)
+    assert await store.claim_outbox(NOW + timedelta(hours=1), "A", LEASE, 10) == []  # never retried by itself
+
+    resend = NewEvent(approval_id, "post_resend", NOW, "cli", address)
+    assert await store.requeue_post(approval_id, address, NOW, [resend])
+    assert not await store.requeue_post(approval_id, address, NOW, [resend])  # pending again: once
+    (again,) = await store.claim_outbox(NOW, "B", LEASE, 10)
+    assert again.id == item.id and again.attempts == 0 and again.kind is OutboxKind.POST
+    assert [e.kind for e in await store.list_events(approval_id)].count("post_resend") == 1
+
+    adopted = NewEvent(approval_id, "card_adopted", NOW, None, address)
+    assert await store.adopt_card(approval_id, address, "-100:7", NOW, [adopted])
+    assert not await store.adopt_card(approval_id, address, "-100:8", NOW, [adopted])  # one card is recorded
+    card = await store.get_card(approval_id, address)
+    assert card is not None and card.ref == "-100:7" and card.status is DeliveryStatus.DONE and card.error is None
+    assert [e.kind for e in await store.list_events(approval_id)].count("card_adopted") == 1
+
+
+async def test_a_press_may_adopt_a_card_before_any_card_row_exists(store: Store) -> None:
+    (approval_id,) = await _create(store, channels=("telegram:-100",))
+    assert await store.adopt_card(approval_id, "telegram:-100", "-100:5", NOW)
+    card = await store.get_card(approval_id, "telegram:-100")
+    assert card is not None and card.ref == "-100:5" and card.posted_at is not None

@@ -23,27 +23,35 @@ from gateway.models import Status
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock, make_settings
 from tests.fakes.telegram_api import FakeTelegramAPI
-from tests.procs import AUTH, Gateway, free_port, write_config
+from tests.procs import AUTH, Gateway, free_port, run_cli, write_config
 from tests.telegram.conftest import ALICE, CHAT, HEADERS, SECRET, TG, TOKEN
 
 pytestmark = pytest.mark.slow
 
 
+def _gateway(tmp_path: Path, tg_api: FakeTelegramAPI, extra: str = "", env: dict[str, str] | None = None) -> Gateway:
+    db, port = f"sqlite:///{tmp_path / 'crash.db'}", free_port()
+    telegram = f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{tg_api.base_url}"\n'
+    return Gateway(write_config(tmp_path / "gw.toml", db, port, telegram + extra), port, tmp_path / "gw.log", env)
+
+
+async def _suspend(http: aiohttp.ClientSession, gw: Gateway) -> str:
+    body = {"run_id": "r", "step": "pay", "title": "Pay", "channels": [f"telegram:{CHAT}"]}
+    async with http.post(f"{gw.url}/v1/suspend", json=body, headers=AUTH) as resp:
+        assert resp.status == 201
+        return str((await resp.json())["id"])
+
+
 async def test_a_press_killed_mid_flight_is_decided_on_redelivery(
     tmp_path: Path, tg_api: FakeTelegramAPI, aiohttp_client: Callable[..., Any]
 ) -> None:
-    db, port = f"sqlite:///{tmp_path / 'crash.db'}", free_port()
-    telegram = f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{tg_api.base_url}"\n'
-    config = write_config(tmp_path / "gw.toml", db, port, telegram + f"approvers = [{ALICE}]\n")
-    gw = Gateway(config, port, tmp_path / "gw.log").start()
+    gw = _gateway(tmp_path, tg_api, f"approvers = [{ALICE}]\n").start()
+    db = f"sqlite:///{tmp_path / 'crash.db'}"
     helper = TG(None, None, tg_api, None)  # type: ignore[arg-type]
     release = tg_api.hold("answerCallbackQuery")  # the press hangs after it was remembered
     try:
         async with aiohttp.ClientSession() as http:
-            body = {"run_id": "r", "step": "pay", "title": "Pay", "channels": [f"telegram:{CHAT}"]}
-            async with http.post(f"{gw.url}/v1/suspend", json=body, headers=AUTH) as resp:
-                assert resp.status == 201
-                approval_id = (await resp.json())["id"]
+            approval_id = await _suspend(http, gw)
             await tg_api.wait_for_call("sendMessage")
             mid = max(m for (_, m) in tg_api.messages)
             update = helper.press(ALICE, helper.data(mid, "Approve"), mid)
@@ -74,3 +82,46 @@ async def test_a_press_killed_mid_flight_is_decided_on_redelivery(
     assert (await client.post("/webhooks/telegram", data=json.dumps(update), headers=HEADERS)).status == 200
     decided = [e for e in await rt.store.list_events(approval_id) if e.kind == "approved"]
     assert len(decided) == 1
+
+
+async def _card(http: aiohttp.ClientSession, url: str, approval_id: str, status: str) -> dict[str, Any]:
+    async with asyncio.timeout(15):
+        while True:
+            async with http.get(f"{url}/v1/approvals/{approval_id}", headers=AUTH) as resp:
+                body = await resp.json()
+            if body["cards"] and body["cards"][0]["status"] == status:
+                return dict(body)
+            await asyncio.sleep(0.05)
+
+
+async def test_kill_9_mid_post_never_posts_the_card_twice(tmp_path: Path, tg_api: FakeTelegramAPI) -> None:
+    """Killed after Telegram posted the card and before the gateway heard: the restarted gateway
+    does not post it again (it cannot know): the card is `uncertain`, and an operator can ask
+    for a new post with `hitl-gateway cards resend`."""
+    # a short lease, so that the restarted gateway takes the dead one's delivery over quickly
+    gw = _gateway(tmp_path, tg_api, env={"HITL_STORE_LEASE": "2s"}).start()
+    config = gw.config
+    release = tg_api.hold_answer("sendMessage")
+    try:
+        async with aiohttp.ClientSession() as http:
+            approval_id = await _suspend(http, gw)
+            await tg_api.wait_for_call("sendMessage")
+            gw.kill9()
+            release.set()
+            del tg_api.answer_holds["sendMessage"]
+            assert len(tg_api.messages) == 1  # Telegram posted it; the gateway never heard
+
+            gw.start()
+            view = await _card(http, gw.url, approval_id, "uncertain")
+            assert len(tg_api.calls_to("sendMessage")) == 1
+            assert [d["status"] for d in view["deliveries"]] == ["uncertain"]
+
+            code, out = await run_cli(config, "cards", "resend", approval_id, f"telegram:{CHAT}")
+            assert code == 0, out
+            await _card(http, gw.url, approval_id, "done")
+            assert len(tg_api.calls_to("sendMessage")) == 2  # the operator chose a second card
+            code, out = await run_cli(config, "cards", "resend", approval_id, f"telegram:{CHAT}")
+            assert code == 1 and "nothing to resend" in out
+    finally:
+        gw.stop()
+        release.set()

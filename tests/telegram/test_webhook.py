@@ -162,8 +162,9 @@ async def test_a_non_utf8_secret_header_is_401_not_500(tg: TG) -> None:
 
 
 async def test_a_press_on_a_duplicate_card_closes_it(tg: TG) -> None:
-    """The Bot API has no idempotency key: a post that timed out after Telegram sent it leaves a
-    second card. The first press on it, once the approval is decided, removes its buttons."""
+    """A second card (posted again on purpose: `telegram.resend_uncertain = true` or `cards resend`
+    after an uncertain post) is unknown to the outbox. The first press on it, once the approval
+    is decided, removes its buttons."""
     approval_id, mid = await tg.posted()
     approval = await tg.rt.service.get(approval_id)
     orphan_ref = await tg.rt.channels["telegram"].post_card(str(CHAT), approval, tg.clock.now())

@@ -1,0 +1,32 @@
+"""`hitl-gateway cards resend`: post a card again whose post failed for good or is uncertain."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from gateway.config import Settings
+
+
+def add_parser(sub: Any) -> None:
+    cards = sub.add_parser("cards", help="chat cards of an approval").add_subparsers(dest="action", required=True)
+    resend = cards.add_parser(
+        "resend",
+        help="post the card again (after a post failed for good, or is 'uncertain': it may be in the chat already)",
+    )
+    resend.add_argument("id", help="the approval id")
+    resend.add_argument("channel", help="the card's channel, e.g. telegram:-100123")
+    resend.add_argument("--by", default="cli")
+    sub.choices["cards"].set_defaults(handler=run)
+
+
+async def run(args: argparse.Namespace, settings: Settings) -> int:
+    from gateway.cli import _with_runtime
+    from gateway.outbox import resend_card
+
+    async def go(rt: Any) -> int:
+        await resend_card(rt.store, args.id, args.channel, args.by, rt.clock.now())
+        print(f"{args.id}: the card on {args.channel} is queued; a running gateway posts it")
+        return 0
+
+    return await _with_runtime(settings, go)

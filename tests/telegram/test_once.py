@@ -1,0 +1,142 @@
+"""At most one card per approval and chat: a post whose outcome is unknown is never sent again.
+
+The Bot API has no idempotency key and no message lookup. A sendMessage that was cut short
+(read timeout, the outbox's half-lease cut, kill -9) may or may not have posted the card; the
+gateway records it as `uncertain` instead of posting again, and a press on the card adopts it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
+
+from adapters.telegram import once
+from gateway.models import DeliveryStatus, Event, Outcome, Status
+from gateway.outbox import OutboxRunner
+from tests.conftest import AUTH
+from tests.telegram.conftest import ALICE, CHAT, TG
+
+ADDRESS = f"telegram:{CHAT}"
+
+
+def _event(event_kind: str, channel: str = ADDRESS, **data: object) -> Event:
+    return Event(1, "a", event_kind, datetime(2030, 1, 1, tzinfo=UTC), None, channel, dict(data))
+
+
+def test_an_attempt_is_resolved_only_by_a_known_outcome() -> None:
+    attempt = _event(once.ATTEMPT)
+    assert once.unresolved_attempt([], ADDRESS) is None
+    assert once.unresolved_attempt([attempt], ADDRESS) is attempt
+    assert once.unresolved_attempt([attempt], "telegram:1") is None  # another chat
+    assert once.unresolved_attempt([attempt, _event("card_posted")], ADDRESS) is None
+    unsent = _event("delivery_retry", kind="post", unsent=True)
+    assert once.unresolved_attempt([attempt, unsent], ADDRESS) is None
+    maybe = _event("delivery_retry", kind="post", unsent=False)
+    assert once.unresolved_attempt([attempt, maybe], ADDRESS) is attempt
+    cut = _event("delivery_retry", error="timed out")  # the outbox cut the call short
+    assert once.unresolved_attempt([attempt, cut], ADDRESS) is attempt
+    sync = _event("delivery_retry", kind="sync", unsent=True)
+    assert once.unresolved_attempt([attempt, sync], ADDRESS) is attempt
+    assert once.unresolved_attempt([attempt, _event("post_resend")], ADDRESS) is None
+    again = _event(once.ATTEMPT)
+    assert once.unresolved_attempt([attempt, unsent, again], ADDRESS) is again
+
+
+def _wrapped(exc: NetworkError, cause: Exception) -> NetworkError:
+    exc.__cause__ = cause
+    return exc
+
+
+@pytest.mark.parametrize(
+    ("exc", "unsent"),
+    [
+        (RetryAfter(3), True),
+        (BadRequest("chat not found"), True),
+        (Forbidden("bot was kicked"), True),
+        (NetworkError("Bad Gateway"), True),  # an HTTP 502 answer: Telegram says it failed
+        (_wrapped(NetworkError("x"), httpx.ConnectError("refused")), True),
+        (_wrapped(TimedOut(), httpx.ConnectTimeout("connect")), True),
+        (_wrapped(TimedOut("Pool timeout"), httpx.PoolTimeout("pool")), True),
+        (_wrapped(TimedOut(), httpx.ReadTimeout("read")), False),  # may have posted
+        (_wrapped(TimedOut(), httpx.WriteTimeout("write")), False),
+        (_wrapped(NetworkError("x"), httpx.RemoteProtocolError("dropped")), False),
+        (_wrapped(NetworkError("x"), httpx.ReadError("reset")), False),
+        (_wrapped(NetworkError("Unknown error"), RuntimeError("boom")), False),
+        (TimedOut(), False),
+    ],
+)
+def test_which_errors_prove_telegram_did_not_act(exc: NetworkError, unsent: bool) -> None:
+    assert once.unsent(exc) is unsent
+
+
+async def _cut_post(tg: TG) -> str:
+    """Suspend and let the post hang until the outbox cuts it at half its lease; then let the
+    fake answer, so the card exists in the chat but the gateway never heard about it."""
+    release = tg.api.hold_answer("sendMessage")
+    approval_id = await tg.suspend()
+    cutter = OutboxRunner(tg.rt.store, tg.rt.channels, tg.clock, "cutter", lease=timedelta(seconds=0.6))
+    await cutter.run_once()  # cut after 0.3 s: recorded as a retry, outcome unknown
+    release.set()
+    del tg.api.answer_holds["sendMessage"]
+    assert len(tg.api.messages) == 1  # Telegram did post it
+    tg.clock.advance(60)
+    await tg.rt.outbox.drain()
+    return approval_id
+
+
+async def test_a_post_cut_short_is_not_sent_again_and_is_visible_in_the_api(tg: TG) -> None:
+    approval_id = await _cut_post(tg)
+    tg.clock.advance(3600)
+    await tg.rt.outbox.drain()
+    assert len(tg.api.calls_to("sendMessage")) == 1 and len(tg.api.messages) == 1  # never twice
+    view = await (await tg.client.get(f"/v1/approvals/{approval_id}", headers=AUTH)).json()
+    assert view["cards"][0]["status"] == "uncertain" and view["cards"][0]["ref"] is None
+    assert "may already be in the chat" in view["cards"][0]["error"]
+    assert [d["status"] for d in view["deliveries"]] == ["uncertain"]
+    kinds = [e.kind for e in await tg.rt.store.list_events(approval_id)]
+    assert kinds.count("post_attempt") == 1 and kinds.count("delivery_uncertain") == 1
+
+
+async def test_a_press_on_an_uncertain_card_adopts_it_and_decides(tg: TG) -> None:
+    approval_id = await _cut_post(tg)
+    ((_, mid),) = tg.api.messages
+    assert await tg.send(tg.press(ALICE, tg.data(mid, "Approve"), mid)) == 200
+    assert tg.answers()[-1] == "Approved"
+    card = await tg.rt.store.get_card(approval_id, ADDRESS)
+    assert card is not None and card.status is DeliveryStatus.DONE and card.ref == f"{CHAT}:{mid}"
+    await tg.rt.outbox.drain()
+    assert tg.api.message(CHAT, mid).get("reply_markup") is None  # synced like any card
+    assert "Approved" in tg.api.message(CHAT, mid)["text"]
+    kinds = [e.kind for e in await tg.rt.store.list_events(approval_id)]
+    assert kinds.count("card_adopted") == 1 and "card_synced" in kinds
+    assert len(tg.api.calls_to("sendMessage")) == 1
+
+
+async def test_an_uncertain_card_decided_elsewhere_is_synced_at_its_first_press(tg: TG) -> None:
+    approval_id = await _cut_post(tg)
+    ((_, mid),) = tg.api.messages
+    await tg.rt.service.decide(approval_id, Outcome.REJECT, "ops", trusted=True)
+    await tg.rt.outbox.drain()
+    assert tg.buttons(mid)  # unknown to the outbox: nothing to edit yet
+    assert await tg.send(tg.press(ALICE, tg.data(mid, "Approve"), mid)) == 200
+    assert tg.answers()[-1].startswith("Already rejected")
+    await tg.rt.outbox.drain()
+    assert tg.api.message(CHAT, mid).get("reply_markup") is None
+    assert (await tg.rt.service.get(approval_id)).status is Status.REJECTED
+
+
+async def test_a_second_press_adopts_nothing_more(tg: TG) -> None:
+    approval_id, mid = await tg.posted()
+    assert await tg.send(tg.press(ALICE, tg.data(mid, "Approve"), mid)) == 200
+    assert "card_adopted" not in [e.kind for e in await tg.rt.store.list_events(approval_id)]
+
+
+async def test_resend_uncertain_true_posts_again(tg: TG) -> None:
+    object.__setattr__(tg.rt.settings.telegram, "resend_uncertain", True)
+    approval_id = await _cut_post(tg)
+    assert len(tg.api.calls_to("sendMessage")) == 2  # the documented duplicate
+    card = await tg.rt.store.get_card(approval_id, ADDRESS)
+    assert card is not None and card.status is DeliveryStatus.DONE
