@@ -23,7 +23,9 @@ def summarize(collapsed: Path, top: int = 30) -> str:
     self_time: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in collapsed.read_text().splitlines():
+    for line in collapsed.read_text().split("\n"):  # not splitlines: frames may hold U+2028 and the like
+        if not line:
+            continue
         stack, _, count = line.rpartition(" ")
         n = int(count)
         frames = stack.split(";")

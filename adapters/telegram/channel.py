@@ -25,12 +25,12 @@ from telegram.error import (
     RetryAfter,
     TelegramError,
 )
-from telegram.request import HTTPXRequest
 from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram import once, render
 from adapters.telegram.callback import CallbackTooLong
 from adapters.telegram.parse import card_ref, chat_id, parse_ref
+from adapters.telegram.request import AiohttpRequest
 from gateway.channels import DeliveryError
 from gateway.models import Approval, Event, NewEvent
 
@@ -87,8 +87,8 @@ class TelegramChannel:
             base_url=self.settings.base_url,
             # A sendMessage cut short by a timeout may have posted the card, which is then never
             # posted again (`uncertain`): wait long for Telegram's answer (PTB's default is 5 s).
-            request=HTTPXRequest(connection_pool_size=POOL_SIZE, read_timeout=READ_TIMEOUT, write_timeout=READ_TIMEOUT),
-            get_updates_request=HTTPXRequest(read_timeout=40),
+            request=AiohttpRequest(POOL_SIZE, READ_TIMEOUT),
+            get_updates_request=AiohttpRequest(1, 40),
         )
         self.updates: TelegramUpdates = TelegramUpdates(runtime, self)
         self._posting = asyncio.Semaphore(POSTS_IN_FLIGHT)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import aiohttp
 import httpx
 from telegram.error import NetworkError, TelegramError, TimedOut
 
@@ -24,8 +25,17 @@ from gateway.outbox import RESEND_EVENT as RESEND
 ATTEMPT = "post_attempt"
 ADOPTED = "card_adopted"
 _RESOLVING = frozenset({"delivery_retry", "delivery_failed"})
-# httpx errors raised before a single byte of the request could reach Telegram.
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.UnsupportedProtocol)
+# Transport errors raised before a single byte of the request could reach Telegram (aiohttp is
+# the gateway's transport, see request.py; httpx is PTB's default one).
+_NOT_SENT = (
+    aiohttp.ClientConnectorError,
+    aiohttp.ConnectionTimeoutError,
+    aiohttp.InvalidURL,
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.UnsupportedProtocol,
+)
 
 
 def unresolved_attempt(events: Iterable[Event], address: str) -> Event | None:
@@ -55,7 +65,7 @@ def unsent(exc: TelegramError) -> bool:
     if not isinstance(exc, NetworkError):  # BadRequest is a NetworkError, tested below
         return True
     cause = exc.__cause__
-    if isinstance(cause, httpx.HTTPError):
+    if isinstance(cause, aiohttp.ClientError | httpx.HTTPError | TimeoutError):
         return isinstance(cause, _NOT_SENT)
     if isinstance(exc, TimedOut):
         return False

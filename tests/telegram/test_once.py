@@ -7,17 +7,20 @@ gateway records it as `uncertain` instead of posting again, and a press on the c
 
 from __future__ import annotations
 
+import socket
 from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
-from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TimedOut
+from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from adapters.telegram import once
+from adapters.telegram.request import AiohttpRequest
 from gateway.models import DeliveryStatus, Event, Outcome, Status
 from gateway.outbox import OutboxRunner
 from tests.conftest import AUTH
-from tests.telegram.conftest import ALICE, CHAT, TG
+from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.telegram.conftest import ALICE, CHAT, TG, TOKEN
 
 ADDRESS = f"telegram:{CHAT}"
 
@@ -140,3 +143,33 @@ async def test_resend_uncertain_true_posts_again(tg: TG) -> None:
     assert len(tg.api.calls_to("sendMessage")) == 2  # the documented duplicate
     card = await tg.rt.store.get_card(approval_id, ADDRESS)
     assert card is not None and card.status is DeliveryStatus.DONE
+
+
+async def _error_of(request: AiohttpRequest, url: str) -> TelegramError:
+    await request.initialize()
+    try:
+        with pytest.raises(TelegramError) as caught:
+            await request.post(url)
+    finally:
+        await request.shutdown()
+    return caught.value
+
+
+async def test_the_aiohttp_transport_tells_unsent_from_unknown(tg_api: FakeTelegramAPI) -> None:
+    """Real sockets: a refused connection is unsent (safe to retry); an answer that does not
+    come in time is unknown (Telegram may have acted: for a post, retrying could post it twice)."""
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/bot{TOKEN}/getMe"
+    refused = await _error_of(AiohttpRequest(1, 5.0), dead)
+    assert isinstance(refused, NetworkError) and once.unsent(refused)
+
+    release = tg_api.hold_answer("getMe")
+    try:
+        slow = await _error_of(AiohttpRequest(1, 0.2), f"{tg_api.base_url}{TOKEN}/getMe")
+    finally:
+        release.set()
+    assert isinstance(slow, TimedOut) and not once.unsent(slow)
+
+    answered = await _error_of(AiohttpRequest(1, 5.0), f"{tg_api.base_url}{TOKEN}/noSuchMethod")
+    assert once.unsent(answered)  # an HTTP answer (404): Telegram says it did nothing

@@ -1,0 +1,82 @@
+"""python-telegram-bot's transport on aiohttp instead of httpx.
+
+aiohttp is already a core dependency. Under the full-cycle load (bench b) a third of the
+gateway's Python time went to httpx/httpcore/anyio connection-pool bookkeeping for three Bot
+API calls per card; this class is PTB's documented extension point (`BaseRequest`): it only
+moves bytes. PTB still builds every request and parses every answer and error.
+
+Errors keep their cause (`raise ... from err`) so that `once.unsent` can tell a call that never
+left (no connection) from one whose outcome is unknown (a read timeout, a dropped connection).
+"""
+
+from __future__ import annotations
+
+import aiohttp
+from telegram._utils.defaultvalue import DefaultValue
+from telegram._utils.types import ODVInput
+from telegram.error import NetworkError, TimedOut
+from telegram.request import BaseRequest, RequestData
+
+
+def _seconds(value: object, default: float | None) -> float | None:
+    if isinstance(value, DefaultValue):
+        return default
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+class AiohttpRequest(BaseRequest):
+    __slots__ = ("_connect", "_limit", "_read", "_session")
+
+    def __init__(self, pool_size: int, read_timeout: float, connect_timeout: float = 5.0) -> None:
+        self._limit, self._read, self._connect = pool_size, read_timeout, connect_timeout
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def read_timeout(self) -> float | None:
+        return self._read
+
+    async def initialize(self) -> None:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._limit))
+
+    async def shutdown(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+
+    async def do_request(
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        read_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        write_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+    ) -> tuple[int, bytes]:
+        if self._session is None or self._session.closed:
+            raise RuntimeError("AiohttpRequest is not initialized")
+        timeout = aiohttp.ClientTimeout(
+            total=None,
+            connect=_seconds(pool_timeout, self._connect),  # waiting for a pooled connection + connecting
+            sock_connect=_seconds(connect_timeout, self._connect),
+            sock_read=_seconds(read_timeout, self._read),
+        )
+        body: aiohttp.FormData | dict[str, str] | None = None
+        if request_data is not None:
+            body = dict(request_data.json_parameters)
+            if request_data.contains_files:  # PTB's multipart: {field: (filename, bytes, mime type)}
+                form = aiohttp.FormData(body)
+                for field, (filename, content, mime) in request_data.multipart_data.items():
+                    form.add_field(field, content, filename=filename, content_type=mime)
+                body = form
+        try:
+            async with self._session.request(
+                method, url, data=body, timeout=timeout, headers={"User-Agent": self.USER_AGENT}
+            ) as resp:
+                return resp.status, await resp.read()
+        except aiohttp.ConnectionTimeoutError as err:
+            raise TimedOut("Connect or pool timeout: the request was *not* sent to Telegram") from err
+        except TimeoutError as err:
+            raise TimedOut from err
+        except aiohttp.ClientError as err:
+            raise NetworkError(f"aiohttp.{type(err).__name__}: {err}") from err
