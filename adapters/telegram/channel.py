@@ -31,6 +31,7 @@ from adapters.telegram import once, render
 from adapters.telegram.callback import CallbackTooLong
 from adapters.telegram.parse import card_ref, chat_id, parse_ref
 from adapters.telegram.request import AiohttpRequest
+from adapters.telegram.updates import press_names
 from gateway.channels import DeliveryError
 from gateway.models import Approval, Event, NewEvent
 
@@ -114,11 +115,13 @@ class TelegramChannel:
             raise delivery_error(exc) from None
 
     async def _names(self, approval: Approval) -> Mapping[str, str]:
-        return await self.updates.names(approval.id)
+        """Display names for the decision line; a card with no decision shows none (no read)."""
+        return {} if approval.decision is None else await self.updates.names(approval.id)
 
     # ---------------------------------------------------------------- Channel protocol
     async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
-        text = render.render_card(approval, now, await self._names(approval))
+        events = await self.runtime.store.list_events(approval.id)
+        text = render.render_card(approval, now, press_names(events) if approval.decision else {})
         try:
             markup = render.keyboard(approval, self.runtime.signer)
         except CallbackTooLong as exc:
@@ -130,9 +133,9 @@ class TelegramChannel:
         # At most one card per approval and chat (see once.py): a durable marker before the call.
         # Only POSTS_IN_FLIGHT posts hold a marker at a time, so that a marked post goes out at
         # once instead of queueing for a connection (a crash there would lose a card never sent).
-        address, store = f"telegram:{target}", self.runtime.store
+        address = f"telegram:{target}"
+        earlier = once.unresolved_attempt(events, address)
         async with self._posting:
-            earlier = once.unresolved_attempt(await store.list_events(approval.id), address)
             return await self._post_once(approval, target, address, earlier, send, now)
 
     async def _post_once(

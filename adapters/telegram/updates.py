@@ -16,7 +16,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,7 @@ from adapters.telegram import callback, once, parse, render
 from gateway import policy as rules
 from gateway.channels import DeliveryError
 from gateway.errors import AlreadyDecided, Forbidden, GatewayError, NotAnApprover, RequesterCannotDecide
-from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status, Vote
+from gateway.models import Approval, Event, NewEvent, NewOutbox, OutboxKind, Outcome, Status, Vote
 from gateway.store import Prompt
 
 if TYPE_CHECKING:
@@ -246,9 +246,14 @@ class TelegramUpdates:
     # ---------------------------------------------------------------- display names
     async def names(self, approval_id: str) -> Mapping[str, str]:
         """Display names ('@alice') of people who pressed this approval's buttons."""
-        out: dict[str, str] = {}
-        for e in await self.rt.store.list_events(approval_id):
-            who: Any = e.data.get("who") if e.kind == PRESS_EVENT else None
-            if e.actor and isinstance(who, str):
-                out[e.actor] = who
-        return out
+        return press_names(await self.rt.store.list_events(approval_id))
+
+
+def press_names(events: Iterable[Event]) -> Mapping[str, str]:
+    """Display names by approver id, from the press events (pure)."""
+    out: dict[str, str] = {}
+    for e in events:
+        who: Any = e.data.get("who") if e.kind == PRESS_EVENT else None
+        if e.actor and isinstance(who, str):
+            out[e.actor] = who
+    return out
