@@ -1,4 +1,5 @@
-"""Resume jobs and run journals over HTTP: list jobs, retry a failed one, read and write steps."""
+"""Operators' repairs and run journals over HTTP: list jobs, retry a failed one, re-post a card,
+read and write steps."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from gateway.http import schemas
 from gateway.http.api import _int_query
 from gateway.http.keys import RUNTIME
 from gateway.models import JobStatus
+from gateway.outbox import resend_card
 from gateway.worker import retry_job
 
 routes = web.RouteTableDef()
@@ -35,3 +37,13 @@ async def retry(request: web.Request) -> web.Response:
     by = schemas.text(body, "by", required=False, default="api")
     job = await retry_job(rt.service, request.match_info["id"], by)
     return web.json_response(job.to_api())
+
+
+@routes.post("/v1/approvals/{id}/cards/resend")
+async def resend(request: web.Request) -> web.Response:
+    """Post a card again whose post failed for good or is `uncertain` (see docs/telegram.md)."""
+    rt = request.app[RUNTIME]
+    channel, by = schemas.parse_resend(await schemas.read_json(request))
+    await resend_card(rt.store, request.match_info["id"], channel, by, rt.clock.now())
+    rt.outbox.notify()
+    return web.json_response({"approval_id": request.match_info["id"], "channel": channel, "status": "pending"})

@@ -18,7 +18,7 @@ log = logging.getLogger("gateway.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _RID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _PUBLIC_PREFIXES = ("/v1/resume",)
-_OPERATOR_ACTIONS = ("/decision", "/cancel", "/retry")
+_OPERATOR_ACTIONS = ("/decision", "/cancel", "/retry", "/cards/resend")
 
 
 def error_response(err: GatewayError) -> web.Response:
@@ -95,7 +95,9 @@ def api_keys_auth(keys: Sequence[str], operator_keys: Sequence[str] = ()) -> Mid
             if not (_matches(given, agents) or is_operator):
                 raise Unauthorized("invalid API key")
             if operators and not is_operator and request.method == "POST" and path.endswith(_OPERATOR_ACTIONS):
-                raise Forbidden("deciding, cancelling and retrying need an operator key (security.operator_keys)")
+                raise Forbidden(
+                    "deciding, cancelling, retrying and re-posting need an operator key (security.operator_keys)"
+                )
         return await handler(request)
 
     return auth

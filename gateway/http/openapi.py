@@ -157,6 +157,24 @@ def _worker_paths() -> dict[str, dict[str, Any]]:
         "/v1/approvals/{id}/retry": {
             "post": _op("Run a failed resume job again", {"type": "object"}, 401, 404, 409, params=[_ID])
         },
+        "/v1/approvals/{id}/cards/resend": {
+            "post": _op(
+                "Post a card again whose post failed for good or is uncertain",
+                {"type": "object"},
+                400,
+                401,
+                403,
+                404,
+                409,
+                params=[_ID],
+                body={
+                    "type": "object",
+                    "required": ["channel"],
+                    "properties": {"channel": {"type": "string"}, "by": {"type": "string"}},
+                    "additionalProperties": False,
+                },
+            )
+        },
         "/v1/runs/{run_id}/steps": {"get": steps},
         "/v1/runs/{run_id}/steps/{name}": {"put": put},
     }

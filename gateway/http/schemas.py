@@ -161,6 +161,12 @@ def parse_cancel(body: dict[str, Any]) -> tuple[str, str | None]:
     return text(body, "by", required=False, default="api") or "api", opt_text(body, "reason")
 
 
+def parse_resend(body: dict[str, Any]) -> tuple[str, str]:
+    """`POST /v1/approvals/{id}/cards/resend`: (channel, by)."""
+    _unknown(body, {"channel", "by"})
+    return text(body, "channel"), text(body, "by", required=False, default="api")
+
+
 def parse_token_decision(body: dict[str, Any]) -> tuple[str, Outcome, str | None]:
     _unknown(body, {"token", "outcome", "comment"})
     token = text(body, "token", max_len=2000)

@@ -11,11 +11,12 @@ from aiohttp import web
 
 from gateway.channels import parse_address
 from gateway.clock import from_ts
-from gateway.errors import Conflict, NotFound
+from gateway.errors import Conflict, NotFound, UnknownChannel
 from gateway.http.keys import RUNTIME
 from gateway.http.web_auth import PageError, User, checked_form, render, require
 from gateway.http.web_view import humanize, row
 from gateway.models import Approval, JobStatus, Status
+from gateway.outbox import resend_card
 from gateway.store import Store
 from gateway.worker import retry_job as requeue
 
@@ -119,3 +120,22 @@ async def retry_job(request: web.Request, user: User) -> web.StreamResponse:
     except Conflict:
         raise PageError(409, "That resume job is not failed (already retried?).") from None
     raise web.HTTPSeeOther("/dashboard")
+
+
+@routes.post("/approvals/{approval_id}/cards/resend")
+@require("approver")
+async def resend(request: web.Request, user: User) -> web.StreamResponse:
+    """Post a card again whose post failed for good or is uncertain."""
+    rt = request.app[RUNTIME]
+    form = await checked_form(request)
+    approval_id = request.match_info["approval_id"]
+    try:  # the same use case as the API and the CLI
+        await resend_card(rt.store, approval_id, form.get("channel", ""), user.actor, rt.clock.now())
+    except NotFound:
+        raise PageError(404, "No such approval.") from None
+    except UnknownChannel:
+        raise PageError(400, "That is not a channel of this approval.") from None
+    except Conflict as exc:
+        raise PageError(409, exc.message) from None
+    rt.outbox.notify()
+    raise web.HTTPSeeOther(f"/approvals/{approval_id}")

@@ -361,7 +361,12 @@ async def test_operator_keys_split_agents_from_deciders(settings_factory: Any, a
     a = await suspend(client)
     assert (await client.get(f"/v1/approvals/{a['id']}", headers=AUTH)).status == 200
     before = await table_counts(rt)
-    for action, body in (("decision", {"outcome": "approve", "by": "telegram:111"}), ("cancel", {})):
+    for action, body in (
+        ("decision", {"outcome": "approve", "by": "telegram:111"}),
+        ("cancel", {}),
+        ("retry", {}),
+        ("cards/resend", {"channel": "web"}),
+    ):
         resp = await client.post(f"/v1/approvals/{a['id']}/{action}", json=body, headers=AUTH)
         assert "operator key" in (await error_of(resp, 403))["message"]
     assert await table_counts(rt) == before

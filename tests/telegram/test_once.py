@@ -8,7 +8,9 @@ gateway records it as `uncertain` instead of posting again, and a press on the c
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -16,11 +18,17 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from adapters.telegram import once
 from adapters.telegram.request import AiohttpRequest
+from gateway.config import Settings
+from gateway.http.app import create_app
 from gateway.models import DeliveryStatus, Event, Outcome, Status
 from gateway.outbox import OutboxRunner
+from gateway.runtime import Runtime
+from gateway.testing import FakeClock
 from tests.conftest import AUTH
 from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.helpers import table_counts
 from tests.telegram.conftest import ALICE, CHAT, TG, TOKEN
+from tests.web.conftest import WEB, csrf_of, sign_in
 
 ADDRESS = f"telegram:{CHAT}"
 
@@ -173,3 +181,65 @@ async def test_the_aiohttp_transport_tells_unsent_from_unknown(tg_api: FakeTeleg
 
     answered = await _error_of(AiohttpRequest(1, 5.0), f"{tg_api.base_url}{TOKEN}/noSuchMethod")
     assert once.unsent(answered)  # an HTTP answer (404): Telegram says it did nothing
+
+
+async def test_an_operator_reposts_an_uncertain_card_through_the_api(tg: TG) -> None:
+    approval_id = await _cut_post(tg)
+    url = f"/v1/approvals/{approval_id}/cards/resend"
+    before = await table_counts(tg.rt)
+    for body, status, needle in (
+        ({}, 400, "channel"),
+        ({"channel": "telegram:1"}, 400, "not a channel of this approval"),
+        ({"channel": ADDRESS, "extra": 1}, 400, "extra"),
+    ):
+        resp = await tg.client.post(url, json=body, headers=AUTH)
+        assert resp.status == status and needle in (await resp.json())["error"]["message"], body
+    missing = await tg.client.post("/v1/approvals/nope/cards/resend", json={"channel": ADDRESS}, headers=AUTH)
+    assert missing.status == 404
+    assert await table_counts(tg.rt) == before  # bad input changes nothing
+
+    resp = await tg.client.post(url, json={"channel": ADDRESS, "by": "ops:carol"}, headers=AUTH)
+    assert resp.status == 200 and (await resp.json())["status"] == "pending"
+    await tg.rt.outbox.drain()
+    assert len(tg.api.calls_to("sendMessage")) == 2  # the operator's choice: a second card
+    card = await tg.rt.store.get_card(approval_id, ADDRESS)
+    assert card is not None and card.status is DeliveryStatus.DONE
+    resend = [e for e in await tg.rt.store.list_events(approval_id) if e.kind == "post_resend"]
+    assert [(e.actor, e.channel) for e in resend] == [("ops:carol", ADDRESS)]
+    again = await tg.client.post(url, json={"channel": ADDRESS}, headers=AUTH)
+    assert again.status == 409 and "nothing to resend" in (await again.json())["error"]["message"]
+
+
+@pytest.fixture
+async def tg_web(
+    aiohttp_client: Callable[..., Any],
+    settings_factory: Callable[..., Settings],
+    tg_settings: Settings,
+    tg_api: FakeTelegramAPI,
+    clock: FakeClock,
+) -> TG:
+    """The Telegram fixture with the web inbox signed in as alice (an approver)."""
+    telegram = {k: getattr(tg_settings.telegram, k) for k in ("bot_token", "webhook_secret", "base_url", "approvers")}
+    settings = settings_factory(telegram={**telegram, "approvers": list(telegram["approvers"])}, web=WEB)
+    rt = Runtime(settings, clock=clock, owner="test")
+    tg = TG(rt, await aiohttp_client(create_app(settings, runtime=rt, background=False)), tg_api, clock)
+    assert (await sign_in(tg.client)).status == 303
+    return tg
+
+
+async def test_an_operator_reposts_an_uncertain_card_from_the_web_page(tg_web: TG) -> None:
+    tg = tg_web
+    approval_id = await _cut_post(tg)
+    html = await (await tg.client.get(f"/approvals/{approval_id}")).text()
+    assert "uncertain" in html and f'action="/approvals/{approval_id}/cards/resend"' in html
+    form = {"csrf": csrf_of(html), "channel": ADDRESS}
+    resp = await tg.client.post(f"/approvals/{approval_id}/cards/resend", data=form, allow_redirects=False)
+    assert resp.status == 303 and resp.headers["Location"] == f"/approvals/{approval_id}"
+    await tg.rt.outbox.drain()
+    assert len(tg.api.calls_to("sendMessage")) == 2
+    html = await (await tg.client.get(f"/approvals/{approval_id}")).text()
+    assert "cards/resend" not in html  # posted: nothing to re-post
+    again = await tg.client.post(f"/approvals/{approval_id}/cards/resend", data=form)
+    assert again.status == 409
+    forged = await tg.client.post(f"/approvals/{approval_id}/cards/resend", data={"channel": ADDRESS})
+    assert forged.status == 403  # no CSRF token
