@@ -39,8 +39,10 @@ from gateway.store.migrations import MIGRATIONS
 from gateway.store.queries import STEP_STATS_SQL, approvals_sql
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
+    APPROVAL_SELECT,
     POLICY_COLUMNS,
     approval_from_row,
+    approval_from_values,
     approval_values,
     card_from_row,
     dumps,
@@ -71,7 +73,7 @@ _UPDATE_POLICY = (
 )
 
 _CLAIM_DUE = (
-    "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
+    f"SELECT {APPROVAL_SELECT} FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
     " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at LIMIT ?"
 )
 
@@ -103,6 +105,21 @@ def _insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> None
             "INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES (?, ?, ?, ?, ?, ?)",
             [(e.approval_id, e.kind, to_ts(e.at), e.actor, e.channel, dumps(e.data)) for e in events],
         )
+
+
+def _update_all_or_each(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
+    """Run a one-row compare-and-set UPDATE for each of `rows`; which ones matched.
+
+    One executemany first (the common case: every CAS wins); if any row did not match, undo it
+    and run them one by one to learn which."""
+    conn.execute("SAVEPOINT cas_all")
+    try:
+        if conn.executemany(sql, rows).rowcount == len(rows):
+            return [True] * len(rows)
+        conn.execute("ROLLBACK TO cas_all")
+        return [conn.execute(sql, row).rowcount == 1 for row in rows]
+    finally:
+        conn.execute("RELEASE cas_all")
 
 
 def _insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> None:
@@ -317,8 +334,8 @@ class SQLiteStore:
         values = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
 
         def op(conn: sqlite3.Connection) -> list[bool]:
-            won = [conn.execute(_UPDATE_POLICY, v).rowcount == 1 for v in values]
-            done = [w for w, ok in zip(writes, won, strict=True) if ok]
+            won = _update_all_or_each(conn, _UPDATE_POLICY, values)
+            done = [w for w, ok in zip(writes, won, strict=True) if ok] if not all(won) else writes
             now = time.time()
             _insert_events(conn, [e for w in done for e in w.events])
             _insert_outbox(conn, [o for w in done for o in w.outbox], now)
@@ -340,15 +357,18 @@ class SQLiteStore:
             # them, per batch), which made a timeout storm quadratic. Ties come in rowid order.
             # The rows are read before the lease is written (in the same transaction, which holds
             # the write lock): the lease columns are not part of an Approval, so nothing differs.
-            rows = conn.execute(_CLAIM_DUE, (t, t, limit)).fetchall()
+            # Plain tuples in APPROVAL_COLUMNS order: decoded by position, not by name.
+            cur = conn.cursor()
+            cur.row_factory = None
+            rows = cur.execute(_CLAIM_DUE, (t, t, limit)).fetchall()
             if not rows:
                 return []
-            ids = [r["id"] for r in rows]
+            ids = [r[0] for r in rows]
             marks = ",".join("?" * len(ids))
             conn.execute(
                 f"UPDATE approvals SET wake_owner = ?, wake_lease_until = ? WHERE id IN ({marks})", (owner, until, *ids)
             )
-            return sorted((approval_from_row(r) for r in rows), key=lambda a: (a.wake_at, a.id))
+            return sorted(map(approval_from_values, rows), key=lambda a: (a.wake_at, a.id))
 
         return await self._write(op)
 
