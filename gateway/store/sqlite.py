@@ -77,12 +77,14 @@ _CLAIM_DUE = (
     " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at LIMIT ?"
 )
 
-_INSERT_OUTBOX = (
+# Outbox rows queued for delivery. Coalesced: one pending, unclaimed sync per card is enough, it
+# renders the latest state (`_insert_queued` drops the others).
+_INSERT_QUEUED = (
     "INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at,"
-    " updated_at) SELECT ?1, ?2, ?3, 'pending', 0, ?4, ?5, ?4, ?4"
-    # Coalesce: one pending, unclaimed sync per card is enough, it renders the latest state.
-    " WHERE ?3 <> 'sync' OR NOT EXISTS (SELECT 1 FROM outbox WHERE approval_id = ?1 AND channel = ?2"
-    " AND kind = 'sync' AND status = 'pending' AND lease_owner IS NULL)"
+    " updated_at) VALUES "
+)
+_PENDING_SYNCS = (
+    "SELECT approval_id, channel FROM outbox WHERE kind = 'sync' AND status = 'pending' AND lease_owner IS NULL"
 )
 _INSERT_POSTED = (
     "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
@@ -151,20 +153,41 @@ def _insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -
 
 
 def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: float) -> None:
-    queued: list[tuple[Any, ...]] = []  # one executemany for a run of queued rows (a storm: 500 syncs)
+    queued: list[tuple[Any, ...]] = []  # a run of queued rows goes in together (a storm: 500 syncs)
     for item in items:
         if item.ref is None:
-            queued.append((item.approval_id, item.channel, item.kind.value, now, dumps(item.data)))
+            queued.append((item.approval_id, item.channel, item.kind.value, now, dumps(item.data), now, now))
             continue
         if queued:  # keep the rows in order
-            conn.executemany(_INSERT_OUTBOX, queued)
+            _insert_queued(conn, queued)
             queued = []
         # posted in this commit: record it as the outbox would have
         conn.execute(_INSERT_POSTED, (item.approval_id, item.channel, now, dumps(item.data), now, now))
         posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
         _upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
     if queued:
-        conn.executemany(_INSERT_OUTBOX, queued)
+        _insert_queued(conn, queued)
+
+
+def _insert_queued(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Queue each row for delivery, in order, as multi-row inserts: a sync is coalesced away
+    when its card already has a pending, unclaimed sync, in the table (one query for the run)
+    or earlier in `rows`; what one statement per row did. Rows: (approval_id, channel, kind,
+    now, data, now, now)."""
+    pending: set[tuple[str, str]] = set()
+    ids = list({r[0] for r in rows if r[2] == "sync"})
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        found = conn.execute(_PENDING_SYNCS + f" AND approval_id IN ({','.join('?' * len(chunk))})", chunk)
+        pending.update((approval_id, channel) for approval_id, channel in found)  # tuples, not sqlite3.Row
+    kept = []
+    for row in rows:
+        if row[2] == "sync":
+            if (row[0], row[1]) in pending:
+                continue
+            pending.add((row[0], row[1]))
+        kept.append(row)
+    _insert_rows(conn, _INSERT_QUEUED, "(?, ?, ?, 'pending', 0, ?, ?, ?, ?)", kept)
 
 
 class SQLiteStore:

@@ -1,13 +1,15 @@
-"""SQLite writes a storm's events and jobs with multi-row INSERTs: same rows, same order, same
-per-row conflict handling as one INSERT per row."""
+"""A storm's rows go in batches (SQLite: multi-row INSERTs of events, jobs and outbox rows, one
+query for the pending syncs): same rows, same order, same per-row conflicts and coalescing as
+one statement per row."""
 
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from gateway.models import NewEvent
+from gateway.models import NewEvent, NewOutbox, OutboxKind
+from gateway.store import Store
 from gateway.store.sqlite import _ROWS_PER_INSERT, SQLiteStore, _insert_rows
 
 NOW = datetime(2030, 1, 1, 12, tzinfo=UTC)
@@ -39,3 +41,18 @@ def test_or_ignore_applies_to_each_row_of_a_multi_row_insert() -> None:
     assert rows == sorted(first.items(), key=lambda kv: kv[1])
     _insert_rows(conn, "INSERT OR IGNORE INTO t (k, v) VALUES ", "(?, ?)", [])
     assert conn.execute("SELECT COUNT(*) FROM t").fetchone()[0] == len(first)
+
+
+async def test_a_sync_is_coalesced_with_a_pending_one_until_it_is_claimed(store: Store) -> None:
+    sync = OutboxKind.SYNC
+    await store.enqueue_outbox([NewOutbox("a1", "web", sync), NewOutbox("a2", "web", sync)], NOW)
+    # a1 and a2 have a pending sync in the table, a1 on "web" only; a3 has none yet
+    batch = [NewOutbox(a, c, sync) for a, c in [("a1", "web"), ("a1", "slack:C1"), ("a3", "web"), ("a3", "web")]]
+    await store.enqueue_outbox([*batch, NewOutbox("a2", "web", OutboxKind.REMIND, {"number": 1})], NOW)
+    assert [(o.channel, o.kind) for o in await store.list_outbox("a1")] == [("web", sync), ("slack:C1", sync)]
+    assert [(o.channel, o.kind) for o in await store.list_outbox("a2")] == [("web", sync), ("web", OutboxKind.REMIND)]
+    assert [(o.channel, o.kind) for o in await store.list_outbox("a3")] == [("web", sync)]
+    claimed = await store.claim_outbox(NOW + timedelta(seconds=1), "me", timedelta(seconds=60), 100)
+    assert len(claimed) == 5
+    await store.enqueue_outbox([NewOutbox("a1", "web", sync), NewOutbox("a1", "web", sync)], NOW)
+    assert [o.kind for o in await store.list_outbox("a1")] == [sync, sync, sync]  # one new: the other is claimed
