@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from enum import StrEnum
+from operator import attrgetter
 from typing import Any
 
 from gateway.clock import from_ts, iso, to_ts
@@ -185,11 +186,26 @@ class Approval:
     sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
 
     def __post_init__(self) -> None:
-        for name in ("created_at", "deadline", "wake_at"):
-            _aware(name, getattr(self, name))
+        # Checked inline (every decoded or evolved approval passes here); _aware names the field.
+        created, deadline, wake_at = self.created_at, self.deadline, self.wake_at
+        if (
+            (created is not None and created.tzinfo is None)
+            or (deadline is not None and deadline.tzinfo is None)
+            or (wake_at is not None and wake_at.tzinfo is None)
+        ):
+            for name in ("created_at", "deadline", "wake_at"):
+                _aware(name, getattr(self, name))
 
     def evolve(self, **changes: Any) -> Approval:
-        return replace(self, **changes)
+        """A copy with `changes` (what `dataclasses.replace` does, in half the time: the
+        scheduler evolves every approval of a timeout storm). Validated like a new one."""
+        values = list(_approval_fields(self))
+        try:
+            for name, value in changes.items():
+                values[_APPROVAL_INDEX[name]] = value
+        except KeyError:
+            raise TypeError(f"Approval has no field {name!r}") from None
+        return Approval(*values)
 
     @property
     def approvals_count(self) -> int:
@@ -233,6 +249,11 @@ class Approval:
             "reminders_sent": self.reminders_sent,
             "version": self.version,
         }
+
+
+_APPROVAL_FIELDS = tuple(f.name for f in fields(Approval))
+_APPROVAL_INDEX = {name: i for i, name in enumerate(_APPROVAL_FIELDS)}
+_approval_fields = attrgetter(*_APPROVAL_FIELDS)  # every field's value, in __init__ order
 
 
 @dataclass(frozen=True, slots=True)

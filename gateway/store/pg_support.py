@@ -45,6 +45,27 @@ UPDATE_POLICY = (
     + f", wake_owner = NULL, wake_lease_until = NULL WHERE id = ${len(POLICY_COLUMNS) + 1}"
     + f" AND version = ${len(POLICY_COLUMNS) + 2}"
 )
+_POLICY_TYPES = {
+    "status": "text",
+    "version": "int",
+    "deadline": "float8",
+    "wake_at": "float8",
+    "decision": "text",
+    "escalations": "int",
+    "reminders_sent": "int",
+    "channels": "text",
+}
+# UPDATE_POLICY for a whole batch in one statement: one array per column (POLICY_COLUMNS, then
+# the id and the expected version), one row each; RETURNING names the rows whose CAS matched.
+UPDATE_POLICY_MANY = (
+    "UPDATE approvals a SET "
+    + ", ".join(f"{c} = v.{c}" for c in POLICY_COLUMNS)
+    + ", wake_owner = NULL, wake_lease_until = NULL FROM unnest("
+    + ", ".join(f"${i}::{_POLICY_TYPES[c]}[]" for i, c in enumerate(POLICY_COLUMNS, start=1))
+    + f", ${len(POLICY_COLUMNS) + 1}::text[], ${len(POLICY_COLUMNS) + 2}::int[])"
+    + f" AS v({', '.join(POLICY_COLUMNS)}, id, expected)"
+    + " WHERE a.id = v.id AND a.version = v.expected RETURNING a.id"
+)
 CLAIM_DUE = """
 WITH due AS (
     SELECT id FROM approvals

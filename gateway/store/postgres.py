@@ -142,13 +142,15 @@ class PostgresStore(PgReads):
     async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
         """The scheduler's batch: one transaction, each row its own CAS on version; only the
         winners write their events, deliveries and jobs."""
-        won: list[bool] = []
+        if not writes:
+            return []
+        rows = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
         async with self._tx() as conn:
-            for w in writes:
-                result = await conn.execute(
-                    pg.UPDATE_POLICY, *policy_values(w.approval), w.approval.id, w.expected_version
-                )
-                won.append(pg.affected(result) == 1)
+            if len({w.approval.id for w in writes}) == len(writes):  # one statement, one round trip
+                matched = {r[0] for r in await conn.fetch(pg.UPDATE_POLICY_MANY, *map(list, zip(*rows, strict=True)))}
+                won = [w.approval.id in matched for w in writes]
+            else:  # the same approval twice: in order, so that only its first CAS can match
+                won = [pg.affected(await conn.execute(pg.UPDATE_POLICY, *row)) == 1 for row in rows]
             done = [w for w, ok in zip(writes, won, strict=True) if ok]
             now = time.time()
             await pg.insert_events(conn, [e for w in done for e in w.events])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gateway.clock import from_ts, to_ts
@@ -54,6 +55,8 @@ APPROVAL_COLUMNS = (
     "sealed",
 )
 
+APPROVAL_SELECT = ", ".join(APPROVAL_COLUMNS)  # a SELECT list in that order, for approval_from_values
+
 # The columns a policy transition (timeout, escalation, reminder) changes: the scheduler's batch
 # writes only these, not the whole row.
 POLICY_COLUMNS = ("status", "version", "deadline", "wake_at", "decision", "escalations", "reminders_sent", "channels")
@@ -73,6 +76,13 @@ def _strings_json(values: tuple[str, ...]) -> str:
 def _policy_json(policy: Policy) -> str:
     """Named policies are the same frozen object on every approval: encode each once."""
     return canonical_json(policy.to_json())
+
+
+@functools.lru_cache(maxsize=256)
+def _decision_json(decision: Decision) -> str:
+    """A timeout storm decides every approval alike (same outcome, reason and instant): encode
+    each distinct decision once. Decision is frozen."""
+    return canonical_json(decision.to_json())
 
 
 def approval_values(a: Approval) -> tuple[Any, ...]:
@@ -96,7 +106,7 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         to_ts(a.deadline),
         to_ts(a.wake_at),
         dumps([v.to_json() for v in a.votes]),
-        dumps(a.decision.to_json()) if a.decision else None,
+        _decision_json(a.decision) if a.decision else None,
         a.escalations,
         a.reminders_sent,
         a.args_hash,
@@ -110,7 +120,7 @@ def policy_values(a: Approval) -> tuple[Any, ...]:
         a.version,
         to_ts(a.deadline),
         to_ts(a.wake_at),
-        dumps(a.decision.to_json()) if a.decision else None,
+        _decision_json(a.decision) if a.decision else None,
         a.escalations,
         a.reminders_sent,
         _strings_json(a.channels),
@@ -140,35 +150,60 @@ def _votes(text: str) -> tuple[Vote, ...]:
 
 
 def approval_from_row(row: Row) -> Approval:
-    decision = row["decision"]
-    created = from_ts(row["created_at"])
+    return approval_from_values([row[c] for c in APPROVAL_COLUMNS])
+
+
+_STATUS = {s.value: s for s in Status}
+
+
+def approval_from_values(values: Sequence[Any]) -> Approval:
+    """An approval from its column values in `APPROVAL_COLUMNS` order (a plain tuple row of
+    `SELECT {APPROVAL_SELECT}`: no per-name lookups, which a due claim does for 10^5 rows)."""
+    (
+        id_, key, run_id, step, title, summary, args, state, channels, approvers, policy, worker, requested_by,
+        status, version, created_at, deadline, wake_at, votes, decision, escalations, reminders_sent, args_hash, sealed,
+    ) = values  # fmt: skip
+    created = from_ts(created_at)
     assert created is not None
-    return Approval(
-        id=row["id"],
-        idempotency_key=row["idempotency_key"],
-        run_id=row["run_id"],
-        step=row["step"],
-        title=row["title"],
-        summary=row["summary"],
-        args=json.loads(row["args"]),
-        state=json.loads(row["state"]),
-        channels=_strings(row["channels"]),
-        approvers=_strings(row["approvers"]),
-        policy=_policy(row["policy"]),
-        worker=row["worker"],
-        requested_by=row["requested_by"],
-        status=Status(row["status"]),
-        version=row["version"],
-        created_at=created,
-        deadline=_ts(row, "deadline"),
-        wake_at=_ts(row, "wake_at"),
-        votes=_votes(row["votes"]),
-        decision=Decision.from_json(json.loads(decision)) if decision else None,
-        escalations=row["escalations"],
-        reminders_sent=row["reminders_sent"],
-        args_hash=row["args_hash"],
-        sealed=row["sealed"],
+    return Approval(  # by position (a third faster than 24 keywords), in the order of its fields
+        id_,
+        key,
+        run_id,
+        step,
+        title,
+        summary,
+        _loads(args),
+        _loads(state),
+        _strings(channels),
+        _strings(approvers),
+        _policy(policy),
+        worker,
+        requested_by,
+        _STATUS.get(status) or Status(status),
+        created,
+        from_ts(deadline),
+        args_hash,
+        version,
+        from_ts(wake_at),
+        _votes(votes),
+        Decision.from_json(_loads(decision)) if decision else None,
+        escalations,
+        reminders_sent,
+        sealed,
     )
+
+
+_scan: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def _loads(text: str) -> Any:
+    """`json.loads` of a stored column (written by `dumps`: no surrounding whitespace) through
+    the C scanner alone, half the cost of a small value; anything else takes `json.loads`."""
+    try:
+        value, end = _scan(text, 0)
+    except StopIteration:
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
 
 
 def event_from_row(row: Row) -> Event:

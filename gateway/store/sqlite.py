@@ -40,8 +40,10 @@ from gateway.store.migrations import MIGRATIONS
 from gateway.store.queries import ADOPT_CARD_SQL, REQUEUE_POST_SQL, STEP_STATS_SQL, approvals_sql
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
+    APPROVAL_SELECT,
     POLICY_COLUMNS,
     approval_from_row,
+    approval_from_values,
     approval_values,
     card_from_row,
     dumps,
@@ -72,16 +74,18 @@ _UPDATE_POLICY = (
 )
 
 _CLAIM_DUE = (
-    "SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
+    f"SELECT {APPROVAL_SELECT} FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= ?"
     " AND (wake_lease_until IS NULL OR wake_lease_until <= ?) ORDER BY wake_at LIMIT ?"
 )
 
-_INSERT_OUTBOX = (
+# Outbox rows queued for delivery. Coalesced: one pending, unclaimed sync per card is enough, it
+# renders the latest state (`_insert_queued` drops the others).
+_INSERT_QUEUED = (
     "INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at,"
-    " updated_at) SELECT ?1, ?2, ?3, 'pending', 0, ?4, ?5, ?4, ?4"
-    # Coalesce: one pending, unclaimed sync per card is enough, it renders the latest state.
-    " WHERE ?3 <> 'sync' OR NOT EXISTS (SELECT 1 FROM outbox WHERE approval_id = ?1 AND channel = ?2"
-    " AND kind = 'sync' AND status = 'pending' AND lease_owner IS NULL)"
+    " updated_at) VALUES "
+)
+_PENDING_SYNCS = (
+    "SELECT approval_id, channel FROM outbox WHERE kind = 'sync' AND status = 'pending' AND lease_owner IS NULL"
 )
 _INSERT_POSTED = (
     "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
@@ -100,38 +104,93 @@ async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection]
     return result
 
 
+_ROWS_PER_INSERT = 100  # rows per multi-row INSERT: 6 * 100 parameters, far below SQLite's 32,766
+
+
+def _insert_rows(conn: sqlite3.Connection, head: str, row: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """`executemany(head + row, rows)` with up to `_ROWS_PER_INSERT` rows per statement: each
+    statement run has a fixed cost (the AUTOINCREMENT counter is written once per statement),
+    and a storm inserts 10^5 events and jobs. The rows go in in order, each checked as alone."""
+    full = len(rows) - len(rows) % _ROWS_PER_INSERT
+    if full:
+        chunks = [[v for r in rows[i : i + _ROWS_PER_INSERT] for v in r] for i in range(0, full, _ROWS_PER_INSERT)]
+        conn.executemany(head + ", ".join([row] * _ROWS_PER_INSERT), chunks)
+    if full < len(rows):
+        conn.executemany(head + row, rows[full:])
+
+
 def _insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> None:
     if events:
-        conn.executemany(
-            "INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES (?, ?, ?, ?, ?, ?)",
+        _insert_rows(
+            conn,
+            "INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES ",
+            "(?, ?, ?, ?, ?, ?)",
             [(e.approval_id, e.kind, to_ts(e.at), e.actor, e.channel, dumps(e.data)) for e in events],
         )
 
 
+def _update_all_or_each(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
+    """Run a one-row compare-and-set UPDATE for each of `rows`; which ones matched.
+
+    One executemany first (the common case: every CAS wins); if any row did not match, undo it
+    and run them one by one to learn which."""
+    conn.execute("SAVEPOINT cas_all")
+    try:
+        if conn.executemany(sql, rows).rowcount == len(rows):
+            return [True] * len(rows)
+        conn.execute("ROLLBACK TO cas_all")
+        return [conn.execute(sql, row).rowcount == 1 for row in rows]
+    finally:
+        conn.execute("RELEASE cas_all")
+
+
 def _insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> None:
     if jobs:
-        conn.executemany(
+        _insert_rows(
+            conn,
             "INSERT OR IGNORE INTO resume_jobs (approval_id, worker, status, attempts,"
-            " next_attempt_at, created_at, updated_at) VALUES (?, ?, 'queued', 0, ?, ?, ?)",
+            " next_attempt_at, created_at, updated_at) VALUES ",
+            "(?, ?, 'queued', 0, ?, ?, ?)",
             [(job.approval_id, job.worker, now, now, now) for job in jobs],
         )
 
 
 def _insert_outbox(conn: sqlite3.Connection, items: Sequence[NewOutbox], now: float) -> None:
-    queued: list[tuple[Any, ...]] = []  # one executemany for a run of queued rows (a storm: 500 syncs)
+    queued: list[tuple[Any, ...]] = []  # a run of queued rows goes in together (a storm: 500 syncs)
     for item in items:
         if item.ref is None:
-            queued.append((item.approval_id, item.channel, item.kind.value, now, dumps(item.data)))
+            queued.append((item.approval_id, item.channel, item.kind.value, now, dumps(item.data), now, now))
             continue
         if queued:  # keep the rows in order
-            conn.executemany(_INSERT_OUTBOX, queued)
+            _insert_queued(conn, queued)
             queued = []
         # posted in this commit: record it as the outbox would have
         conn.execute(_INSERT_POSTED, (item.approval_id, item.channel, now, dumps(item.data), now, now))
         posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
         _upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
     if queued:
-        conn.executemany(_INSERT_OUTBOX, queued)
+        _insert_queued(conn, queued)
+
+
+def _insert_queued(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Queue each row for delivery, in order, as multi-row inserts: a sync is coalesced away
+    when its card already has a pending, unclaimed sync, in the table (one query for the run)
+    or earlier in `rows`; what one statement per row did. Rows: (approval_id, channel, kind,
+    now, data, now, now)."""
+    pending: set[tuple[str, str]] = set()
+    ids = list({r[0] for r in rows if r[2] == "sync"})
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        found = conn.execute(_PENDING_SYNCS + f" AND approval_id IN ({','.join('?' * len(chunk))})", chunk)
+        pending.update((approval_id, channel) for approval_id, channel in found)  # tuples, not sqlite3.Row
+    kept = []
+    for row in rows:
+        if row[2] == "sync":
+            if (row[0], row[1]) in pending:
+                continue
+            pending.add((row[0], row[1]))
+        kept.append(row)
+    _insert_rows(conn, _INSERT_QUEUED, "(?, ?, ?, 'pending', 0, ?, ?, ?, ?)", kept)
 
 
 class SQLiteStore:
@@ -320,8 +379,8 @@ class SQLiteStore:
         values = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
 
         def op(conn: sqlite3.Connection) -> list[bool]:
-            won = [conn.execute(_UPDATE_POLICY, v).rowcount == 1 for v in values]
-            done = [w for w, ok in zip(writes, won, strict=True) if ok]
+            won = _update_all_or_each(conn, _UPDATE_POLICY, values)
+            done = [w for w, ok in zip(writes, won, strict=True) if ok] if not all(won) else writes
             now = time.time()
             _insert_events(conn, [e for w in done for e in w.events])
             _insert_outbox(conn, [o for w in done for o in w.outbox], now)
@@ -343,15 +402,18 @@ class SQLiteStore:
             # them, per batch), which made a timeout storm quadratic. Ties come in rowid order.
             # The rows are read before the lease is written (in the same transaction, which holds
             # the write lock): the lease columns are not part of an Approval, so nothing differs.
-            rows = conn.execute(_CLAIM_DUE, (t, t, limit)).fetchall()
+            # Plain tuples in APPROVAL_COLUMNS order: decoded by position, not by name.
+            cur = conn.cursor()
+            cur.row_factory = None
+            rows = cur.execute(_CLAIM_DUE, (t, t, limit)).fetchall()
             if not rows:
                 return []
-            ids = [r["id"] for r in rows]
+            ids = [r[0] for r in rows]
             marks = ",".join("?" * len(ids))
             conn.execute(
                 f"UPDATE approvals SET wake_owner = ?, wake_lease_until = ? WHERE id IN ({marks})", (owner, until, *ids)
             )
-            return sorted((approval_from_row(r) for r in rows), key=lambda a: (a.wake_at, a.id))
+            return sorted(map(approval_from_values, rows), key=lambda a: (a.wake_at, a.id))
 
         return await self._write(op)
 
