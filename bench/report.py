@@ -89,6 +89,9 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
             "info" if cpu is None else _verdict(cpu, cpu <= 333),
         )
     )
+    client = _get(r, "a", "c64_client_cpu_us")
+    if client is not None:
+        out.append(("a", "load generator CPU per suspend at c=64 (same 2 cores)", _fmt(client, " us"), "-", "info"))
     out += _a_pg_rows(r)
     out += _b_rows(r, "b", "SQLite")
     out += _b_rows(r, "b_pg", "Postgres")

@@ -70,6 +70,7 @@ class Gateway:
     log_level: str = "WARNING"
     extra_config: str = ""
     store_url: str | None = None  # default: sqlite:///{db}
+    root: Path = ROOT  # the tree whose `gateway` package runs (bench.ab: another checkout)
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -81,7 +82,7 @@ class Gateway:
         cfg = write_config(self.workdir, self.db, self.port, self.log_level, self.extra_config, self.store_url)
         env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
         # entrypoint workers import bench.* and examples.* from the repository root
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.root), env.get("PYTHONPATH")]))
         log = (self.workdir / "gateway.log").open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "--config", str(cfg), "serve"],

@@ -172,6 +172,15 @@ def next_wake(approval: Approval) -> datetime | None:
     return min(candidates) if candidates else None
 
 
+def first_wake(policy: Policy, created_at: datetime, deadline: datetime | None) -> datetime | None:
+    """`next_wake` of a new approval (waiting, no escalation, no reminder sent yet), before the
+    approval exists: the first reminder after `created_at`, else the deadline."""
+    if deadline is None:
+        return None
+    first = next((t for t in (deadline - r for r in policy.remind) if t > created_at), None)
+    return deadline if first is None else min(first, deadline)
+
+
 def reminders_view(approval: Approval) -> list[dict[str, Any]]:
     """The reminders of the current wait for the API: when each is due and whether it is done
     (sent, or skipped because a later one was due at the same time after a downtime)."""

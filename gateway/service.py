@@ -121,6 +121,7 @@ class Service:
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         now = self.clock.now()
         channels = tuple(dict.fromkeys(req.channels))
+        deadline = rules.deadline_for(policy, now)
         approval = Approval(
             id=new_id(),
             idempotency_key=key,
@@ -139,10 +140,10 @@ class Service:
             requested_by=req.requested_by,
             status=Status.WAITING,
             created_at=now,
-            deadline=rules.deadline_for(policy, now),
+            deadline=deadline,
             args_hash=args_hash(req.args, encoded=encoded),
+            wake_at=rules.first_wake(policy, now, deadline),  # == rules.next_wake(approval)
         )
-        approval = approval.evolve(wake_at=rules.next_wake(approval))
         event = NewEvent(
             approval.id,
             "suspended",

@@ -63,7 +63,7 @@ POLICY_COLUMNS = ("status", "version", "deadline", "wake_at", "decision", "escal
 
 
 def dumps(value: Any) -> str:
-    return canonical_json(value)
+    return "null" if value is None else canonical_json(value)  # None: every new approval's state
 
 
 @functools.lru_cache(maxsize=1024)
@@ -105,7 +105,7 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         to_ts(a.created_at),
         to_ts(a.deadline),
         to_ts(a.wake_at),
-        dumps([v.to_json() for v in a.votes]),
+        dumps([v.to_json() for v in a.votes]) if a.votes else "[]",
         _decision_json(a.decision) if a.decision else None,
         a.escalations,
         a.reminders_sent,
