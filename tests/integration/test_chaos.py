@@ -19,7 +19,9 @@ from tests.integration.gateway_fixture import API_KEY, start_env
 
 TRIALS = 30
 KILLS_PER_RUN = 2  # the first two attempts of each run are killed at a random moment
-MAX_DELAY = 0.25  # seconds after the imports: about one resumed run (journal load, charge, email) under load
+# Seconds after the imports: shorter than one resumed run (journal load, charge, email) even on a
+# quiet machine, where a run takes ~0.2 s; a timer that fires after the run ended kills nothing.
+MAX_DELAY = 0.15
 
 
 async def _start(url: str, payments_url: str, run_id: str, fx: Effects) -> str:
@@ -68,5 +70,5 @@ async def test_sigkill_at_random_moments_never_double_charges(
     replays = env.payments.requests - len(env.payments.charges)
     elapsed = time.monotonic() - started
     print(f"chaos: {TRIALS} runs, {kills} SIGKILLs landed, {replays} charge requests replayed, {elapsed:.1f}s")
-    assert kills >= TRIALS // 3  # the chaos really happened (most armed timers land mid-run)
+    assert kills >= TRIALS // 3, kills  # the chaos really happened (most armed timers land mid-run)
     assert elapsed < 60
