@@ -85,6 +85,7 @@ class Service:
         self.hooks = Hooks()
         self.redactor = Redactor.build(defaults=settings.redaction.defaults, patterns=settings.redaction.patterns)
         self.sealer = Sealer(settings.security.secret_keys)
+        self._enabled = settings.enabled_channels()  # settings are frozen: once, not per suspend
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
         self.channels: Mapping[str, Channel] = {}
 
@@ -99,7 +100,7 @@ class Service:
         return found
 
     def _validate(self, req: SuspendRequest) -> Policy:
-        enabled = self.settings.enabled_channels()
+        enabled = self._enabled
         for address in req.channels:
             check_address(address, enabled)
         if req.worker is not None and req.worker not in self.settings.workers:
