@@ -103,6 +103,7 @@ async def dashboard(request: web.Request, user: User) -> web.Response:
         "breakdown": decision_breakdown(decided),
         "decided_n": len(decided),
         "failed_jobs": await rt.store.list_jobs(status=JobStatus.FAILED, limit=50),
+        "attention_cards": await rt.store.cards_needing_attention(50),
     }
     return render(request, "dashboard.html", ctx)
 

@@ -178,6 +178,10 @@ class Store(Protocol):
 
     async def list_cards(self, approval_id: str) -> list[Card]: ...
 
+    async def cards_needing_attention(self, limit: int = 50) -> list[Card]:
+        """Cards whose post failed for good or is `uncertain`, most recently updated first."""
+        ...
+
     async def requeue_post(self, approval_id: str, channel: str, now: datetime, events: Sequence[NewEvent]) -> bool:
         """Put a post that failed for good or is `uncertain` back in the queue, with the events;
         False (and nothing written) if there is no such post."""

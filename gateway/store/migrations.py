@@ -282,12 +282,19 @@ CREATE INDEX outbox_pending_sync ON outbox (approval_id, channel)
     WHERE kind = 'sync' AND status = 'pending' AND lease_owner IS NULL;
 """
 
+# v9: the cards an operator must look at (a post failed for good, or its outcome is unknown), for
+# the dashboard, without scanning every card.
+_V9 = """
+CREATE INDEX cards_attention ON cards (updated_at) WHERE status IN ('failed', 'uncertain');
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),
     Migration(2, "pending prompts (telegram reject reasons)", _V2_SQLITE, _V2_POSTGRES),
     Migration(5, "approvals.sealed: encrypted raw args and state", _V5, _V5),
     Migration(7, "wake-up leases for several replicas", _V7_SQLITE, _V7_POSTGRES),
     Migration(8, "index for coalescing a card's pending sync", _V8, _V8),
+    Migration(9, "index of the cards that need an operator", _V9, _V9),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -17,7 +17,7 @@ import asyncpg
 from gateway.clock import from_ts, to_ts
 from gateway.errors import StoreUnavailable
 from gateway.models import Approval, Card, Event, JobStatus, OutboxItem, ResumeJob, Status, StepRecord
-from gateway.store.queries import STEP_STATS_SQL, approvals_sql
+from gateway.store.queries import ATTENTION_CARDS_SQL, STEP_STATS_SQL, approvals_sql
 from gateway.store.rows import (
     approval_from_row,
     card_from_row,
@@ -119,6 +119,9 @@ class PgReads:
     async def list_cards(self, approval_id: str) -> list[Card]:
         rows = await self._fetch("SELECT * FROM cards WHERE approval_id = $1 ORDER BY channel", approval_id)
         return [card_from_row(r) for r in rows]
+
+    async def cards_needing_attention(self, limit: int = 50) -> list[Card]:
+        return [card_from_row(r) for r in await self._fetch(ATTENTION_CARDS_SQL, limit)]
 
     async def get_job(self, approval_id: str) -> ResumeJob | None:
         row = await self._fetchrow("SELECT * FROM resume_jobs WHERE approval_id = $1", approval_id)

@@ -45,6 +45,12 @@ WHERE approval_id = $2 AND channel = $3 AND kind = 'post' AND status IN ('failed
 """
 
 
+# Cards an operator must look at, newest first (the dashboard); partial index cards_attention.
+ATTENTION_CARDS_SQL = """
+SELECT * FROM cards WHERE status IN ('failed', 'uncertain') ORDER BY updated_at DESC LIMIT $1
+"""
+
+
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 

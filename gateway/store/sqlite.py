@@ -37,7 +37,7 @@ from gateway.models import (
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.migrations import MIGRATIONS
-from gateway.store.queries import ADOPT_CARD_SQL, REQUEUE_POST_SQL, STEP_STATS_SQL, approvals_sql
+from gateway.store.queries import ADOPT_CARD_SQL, ATTENTION_CARDS_SQL, REQUEUE_POST_SQL, STEP_STATS_SQL, approvals_sql
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
     APPROVAL_SELECT,
@@ -515,6 +515,10 @@ class SQLiteStore:
     async def list_cards(self, approval_id: str) -> list[Card]:
         sql = "SELECT * FROM cards WHERE approval_id = ? ORDER BY channel"
         return await self._read(lambda c: [card_from_row(r) for r in c.execute(sql, (approval_id,))])
+
+    async def cards_needing_attention(self, limit: int = 50) -> list[Card]:
+        sql = ATTENTION_CARDS_SQL.replace("$1", "?")
+        return await self._read(lambda c: [card_from_row(r) for r in c.execute(sql, (limit,))])
 
     async def requeue_post(self, approval_id: str, channel: str, now: datetime, events: Sequence[NewEvent]) -> bool:
         t = to_ts(now)

@@ -429,6 +429,9 @@ async def test_an_uncertain_post_is_adopted_once_and_can_be_requeued(store: Stor
     unknown = CardUpdate(address, None, DeliveryStatus.UNCERTAIN, "no answer")
     assert await store.finish_outbox(item.id, "A", now=NOW, status=DeliveryStatus.UNCERTAIN, card=unknown)
     assert await store.claim_outbox(NOW + timedelta(hours=1), "A", LEASE, 10) == []  # never retried by itself
+    assert [(c.approval_id, c.status) for c in await store.cards_needing_attention()] == [
+        (approval_id, DeliveryStatus.UNCERTAIN)
+    ]
 
     resend = NewEvent(approval_id, "post_resend", NOW, "cli", address)
     assert await store.requeue_post(approval_id, address, NOW, [resend])
@@ -443,6 +446,7 @@ async def test_an_uncertain_post_is_adopted_once_and_can_be_requeued(store: Stor
     card = await store.get_card(approval_id, address)
     assert card is not None and card.ref == "-100:7" and card.status is DeliveryStatus.DONE and card.error is None
     assert [e.kind for e in await store.list_events(approval_id)].count("card_adopted") == 1
+    assert await store.cards_needing_attention() == []
 
 
 async def test_a_press_may_adopt_a_card_before_any_card_row_exists(store: Store) -> None:

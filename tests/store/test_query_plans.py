@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from gateway.store.queries import ATTENTION_CARDS_SQL
 from gateway.store.sqlite import _CLAIM_DUE, SQLiteStore
 
 
@@ -26,3 +27,16 @@ async def test_the_due_claim_walks_the_wake_index_without_sorting(tmp_path: Path
     plan = await _plan(tmp_path / "plan.db", _CLAIM_DUE, (1.0, 1.0, 500))
     assert "approvals_wake" in plan
     assert "TEMP B-TREE" not in plan  # no sort of all the due rows (ties included) per batch
+
+
+async def test_the_dashboard_finds_cards_needing_attention_by_index(tmp_path: Path) -> None:
+    plan = await _plan(tmp_path / "plan.db", ATTENTION_CARDS_SQL.replace("$1", "?"), (50,))
+    assert "cards_attention" in plan and "TEMP B-TREE" not in plan  # not a scan of every card
+
+
+async def test_sync_coalescing_looks_the_pending_sync_up_by_index(tmp_path: Path) -> None:
+    sql = (
+        "SELECT 1 FROM outbox WHERE approval_id = ? AND channel = ? AND kind = 'sync' AND status = 'pending'"
+        " AND lease_owner IS NULL"
+    )
+    assert "outbox_pending_sync" in await _plan(tmp_path / "plan.db", sql, ("a", "web"))

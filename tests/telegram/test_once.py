@@ -230,6 +230,9 @@ async def tg_web(
 async def test_an_operator_reposts_an_uncertain_card_from_the_web_page(tg_web: TG) -> None:
     tg = tg_web
     approval_id = await _cut_post(tg)
+    board = " ".join((await (await tg.client.get("/dashboard")).text()).split())
+    assert "Cards that need a look" in board and f"<code>{approval_id}</code></a></td><td>{ADDRESS}" in board
+    assert f'action="/approvals/{approval_id}/cards/resend"' in board
     html = await (await tg.client.get(f"/approvals/{approval_id}")).text()
     assert "uncertain" in html and f'action="/approvals/{approval_id}/cards/resend"' in html
     form = {"csrf": csrf_of(html), "channel": ADDRESS}
@@ -239,6 +242,7 @@ async def test_an_operator_reposts_an_uncertain_card_from_the_web_page(tg_web: T
     assert len(tg.api.calls_to("sendMessage")) == 2
     html = await (await tg.client.get(f"/approvals/{approval_id}")).text()
     assert "cards/resend" not in html  # posted: nothing to re-post
+    assert "Every card is delivered." in await (await tg.client.get("/dashboard")).text()
     again = await tg.client.post(f"/approvals/{approval_id}/cards/resend", data=form)
     assert again.status == 409
     forged = await tg.client.post(f"/approvals/{approval_id}/cards/resend", data={"channel": ADDRESS})
