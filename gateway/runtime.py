@@ -15,6 +15,7 @@ from typing import Any
 from gateway.channels import Channel, load_channel
 from gateway.clock import Clock, SystemClock, from_ts
 from gateway.config import Settings
+from gateway.housekeeping import Housekeeper
 from gateway.outbox import OutboxRunner
 from gateway.scheduler import SlaScheduler
 from gateway.service import Service
@@ -74,6 +75,8 @@ class Runtime:
         )
         self.service.hooks.wake.append(self.scheduler.notify)
         self.loops.append(self.scheduler.run_forever)
+        self.housekeeper = Housekeeper(self.store, self.clock)
+        self.loops.append(self.housekeeper.run_forever)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 

@@ -249,6 +249,11 @@ class Store(Protocol):
         ...
 
     # ---------------------------------------------------------------- prompts (migration v2)
+    async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:
+        """Delete up to `limit` inbound de-duplication marks older than `inbound_before`, and the
+        prompts expired at `now`; return how many rows went."""
+        ...
+
     async def save_prompt(self, prompt: Prompt) -> None:
         """Remember a pending prompt (replacing one with the same key)."""
         ...

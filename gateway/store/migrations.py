@@ -288,6 +288,9 @@ _V9 = """
 CREATE INDEX cards_attention ON cards (updated_at) WHERE status IN ('failed', 'uncertain');
 """
 
+# v10: inbound de-duplication marks are pruned by age (gateway/housekeeping.py).
+_V10 = "CREATE INDEX inbound_at ON inbound (at);"
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),
     Migration(2, "pending prompts (telegram reject reasons)", _V2_SQLITE, _V2_POSTGRES),
@@ -295,6 +298,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, "wake-up leases for several replicas", _V7_SQLITE, _V7_POSTGRES),
     Migration(8, "index for coalescing a card's pending sync", _V8, _V8),
     Migration(9, "index of the cards that need an operator", _V9, _V9),
+    Migration(10, "index for pruning inbound de-duplication marks", _V10, _V10),
 )
 
 LATEST = MIGRATIONS[-1].version

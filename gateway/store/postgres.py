@@ -343,6 +343,16 @@ class PostgresStore(PgReads):
                 to_ts(prompt.expires_at),
             )
 
+    async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:
+        async with self._tx() as conn:
+            marks = await conn.execute(
+                "DELETE FROM inbound WHERE key IN (SELECT key FROM inbound WHERE at < $1 LIMIT $2)",
+                to_ts(inbound_before),
+                limit,
+            )
+            prompts = await conn.execute("DELETE FROM prompts WHERE expires_at <= $1", to_ts(now))
+        return pg.affected(marks) + pg.affected(prompts)
+
     async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
         async with self._tx() as conn:
             await conn.execute("DELETE FROM prompts WHERE expires_at <= $1", to_ts(now))

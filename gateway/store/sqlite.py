@@ -689,6 +689,16 @@ class SQLiteStore:
 
         return await self._write(op)
 
+    async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            marks = conn.execute(
+                "DELETE FROM inbound WHERE key IN (SELECT key FROM inbound WHERE at < ? LIMIT ?)",
+                (to_ts(inbound_before), limit),
+            ).rowcount
+            return marks + conn.execute("DELETE FROM prompts WHERE expires_at <= ?", (to_ts(now),)).rowcount
+
+        return await self._write(op)
+
     # ---------------------------------------------------------------- prompts (migration v2)
     async def save_prompt(self, prompt: Prompt) -> None:
         def op(conn: sqlite3.Connection) -> None:

@@ -454,3 +454,19 @@ async def test_a_press_may_adopt_a_card_before_any_card_row_exists(store: Store)
     assert await store.adopt_card(approval_id, "telegram:-100", "-100:5", NOW)
     card = await store.get_card(approval_id, "telegram:-100")
     assert card is not None and card.ref == "-100:5" and card.posted_at is not None
+
+
+async def test_prune_drops_old_inbound_marks_and_expired_prompts_only(store: Store) -> None:
+    old, recent = NOW - timedelta(days=3), NOW - timedelta(hours=1)
+    for i in range(7):
+        assert await store.remember_inbound(f"telegram:update:{i}", old)
+    assert await store.remember_inbound("telegram:update:new", recent)
+    await store.save_prompt(Prompt("tg:1:2", "a", "telegram:1", "reject_reason", old, NOW - timedelta(minutes=1)))
+    await store.save_prompt(Prompt("tg:1:3", "a", "telegram:1", "reject_reason", NOW, NOW + timedelta(minutes=9)))
+    cutoff = NOW - timedelta(days=2)
+    assert await store.prune(NOW, cutoff, 5) == 6  # a slice of 5 old marks, and the expired prompt
+    assert await store.prune(NOW, cutoff, 5) == 2
+    assert await store.prune(NOW, cutoff, 5) == 0
+    assert await store.remember_inbound("telegram:update:0", NOW)  # forgotten: it could be stored again
+    assert not await store.remember_inbound("telegram:update:new", NOW)  # the recent mark is kept
+    assert await store.take_prompt("tg:1:3", "telegram:1", NOW) is not None  # the live prompt is kept
