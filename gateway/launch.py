@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import hashlib
 import hmac
 import os
 import signal
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +29,17 @@ from gateway.keys import canonical_json
 
 EX_TEMPFAIL = 75
 TAIL_BYTES = 4096
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def die_with_the_gateway() -> None:
+    """Runs in the child between fork and exec: the kernel SIGKILLs it if the gateway dies (a
+    kill -9 included). Otherwise an orphaned worker keeps running while, its lease expired, the
+    job is launched again: two copies of one step at once. Only async-signal-safe work here:
+    one system call through a library loaded before the fork."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class Verdict(StrEnum):
@@ -162,7 +175,8 @@ async def _feed(stream: asyncio.StreamWriter | None, body: bytes) -> None:
 
 
 class CommandLauncher:
-    """A subprocess in its own process group; the document on stdin; the tail of its output kept."""
+    """A subprocess in its own process group that dies with the gateway; the document on stdin;
+    the tail of its output kept."""
 
     def __init__(self, cfg: WorkerSettings, base_env: Mapping[str, str] | None = None) -> None:
         self.cfg = cfg
@@ -177,6 +191,7 @@ class CommandLauncher:
                 stderr=asyncio.subprocess.PIPE,
                 env={**self.base_env, **launch.env()},
                 start_new_session=True,
+                preexec_fn=die_with_the_gateway,
             )
         except OSError as exc:  # not found, not executable: retrying will not help
             return AttemptResult(Verdict.TERMINAL, f"cannot start {self.cfg.command[0]!r}: {exc.strerror}")

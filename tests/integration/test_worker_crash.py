@@ -4,6 +4,7 @@ Also `hitl-gateway jobs list|retry` as a real process."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -49,6 +50,25 @@ async def decided(cfg: Path, clock: FakeClock | None = None) -> str:
         await rt.stop()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie waiting for init counts as ended
+
+
+async def _gone(pid: int, within: float = 5.0) -> bool:
+    """Whether process `pid` ends within `within` seconds."""
+    for _ in range(int(within / 0.05)):
+        if not _alive(pid):
+            return True
+        await asyncio.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)  # do not leave it behind
+    return False
+
+
 async def test_lease_expiry_after_kill(tmp_path: Path) -> None:
     """The job's lease is `store.lease` (10s here): held at +5s, taken over at +11s."""
     marker = tmp_path / "attempts"
@@ -65,7 +85,8 @@ async def test_lease_expiry_after_kill(tmp_path: Path) -> None:
         await asyncio.sleep(0.05)
     doomed.send_signal(signal.SIGKILL)
     await doomed.wait()
-    os.killpg(int(marker.read_text().split()[0]), signal.SIGKILL)  # its orphaned worker (own process group)
+    orphan = int(marker.read_text().split()[0])
+    assert await _gone(orphan), "the worker outlived the gateway that launched it"  # PR_SET_PDEATHSIG
 
     now = datetime.now(UTC)
     rt = Runtime(load_settings(cfg, env={}), clock=FakeClock(now), owner="survivor")
@@ -126,3 +147,43 @@ async def test_lease_is_renewed_while_a_long_job_runs(tmp_path: Path) -> None:
         assert job is not None and job.status is JobStatus.SUCCEEDED and job.attempts == 1
     finally:
         await rt.stop()
+
+
+async def test_an_entrypoint_pool_process_dies_with_its_gateway(tmp_path: Path) -> None:
+    """A pool process in the middle of a long step: the gateway is SIGKILLed, the step must not
+    go on running beside the retry that the expired lease will launch."""
+    cfg = tmp_path / "gw.toml"
+    cfg.write_text(
+        f"""
+[store]
+url = "sqlite:///{tmp_path / "gw.db"}"
+[security]
+secret_keys = ["{TEST_SECRET}"]
+api_keys = ["{TEST_API_KEY}"]
+[workers.agent]
+entrypoint = "tests.fakes.entry:handle"
+pool_size = 1
+timeout = "120s"
+"""
+    )
+    rt = Runtime(load_settings(cfg, env={}), owner="setup")
+    await rt.start(background=False)
+    try:
+        req = SuspendRequest(
+            run_id="r", step="s", title="t", worker="agent", state={"out": str(tmp_path), "mode": "hang"}
+        )
+        approval, _ = await rt.service.suspend(req)
+        await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", trusted=True)
+    finally:
+        await rt.stop()
+    doomed = await asyncio.create_subprocess_exec(sys.executable, str(FAKES / "run_worker.py"), str(cfg))
+    log = tmp_path / "entry.log"
+    for _ in range(400):
+        if log.exists() and log.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    child = json.loads(log.read_text().splitlines()[0])["pid"]
+    assert _alive(child)  # hanging in the step
+    doomed.send_signal(signal.SIGKILL)
+    await doomed.wait()
+    assert await _gone(child), "the pool process outlived the gateway that started it"
