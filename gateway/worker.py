@@ -144,22 +144,24 @@ class WorkerRunner:
             token=self.service.worker_token(approval),
             gateway_url=self.service.settings.server.public_url,
         )
+        # The lease is renewed until the result is recorded, not only while the worker runs: a
+        # slow write after a long step must not let another runner claim the job meanwhile.
         renew = asyncio.create_task(self._renew(job))
         started = time.monotonic()
         try:
             result = await self.launcher(cfg).run(launch)
+            for observe in self.service.hooks.attempts:  # metrics: worker, result, seconds
+                observe(cfg.name, result.verdict.value, time.monotonic() - started)
+            result = AttemptResult(  # an exception's message or an output tail can carry PII or the token
+                result.verdict,
+                self._scrub(result.error, launch.token),
+                self._scrub(result.output, launch.token),
+            )
+            await self._record(job, cfg, result)
         finally:
             renew.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renew
-        for observe in self.service.hooks.attempts:  # metrics: worker, result, seconds
-            observe(cfg.name, result.verdict.value, time.monotonic() - started)
-        result = AttemptResult(  # an exception's message or an output tail can carry PII or the token
-            result.verdict,
-            self._scrub(result.error, launch.token),
-            self._scrub(result.output, launch.token),
-        )
-        await self._record(job, cfg, result)
 
     def _scrub(self, text: str | None, token: str) -> str | None:
         return None if text is None else self.redactor.text(text.replace(token, "[resume token]"))

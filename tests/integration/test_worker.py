@@ -210,3 +210,35 @@ async def test_each_attempt_reaches_the_metrics_hook(make_rt: MakeRt, tmp_path: 
     await rt.worker.drain()
     assert sorted((w, r) for w, r, _ in seen) == [("agent", "succeeded"), ("flaky", "terminal")]
     assert all(s >= 0 for _, _, s in seen)
+
+
+async def test_the_lease_is_held_until_the_result_is_recorded(
+    settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step ended, its result is being written slowly: no other runner may claim the job (and
+    run the step again) meanwhile, however long the write takes."""
+    rt = Runtime(settings_factory(workers={"agent": cmd("ok", tmp_path)}, store={"lease": "1s"}), clock=clock)
+    await rt.start(background=False)
+    try:
+        approval = await decided(rt, "agent")
+        writing, release = asyncio.Event(), asyncio.Event()
+        finish = rt.store.finish_job
+
+        async def slow_finish(*args: Any, **kw: Any) -> bool:
+            writing.set()
+            await release.wait()
+            return await finish(*args, **kw)
+
+        monkeypatch.setattr(rt.store, "finish_job", slow_finish)
+        task = asyncio.create_task(rt.worker.run_once())
+        await asyncio.wait_for(writing.wait(), 20)
+        for _ in range(4):  # 3.6 s of gateway time pass, well beyond the 1 s lease
+            clock.advance(0.9)
+            await asyncio.sleep(0.4)  # the renewal runs every lease/3
+        assert await rt.store.claim_jobs(clock.now(), "other-runner", rt.worker.lease, 10) == []
+        release.set()
+        assert await task == 1
+        done = await job(rt, approval)
+        assert done.status is JobStatus.SUCCEEDED and done.attempts == 1
+    finally:
+        await rt.stop()
