@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
+import errno
 import hashlib
 import hmac
 import os
+import shutil
 import signal
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,20 +26,10 @@ import aiohttp
 
 from gateway.config import WorkerSettings
 from gateway.keys import canonical_json
+from gateway.orphans import guarded
 
 EX_TEMPFAIL = 75
 TAIL_BYTES = 4096
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-
-
-def die_with_the_gateway() -> None:
-    """Runs in the child between fork and exec: the kernel SIGKILLs it if the gateway dies (a
-    kill -9 included). Otherwise an orphaned worker keeps running while, its lease expired, the
-    job is launched again: two copies of one step at once. Only async-signal-safe work here:
-    one system call through a library loaded before the fork."""
-    if _LIBC is not None:
-        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 class Verdict(StrEnum):
@@ -175,8 +165,8 @@ async def _feed(stream: asyncio.StreamWriter | None, body: bytes) -> None:
 
 
 class CommandLauncher:
-    """A subprocess in its own process group that dies with the gateway; the document on stdin;
-    the tail of its output kept."""
+    """A subprocess in its own process group that dies with the gateway (`gateway.orphans`); the
+    document on stdin; the tail of its output kept."""
 
     def __init__(self, cfg: WorkerSettings, base_env: Mapping[str, str] | None = None) -> None:
         self.cfg = cfg
@@ -184,14 +174,15 @@ class CommandLauncher:
 
     async def run(self, launch: Launch) -> AttemptResult:
         try:
+            if shutil.which(self.cfg.command[0]) is None:  # checked here: the guard below would exec it
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.cfg.command[0])
             proc = await asyncio.create_subprocess_exec(
-                *self.cfg.command,
+                *guarded(self.cfg.command),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env={**self.base_env, **launch.env()},
                 start_new_session=True,
-                preexec_fn=die_with_the_gateway,
             )
         except OSError as exc:  # not found, not executable: retrying will not help
             return AttemptResult(Verdict.TERMINAL, f"cannot start {self.cfg.command[0]!r}: {exc.strerror}")

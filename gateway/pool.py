@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
 
 from gateway.config import WorkerSettings
-from gateway.launch import AttemptResult, Launch, Verdict, die_with_the_gateway, exit_error, kill_group, reap
+from gateway.launch import AttemptResult, Launch, Verdict, exit_error, kill_group, reap
 
 Proc = asyncio.subprocess.Process
 
@@ -28,10 +29,10 @@ class EntrypointPool:
             "-m",
             "gateway.pool_child",
             self.cfg.entrypoint,
+            str(os.getpid()),  # the child dies with this process (gateway.orphans)
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             start_new_session=True,
-            preexec_fn=die_with_the_gateway,  # a long step must not outlive a killed gateway
             limit=2**24,
         )
         self._live.add(proc)

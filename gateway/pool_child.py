@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from gateway.launch import TAIL_BYTES, Verdict, classify_exit, exit_error
+from gateway.orphans import die_with_parent
 
 
 def load(spec: str) -> Callable[..., Any]:
@@ -67,6 +68,8 @@ def serve(fn: Callable[..., Any], requests: TextIO, replies: TextIO) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 2 and not die_with_parent(int(sys.argv[2])):  # a long step must not outlive the gateway
+        sys.exit(75)
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything the code prints outside a request goes to stderr, not the protocol
     sys.stdout = sys.stderr

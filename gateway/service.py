@@ -39,6 +39,7 @@ from gateway.tokens import RESUME, TokenSigner
 
 log = logging.getLogger("gateway.service")
 _CAS_RETRIES = 64
+DENIED_KEPT = 5  # `denied` events kept per person and approval
 
 
 def new_id() -> str:
@@ -238,11 +239,18 @@ class Service:
                 return transition.approval
         raise Conflict("too much contention on this approval, retry")
 
-    async def record_denied(self, approval_id: str, actor: str, channel: str | None, reason: str) -> None:
-        """A press from someone who may not decide: nothing changes, but it is on the record."""
+    async def record_denied(self, approval_id: str, actor: str, channel: str | None, reason: str) -> bool:
+        """A press from someone who may not decide: nothing changes, but it is on the record, up
+        to DENIED_KEPT times per person and approval (the events table is append-only: a
+        stranger pressing in a loop must not grow it without bound). True if recorded."""
+        events = await self.store.list_events(approval_id)
+        if sum(1 for e in events if e.kind == "denied" and e.actor == actor) >= DENIED_KEPT:
+            log.debug("approval %s: denied %s again (not recorded: %d already)", approval_id, actor, DENIED_KEPT)
+            return False
         now = self.clock.now()
         log.warning("approval %s: denied %s on %s: %s", approval_id, actor, channel, reason)
         await self.store.append_events([NewEvent(approval_id, "denied", now, actor, channel, {"reason": reason})])
+        return True
 
     async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
         """The person who decided explains it afterwards (e.g. the reason asked for after a

@@ -135,11 +135,11 @@ class TelegramUpdates:
         names = await self.names(approval.id) if approval.status.final else None
         verdict = precheck(approval, actor, button.outcome, rt.service.allowlist(actor), now, names)
         await self.channel.answer(p.query_id, verdict.text, alert=not verdict.decide)
-        data = {"who": p.who, "outcome": button.outcome.value, "message_id": p.message_id}
-        await rt.store.append_events([NewEvent(approval.id, PRESS_EVENT, now, actor, where, data)])
-        if verdict.denied is not None:
+        if verdict.denied is not None:  # on the record as `denied` (bounded per person), not as a press
             await rt.service.record_denied(approval.id, actor, where, verdict.denied)
             return "denied"
+        data = {"who": p.who, "outcome": button.outcome.value, "message_id": p.message_id}
+        await rt.store.append_events([NewEvent(approval.id, PRESS_EVENT, now, actor, where, data)])
         if not verdict.decide:
             await self._converge_orphan(approval.id, p)
             return "already_decided"

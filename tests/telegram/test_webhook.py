@@ -6,6 +6,7 @@ import asyncio
 import json
 
 from gateway.models import Outcome, Status
+from gateway.service import DENIED_KEPT
 from tests.helpers import table_counts
 from tests.telegram.conftest import ALICE, BOB, CHAT, MALLORY, SECRET, TG
 
@@ -56,6 +57,16 @@ async def test_stranger_press_changes_nothing_but_is_recorded(tg: TG) -> None:
     denied = [e for e in await tg.rt.store.list_events(approval_id) if e.kind == "denied"]
     assert [e.actor for e in denied] == [f"telegram:{MALLORY}"]
     assert await tg.rt.outbox.drain() == 0  # no card sync: nothing changed
+
+
+async def test_a_stranger_pressing_in_a_loop_does_not_grow_the_record_without_bound(tg: TG) -> None:
+    approval_id, mid = await tg.posted()
+    for _ in range(DENIED_KEPT + 4):
+        assert await tg.send(tg.press(MALLORY, tg.data(mid, "Approve"), mid)) == 200
+    assert tg.answers() == ["Not authorised"] * (DENIED_KEPT + 4)  # every press is still answered
+    kinds = [e.kind for e in await tg.rt.store.list_events(approval_id)]
+    assert kinds.count("denied") == DENIED_KEPT and "telegram_press" not in kinds
+    assert (await tg.rt.service.get(approval_id)).status is Status.WAITING
 
 
 async def test_forged_callback_data_is_refused(tg: TG) -> None:
