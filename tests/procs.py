@@ -76,6 +76,7 @@ class Gateway:
                     return self
             except OSError:
                 time.sleep(0.05)
+        self.kill9()  # never leave a half-started gateway behind the failed test
         raise TimeoutError(f"gateway did not listen: {self.log.read_text()[-2000:]}")
 
     def kill9(self) -> None:
