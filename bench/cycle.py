@@ -33,7 +33,7 @@ from aiohttp import web
 
 from bench.load import percentile, suspend_body
 from bench.server import AUTH, Gateway
-from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.fakes.telegram_api import FakeTelegramAPI, callback_update
 
 TOKEN = "123456:BENCH-token_abc"
 WEBHOOK_SECRET = "bench_hook-secret-0123456789"
@@ -112,21 +112,8 @@ class Finished(asyncio.DatagramProtocol):
 
 
 def press(update_id: int, message_id: int, data: str) -> dict[str, Any]:
-    return {
-        "update_id": update_id,
-        "callback_query": {
-            "id": str(update_id),
-            "from": {"id": ALICE, "is_bot": False, "first_name": "Alice", "username": "alice"},
-            "chat_instance": "42",
-            "data": data,
-            "message": {
-                "message_id": message_id,
-                "date": 1_900_000_000,
-                "chat": {"id": CHAT, "type": "supergroup", "title": "ops"},
-                "text": "card",
-            },
-        },
-    }
+    alice = {"id": ALICE, "is_bot": False, "first_name": "Alice", "username": "alice"}
+    return callback_update(update_id, str(update_id), alice, CHAT, message_id, data)
 
 
 def config(base_url: str, pool_size: int, worker: str = "cycle", extra: str = "") -> str:

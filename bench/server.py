@@ -8,11 +8,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
+
+from tests.procs import wait_ready
 
 API_KEY = "bench-api-key-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,21 +92,12 @@ class Gateway:
             env=env,
             cwd=self.workdir,
         )
-        asyncio.run(self._wait_ready(time.monotonic() + timeout))
+        asyncio.run(self._wait_ready(timeout))
 
-    async def _wait_ready(self, deadline: float) -> None:
+    async def _wait_ready(self, within: float) -> None:
         async with aiohttp.ClientSession() as http:
-            while time.monotonic() < deadline:
-                if self.proc is not None and self.proc.poll() is not None:
-                    raise RuntimeError(f"gateway exited with {self.proc.returncode}; see {self.workdir}/gateway.log")
-                try:
-                    async with http.get(f"{self.url}/readyz") as resp:
-                        if resp.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.05)
-        raise RuntimeError(f"gateway not ready in time; see {self.workdir}/gateway.log")
+            alive = lambda: self.proc is not None and self.proc.poll() is None  # noqa: E731
+            await wait_ready(http, self.url, alive, within=within, log=self.workdir / "gateway.log")
 
     def rss_kb(self) -> int:
         assert self.proc is not None

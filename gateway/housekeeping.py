@@ -13,6 +13,7 @@ import asyncio
 import logging
 from datetime import timedelta
 
+from gateway import loops
 from gateway.clock import Clock
 from gateway.store import Store
 
@@ -40,9 +41,4 @@ class Housekeeper:
         return total
 
     async def run_forever(self) -> None:
-        while True:
-            try:
-                await self.run_once()
-            except Exception:
-                log.exception("housekeeping round failed")
-            await asyncio.sleep(self.interval)
+        await loops.poll_forever(self.run_once, asyncio.Event(), self.interval, log)  # nothing wakes it early

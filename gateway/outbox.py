@@ -21,7 +21,10 @@ from gateway.retry import backoff
 from gateway.store import CardUpdate, Store
 
 log = logging.getLogger("gateway.outbox")
-RESEND_EVENT = "post_resend"  # channels that post at most once treat it as "send again" (adapters/telegram/once.py)
+# Channels with no idempotency key write ATTEMPT_EVENT before each post (adapters/*/once.py);
+# RESEND_EVENT is an operator's "send again", which such a channel honours.
+ATTEMPT_EVENT = "post_attempt"
+RESEND_EVENT = "post_resend"
 
 
 async def resend_card(store: Store, approval_id: str, address: str, by: str, now: datetime) -> None:

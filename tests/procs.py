@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +115,32 @@ async def run_cli(config: Path, *args: str) -> tuple[int, str]:
     )
     out, _ = await proc.communicate()
     return proc.returncode or 0, out.decode()
+
+
+async def wait_ready(
+    http: aiohttp.ClientSession,
+    url: str,
+    alive: Callable[[], bool],
+    *,
+    within: float = 20.0,
+    path: str = "/readyz",
+    log: Path | None = None,
+) -> None:
+    """Poll `url + path` until it answers 200. Fails at once if `alive()` turns false (the
+    process exited), or after `within` seconds; with the tail of `log` when given."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not alive():
+            raise RuntimeError(f"the gateway at {url} exited before it was ready{_tail(log)}")
+        try:
+            async with http.get(url + path) as resp:
+                if resp.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"the gateway at {url} was not ready within {within:.0f} s{_tail(log)}")
+
+
+def _tail(log: Path | None) -> str:
+    return "" if log is None or not log.exists() else ":\n" + log.read_text()[-2000:]

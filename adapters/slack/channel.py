@@ -24,6 +24,7 @@ from adapters.slack.errors import classify, network_error
 from adapters.slack.parse import make_ref
 from adapters.slack.webhook import PATH, InteractionHandler
 from gateway.models import Approval, NewEvent
+from gateway.outbox import ATTEMPT_EVENT
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime
@@ -105,7 +106,7 @@ class SlackChannel:
             if found is not None:
                 log.warning("slack: card of %s was already posted; adopting it", approval.id)
                 return f"{target}:{found}"
-        await self._store.append_events([NewEvent(approval.id, once.ATTEMPT, now, channel=address)])
+        await self._store.append_events([NewEvent(approval.id, ATTEMPT_EVENT, now, channel=address)])
         data = await self.call(
             "chat.postMessage",
             channel=target,

@@ -16,10 +16,10 @@ from typing import Any
 
 from gateway.channels import DeliveryError
 from gateway.models import Event
+from gateway.outbox import ATTEMPT_EVENT as ATTEMPT
 
 log = logging.getLogger("adapters.slack")
 CARD_EVENT = "hitl_card"
-ATTEMPT = "post_attempt"
 PAGES = 5
 SLACK_SKEW_SECONDS = 120
 

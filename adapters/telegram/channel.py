@@ -34,6 +34,7 @@ from adapters.telegram.request import AiohttpRequest
 from adapters.telegram.updates import press_names
 from gateway.channels import DeliveryError
 from gateway.models import Approval, Event, NewEvent
+from gateway.outbox import ATTEMPT_EVENT
 
 if TYPE_CHECKING:
     from adapters.telegram.updates import TelegramUpdates
@@ -157,7 +158,7 @@ class TelegramChannel:
                     uncertain=True,
                 )
             log.warning("telegram: posting the card of %s again after an unanswered attempt", approval.id)
-        await self.runtime.store.append_events([NewEvent(approval.id, once.ATTEMPT, now, channel=address)])
+        await self.runtime.store.append_events([NewEvent(approval.id, ATTEMPT_EVENT, now, channel=address)])
         chat = chat_id(target)
         try:
             message = await send(chat)

@@ -20,9 +20,9 @@ import httpx
 from telegram.error import NetworkError, TelegramError, TimedOut
 
 from gateway.models import Event
+from gateway.outbox import ATTEMPT_EVENT as ATTEMPT
 from gateway.outbox import RESEND_EVENT as RESEND
 
-ATTEMPT = "post_attempt"
 ADOPTED = "card_adopted"
 _RESOLVING = frozenset({"delivery_retry", "delivery_failed"})
 # Transport errors raised before a single byte of the request could reach Telegram (aiohttp is

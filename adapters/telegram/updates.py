@@ -130,7 +130,7 @@ class TelegramUpdates:
         if approval is None:
             await self.channel.answer(p.query_id, "This approval no longer exists", alert=True)
             return "unknown"
-        await self._adopt(approval, p)
+        recorded = await self._adopt(approval, p)
         actor, where = parse.actor(p.user_id), "telegram" if p.chat_id is None else f"telegram:{p.chat_id}"
         names = await self.names(approval.id) if approval.status.final else None
         verdict = precheck(approval, actor, button.outcome, rt.service.allowlist(actor), now, names)
@@ -141,33 +141,36 @@ class TelegramUpdates:
         data = {"who": p.who, "outcome": button.outcome.value, "message_id": p.message_id}
         await rt.store.append_events([NewEvent(approval.id, PRESS_EVENT, now, actor, where, data)])
         if not verdict.decide:
-            await self._converge_orphan(approval.id, p)
+            await self._converge_orphan(approval.id, p, recorded)
             return "already_decided"
         result = await self._decide(approval.id, button.outcome, actor, where, p)
-        await self._converge_orphan(approval.id, p)
+        await self._converge_orphan(approval.id, p, recorded)
         return result
 
-    async def _adopt(self, approval: Approval, p: parse.Press) -> None:
+    async def _adopt(self, approval: Approval, p: parse.Press) -> str | None:
         """A press proves where a card is (callbacks come only from the bot's own messages). If
         its post had no recorded answer (`uncertain`, or a crash mid-call), record the card now
-        and sync it, so that it shows the outcome like any other card (see once.py)."""
+        and sync it, so that it shows the outcome like any other card (see once.py). Returns the
+        ref of the card recorded for the press's chat, if any."""
         if p.chat_id is None or p.message_id is None:
-            return
+            return None
         address = f"telegram:{p.chat_id}"
         if address not in approval.channels and address not in approval.policy.escalate_to:
-            return
+            return None
         card = await self.rt.store.get_card(approval.id, address)
         if card is not None and card.ref is not None:
-            return
+            return card.ref
         now, ref = self.rt.clock.now(), parse.card_ref(p.chat_id, p.message_id)
         adopted = NewEvent(approval.id, once.ADOPTED, now, channel=address, data={"ref": ref})
         if not await self.rt.store.adopt_card(approval.id, address, ref, now, [adopted]):
-            return
+            card = await self.rt.store.get_card(approval.id, address)  # recorded meanwhile
+            return None if card is None else card.ref
         log.info("telegram: adopted the card of %s found by a press", approval.id)
         await self.rt.store.enqueue_outbox([NewOutbox(approval.id, address, OutboxKind.SYNC)], now)
         self.rt.outbox.notify()
+        return ref
 
-    async def _converge_orphan(self, approval_id: str, p: parse.Press) -> None:
+    async def _converge_orphan(self, approval_id: str, p: parse.Press, recorded: str | None) -> None:
         """A press on a card that is not the recorded one: a duplicate post (the Bot API has no
         idempotency key, so a post that timed out or a crash between send and commit can leave
         one). Once the approval is decided, edit that message too, so no live buttons remain."""
@@ -176,11 +179,9 @@ class TelegramUpdates:
         approval = await self.rt.store.get_approval(approval_id)
         if approval is None or not approval.status.final:
             return
-        address = f"telegram:{p.chat_id}"
-        card = await self.rt.store.get_card(approval_id, address)
-        ref = parse.card_ref(p.chat_id, p.message_id)
-        if card is None or card.ref == ref:
-            return  # the recorded card: the outbox syncs it
+        address, ref = f"telegram:{p.chat_id}", parse.card_ref(p.chat_id, p.message_id)
+        if recorded is None or recorded == ref:
+            return  # no card of this chat, or the recorded one: the outbox syncs it
         try:
             await self.channel.update_card(str(p.chat_id), ref, approval, self.rt.clock.now())
         except DeliveryError as exc:
@@ -198,7 +199,7 @@ class TelegramUpdates:
         approval = None if button is None else await self.rt.store.get_approval(button.approval_id)
         if button is None or approval is None:
             return "duplicate"
-        await self._adopt(approval, p)
+        await self._adopt(approval, p)  # the converge below is for a first delivery only
         actor, where = parse.actor(p.user_id), "telegram" if p.chat_id is None else f"telegram:{p.chat_id}"
         verdict = precheck(approval, actor, button.outcome, self.rt.service.allowlist(actor), self.rt.clock.now())
         if not verdict.decide or any(v.approver == actor and v.outcome is button.outcome for v in approval.votes):

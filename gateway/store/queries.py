@@ -5,6 +5,7 @@ Placeholders are written `$1` (Postgres); the SQLite store replaces them with `?
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,11 @@ WHERE approval_id = $2 AND channel = $3 AND kind = 'post' AND status IN ('failed
 ATTENTION_CARDS_SQL = """
 SELECT * FROM cards WHERE status IN ('failed', 'uncertain') ORDER BY updated_at DESC LIMIT $1
 """
+
+
+def qmarks(sql: str) -> str:
+    """A shared query in SQLite's placeholder style: `$1`, `$2`... become `?` (in order)."""
+    return re.sub(r"\$\d+", "?", sql)
 
 
 def _like_escape(text: str) -> str:

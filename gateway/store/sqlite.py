@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import re
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -37,7 +36,14 @@ from gateway.models import (
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.migrations import MIGRATIONS
-from gateway.store.queries import ADOPT_CARD_SQL, ATTENTION_CARDS_SQL, REQUEUE_POST_SQL, STEP_STATS_SQL, approvals_sql
+from gateway.store.queries import (
+    ADOPT_CARD_SQL,
+    ATTENTION_CARDS_SQL,
+    REQUEUE_POST_SQL,
+    STEP_STATS_SQL,
+    approvals_sql,
+    qmarks,
+)
 from gateway.store.rows import (
     APPROVAL_COLUMNS,
     APPROVAL_SELECT,
@@ -91,8 +97,8 @@ _INSERT_POSTED = (
     "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)"
     " VALUES (?, ?, 'post', 'done', 1, ?, ?, ?, ?)"
 )
-_ADOPT_CARD = re.sub(r"\$\d", "?", ADOPT_CARD_SQL)
-_REQUEUE_POST = re.sub(r"\$\d", "?", REQUEUE_POST_SQL)
+_ADOPT_CARD = qmarks(ADOPT_CARD_SQL)
+_REQUEUE_POST = qmarks(REQUEUE_POST_SQL)
 
 
 async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -517,7 +523,7 @@ class SQLiteStore:
         return await self._read(lambda c: [card_from_row(r) for r in c.execute(sql, (approval_id,))])
 
     async def cards_needing_attention(self, limit: int = 50) -> list[Card]:
-        sql = ATTENTION_CARDS_SQL.replace("$1", "?")
+        sql = qmarks(ATTENTION_CARDS_SQL)
         return await self._read(lambda c: [card_from_row(r) for r in c.execute(sql, (limit,))])
 
     async def requeue_post(self, approval_id: str, channel: str, now: datetime, events: Sequence[NewEvent]) -> bool:
@@ -678,7 +684,7 @@ class SQLiteStore:
         return [dict(r) for r in rows]
 
     async def step_stats(self, limit: int = 100) -> list[dict[str, Any]]:
-        rows = await self._read(lambda c: c.execute(STEP_STATS_SQL.replace("$1", "?"), (limit,)).fetchall())
+        rows = await self._read(lambda c: c.execute(qmarks(STEP_STATS_SQL), (limit,)).fetchall())
         return [dict(r) for r in rows]
 
     # ---------------------------------------------------------------- inbound de-duplication

@@ -74,6 +74,7 @@ from tests import pg
 from tests.fakes.effects import FakeEffects
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
 from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.procs import wait_ready
 
 pytestmark = pytest.mark.slow
 N_APPROVALS = 300
@@ -177,17 +178,8 @@ def _start(db_url: str, chats: Chats, effects: FakeEffects, tmp: Path, i: int) -
 
 
 async def _wait_ready(session: aiohttp.ClientSession, replica: Replica, tmp: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        assert replica.proc.poll() is None, (tmp / f"replica-{replica.index}.log").read_text()[-2000:]
-        try:
-            async with session.get(f"{replica.url}/readyz") as resp:
-                if resp.status == 200:
-                    return
-        except aiohttp.ClientError:
-            pass
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"replica on {replica.port} never became ready")
+    log = tmp / f"replica-{replica.index}.log"
+    await wait_ready(session, replica.url, lambda: replica.proc.poll() is None, log=log)
 
 
 @pytest.fixture

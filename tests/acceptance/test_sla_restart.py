@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import aiohttp
 import pytest
 
 from gateway.testing import TEST_API_KEY, TEST_SECRET
+from tests.procs import wait_ready
 
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
 pytestmark = pytest.mark.slow
@@ -62,17 +62,7 @@ class Gateway:
         self.proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
     async def wait_ready(self, session: aiohttp.ClientSession) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, "the gateway exited"
-            try:
-                async with session.get(f"{self.url}/readyz") as resp:
-                    if resp.status == 200:
-                        return
-            except aiohttp.ClientError:
-                pass
-            await asyncio.sleep(0.05)
-        raise AssertionError("the gateway did not become ready")
+        await wait_ready(session, self.url, lambda: self.proc.poll() is None, within=30)
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -175,6 +175,27 @@ async def _params(request: web.Request) -> dict[str, Any]:
     return out
 
 
+def callback_update(
+    update_id: int, query_id: str, user: dict[str, Any], chat_id: int, message_id: int, data: str
+) -> dict[str, Any]:
+    """A button press as Telegram delivers it to the webhook (or in getUpdates)."""
+    return {
+        "update_id": update_id,
+        "callback_query": {
+            "id": query_id,
+            "from": user,
+            "chat_instance": "42",
+            "data": data,
+            "message": {
+                "message_id": message_id,
+                "date": 1_900_000_000,
+                "chat": {"id": chat_id, "type": "supergroup", "title": "ops"},
+                "text": "card",
+            },
+        },
+    }
+
+
 def _public(msg: dict[str, Any]) -> dict[str, Any]:
     """A message as the API returns it: only inline keyboards come back as reply_markup."""
     out = {k: v for k, v in msg.items() if v is not None}

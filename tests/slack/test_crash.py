@@ -26,6 +26,7 @@ from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock, make_settings
 from gateway.tokens import TokenSigner
 from tests.conftest import AUTH, suspend_body
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
+from tests.procs import wait_ready
 from tests.slack.conftest import CARDS, PATH, slack_section
 
 pytestmark = pytest.mark.slow
@@ -51,20 +52,6 @@ def gateway_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     }
 
 
-async def _wait_healthy(http: aiohttp.ClientSession, url: str, proc: asyncio.subprocess.Process) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        assert proc.returncode is None, "the gateway exited early"
-        try:
-            async with http.get(f"{url}/healthz") as resp:
-                if resp.status == 200:
-                    return
-        except aiohttp.ClientError:
-            pass
-        await asyncio.sleep(0.05)
-    raise AssertionError("the gateway did not start")
-
-
 async def _until(predicate: Callable[[], object]) -> None:
     async with asyncio.timeout(10):
         while True:
@@ -83,7 +70,7 @@ async def test_press_survives_kill_9_right_after_the_ack(fake_slack: FakeSlack, 
     release = fake_slack.hold("chat.update")
     try:
         async with aiohttp.ClientSession() as http:
-            await _wait_healthy(http, url, proc)
+            await wait_ready(http, url, lambda: proc.returncode is None, path="/healthz")
             body = suspend_body(channels=[f"slack:{CARDS}"])
             async with http.post(f"{url}/v1/suspend", json=body, headers=AUTH) as r:
                 assert r.status == 201

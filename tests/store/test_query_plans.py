@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from gateway.store.queries import ATTENTION_CARDS_SQL
+from gateway.store.queries import ATTENTION_CARDS_SQL, qmarks
 from gateway.store.sqlite import _CLAIM_DUE, SQLiteStore
 
 
@@ -30,7 +30,7 @@ async def test_the_due_claim_walks_the_wake_index_without_sorting(tmp_path: Path
 
 
 async def test_the_dashboard_finds_cards_needing_attention_by_index(tmp_path: Path) -> None:
-    plan = await _plan(tmp_path / "plan.db", ATTENTION_CARDS_SQL.replace("$1", "?"), (50,))
+    plan = await _plan(tmp_path / "plan.db", qmarks(ATTENTION_CARDS_SQL), (50,))
     assert "cards_attention" in plan and "TEMP B-TREE" not in plan  # not a scan of every card
 
 

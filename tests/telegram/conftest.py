@@ -16,7 +16,7 @@ from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock
 from tests.conftest import AUTH, suspend_body
-from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.fakes.telegram_api import FakeTelegramAPI, callback_update
 
 TOKEN = "123456:TEST-token_abc"
 SECRET = "hook_secret-0123456789"
@@ -60,21 +60,7 @@ class TG:
         user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": f"U{user_id}"}
         if username:
             user["username"] = username
-        return {
-            "update_id": next(self._update_ids),
-            "callback_query": {
-                "id": str(next(self._query_ids)),
-                "from": user,
-                "chat_instance": "42",
-                "data": data,
-                "message": {
-                    "message_id": message_id,
-                    "date": 1_900_000_000,
-                    "chat": {"id": CHAT, "type": "supergroup", "title": "ops"},
-                    "text": "card",
-                },
-            },
-        }
+        return callback_update(next(self._update_ids), str(next(self._query_ids)), user, CHAT, message_id, data)
 
     def reply(self, user_id: int, to_message_id: int, text: str) -> dict[str, Any]:
         chat = {"id": CHAT, "type": "supergroup", "title": "ops"}
