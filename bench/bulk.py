@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gateway.keys import args_hash, canonical_json, idempotency_key
-from gateway.models import Approval, Policy
+from gateway.core.keys import args_hash, canonical_json, idempotency_key
+from gateway.core.models import Approval, Policy
 from gateway.store.rows import APPROVAL_COLUMNS, approval_values
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import make_approval

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bulk import due_template, insert_pending, migrate
-from gateway.models import StepRecord, StepStatus
+from gateway.core.models import StepRecord, StepStatus
 from gateway.runtime import Runtime
 from gateway.sdk import DurableRun, StoreJournal
 from gateway.store.sqlite import SQLiteStore
@@ -51,7 +51,7 @@ async def _storm(db: Path, count: int) -> dict[str, Any]:
 
 def storm(workdir: Path, count: int) -> dict[str, Any]:
     """Seconds to time out `count` approvals due at the same instant and queue their resume jobs."""
-    mode = "scheduler.tick" if importlib.util.find_spec("gateway.scheduler") else "stand-in: Service.apply_due loop"
+    mode = "scheduler.tick" if importlib.util.find_spec("gateway.sla.scheduler") else "stand-in: Service.apply_due loop"
     db = workdir / f"storm-{count}.db"
     migrate(db)
     insert_pending(db, count, due_template("agent", datetime.now(UTC).replace(microsecond=0)), prefix="due")

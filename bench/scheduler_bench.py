@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gateway.models import Approval, Policy
+from gateway.core.models import Approval, Policy
 from gateway.runtime import Runtime
 from gateway.store.rows import approval_values
 from gateway.store.sqlite import _INSERT_APPROVAL

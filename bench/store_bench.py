@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from gateway.clock import SystemClock
-from gateway.models import Outcome
+from gateway.core.clock import SystemClock
+from gateway.core.models import Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import make_settings
@@ -103,7 +103,7 @@ async def run(backend: str, n: int, concurrency: int) -> dict[str, object]:
 
 async def wake_latency(n: int = 200) -> dict[str, float]:
     """Commit on store A (a replica), time until store B's subscriber hears of it."""
-    from gateway.models import NewOutbox, OutboxKind
+    from gateway.core.models import NewOutbox, OutboxKind
     from gateway.service import new_id
     from gateway.store import open_store
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from gateway.durations import format_duration, parse_duration
-from gateway.errors import ConfigError, ValidationError
-from gateway.models import Policy
-from gateway.policy import parse_policy
+from gateway.core.durations import format_duration, parse_duration
+from gateway.core.errors import ConfigError, ValidationError
+from gateway.core.models import Policy
+from gateway.core.policy import parse_policy
 
 DEFAULT_PATH = "hitl-gateway.toml"
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")

@@ -12,16 +12,16 @@ import traceback
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from gateway.channels import Channel, load_channel
-from gateway.clock import Clock, SystemClock, from_ts
 from gateway.config import Settings
-from gateway.housekeeping import Housekeeper
-from gateway.outbox import OutboxRunner
-from gateway.scheduler import SlaScheduler
+from gateway.core.clock import Clock, SystemClock, from_ts
+from gateway.core.tokens import TokenSigner
+from gateway.delivery.channels import Channel, load_channel
+from gateway.delivery.outbox import OutboxRunner
+from gateway.jobs.worker import WorkerRunner
 from gateway.service import Service
+from gateway.sla.housekeeping import Housekeeper
+from gateway.sla.scheduler import SlaScheduler
 from gateway.store import Store, open_store
-from gateway.tokens import TokenSigner
-from gateway.worker import WorkerRunner
 
 log = logging.getLogger("gateway.runtime")
 STOP_TIMEOUT = 10.0  # seconds a background loop gets to finish when the runtime stops

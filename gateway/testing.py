@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from gateway.config import Settings, load_settings
-from gateway.keys import args_hash
-from gateway.models import Approval, Policy, Status
-from gateway.policy import deadline_for, next_wake
+from gateway.core.keys import args_hash
+from gateway.core.models import Approval, Policy, Status
+from gateway.core.policy import deadline_for, next_wake
 
 TEST_SECRET = "test-secret-key-0123456789abcdef"
 TEST_API_KEY = "test-api-key-0123456789abcdef"

@@ -23,8 +23,8 @@ from adapters.slack import once, render
 from adapters.slack.errors import classify, network_error
 from adapters.slack.parse import make_ref
 from adapters.slack.webhook import PATH, InteractionHandler
-from gateway.models import Approval, NewEvent
-from gateway.outbox import ATTEMPT_EVENT
+from gateway.core.models import Approval, NewEvent
+from gateway.delivery.outbox import ATTEMPT_EVENT
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime

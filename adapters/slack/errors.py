@@ -8,7 +8,7 @@ on the card and in the approval's events, visible through the API.
 
 from __future__ import annotations
 
-from gateway.channels import DeliveryError
+from gateway.delivery.channels import DeliveryError
 
 RATE_LIMITED = frozenset({"ratelimited", "rate_limited"})
 TRANSIENT = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})

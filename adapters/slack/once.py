@@ -14,9 +14,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from gateway.channels import DeliveryError
-from gateway.models import Event
-from gateway.outbox import ATTEMPT_EVENT as ATTEMPT
+from gateway.core.models import Event
+from gateway.delivery.channels import DeliveryError
+from gateway.delivery.outbox import ATTEMPT_EVENT as ATTEMPT
 
 log = logging.getLogger("adapters.slack")
 CARD_EVENT = "hitl_card"

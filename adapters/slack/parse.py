@@ -12,7 +12,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from adapters.slack.render import REASON_BLOCK, REASON_CALLBACK, REASON_INPUT
-from gateway.tokens import TokenSigner
+from gateway.core.tokens import TokenSigner
 
 REF_PURPOSE = "hitl.slack.ref.v1"
 MAC_LENGTH = 32

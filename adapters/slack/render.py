@@ -11,8 +11,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from gateway.clock import iso
-from gateway.models import Approval, Decision, Outcome, Source, Status
+from gateway.core.clock import iso
+from gateway.core.models import Approval, Decision, Outcome, Source, Status
 
 HEADER_MAX = 150
 SECTION_MAX = 3000

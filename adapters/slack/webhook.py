@@ -17,10 +17,10 @@ from aiohttp import web
 from adapters.slack import render
 from adapters.slack.parse import BadPayload, Press, Submission, make_ref, parse
 from adapters.slack.verify import is_valid
-from gateway import policy as rules
-from gateway.errors import AlreadyDecided, Conflict, Forbidden, NotFound, Unauthorized, ValidationError
+from gateway.core import policy as rules
+from gateway.core.errors import AlreadyDecided, Conflict, Forbidden, NotFound, Unauthorized, ValidationError
+from gateway.core.models import Outcome
 from gateway.http.middleware import error_response
-from gateway.models import Outcome
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.models import Outcome
+from gateway.core.models import Outcome
 
 MAX_BYTES = 64
 PURPOSE = "hitl.telegram.cb.v1"

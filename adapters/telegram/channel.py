@@ -32,9 +32,9 @@ from adapters.telegram.callback import CallbackTooLong
 from adapters.telegram.parse import card_ref, chat_id, parse_ref
 from adapters.telegram.request import AiohttpRequest
 from adapters.telegram.updates import press_names
-from gateway.channels import DeliveryError
-from gateway.models import Approval, Event, NewEvent
-from gateway.outbox import ATTEMPT_EVENT
+from gateway.core.models import Approval, Event, NewEvent
+from gateway.delivery.channels import DeliveryError
+from gateway.delivery.outbox import ATTEMPT_EVENT
 
 if TYPE_CHECKING:
     from adapters.telegram.updates import TelegramUpdates

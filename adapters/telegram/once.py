@@ -19,9 +19,9 @@ import aiohttp
 import httpx
 from telegram.error import NetworkError, TelegramError, TimedOut
 
-from gateway.models import Event
-from gateway.outbox import ATTEMPT_EVENT as ATTEMPT
-from gateway.outbox import RESEND_EVENT as RESEND
+from gateway.core.models import Event
+from gateway.delivery.outbox import ATTEMPT_EVENT as ATTEMPT
+from gateway.delivery.outbox import RESEND_EVENT as RESEND
 
 ADOPTED = "card_adopted"
 _RESOLVING = frozenset({"delivery_retry", "delivery_failed"})

@@ -16,8 +16,8 @@ from typing import Any
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from adapters.telegram import callback
-from gateway.durations import humanize
-from gateway.models import Approval, OnTimeout, Outcome, Status
+from gateway.core.durations import humanize
+from gateway.core.models import Approval, OnTimeout, Outcome, Status
 
 MAX_TEXT = 4096
 MAX_TITLE = 256

@@ -26,10 +26,10 @@ from telegram import Update
 from telegram.error import TelegramError
 
 from adapters.telegram import callback, once, parse, render
-from gateway import policy as rules
-from gateway.channels import DeliveryError
-from gateway.errors import AlreadyDecided, Forbidden, GatewayError, NotAnApprover, RequesterCannotDecide
-from gateway.models import Approval, Event, NewEvent, NewOutbox, OutboxKind, Outcome, Status, Vote
+from gateway.core import policy as rules
+from gateway.core.errors import AlreadyDecided, Forbidden, GatewayError, NotAnApprover, RequesterCannotDecide
+from gateway.core.models import Approval, Event, NewEvent, NewOutbox, OutboxKind, Outcome, Status, Vote
+from gateway.delivery.channels import DeliveryError
 from gateway.store import Prompt
 
 if TYPE_CHECKING:

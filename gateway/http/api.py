@@ -6,12 +6,12 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway import policy as rules
-from gateway.clock import iso
-from gateway.errors import ValidationError
+from gateway.core import policy as rules
+from gateway.core.clock import iso
+from gateway.core.errors import ValidationError
+from gateway.core.models import Approval, Status
 from gateway.http import schemas
 from gateway.http.keys import RUNTIME
-from gateway.models import Approval, Status
 from gateway.runtime import Runtime
 
 routes = web.RouteTableDef()

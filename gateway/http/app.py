@@ -8,12 +8,12 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.clock import Clock
 from gateway.config import Settings
+from gateway.core.clock import Clock
 from gateway.http import api, jobs, openapi, runs
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import api_keys_auth, errors, request_ids
-from gateway.http.web import setup_web
+from gateway.http.web.inbox import setup_web
 from gateway.runtime import Runtime
 
 log = logging.getLogger("gateway.http")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.errors import ValidationError
+from gateway.core.errors import ValidationError
+from gateway.core.models import JobStatus
+from gateway.delivery.outbox import resend_card
 from gateway.http import schemas
 from gateway.http.api import _int_query
 from gateway.http.keys import RUNTIME
-from gateway.models import JobStatus
-from gateway.outbox import resend_card
-from gateway.worker import retry_job
+from gateway.jobs.worker import retry_job
 
 routes = web.RouteTableDef()
 

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from gateway.errors import Forbidden, GatewayError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
-from gateway.logs import request_id
+from gateway.core.errors import Forbidden, GatewayError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from gateway.telemetry.logs import request_id
 
 log = logging.getLogger("gateway.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -11,10 +11,10 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.errors import InvalidToken, ValidationError
+from gateway.core.errors import InvalidToken, ValidationError
+from gateway.core.models import StepRecord, StepStatus
 from gateway.http import schemas
 from gateway.http.keys import RUNTIME
-from gateway.models import StepRecord, StepStatus
 from gateway.runtime import Runtime
 
 routes = web.RouteTableDef()

@@ -7,9 +7,9 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.errors import InvalidJSON, UnsupportedMediaType, ValidationError
-from gateway.models import Outcome, Policy
-from gateway.policy import parse_policy
+from gateway.core.errors import InvalidJSON, UnsupportedMediaType, ValidationError
+from gateway.core.models import Outcome, Policy
+from gateway.core.policy import parse_policy
 from gateway.service import SuspendRequest
 
 _SUSPEND_FIELDS = {

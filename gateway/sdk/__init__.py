@@ -5,8 +5,8 @@ TransientError, StepTimeout, GatewayHTTPError, Decision, Journal, StoreJournal, 
 verify_signature. See docs/worker-sdk.md.
 """
 
-from gateway.launch import verify as verify_signature
-from gateway.models import Decision, Outcome, Source
+from gateway.core.models import Decision, Outcome, Source
+from gateway.jobs.launch import verify as verify_signature
 from gateway.sdk.client import GatewayClient, GatewayHTTPError
 from gateway.sdk.journal import HttpJournal, Journal, StoreJournal
 from gateway.sdk.run import DurableRun, StepTimeout, Suspended, TransientError, is_transient

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-from gateway.clock import iso
-from gateway.models import StepRecord, StepStatus
+from gateway.core.clock import iso
+from gateway.core.models import StepRecord, StepStatus
 from gateway.sdk.client import GatewayClient
 from gateway.store import Store, open_store
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import aiohttp
 
-from gateway import keys
-from gateway.models import Decision, StepRecord, StepStatus
-from gateway.retry import backoff
+from gateway.core import keys
+from gateway.core.models import Decision, StepRecord, StepStatus
+from gateway.core.retry import backoff
 from gateway.sdk.client import GatewayClient, GatewayHTTPError
 from gateway.sdk.journal import HttpJournal, Journal, StoreJournal
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from gateway.errors import ConfigError
+from gateway.core.errors import ConfigError
 from gateway.store.base import CardUpdate, NewJob, Prompt, Store, TransitionWrite
 
 __all__ = ["CardUpdate", "NewJob", "Prompt", "Store", "TransitionWrite", "open_store", "sqlite_path"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from gateway.models import (
+from gateway.core.models import (
     Approval,
     Card,
     DeliveryStatus,

@@ -14,9 +14,9 @@ from typing import Any
 
 import asyncpg
 
-from gateway.clock import from_ts, to_ts
-from gateway.errors import StoreUnavailable
-from gateway.models import Approval, Card, Event, JobStatus, OutboxItem, ResumeJob, Status, StepRecord
+from gateway.core.clock import from_ts, to_ts
+from gateway.core.errors import StoreUnavailable
+from gateway.core.models import Approval, Card, Event, JobStatus, OutboxItem, ResumeJob, Status, StepRecord
 from gateway.store.queries import ATTENTION_CARDS_SQL, STEP_STATS_SQL, approvals_sql
 from gateway.store.rows import (
     approval_from_row,

@@ -13,8 +13,8 @@ from typing import Any
 
 import asyncpg
 
-from gateway.clock import to_ts
-from gateway.models import DeliveryStatus, NewEvent, NewOutbox
+from gateway.core.clock import to_ts
+from gateway.core.models import DeliveryStatus, NewEvent, NewOutbox
 from gateway.store.base import CardUpdate, NewJob
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.rows import APPROVAL_COLUMNS, POLICY_COLUMNS, dumps

@@ -20,9 +20,9 @@ from typing import Any
 
 import asyncpg
 
-from gateway.clock import from_ts, to_ts
-from gateway.errors import StoreUnavailable
-from gateway.models import (
+from gateway.core.clock import from_ts, to_ts
+from gateway.core.errors import StoreUnavailable
+from gateway.core.models import (
     Approval,
     DeliveryStatus,
     JobStatus,

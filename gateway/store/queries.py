@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gateway.models import Status
+from gateway.core.models import Status
 
 STEP_STATS_SQL = """
 SELECT name,

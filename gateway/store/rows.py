@@ -7,9 +7,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gateway.clock import from_ts, to_ts
-from gateway.keys import canonical_json
-from gateway.models import (
+from gateway.core.clock import from_ts, to_ts
+from gateway.core.keys import canonical_json
+from gateway.core.models import (
     Approval,
     Card,
     Decision,

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from gateway.clock import from_ts, to_ts
-from gateway.errors import StoreUnavailable
-from gateway.models import (
+from gateway.core.clock import from_ts, to_ts
+from gateway.core.errors import StoreUnavailable
+from gateway.core.models import (
     Approval,
     Card,
     DeliveryStatus,

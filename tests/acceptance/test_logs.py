@@ -8,7 +8,7 @@ from pathlib import Path
 
 import aiohttp
 
-from gateway.logs import Redactor
+from gateway.telemetry.logs import Redactor
 from gateway.testing import TEST_API_KEY, TEST_SECRET
 from tests.conftest import suspend_body
 from tests.procs import AUTH, Gateway, call, free_port, write_config

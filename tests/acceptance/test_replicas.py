@@ -67,9 +67,9 @@ from aiohttp import web
 
 from adapters.slack.parse import make_ref
 from adapters.telegram import callback
-from gateway.models import Outcome
+from gateway.core.models import Outcome
+from gateway.core.tokens import TokenSigner
 from gateway.testing import TEST_API_KEY, TEST_SECRET
-from gateway.tokens import TokenSigner
 from tests import pg
 from tests.fakes.effects import FakeEffects
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed

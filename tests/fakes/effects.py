@@ -21,7 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.launch import verify
+from gateway.jobs.launch import verify
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from examples.invoice_agent.agent import Effects, invoice_run
-from gateway.models import JobStatus, Outcome
+from gateway.core.models import JobStatus, Outcome
 from gateway.sdk import DurableRun, Suspended
 from gateway.testing import FakeClock
 from tests.integration.gateway_fixture import API_KEY, start_env

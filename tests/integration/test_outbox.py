@@ -8,8 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.channels import DeliveryError
-from gateway.models import Approval, Outcome
+from gateway.core.models import Approval, Outcome
+from gateway.delivery.channels import DeliveryError
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 
@@ -110,7 +110,7 @@ async def test_card_is_never_posted_twice(runtime: Runtime) -> None:
     a = await _suspend(runtime)
     await runtime.outbox.drain()
     # a second post for the same approval and channel is refused by the store (unique post row)
-    from gateway.models import NewOutbox, OutboxKind
+    from gateway.core.models import NewOutbox, OutboxKind
 
     await runtime.store.enqueue_outbox([NewOutbox(a.id, "web", OutboxKind.POST)], runtime.clock.now())
     await runtime.outbox.drain()

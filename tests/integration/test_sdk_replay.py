@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from examples.invoice_agent.agent import Effects, invoice_run
-from gateway.models import JobStatus, StepStatus
+from gateway.core.models import JobStatus, StepStatus
 from gateway.sdk import DurableRun, GatewayClient, Suspended
 from gateway.testing import FakeClock
 from tests.integration.gateway_fixture import API_KEY, start_env

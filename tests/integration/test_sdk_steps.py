@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.keys import idempotency_key
-from gateway.models import StepStatus
+from gateway.core.keys import idempotency_key
+from gateway.core.models import StepStatus
 from gateway.sdk import DurableRun, GatewayClient, GatewayHTTPError, HttpJournal, StepTimeout, TransientError
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock

@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.config import Settings, load_settings
-from gateway.errors import ConfigError
+from gateway.core.errors import ConfigError
 from gateway.http.app import create_app
 from gateway.http.keys import RUNTIME
 from gateway.runtime import Runtime

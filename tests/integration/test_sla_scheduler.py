@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from gateway.config import Settings
-from gateway.models import Approval, OutboxKind, Outcome, Status
-from gateway.policy import parse_policy
+from gateway.core.models import Approval, OutboxKind, Outcome, Status
+from gateway.core.policy import parse_policy
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock

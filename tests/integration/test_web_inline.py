@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway import metrics
-from gateway.models import DeliveryStatus, OutboxKind, Outcome
+from gateway.core.models import DeliveryStatus, OutboxKind, Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.telemetry import metrics
 from gateway.testing import FakeClock
 from tests.conftest import AUTH, suspend_body
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from gateway.core.models import Approval, JobStatus, Outcome, ResumeJob
 from gateway.http.app import create_app
-from gateway.models import Approval, JobStatus, Outcome, ResumeJob
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest, new_id
 from gateway.testing import FakeClock

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from gateway.config import load_settings
-from gateway.models import JobStatus, Outcome
+from gateway.core.models import JobStatus, Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock

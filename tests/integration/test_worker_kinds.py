@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.errors import ConfigError
-from gateway.launch import verify
-from gateway.models import JobStatus
+from gateway.core.errors import ConfigError
+from gateway.core.models import JobStatus
+from gateway.jobs.launch import verify
 from gateway.testing import TEST_SECRET
 from tests.integration.conftest import MakeRt
 from tests.integration.test_worker import decided, job, kinds

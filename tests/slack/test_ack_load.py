@@ -11,7 +11,7 @@ import pytest
 from aiohttp import ClientResponse
 
 from gateway.config import Settings
-from gateway.models import Status
+from gateway.core.models import Status
 from tests.fakes.slack_api import FakeSlack
 from tests.slack.conftest import APPROVERS, SlackEnv, slack_section
 

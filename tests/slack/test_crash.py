@@ -20,10 +20,10 @@ import aiohttp
 import pytest
 
 from adapters.slack.parse import make_ref
-from gateway.models import Status
+from gateway.core.models import Status
+from gateway.core.tokens import TokenSigner
 from gateway.runtime import Runtime
 from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock, make_settings
-from gateway.tokens import TokenSigner
 from tests.conftest import AUTH, suspend_body
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
 from tests.procs import wait_ready

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import pytest
 
-from gateway.models import DeliveryStatus, OutboxKind
+from gateway.core.models import DeliveryStatus, OutboxKind
 from tests.conftest import AUTH, suspend_body
 from tests.slack.conftest import CARDS, SlackEnv
 

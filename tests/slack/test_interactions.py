@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.models import Status
+from gateway.core.models import Status
 from tests.conftest import AUTH
 from tests.fakes.slack_api import block_actions, sign, signed, view_submission
 from tests.helpers import table_counts

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from adapters.slack import render
-from gateway import policy as rules
-from gateway.models import Approval, Outcome, Policy, Status, Vote
+from gateway.core import policy as rules
+from gateway.core.models import Approval, Outcome, Policy, Status, Vote
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 REF = "abcdefghijklmnop." + "0" * 32

@@ -9,8 +9,8 @@ import pytest
 
 from adapters.slack.parse import BadPayload, Ignored, Press, Submission, check_ref, make_ref, parse
 from adapters.slack.verify import is_valid, sign
+from gateway.core.tokens import TokenSigner
 from gateway.testing import TEST_SECRET
-from gateway.tokens import TokenSigner
 from tests.fakes.slack_api import block_actions, view_submission
 
 SECRET = "signing-secret"

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.models import Approval, Policy, Status
+from gateway.core.models import Approval, Policy, Status
 from gateway.service import new_id
 from gateway.store import Store, open_store
 

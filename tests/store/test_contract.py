@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from gateway.models import (
+from gateway.core.models import (
     Decision,
     DeliveryStatus,
     JobStatus,

@@ -7,8 +7,8 @@ import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
-from gateway.keys import args_hash
-from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Policy, Status
+from gateway.core.keys import args_hash
+from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Policy, Status
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import FakeClock
 
@@ -108,7 +108,7 @@ async def test_an_id_collision_is_an_error_not_a_duplicate(tmp_path: Path) -> No
 
 
 async def test_a_transition_saves_every_mutable_field_and_keeps_the_request(tmp_path: Path) -> None:
-    from gateway.models import Decision, Outcome, Source, Vote
+    from gateway.core.models import Decision, Outcome, Source, Vote
 
     store = SQLiteStore(str(tmp_path / "g.db"))
     await store.open()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from gateway.models import DeliveryStatus, NewOutbox, OutboxKind
+from gateway.core.models import DeliveryStatus, NewOutbox, OutboxKind
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.store import NewJob, open_store

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 import asyncpg
 import pytest
 
-from gateway.errors import StoreUnavailable
-from gateway.models import NewOutbox, OutboxKind
+from gateway.core.errors import StoreUnavailable
+from gateway.core.models import NewOutbox, OutboxKind
 from gateway.store import open_store
 from tests import pg
 from tests.store.conftest import NOW, make_approval

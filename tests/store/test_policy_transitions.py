@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from gateway import policy as rules
-from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Policy, Status
+from gateway.core import policy as rules
+from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Policy, Status
 from gateway.store import NewJob, Store, TransitionWrite, open_store
 from gateway.testing import FakeClock, make_approval
 

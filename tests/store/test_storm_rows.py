@@ -8,7 +8,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from gateway.models import NewEvent, NewOutbox, OutboxKind
+from gateway.core.models import NewEvent, NewOutbox, OutboxKind
 from gateway.store import Store
 from gateway.store.sqlite import _ROWS_PER_INSERT, SQLiteStore, _insert_rows
 

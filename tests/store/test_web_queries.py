@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from gateway.models import JobStatus, Outcome, Status, StepRecord, StepStatus
+from gateway.core.models import JobStatus, Outcome, Status, StepRecord, StepStatus
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock

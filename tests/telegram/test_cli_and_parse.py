@@ -12,7 +12,7 @@ import pytest
 from telegram import Update
 
 from adapters.telegram import parse
-from gateway.cli import main
+from gateway.cli.main import main
 from gateway.testing import TEST_SECRET
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.procs import write_config

@@ -18,8 +18,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from gateway.core.models import Status
 from gateway.http.app import create_app
-from gateway.models import Status
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock, make_settings
 from tests.fakes.telegram_api import FakeTelegramAPI

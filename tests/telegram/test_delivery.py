@@ -6,7 +6,7 @@ import pytest
 
 from adapters.telegram.cli import poll_once, set_webhook
 from adapters.telegram.parse import parse_ref
-from gateway.models import DeliveryStatus, Status
+from gateway.core.models import DeliveryStatus, Status
 from tests.conftest import AUTH, suspend_body
 from tests.telegram.conftest import ALICE, CHAT, SECRET, TG
 
@@ -173,7 +173,7 @@ async def test_fake_refuses_oversized_callback_data_and_that_is_terminal(tg: TG)
 
 
 async def test_an_id_too_long_for_callback_data_fails_the_card_for_good(tg: TG) -> None:
-    from gateway.models import OutboxKind
+    from gateway.core.models import OutboxKind
     from gateway.store.base import NewOutbox
 
     approval = await tg.rt.service.get(await tg.suspend())

@@ -19,9 +19,9 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 from adapters.telegram import once
 from adapters.telegram.request import AiohttpRequest
 from gateway.config import Settings
+from gateway.core.models import DeliveryStatus, Event, Outcome, Status
+from gateway.delivery.outbox import OutboxRunner
 from gateway.http.app import create_app
-from gateway.models import DeliveryStatus, Event, Outcome, Status
-from gateway.outbox import OutboxRunner
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock
 from tests.conftest import AUTH

@@ -6,7 +6,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from gateway.models import Status
+from gateway.core.models import Status
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import TEST_SECRET, make_settings

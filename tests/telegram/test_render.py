@@ -9,9 +9,9 @@ import pytest
 
 from adapters.telegram import callback, render
 from adapters.telegram.updates import precheck
-from gateway.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
+from gateway.core.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
+from gateway.core.tokens import TokenSigner
 from gateway.testing import TEST_SECRET
-from gateway.tokens import TokenSigner
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 SIGNER = TokenSigner([TEST_SECRET])

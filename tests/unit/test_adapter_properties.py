@@ -16,9 +16,9 @@ from adapters.slack import parse as slack_parse
 from adapters.slack.verify import is_valid, sign
 from adapters.telegram import callback
 from adapters.telegram.parse import read_update
-from gateway.models import Outcome
+from gateway.core.models import Outcome
+from gateway.core.tokens import TokenSigner
 from gateway.testing import TEST_SECRET
-from gateway.tokens import TokenSigner
 from tests.fakes.slack_api import block_actions
 
 SIGNER = TokenSigner([TEST_SECRET])

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway import policy as rules
-from gateway.keys import canonical_json
-from gateway.models import Approval, Outcome, Policy, Status, Vote
+from gateway.core import policy as rules
+from gateway.core.keys import canonical_json
+from gateway.core.models import Approval, Outcome, Policy, Status, Vote
 from gateway.store.rows import APPROVAL_COLUMNS, _loads, approval_from_row, approval_from_values, approval_values
 from gateway.testing import make_approval
 

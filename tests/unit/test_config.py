@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from gateway.config import effective_config, load_settings
-from gateway.errors import ConfigError
-from gateway.models import OnTimeout
+from gateway.core.errors import ConfigError
+from gateway.core.models import OnTimeout
 
 GOOD = """
 [server]

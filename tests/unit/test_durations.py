@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from gateway.durations import format_duration, humanize, parse_duration
+from gateway.core.durations import format_duration, humanize, parse_duration
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway import policy as rules
-from gateway.models import Policy
+from gateway.core import policy as rules
+from gateway.core.models import Policy
 from gateway.testing import make_approval
 
 _span = st.integers(min_value=0, max_value=10**7).map(lambda s: timedelta(seconds=s))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from gateway.housekeeping import INBOUND_KEEP, Housekeeper
+from gateway.sla.housekeeping import INBOUND_KEEP, Housekeeper
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import FakeClock
 

@@ -5,9 +5,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.errors import InvalidToken, TokenExpired
-from gateway.keys import canonical_json, idempotency_key
-from gateway.tokens import RESUME, TokenSigner
+from gateway.core.errors import InvalidToken, TokenExpired
+from gateway.core.keys import canonical_json, idempotency_key
+from gateway.core.tokens import RESUME, TokenSigner
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 

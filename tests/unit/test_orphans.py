@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from gateway import orphans
+from gateway.jobs import orphans
 
 pytestmark = pytest.mark.skipif(not orphans.LINUX, reason="PR_SET_PDEATHSIG is Linux only")
 
 PARENT = """
 import subprocess, sys, time
-from gateway import orphans
+from gateway.jobs import orphans
 if sys.argv[1] == "fallback":
     orphans.SETPRIV = None
 child = subprocess.Popen(orphans.guarded(["sleep", "60"]))
@@ -61,5 +61,7 @@ def test_the_fallback_refuses_to_start_an_orphan() -> None:
     running the command unwatched."""
     dead = subprocess.Popen(["true"])
     dead.wait()
-    proc = subprocess.run([sys.executable, "-m", "gateway.orphans", str(dead.pid), "echo", "ran"], capture_output=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gateway.jobs.orphans", str(dead.pid), "echo", "ran"], capture_output=True
+    )
     assert proc.returncode == 75 and proc.stdout == b""

@@ -4,9 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway import policy as rules
-from gateway.errors import AlreadyDecided, NotAnApprover, RequesterCannotDecide, ValidationError
-from gateway.models import Approval, OnTimeout, Outcome, Policy, Source, Status, Vote
+from gateway.core import policy as rules
+from gateway.core.errors import AlreadyDecided, NotAnApprover, RequesterCannotDecide, ValidationError
+from gateway.core.models import Approval, OnTimeout, Outcome, Policy, Source, Status, Vote
 
 NOW = datetime(2030, 1, 1, 12, tzinfo=UTC)
 
@@ -160,7 +160,7 @@ def test_parse_policy_defaults_and_never() -> None:
 def test_backoff_stays_capped_for_any_attempt_number() -> None:
     # Rows are retried forever (never dropped): after ~1025 attempts 2**n no longer fits a float,
     # and the OverflowError jammed the outbox row in a crash loop.
-    from gateway.retry import backoff
+    from gateway.core.retry import backoff
 
     assert backoff(1, rand=1.0) == 1.0 and backoff(3, rand=0.0) == 2.0
     for attempt in (10, 1025, 5000, 10**6):

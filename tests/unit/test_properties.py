@@ -20,14 +20,14 @@ from aiohttp.test_utils import TestClient, TestServer
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from gateway.durations import format_duration, parse_duration
-from gateway.errors import GatewayError, InvalidToken, TokenExpired
+from gateway.core.durations import format_duration, parse_duration
+from gateway.core.errors import GatewayError, InvalidToken, TokenExpired
+from gateway.core.keys import canonical_json, idempotency_key
+from gateway.core.tokens import RESUME, TokenSigner
 from gateway.http.app import create_app
 from gateway.http.schemas import _SUSPEND_FIELDS, parse_suspend
-from gateway.keys import canonical_json, idempotency_key
 from gateway.runtime import Runtime
 from gateway.testing import TEST_API_KEY, FakeClock, make_settings
-from gateway.tokens import RESUME, TokenSigner
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.errors import InvalidJSON
+from gateway.core.errors import InvalidJSON
 from gateway.http.schemas import decode_body
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.redact import Redactor, iban_ok, luhn_ok
-from gateway.sealing import Sealer, SealError
+from gateway.core.redact import Redactor, iban_ok, luhn_ok
+from gateway.core.sealing import Sealer, SealError
 
 R = Redactor.build()
 

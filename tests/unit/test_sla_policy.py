@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gateway import policy as rules
-from gateway.errors import ValidationError
-from gateway.models import Approval, Outcome, Policy, Source, Status, Vote
+from gateway.core import policy as rules
+from gateway.core.errors import ValidationError
+from gateway.core.models import Approval, Outcome, Policy, Source, Status, Vote
 from gateway.testing import FakeClock, make_approval
 
 T0 = FakeClock().now()
@@ -171,8 +171,8 @@ def test_reminders_view() -> None:
 
 
 def test_escalation_posts_new_cards_and_syncs_the_old_ones() -> None:
-    from gateway.models import OutboxKind
-    from gateway.service import _due_outbox
+    from gateway.core.models import OutboxKind
+    from gateway.service.approvals import _due_outbox
 
     a = approval(parse(timeout="1m", on_timeout="escalate", escalate_to=["slack:CBOSS", "web"]))
     t = rules.time_out(a, T0 + timedelta(minutes=1))

@@ -11,9 +11,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.config import Settings
+from gateway.core.models import StepRecord, StepStatus
 from gateway.http.app import create_app
-from gateway.http.web_auth import hash_password
-from gateway.models import StepRecord, StepStatus
+from gateway.http.web.auth import hash_password
 from gateway.runtime import Runtime
 from gateway.store import Store
 from gateway.testing import FakeClock

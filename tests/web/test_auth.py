@@ -8,11 +8,11 @@ import pytest
 from aiohttp import web
 
 from gateway.config import load_settings
-from gateway.errors import ConfigError, GatewayError
-from gateway.http.web_auth import hash_password, login_link, start_session, verify_password
-from gateway.logs import Redactor
+from gateway.core.errors import ConfigError, GatewayError
+from gateway.http.web.auth import hash_password, login_link, start_session, verify_password
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.telemetry.logs import Redactor
 from gateway.testing import TEST_SECRET, FakeClock
 from tests.helpers import table_counts
 from tests.web.conftest import HASH, PASSWORD, csrf_of, sign_in

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.cli import main
-from gateway.http.web_auth import verify_password
+from gateway.cli.main import main
+from gateway.http.web.auth import verify_password
 from gateway.testing import TEST_SECRET
 from tests.web.conftest import HASH
 

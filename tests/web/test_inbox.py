@@ -6,7 +6,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
-from gateway.models import DeliveryStatus, JobStatus, OutboxKind, Outcome
+from gateway.core.models import DeliveryStatus, JobStatus, OutboxKind, Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock

@@ -7,8 +7,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.channels import DeliveryError, WebChannel
-from gateway.models import Approval
+from gateway.core.models import Approval
+from gateway.delivery.channels import DeliveryError, WebChannel
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock

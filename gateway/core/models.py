@@ -8,8 +8,8 @@ from enum import StrEnum
 from operator import attrgetter
 from typing import Any
 
-from gateway.clock import from_ts, iso, to_ts
-from gateway.durations import format_duration, parse_duration
+from gateway.core.clock import from_ts, iso, to_ts
+from gateway.core.durations import format_duration, parse_duration
 
 
 def _aware(name: str, value: datetime | None) -> None:

@@ -6,8 +6,8 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from gateway.durations import format_duration
-from gateway.models import Approval
+from gateway.core.durations import format_duration
+from gateway.core.models import Approval
 
 
 def humanize(delta: timedelta) -> str:

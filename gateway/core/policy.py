@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from gateway.clock import iso
-from gateway.durations import format_duration, humanize, parse_duration
-from gateway.errors import (
+from gateway.core.clock import iso
+from gateway.core.durations import format_duration, humanize, parse_duration
+from gateway.core.errors import (
     AlreadyDecided,
     NotAnApprover,
     RequesterCannotDecide,
     ValidationError,
 )
-from gateway.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
+from gateway.core.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
 
 _POLICY_FIELDS = {
     "timeout",

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from gateway.config import WorkerSettings
-from gateway.keys import canonical_json
-from gateway.orphans import guarded
+from gateway.core.keys import canonical_json
+from gateway.jobs.orphans import guarded
 
 EX_TEMPFAIL = 75
 TAIL_BYTES = 4096

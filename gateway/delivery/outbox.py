@@ -12,12 +12,12 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
-from gateway import loops
-from gateway.channels import Channel, DeliveryError, parse_address
-from gateway.clock import Clock
-from gateway.errors import Conflict, NotFound, UnknownChannel
-from gateway.models import DeliveryStatus, NewEvent, OutboxItem, OutboxKind
-from gateway.retry import backoff
+from gateway.core import loops
+from gateway.core.clock import Clock
+from gateway.core.errors import Conflict, NotFound, UnknownChannel
+from gateway.core.models import DeliveryStatus, NewEvent, OutboxItem, OutboxKind
+from gateway.core.retry import backoff
+from gateway.delivery.channels import Channel, DeliveryError, parse_address
 from gateway.store import CardUpdate, Store
 
 log = logging.getLogger("gateway.outbox")

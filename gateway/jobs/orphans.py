@@ -36,7 +36,7 @@ def guarded(argv: Sequence[str]) -> list[str]:
         return list(argv)
     if SETPRIV is not None:
         return [SETPRIV, "--pdeathsig", "KILL", "--", *argv]
-    return [sys.executable, "-m", "gateway.orphans", str(os.getpid()), *argv]
+    return [sys.executable, "-m", "gateway.jobs.orphans", str(os.getpid()), *argv]
 
 
 def main() -> None:  # python -m gateway.orphans PARENT_PID cmd [args...]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gateway.cli.common import with_runtime
 from gateway.config import Settings
 
 
@@ -21,12 +22,11 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    from gateway.cli import _with_runtime
-    from gateway.outbox import resend_card
+    from gateway.delivery.outbox import resend_card
 
     async def go(rt: Any) -> int:
         await resend_card(rt.store, args.id, args.channel, args.by, rt.clock.now())
         print(f"{args.id}: the card on {args.channel} is queued; a running gateway posts it")
         return 0
 
-    return await _with_runtime(settings, go)
+    return await with_runtime(settings, go)

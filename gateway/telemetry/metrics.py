@@ -14,8 +14,8 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
-from gateway.channels import parse_address
-from gateway.models import Approval, OutboxItem, OutboxKind, Status
+from gateway.core.models import Approval, OutboxItem, OutboxKind, Status
+from gateway.delivery.channels import parse_address
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime

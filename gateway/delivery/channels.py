@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
-from gateway.errors import UnknownChannel
-from gateway.models import Approval
+from gateway.core.errors import UnknownChannel
+from gateway.core.models import Approval
 
 if TYPE_CHECKING:
     from gateway.runtime import Runtime

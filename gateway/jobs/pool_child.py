@@ -22,8 +22,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from gateway.launch import TAIL_BYTES, Verdict, classify_exit, exit_error
-from gateway.orphans import die_with_parent
+from gateway.jobs.launch import TAIL_BYTES, Verdict, classify_exit, exit_error
+from gateway.jobs.orphans import die_with_parent
 
 
 def load(spec: str) -> Callable[..., Any]:

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from gateway import policy as rules
-from gateway.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
-from gateway.clock import Clock, iso
 from gateway.config import Settings
-from gateway.errors import (
+from gateway.core import policy as rules
+from gateway.core.clock import Clock, iso
+from gateway.core.errors import (
     AlreadyDecided,
     Conflict,
     Forbidden,
@@ -30,12 +29,13 @@ from gateway.errors import (
     UnknownWorker,
     ValidationError,
 )
-from gateway.keys import args_hash, canonical_json, idempotency_key
-from gateway.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
-from gateway.redact import Redactor
-from gateway.sealing import Sealer
+from gateway.core.keys import args_hash, canonical_json, idempotency_key
+from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
+from gateway.core.redact import Redactor
+from gateway.core.sealing import Sealer
+from gateway.core.tokens import RESUME, TokenSigner
+from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.store import NewJob, Store, TransitionWrite
-from gateway.tokens import RESUME, TokenSigner
 
 log = logging.getLogger("gateway.service")
 _CAS_RETRIES = 64

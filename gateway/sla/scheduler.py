@@ -21,7 +21,7 @@ from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from gateway.clock import Clock
+from gateway.core.clock import Clock
 from gateway.service import Service
 from gateway.store import Store
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gateway.cli.common import with_runtime
 from gateway.config import Settings
-from gateway.models import JobStatus
+from gateway.core.models import JobStatus
 
 
 def add_parser(sub: Any) -> None:
@@ -23,8 +24,7 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    from gateway.cli import _with_runtime
-    from gateway.worker import retry_job
+    from gateway.jobs.worker import retry_job
 
     async def go(rt: Any) -> int:
         if args.action == "list":
@@ -37,4 +37,4 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         print(f"{job.approval_id}  {job.status.value}: the gateway's worker will run it again")
         return 0
 
-    return await _with_runtime(settings, go)
+    return await with_runtime(settings, go)

@@ -16,15 +16,15 @@ import time
 from asyncio import FIRST_COMPLETED
 from datetime import timedelta
 
-from gateway import loops
-from gateway.clock import Clock
 from gateway.config import WorkerSettings
-from gateway.errors import Conflict, NotFound
-from gateway.launch import AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher, Verdict
-from gateway.models import JobStatus, NewEvent, ResumeJob
-from gateway.pool import EntrypointPool
-from gateway.redact import Redactor
-from gateway.retry import backoff
+from gateway.core import loops
+from gateway.core.clock import Clock
+from gateway.core.errors import Conflict, NotFound
+from gateway.core.models import JobStatus, NewEvent, ResumeJob
+from gateway.core.redact import Redactor
+from gateway.core.retry import backoff
+from gateway.jobs.launch import AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher, Verdict
+from gateway.jobs.pool import EntrypointPool
 from gateway.service import Service
 
 log = logging.getLogger("gateway.worker")

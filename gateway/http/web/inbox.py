@@ -13,14 +13,15 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from gateway.http import web_auth, web_dashboard
+from gateway.core.models import Outcome, Status
 from gateway.http.keys import RUNTIME
-from gateway.http.web_auth import PageError, User, checked_form, render, require
-from gateway.http.web_view import pretty, row
-from gateway.metrics import CONTENT_TYPE
-from gateway.metrics import install as install_metrics
-from gateway.models import Outcome, Status
+from gateway.http.web import auth as web_auth
+from gateway.http.web import dashboard as web_dashboard
+from gateway.http.web.auth import PageError, User, checked_form, render, require
+from gateway.http.web.view import pretty, row
 from gateway.runtime import Runtime
+from gateway.telemetry.metrics import CONTENT_TYPE
+from gateway.telemetry.metrics import install as install_metrics
 
 routes = web.RouteTableDef()
 _STATIC = Path(__file__).parent / "static"
@@ -132,7 +133,7 @@ def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
     """Add the inbox, dashboard, login and /metrics routes; return their OpenAPI paths."""
     aiohttp_jinja2.setup(
         app,
-        loader=jinja2.PackageLoader("gateway.http", "templates"),
+        loader=jinja2.PackageLoader("gateway.http.web", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )

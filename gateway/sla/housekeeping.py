@@ -13,8 +13,8 @@ import asyncio
 import logging
 from datetime import timedelta
 
-from gateway import loops
-from gateway.clock import Clock
+from gateway.core import loops
+from gateway.core.clock import Clock
 from gateway.store import Store
 
 log = logging.getLogger("gateway.housekeeping")

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from gateway import __version__
+from gateway.cli import web as web_cli
+from gateway.cli.common import dump, with_runtime
 from gateway.config import Settings, effective_config, load_settings
-from gateway.errors import ConfigError, GatewayError
-from gateway.http import web_cli
-from gateway.logs import setup_logging
-from gateway.models import Outcome, Status
+from gateway.core.errors import ConfigError, GatewayError
+from gateway.core.models import Outcome, Status
+from gateway.telemetry.logs import setup_logging
 
 DEV_SECRETS = Path("var/dev-secrets.json")
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
@@ -72,8 +73,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--reason")
     _adapter_parser(sub, "telegram")
     web_cli.register(sub)
-    from gateway.cards_cli import add_parser as add_cards
-    from gateway.jobs_cli import add_parser as add_jobs
+    from gateway.cli.cards import add_parser as add_cards
+    from gateway.cli.jobs import add_parser as add_jobs
 
     add_jobs(sub)
     add_cards(sub)
@@ -168,21 +169,6 @@ def event_loop() -> asyncio.AbstractEventLoop:
     return uvloop.new_event_loop()
 
 
-async def _with_runtime(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> int:
-    from gateway.runtime import Runtime
-
-    rt = Runtime(settings)
-    await rt.start(background=False)
-    try:
-        return await fn(rt)
-    finally:
-        await rt.stop()
-
-
-def _dump(data: Any) -> None:
-    print(json.dumps(data, indent=2, sort_keys=True, default=str))
-
-
 async def _approvals(args: argparse.Namespace, rt: Any) -> int:
     svc = rt.service
     if args.action == "list":
@@ -193,14 +179,14 @@ async def _approvals(args: argparse.Namespace, rt: Any) -> int:
         return 0
     if args.action == "show":
         approval = await svc.get(args.id)
-        _dump({**approval.to_api(), "events": [e.to_api() for e in await rt.store.list_events(approval.id)]})
+        dump({**approval.to_api(), "events": [e.to_api() for e in await rt.store.list_events(approval.id)]})
         return 0
     if args.action == "cancel":
-        _dump((await svc.cancel(args.id, args.by, args.reason)).to_api())
+        dump((await svc.cancel(args.id, args.by, args.reason)).to_api())
         return 0
     outcome = Outcome.APPROVE if args.action == "approve" else Outcome.REJECT
     approval = await svc.decide(args.id, outcome, args.by, comment=args.comment, channel="cli", trusted=True)
-    _dump(approval.to_api())
+    dump(approval.to_api())
     return 0
 
 
@@ -209,7 +195,7 @@ async def _migrate(settings: Settings) -> int:
         print(f"schema at version {await rt.store.schema_version()}")
         return 0
 
-    return await _with_runtime(settings, run)
+    return await with_runtime(settings, run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -217,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = _load(args)
         if args.command == "check-config":
-            _dump(effective_config(settings))
+            dump(effective_config(settings))
             return 0
         _logging(settings)
         if args.command == "serve":
@@ -225,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "migrate":
             return asyncio.run(_migrate(settings))
         if args.command == "approvals":
-            return asyncio.run(_with_runtime(settings, lambda rt: _approvals(args, rt)))
+            return asyncio.run(with_runtime(settings, lambda rt: _approvals(args, rt)))
         handler = getattr(args, "handler", None)
         if handler is not None:
             return int(asyncio.run(handler(args, settings)))

@@ -9,16 +9,16 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.channels import parse_address
-from gateway.clock import from_ts
-from gateway.errors import Conflict, NotFound, UnknownChannel
+from gateway.core.clock import from_ts
+from gateway.core.errors import Conflict, NotFound, UnknownChannel
+from gateway.core.models import Approval, JobStatus, Status
+from gateway.delivery.channels import parse_address
+from gateway.delivery.outbox import resend_card
 from gateway.http.keys import RUNTIME
-from gateway.http.web_auth import PageError, User, checked_form, render, require
-from gateway.http.web_view import humanize, row
-from gateway.models import Approval, JobStatus, Status
-from gateway.outbox import resend_card
+from gateway.http.web.auth import PageError, User, checked_form, render, require
+from gateway.http.web.view import humanize, row
+from gateway.jobs.worker import retry_job as requeue
 from gateway.store import Store
-from gateway.worker import retry_job as requeue
 
 routes = web.RouteTableDef()
 SAMPLE = 500  # decisions per final status read for the distributions

@@ -22,10 +22,10 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from gateway.config import Settings
-from gateway.errors import GatewayError
+from gateway.core.errors import GatewayError
+from gateway.core.tokens import TokenSigner
 from gateway.http.keys import RUNTIME
 from gateway.runtime import Runtime
-from gateway.tokens import TokenSigner
 
 SESSION = "hitl.web.session.v1"
 LOGIN_LINK = "hitl.web.login.v1"

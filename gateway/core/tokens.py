@@ -15,7 +15,7 @@ from typing import Any
 from itsdangerous import BadData, Signer, URLSafeSerializer
 from itsdangerous.encoding import want_bytes
 
-from gateway.errors import InvalidToken, TokenExpired
+from gateway.core.errors import InvalidToken, TokenExpired
 
 RESUME = "hitl.resume.v1"
 

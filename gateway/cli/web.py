@@ -7,10 +7,10 @@ import getpass
 import sys
 from typing import Any
 
-from gateway.clock import SystemClock
 from gateway.config import Settings
-from gateway.durations import format_duration
-from gateway.tokens import TokenSigner
+from gateway.core.clock import SystemClock
+from gateway.core.durations import format_duration
+from gateway.core.tokens import TokenSigner
 
 
 def register(sub: Any) -> None:
@@ -28,7 +28,7 @@ def print_dev_link(settings: Settings) -> None:
     """`serve --dev`: a one-time link for the built-in `dev` web approver, on the terminal only."""
     if "dev" not in settings.web.approvers:
         return
-    from gateway.http.web_auth import login_link
+    from gateway.http.web.auth import login_link
 
     link = login_link(settings, TokenSigner(settings.security.secret_keys), "dev", SystemClock().now())
     ttl = format_duration(settings.web.login_link_max_age)
@@ -36,7 +36,7 @@ def print_dev_link(settings: Settings) -> None:
 
 
 async def _login_link(args: argparse.Namespace, settings: Settings) -> int:
-    from gateway.http.web_auth import login_link
+    from gateway.http.web.auth import login_link
 
     signer = TokenSigner(settings.security.secret_keys)
     print(login_link(settings, signer, args.name, SystemClock().now()))
@@ -44,7 +44,7 @@ async def _login_link(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _hash_password(args: argparse.Namespace, settings: Settings) -> int:
-    from gateway.http.web_auth import hash_password
+    from gateway.http.web.auth import hash_password
 
     password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
     if len(password) < 8:

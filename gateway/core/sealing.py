@@ -17,7 +17,7 @@ from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from gateway.keys import canonical_json
+from gateway.core.keys import canonical_json
 
 _INFO = b"hitl-gateway sealed approval state v1"
 

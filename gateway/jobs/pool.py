@@ -11,7 +11,7 @@ import os
 import sys
 
 from gateway.config import WorkerSettings
-from gateway.launch import AttemptResult, Launch, Verdict, exit_error, kill_group, reap
+from gateway.jobs.launch import AttemptResult, Launch, Verdict, exit_error, kill_group, reap
 
 Proc = asyncio.subprocess.Process
 
@@ -27,7 +27,7 @@ class EntrypointPool:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "gateway.pool_child",
+            "gateway.jobs.pool_child",
             self.cfg.entrypoint,
             str(os.getpid()),  # the child dies with this process (gateway.orphans)
             stdin=asyncio.subprocess.PIPE,

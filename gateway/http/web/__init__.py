@@ -1,0 +1,1 @@
+"""The web inbox, sign-in and dashboard: server-rendered pages with session cookies."""

@@ -1,0 +1,1 @@
+"""Resume jobs: claim, launch (command, entrypoint pool, url), classify, retry, record."""

@@ -1,0 +1,1 @@
+"""Time-driven work: the SLA scheduler (deadlines, escalations, reminders) and housekeeping."""

@@ -1,0 +1,1 @@
+"""Logs (one redacted line per event, request ids) and Prometheus metrics."""
