@@ -108,6 +108,10 @@ class PgReads:
         rows = await self._fetch("SELECT * FROM events WHERE approval_id = $1 ORDER BY id", approval_id)
         return [event_from_row(r) for r in rows]
 
+    async def last_event_id(self) -> int:
+        row = await self._fetchrow("SELECT MAX(id) AS m FROM events")
+        return int(row["m"] or 0)
+
     async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
         rows = await self._fetch("SELECT * FROM outbox WHERE approval_id = $1 ORDER BY id", approval_id)
         return [outbox_from_row(r) for r in rows]

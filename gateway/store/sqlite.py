@@ -443,6 +443,10 @@ class SQLiteStore:
         sql = "SELECT * FROM events WHERE approval_id = ? ORDER BY id"
         return await self._read(lambda c: [event_from_row(r) for r in c.execute(sql, (approval_id,))])
 
+    async def last_event_id(self) -> int:
+        row = await self._read(lambda c: c.execute("SELECT MAX(id) FROM events").fetchone())
+        return int(row[0] or 0)
+
     # ---------------------------------------------------------------- outbox and cards
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         t, until = to_ts(now), to_ts(now + lease)
