@@ -29,6 +29,10 @@ class LiveFeed:
         self._streams: set[asyncio.Queue[int]] = set()
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def open_streams(self) -> int:
+        return len(self._streams)
+
     def subscribe(self) -> asyncio.Queue[int]:
         queue: asyncio.Queue[int] = asyncio.Queue(maxsize=1)
         self._streams.add(queue)
