@@ -28,6 +28,11 @@ class Status(StrEnum):
     def final(self) -> bool:
         return self is not Status.WAITING
 
+    @property
+    def verb(self) -> str:
+        """How people say it: 'approved', 'timed out', 'waiting'."""
+        return "waiting" if self is Status.WAITING else self.value.replace("_", " ")
+
 
 class Outcome(StrEnum):
     """What was decided: approve or reject (a timeout's or a cancel's outcome too)."""
@@ -89,16 +94,33 @@ class Policy:
         )
 
 
+def _who(person: str | None, name: str | None) -> dict[str, str]:
+    """The optional display fields of a vote or decision, stored only when known."""
+    out = {"person": person} if person else {}
+    return out | ({"name": name} if name else {})
+
+
 @dataclass(frozen=True, slots=True)
 class Vote:
+    """One person's vote. `approver` is a canonical identity; `person` the `[people]` name it
+    belongs to (one party in the quorum, whatever identity voted); `name` how the platform shows
+    the voter (e.g. '@alice'), for cards."""
+
     approver: str
     outcome: Outcome
     at: datetime
     comment: str | None = None
     channel: str | None = None
+    person: str | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
         _aware("at", self.at)
+
+    @property
+    def party(self) -> str:
+        """Who this vote counts as: the person, else the identity (a name has no ':')."""
+        return self.person or self.approver
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,13 +129,22 @@ class Vote:
             "at": to_ts(self.at),
             "comment": self.comment,
             "channel": self.channel,
+            **_who(self.person, self.name),
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Vote:
         at = from_ts(d["at"])
         assert at is not None
-        return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"))
+        return cls(
+            d["approver"],
+            Outcome(d["outcome"]),
+            at,
+            d.get("comment"),
+            d.get("channel"),
+            person=d.get("person"),
+            name=d.get("name"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +156,16 @@ class Decision:
     comment: str | None = None
     channel: str | None = None
     reason: str | None = None
+    person: str | None = None  # the `[people]` name of `decided_by`, if any
+    name: str | None = None  # how the platform shows the decider (e.g. '@alice')
 
     def __post_init__(self) -> None:
         _aware("decided_at", self.decided_at)
+
+    @property
+    def shown_as(self) -> str:
+        """Who decided, as people should read it: the person, the platform's name, or the id."""
+        return self.person or self.name or self.decided_by
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -138,6 +176,7 @@ class Decision:
             "comment": self.comment,
             "channel": self.channel,
             "reason": self.reason,
+            **_who(self.person, self.name),
         }
 
     def to_api(self) -> dict[str, Any]:
@@ -155,6 +194,8 @@ class Decision:
             comment=d.get("comment"),
             channel=d.get("channel"),
             reason=d.get("reason"),
+            person=d.get("person"),
+            name=d.get("name"),
         )
 
 
@@ -209,7 +250,8 @@ class Approval:
 
     @property
     def approvals_count(self) -> int:
-        return len({v.approver for v in self.votes if v.outcome is Outcome.APPROVE})
+        """Distinct parties who approved: a person's identities on several channels count once."""
+        return len({v.party for v in self.votes if v.outcome is Outcome.APPROVE})
 
     @property
     def quorum_text(self) -> str:
@@ -298,7 +340,7 @@ class DeliveryStatus(StrEnum):
     DONE = "done"
     FAILED = "failed"
     # A post whose outcome cannot be known (the platform may have shown it): it is not retried,
-    # so that a card is never posted twice; a press on the card adopts it (see docs/telegram.md).
+    # so that a card is never posted twice; a press on the card adopts it (see docs/channels.md).
     UNCERTAIN = "uncertain"
 
 

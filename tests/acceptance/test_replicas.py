@@ -251,7 +251,7 @@ async def _press_token(
 async def _press_cancel(
     cluster: Cluster, session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str
 ) -> Any:
-    return await session.post(f"{base}/v1/approvals/{a['id']}/cancel", json={"by": "ops"}, headers=AUTH)
+    return await session.post(f"{base}/v1/approvals/{a['id']}/cancel", json={"by": "operator:ops"}, headers=AUTH)
 
 
 def telegram_update(cluster: Cluster, a: dict[str, Any], outcome: str) -> dict[str, Any]:

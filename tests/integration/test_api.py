@@ -92,7 +92,9 @@ async def test_decision_then_already_decided(client: Any) -> None:
 
 async def test_decision_queues_card_sync_and_resume_job(client: Any) -> None:
     a = await suspend(client, worker="agent")
-    await client.post(f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "ops"}, headers=AUTH)
+    await client.post(
+        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "operator:ops"}, headers=AUTH
+    )
     rt = rt_of(client)
     kinds = [o.kind.value for o in await rt.store.list_outbox(a["id"])]
     assert kinds == ["post", "sync"]
@@ -129,7 +131,9 @@ async def test_named_approvers_are_enforced_for_api_decisions(client: Any) -> No
 
 async def test_cancel(client: Any) -> None:
     a = await suspend(client)
-    resp = await client.post(f"/v1/approvals/{a['id']}/cancel", json={"by": "ops", "reason": "dup"}, headers=AUTH)
+    resp = await client.post(
+        f"/v1/approvals/{a['id']}/cancel", json={"by": "operator:ops", "reason": "dup"}, headers=AUTH
+    )
     view = await resp.json()
     assert view["status"] == "cancelled" and view["decision"]["source"] == "cancel"
     resp = await client.post(f"/v1/approvals/{a['id']}/cancel", headers=AUTH)
@@ -263,7 +267,9 @@ async def test_decision_and_list_validation(client: Any) -> None:
 
 async def test_unknown_ids_and_routes(client: Any) -> None:
     assert (await error_of(await client.get("/v1/approvals/nope", headers=AUTH), 404))["code"] == "not_found"
-    resp = await client.post("/v1/approvals/nope/decision", json={"outcome": "approve", "by": "x"}, headers=AUTH)
+    resp = await client.post(
+        "/v1/approvals/nope/decision", json={"outcome": "approve", "by": "operator:x"}, headers=AUTH
+    )
     assert (await error_of(resp, 404))["code"] == "not_found"
     assert (await error_of(await client.get("/nowhere"), 404))["code"] == "not_found"
     assert (await error_of(await client.delete("/v1/suspend", headers=AUTH), 405))["code"] == "method_not_allowed"
@@ -371,7 +377,7 @@ async def test_operator_keys_split_agents_from_deciders(settings_factory: Any, a
         assert "operator key" in (await error_of(resp, 403))["message"]
     assert await table_counts(rt) == before
     resp = await client.post(
-        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "ops"}, headers=operator
+        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "operator:ops"}, headers=operator
     )
     assert resp.status == 200
     assert (await client.get("/v1/approvals", headers=operator)).status == 200

@@ -178,7 +178,7 @@ async def test_every_decision_source_syncs_the_slack_card(slack: SlackEnv, sourc
         assert resp.status == 200, await resp.text()
         expected = "*Rejected* by token"
     elif source == "cancel":
-        resp = await slack.client.post(f"/v1/approvals/{aid}/cancel", json={"by": "ops"}, headers=AUTH)
+        resp = await slack.client.post(f"/v1/approvals/{aid}/cancel", json={"by": "operator:ops"}, headers=AUTH)
         assert resp.status == 200, await resp.text()
         expected = "*Cancelled* by ops"
     else:

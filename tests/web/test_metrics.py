@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.core.models import Approval
-from gateway.delivery.channels import DeliveryError, WebChannel
+from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard, WebChannel
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
@@ -22,11 +21,11 @@ class FlakyWeb(WebChannel):
     def __init__(self) -> None:
         self.failures = 1
 
-    async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
+    async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
         if self.failures:
             self.failures -= 1
             raise DeliveryError("429 Too Many Requests", transient=True, retry_after=1.0)
-        return await super().post_card(target, approval, now)
+        return await super().post_card(card, attempts)
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -56,7 +55,9 @@ async def test_metrics_after_a_known_sequence(web: Any, web_rt: Runtime, clock: 
     await web.post(f"/approvals/{by_web.id}/decision", data={"csrf": token, "outcome": "approve"})
     clock.advance(minutes=10)
     resp = await web.post(
-        f"/v1/approvals/{by_api.id}/decision", json={"outcome": "reject", "by": "ops", "comment": "no"}, headers=AUTH
+        f"/v1/approvals/{by_api.id}/decision",
+        json={"outcome": "reject", "by": "operator:ops", "comment": "no"},
+        headers=AUTH,
     )
     assert resp.status == 200
     clock.advance(minutes=1)
