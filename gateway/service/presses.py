@@ -14,8 +14,16 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from gateway.core.errors import AlreadyDecided, Conflict, Forbidden, NotAnApprover, RequesterCannotDecide
+from gateway.core.errors import (
+    AlreadyDecided,
+    Conflict,
+    Forbidden,
+    NotAnApprover,
+    RequesterCannotDecide,
+    ValidationError,
+)
 from gateway.core.events import EventKind
+from gateway.core.identity import shown
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status
 from gateway.delivery.channels import DeliveryError, OutgoingCard, parse_address
 from gateway.store import Prompt
@@ -174,7 +182,10 @@ class Inbound:
         """A reply to a question asked with `expect_reason`, by the person asked and in time:
         the reason goes on the decision and every card is synced. False if it answers nothing."""
         svc = self._svc
-        actor = svc.identities.canonical(r.actor, "actor")
+        try:
+            actor = svc.identities.canonical(r.actor, "actor")
+        except ValidationError:
+            return False
         prompt = await svc.store.take_prompt(r.key, actor, svc.clock.now())
         if prompt is None:
             return False
@@ -189,7 +200,11 @@ class Inbound:
     async def _check(self, approval: Approval, p: Press) -> tuple[str, Verdict | None]:
         """The presser's canonical identity, and a DENIED verdict if they may not decide (on the
         record as `denied`, at most DENIED_KEPT times per person; a redelivery is not recorded)."""
-        actor = self._svc.identities.canonical(p.actor, "actor")
+        try:
+            actor = self._svc.identities.canonical(p.actor, "actor")
+        except ValidationError:  # not an id of its kind: nobody may decide as it (and no record of it)
+            log.warning("a press refused: %s is not a canonical identity", shown(p.actor))
+            return p.actor, Verdict(PressResult.DENIED, approval)
         try:
             self._svc.check_may_decide(actor, approval)
         except (NotAnApprover, RequesterCannotDecide) as exc:

@@ -545,7 +545,7 @@ async def _check(pool: asyncpg.Pool, approvals: list[dict[str, Any]], cluster: C
     )
     assert await pool.fetchval("SELECT count(*) FROM outbox WHERE status <> 'done'") == 0
     winners = await pool.fetch("SELECT actor FROM events WHERE kind = ANY($1::text[])", list(FINAL_EVENTS))
-    assert {"web", "token", "telegram", "slack", "ops", "policy"} <= {w["actor"].split(":")[0] for w in winners}
+    assert {"web", "token", "telegram", "slack", "operator", "policy"} <= {w["actor"].split(":")[0] for w in winners}
     assert max(cluster.wins.values()) == 1  # never two winners
     return status
 
