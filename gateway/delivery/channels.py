@@ -114,17 +114,16 @@ Targets = Mapping[str, Callable[[str], str]]  # kind -> canonical target, or Val
 def check_address(address: Any, targets: Targets, enabled: frozenset[str], field: str = "channels") -> str:
     """A channel address in canonical form, or UnknownChannel naming `field`. `targets` holds
     every installed channel kind's target syntax (besides the web)."""
-    kinds = ", ".join(sorted({WEB, *targets}))
+    if address == WEB:  # the common case, first
+        return WEB
     if not isinstance(address, str) or not address:
-        raise UnknownChannel(f"{field}: a channel is 'web' or a string '<kind>:<target>' (kinds: {kinds})")
+        raise UnknownChannel(f"{field}: a channel is 'web' or a string '<kind>:<target>' (kinds: {_kinds(targets)})")
     kind, target = parse_address(address)
     if kind == WEB:
-        if target:
-            raise UnknownChannel(f"{field}: the web channel takes no target, write 'web'", channel=address)
-        return address
+        raise UnknownChannel(f"{field}: the web channel takes no target, write 'web'", channel=address)
     check = targets.get(kind)
     if check is None:
-        raise UnknownChannel(f"{field}: unknown channel {address!r} (kinds: {kinds})", channel=address)
+        raise UnknownChannel(f"{field}: unknown channel {address!r} (kinds: {_kinds(targets)})", channel=address)
     if kind not in enabled:
         raise UnknownChannel(f"{field}: channel {kind!r} is not enabled (see the [{kind}] settings)", channel=address)
     if not target:
@@ -133,6 +132,10 @@ def check_address(address: Any, targets: Targets, enabled: frozenset[str], field
         return f"{kind}:{check(target)}"
     except ValueError as exc:
         raise UnknownChannel(f"{field}: {address!r}: {exc}", channel=address) from None
+
+
+def _kinds(targets: Targets) -> str:
+    return ", ".join(sorted({WEB, *targets}))
 
 
 def web_card_ref(approval_id: str) -> str:

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from gateway.config import Settings
 from gateway.core import policy as rules
@@ -117,33 +117,37 @@ class Service:
             raise UnknownPolicy(f"policy: unknown policy {name!r}", policy=name)
         return found
 
-    def _validate(self, req: SuspendRequest) -> tuple[SuspendRequest, Policy]:
-        """The request with canonical addresses and identities, and its policy; or a 400."""
+    def _validate(self, req: SuspendRequest) -> _Checked:
+        """The request's policy, addresses and identities in canonical form; or a 400."""
         targets, enabled = self._targets, self._enabled
-        channels = tuple(dict.fromkeys(check_address(a, targets, enabled) for a in req.channels))
+        channels = tuple(dict.fromkeys([check_address(a, targets, enabled) for a in req.channels]))
         if req.worker is not None and req.worker not in self.settings.workers:
             raise UnknownWorker(f"worker: unknown worker {req.worker!r}", worker=req.worker)
         policy = self.resolve_policy(req.policy)
-        escalate_to = tuple(check_address(a, targets, enabled, field="policy.escalate_to") for a in policy.escalate_to)
-        if escalate_to != policy.escalate_to:
-            policy = replace(policy, escalate_to=tuple(dict.fromkeys(escalate_to)))
+        if policy.escalate_to:
+            escalate = tuple(check_address(a, targets, enabled, field="policy.escalate_to") for a in policy.escalate_to)
+            if escalate != policy.escalate_to:
+                policy = replace(policy, escalate_to=tuple(dict.fromkeys(escalate)))
         canonical = self.identities.canonical
-        approvers = tuple(dict.fromkeys(canonical(a, f"approvers[{i}]") for i, a in enumerate(req.approvers)))
+        approvers: tuple[str, ...] = ()
         requested_by = None if req.requested_by is None else canonical(req.requested_by, "requested_by")
-        parties = {self.identities.party(a) for a in approvers}
-        if approvers and policy.quorum > len(parties):
-            raise ValidationError(
-                "policy.quorum", f"needs {policy.quorum} distinct approvers but only {len(parties)} are named"
-            )
-        return replace(req, channels=channels, approvers=approvers, requested_by=requested_by), policy
+        if req.approvers:
+            approvers = tuple(dict.fromkeys([canonical(a, f"approvers[{i}]") for i, a in enumerate(req.approvers)]))
+            parties = len({self.identities.party(a) for a in approvers})
+            if policy.quorum > parties:
+                raise ValidationError(
+                    "policy.quorum", f"needs {policy.quorum} distinct approvers but only {parties} are named"
+                )
+        return _Checked(policy, channels, approvers, requested_by)
 
     async def suspend(self, req: SuspendRequest) -> tuple[Approval, bool]:
         """Create the approval (idempotent by key) with its cards queued in the same commit."""
-        req, policy = self._validate(req)
+        checked = self._validate(req)
+        policy = checked.policy
         encoded = canonical_json(req.args)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         now = self.clock.now()
-        channels = req.channels
+        channels = checked.channels
         deadline = rules.deadline_for(policy, now)
         approval = Approval(
             id=new_id(),
@@ -157,10 +161,10 @@ class Service:
             # raw, for the worker only: canonical_json({"args": ..., "state": ...}), byte for byte
             sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{canonical_json(req.state)}}}'),
             channels=channels,
-            approvers=req.approvers,
+            approvers=checked.approvers,
             policy=policy,
             worker=req.worker,
-            requested_by=req.requested_by,
+            requested_by=checked.requested_by,
             status=Status.WAITING,
             created_at=now,
             deadline=deadline,
@@ -171,7 +175,7 @@ class Service:
             approval.id,
             EventKind.SUSPENDED,
             now,
-            actor=req.requested_by,
+            actor=checked.requested_by,
             data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name},
         )
         posts, events = self._posts(approval, channels, now)
@@ -497,6 +501,15 @@ class Service:
         return await self.decide(
             approval.id, outcome, TOKEN_ACTOR, comment=comment, channel=TOKEN_ACTOR, check_approver=False
         )
+
+
+class _Checked(NamedTuple):
+    """A suspend's policy, channels and identities once validated, in canonical form."""
+
+    policy: Policy
+    channels: tuple[str, ...]
+    approvers: tuple[str, ...]
+    requested_by: str | None
 
 
 @dataclass(frozen=True, slots=True)
