@@ -9,7 +9,7 @@ framework integrations in `hitl_sdk.integrations` (extras `langgraph`, `openai-a
 from hitl_sdk.client import GatewayClient, GatewayHTTPError
 from hitl_sdk.journal import HttpJournal, Journal
 from hitl_sdk.models import Decision, Outcome, Source, StepRecord, StepStatus
-from hitl_sdk.pause import Pause, PendingCall, Resumed
+from hitl_sdk.pause import Pause, PendingCall, Resumed, UnsupportedRequest, Waiting
 from hitl_sdk.run import DurableRun, StepTimeout, Suspended, TransientError, is_transient
 from hitl_sdk.signature import verify as verify_signature
 
@@ -32,6 +32,8 @@ __all__ = [
     "StepTimeout",
     "Suspended",
     "TransientError",
+    "UnsupportedRequest",
+    "Waiting",
     "is_transient",
     "verify_signature",
 ]

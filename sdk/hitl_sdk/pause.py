@@ -6,10 +6,10 @@ state (sealed by the gateway) and the list of its siblings. Every decided approv
 worker once. In the worker, `Pause.collect`:
 
 1. journals this approval's decision (step `<tool>:<key>`, first record wins);
-2. reads the journal: if a sibling's decision is not there yet, returns None (that sibling's own
-   worker comes later and finds this one's);
+2. reads the journal: if a sibling's decision is not there yet, raises `Waiting` (that sibling's
+   own worker comes later and finds this one's);
 3. claims the resume (step `resume-claim:<pause>`, first record wins): only the claimant gets the
-   decisions, every other worker returns None.
+   decisions, every other worker gets `Waiting`. A worker that gets `Waiting` exits 0.
 
 Each worker writes its decision before it reads the others', so of two workers deciding last at
 the same moment at least one sees every decision, and the claim leaves exactly one. The
@@ -28,10 +28,29 @@ from hitl_sdk.keys import canonical_json
 from hitl_sdk.models import Decision, StepStatus
 from hitl_sdk.run import DurableRun, Suspended
 
-__all__ = ["Pause", "PendingCall", "Resumed"]
+__all__ = ["Pause", "PendingCall", "Resumed", "UnsupportedRequest", "Waiting", "rejection_for_edit"]
 
 _TITLE_MAX = 300  # the gateway's limits for a title and a step name
 _TOOL_MAX = 80
+
+
+class Waiting(Exception):
+    """Nothing for this worker to do: another approval of the pause is undecided, or another
+    worker resumes the run. Its process should exit 0."""
+
+
+class UnsupportedRequest(ValueError):
+    """A framework's pause that cannot be an approval (it could not be approved or rejected)."""
+
+
+def rejection_for_edit(tool: str, edited: dict[str, Any]) -> str:
+    """The rejection message for an approval with edited arguments that the framework cannot
+    run: the original call must not run (nobody approved it), so it is refused, and the model is
+    told what the approver would have run instead."""
+    return (
+        f"The reviewer did not approve this call of {tool} as it was; they approved it with these"
+        f" arguments instead: {canonical_json(edited)}. It was not run."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +152,9 @@ class Pause:
             ids.append(str(body["id"]))
         raise Suspended(ids[0], approval_ids=ids)
 
-    async def collect(self) -> Resumed | None:
+    async def collect(self) -> Resumed:
         """In the worker: every decision of the pause, if this worker owns its resume; else
-        None (a sibling is undecided, or another worker resumes), and the worker exits 0."""
+        `Waiting` (a sibling is undecided, or another worker resumes)."""
         doc = self.run.document
         if doc is None or not isinstance(doc.get("state"), Mapping) or "hitl_pause" not in doc["state"]:
             raise ValueError("not a worker of a paused framework run: the document has no state.hitl_pause")
@@ -150,12 +169,12 @@ class Pause:
         for call in calls:
             record = steps.get(call.step)
             if record is None or record.status is not StepStatus.SUCCEEDED:
-                return None
+                raise Waiting(f"waiting for the decision on {call.step}")
             decisions[call.key] = Decision.from_json(record.output)
         me = str(doc["approval"]["id"])
         owner = await self.run.mark(f"resume-claim:{info['pause']}", {"approval_id": me})
         if owner.get("approval_id") != me:
-            return None
+            raise Waiting(f"approval {owner.get('approval_id')} resumes this run")
         return Resumed(str(info["pause"]), calls, decisions, state)
 
     async def complete(self, resumed: Resumed, resume: Callable[[], Awaitable[Any]]) -> Any:
