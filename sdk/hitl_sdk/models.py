@@ -118,6 +118,8 @@ class Decision:
 
 
 class StepStatus(StrEnum):
+    """A journaled step: succeeded (final: replay returns its output), failed, or suspended on an approval."""
+
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     SUSPENDED = "suspended"
