@@ -66,9 +66,11 @@ class Stack:
         extra = (
             f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{self.tg_api.base_url}"\n'
             f"approvers = [{ALICE}]\n\n"
-            f'[workers.{self.worker}]\ncommand = {json.dumps(command)}\ntimeout = "60s"\n'
-            'max_attempts = 4\nretry_base = "200ms"\n'
         )
+        if self.worker:
+            extra += f'[workers.{self.worker}]\ncommand = {json.dumps(command)}\ntimeout = "60s"\n'
+            extra += 'max_attempts = 4\nretry_base = "200ms"\n'
+
         config = write_config(self.tmp / "gw.toml", f"sqlite:///{self.tmp / 'gw.db'}", port, extra)
         # the worker inherits the gateway's environment: the key lets a resumed run pause again
         self.gw = Gateway(config, port, self.tmp / "gw.log", env={"HITL_API_KEY": TEST_API_KEY}).start()
