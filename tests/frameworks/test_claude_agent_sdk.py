@@ -28,6 +28,35 @@ from tests.telegram.conftest import ALICE
 pytestmark = pytest.mark.slow
 
 
+def _prompt(text: str) -> Any:
+    async def messages() -> Any:
+        yield {"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": None}
+
+    return messages()
+
+
+# [docs:claude-agent-sdk]
+async def pay_with_claude(run: DurableRun, pay_server: Any, env: dict[str, str], cwd: Path) -> list[str]:
+    gate = ClaudeApprovals(run, channels=[CHANNEL], poll=0.05)  # one approval per permission request
+    options = ClaudeAgentOptions(
+        can_use_tool=gate.can_use_tool,  # waits for the decision: Allow(updated_input) or Deny(reason)
+        mcp_servers={"pay": pay_server},
+        tools=[],  # no built-in tools: only the gated one
+        model="claude-sonnet-4-5",
+        env=env,
+        cwd=str(cwd),
+    )
+    results = []
+    async with contextlib.aclosing(query(prompt=_prompt("Pay INV-1:4200"), options=options)) as messages:
+        async for message in messages:  # to the end, so that the CLI exits and is reaped
+            if isinstance(message, ResultMessage):
+                results.append(str(message.result))
+    return results
+
+
+# [/docs:claude-agent-sdk]
+
+
 async def _session(s: Stack, run_id: str, anthropic_url: str, tmp: Path) -> str:
     """One Claude Code session whose `pay_invoice` tool charges (journaled, keyed) once allowed."""
     async with await DurableRun.open(run_id, gateway_url=s.url, api_key=TEST_API_KEY) as run:
@@ -37,30 +66,14 @@ async def _session(s: Stack, run_id: str, anthropic_url: str, tmp: Path) -> str:
             text = await charge(run, s.payments_url, str(s.effects), args["invoice"], args["amount"])
             return {"content": [{"type": "text", "text": text}]}
 
-        gate = ClaudeApprovals(run, channels=[CHANNEL], poll=0.05)
-        options = ClaudeAgentOptions(
-            mcp_servers={"pay": create_sdk_mcp_server("pay", tools=[pay_invoice])},
-            can_use_tool=gate.can_use_tool,
-            tools=[],  # no built-in tools: only the gated one
-            model="claude-sonnet-4-5",
-            cwd=str(tmp),
-            env={
-                "ANTHROPIC_BASE_URL": anthropic_url,
-                "ANTHROPIC_API_KEY": "sk-ant-test-offline",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "HOME": str(tmp),  # the CLI's settings and transcripts stay in the test's directory
-            },
-        )
-
-        async def prompt() -> Any:
-            yield {"type": "user", "message": {"role": "user", "content": "Pay INV-1:4200"}, "parent_tool_use_id": None}
-
-        results = []
-        async with contextlib.aclosing(query(prompt=prompt(), options=options)) as messages:
-            async for message in messages:  # to the end, so that the CLI exits and is reaped
-                if isinstance(message, ResultMessage):
-                    results.append(str(message.result))
+        env = {
+            "ANTHROPIC_BASE_URL": anthropic_url,
+            "ANTHROPIC_API_KEY": "sk-ant-test-offline",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "HOME": str(tmp),  # the CLI's settings and transcripts stay in the test's directory
+        }
+        results = await pay_with_claude(run, create_sdk_mcp_server("pay", tools=[pay_invoice]), env, tmp)
     assert len(results) == 1, results
     return results[0]
 

@@ -19,6 +19,6 @@ def region(path: Path, name: str) -> str:
 
 def test_each_doc_example_is_its_example_files_region() -> None:
     found = _EXAMPLE.findall(DOC.read_text())
-    assert sorted(name for _, name, _ in found) == ["langgraph", "openai-agents", "pydantic-ai"]
+    assert sorted(name for _, name, _ in found) == ["claude-agent-sdk", "langgraph", "openai-agents", "pydantic-ai"]
     for path, name, code in found:
         assert code == region(ROOT / path, name), f"docs/integrations.md differs from {path}#{name}"
