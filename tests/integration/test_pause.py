@@ -12,9 +12,13 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from hitl_sdk import DurableRun, Pause, PendingCall, Resumed, Suspended, Waiting
 from hitl_sdk.integrations.langgraph import LangGraphApprovals
+from hitl_sdk.integrations.pydantic_ai import PydanticAIApprovals
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
+from pydantic_ai import Agent, DeferredToolRequests
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from gateway.core.models import Outcome
 from gateway.http.app import create_app
@@ -27,10 +31,12 @@ class GW:
     def __init__(self, rt: Runtime, url: str) -> None:
         self.rt, self.url = rt, url
 
-    async def worker_run(self, approval_id: str) -> DurableRun:
-        """What a `command` worker of this approval gets: its document and its resume token."""
+    async def worker_run(self, approval_id: str, api_key: str | None = None) -> DurableRun:
+        """What a `command` worker of this approval gets: its document and its resume token (and
+        an agent key in its environment when the run may pause again)."""
         approval = await self.rt.service.get(approval_id)
         env = {"HITL_GATEWAY_URL": self.url, "HITL_RESUME_TOKEN": self.rt.service.resume_token(approval)}
+        env |= {"HITL_API_KEY": api_key} if api_key else {}
         return await DurableRun.from_env(env=env, document=self.rt.service.rehydration_document(approval))
 
     async def approve(self, approval_id: str) -> None:
@@ -157,3 +163,43 @@ async def test_an_agent_inbox_interrupt_resumes_with_a_human_response(
     async with await gw.worker_run(approval.id) as worker:
         out = await LangGraphApprovals(worker, worker="fw").resume(graph, config)
     assert out == {"log": expected}
+
+
+def sequential_payer(turns: list[int]) -> Any:
+    """A Pydantic AI agent that pays INV-1, and only once that is done asks to pay INV-2."""
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turns.append(1)
+        paid = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        if len(paid) < 2:
+            invoice = f"INV-{len(paid) + 1}"
+            return ModelResponse(parts=[ToolCallPart("pay", {"invoice": invoice}, tool_call_id=f"c{len(paid)}")])
+        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in paid))])
+
+    agent = Agent(FunctionModel(script), output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def pay(invoice: str) -> str:
+        return f"paid {invoice}"
+
+    return agent
+
+
+async def test_a_resumed_run_that_pauses_again_suspends_anew(gw: GW) -> None:
+    turns: list[int] = []
+    agent = sequential_payer(turns)
+    async with await DurableRun.open("again", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        with pytest.raises(Suspended) as first:
+            await PydanticAIApprovals(run, worker="fw").settle(await agent.run("pay both"))
+    await gw.approve(first.value.approval_id)
+    for _ in range(2):  # the worker, and its retry: the second pause is journaled, not asked twice
+        async with await gw.worker_run(first.value.approval_id, api_key=TEST_API_KEY) as worker:
+            with pytest.raises(Suspended) as second:
+                await PydanticAIApprovals(worker, worker="fw").resume(agent)
+    assert len(turns) == 2  # the retry replayed the journaled resume: the model was not asked again
+    approvals = await gw.rt.store.list_approvals(run_id="again")
+    assert sorted(a.step for a in approvals) == ["pay:c0", "pay:c1"]
+    assert second.value.approval_id != first.value.approval_id
+    await gw.approve(second.value.approval_id)
+    async with await gw.worker_run(second.value.approval_id) as worker:
+        assert await PydanticAIApprovals(worker, worker="fw").resume(agent) == "paid INV-1 | paid INV-2"
