@@ -24,10 +24,11 @@ from pydantic_ai.run import AgentRunResult
 from hitl_sdk.integrations._common import Gate
 from hitl_sdk.pause import PendingCall, Resumed, UnsupportedRequest
 
-__all__ = ["PydanticAIApprovals"]
+__all__ = ["PydanticAIApprovals", "deferred_results"]
 
 
-def _results(resumed: Resumed) -> DeferredToolResults:
+def deferred_results(resumed: Resumed) -> DeferredToolResults:
+    """The answers to a pause: `ToolApproved` (with `override_args` when edited) or `ToolDenied`."""
     approvals: dict[str, bool | ToolApproved | ToolDenied] = {}
     for call in resumed.calls:
         decision = resumed.decision(call)
@@ -69,7 +70,7 @@ class PydanticAIApprovals(Gate):
 
         async def go() -> Any:
             history = ModelMessagesTypeAdapter.validate_python(resumed.state["messages"])
-            result = await agent.run(message_history=history, deferred_tool_results=_results(resumed), **run)
+            result = await agent.run(message_history=history, deferred_tool_results=deferred_results(resumed), **run)
             return self.output(await self.settle(result))
 
         return await self.pause.complete(resumed, go)
