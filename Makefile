@@ -36,7 +36,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed-stamp
 $(BENCH_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/pip install --quiet -e '.[bench,postgres]'
+	$(BENCH_VENV)/bin/pip install --quiet -e '.[bench,postgres,mcp]'
 	touch $(BENCH_STAMP)
 
 ## make bench: every measurement, median of 3 runs, one table and bench/results.json (see docs/performance.md).

@@ -20,7 +20,9 @@ import aiohttp
 from gateway.core.retry import backoff
 from gateway.mcp.approvals import WAITING
 
-Progress = Callable[[dict[str, Any], float], Awaitable[None]]
+Progress = Callable[[dict[str, Any], float], Awaitable[None]]  # (approval view, seconds waited)
+Until = Callable[[dict[str, Any]], float]  # approval view -> when to stop waiting (time.monotonic)
+Report = Callable[[float, float | None, str], Awaitable[None]]  # an MCP progress notification
 # How often a waiting tool call asks the gateway again: a decision shows within this much.
 POLL_INTERVAL = 0.5
 
@@ -134,9 +136,7 @@ class Caller:
             await asyncio.sleep(backoff(attempt, base=0.2, cap=5.0))
             attempt += 1
 
-    async def wait(
-        self, view: dict[str, Any], until: Callable[[dict[str, Any]], float], progress: Progress
-    ) -> dict[str, Any]:
+    async def wait(self, view: dict[str, Any], until: Until, progress: Progress) -> dict[str, Any]:
         """Poll the approval until it is decided or `until(view)` (a time.monotonic() value) has
         passed. Never longer: a human's wait must not outlive the client's read timeout."""
         started = time.monotonic()
@@ -150,4 +150,20 @@ class Caller:
         return view
 
 
-__all__ = ["Caller", "Gateway", "GatewayCallError"]
+def within(seconds: float) -> Until:
+    """Stop waiting `seconds` from now, whatever the approval says."""
+    stop = time.monotonic() + seconds
+    return lambda view: stop
+
+
+def progress(report: Report, total: float | None) -> Progress:
+    """Progress notifications while a call waits; the approval's id rides in the message, so a
+    client whose call then times out has already seen it."""
+
+    async def tick(view: dict[str, Any], elapsed: float) -> None:
+        await report(elapsed, total, f"approval {view['id']}: waiting for a human ({elapsed:.0f} s)")
+
+    return tick
+
+
+__all__ = ["Caller", "Gateway", "GatewayCallError", "progress", "within"]

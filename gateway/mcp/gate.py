@@ -30,7 +30,7 @@ from mcp_types import CallToolRequestParams, CallToolResult, ListToolsResult, Pa
 from gateway import __version__
 from gateway.core.keys import canonical_json
 from gateway.mcp import approvals
-from gateway.mcp.client import Caller, Gateway, GatewayCallError
+from gateway.mcp.client import Caller, Gateway, GatewayCallError, progress, within
 from gateway.mcp.serve import MissingKey, caller_key
 
 KEY_META = "hitl-gateway/idempotency_key"  # a client's own key for one call, in tools/call `_meta`
@@ -85,7 +85,8 @@ class Gatekeeper:
         if "forward" in journal:  # a retry after the forward: the journaled result, not a second call
             return CallToolResult.model_validate(journal["forward"]["output"])
         created, _ = await who.suspend(self._suspend_body(run_id, tool, args, key))
-        view = await who.wait(await who.approval(created["id"]), self._within(), self._progress(ctx))
+        waiting = progress(ctx.session.report_progress, self.config.wait_seconds)
+        view = await who.wait(await who.approval(created["id"]), within(self.config.wait_seconds), waiting)
         if view["status"] == approvals.WAITING:
             return error(
                 f"Waiting for a human to approve {tool} (approval {view['id']}, deadline {view.get('deadline')}). "
@@ -144,17 +145,6 @@ class Gatekeeper:
         if self.config.policy:
             body["policy"] = self.config.policy
         return body
-
-    def _within(self) -> Any:
-        until = time.monotonic() + self.config.wait_seconds
-        return lambda view: until
-
-    def _progress(self, ctx: ServerRequestContext[Any]) -> Any:
-        async def report(view: dict[str, Any], elapsed: float) -> None:
-            message = f"approval {view['id']}: waiting for a human ({elapsed:.0f} s)"
-            await ctx.session.report_progress(elapsed, self.config.wait_seconds, message)
-
-        return report
 
 
 def build_gate(keeper: Gatekeeper) -> Server[Any]:

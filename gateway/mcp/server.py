@@ -27,7 +27,7 @@ from typing_extensions import TypedDict  # pydantic needs this one on Python < 3
 
 from gateway import __version__
 from gateway.mcp import approvals
-from gateway.mcp.client import Caller, Gateway, GatewayCallError
+from gateway.mcp.client import Caller, Gateway, GatewayCallError, Progress, progress, within
 from gateway.mcp.serve import MissingKey, caller_key
 
 # Past the deadline, how long permission_prompt still waits for the gateway's SLA timer to
@@ -114,7 +114,7 @@ def build_server(gateway: Gateway, api_key: str | None, defaults: Defaults = Def
     ) -> ApprovalResult:
         async def go() -> dict[str, Any]:
             who = caller(ctx)
-            view = await who.wait(await who.approval(id), _within(wait_seconds), _progress(ctx, wait_seconds))
+            view = await who.wait(await who.approval(id), within(wait_seconds), _progress(ctx, wait_seconds))
             return approvals.result(view)
 
         return await _tool(go())
@@ -147,7 +147,7 @@ async def _request(who: Caller, ctx: Context[Any, Any], body: dict[str, Any], wa
     created, new = await who.suspend(body)
     view = {"id": created["id"], "status": approvals.WAITING, "deadline": created.get("deadline")}
     if wait_seconds > 0 or not new:  # a retried request: the approval may be decided by now
-        view = await who.wait(await who.approval(created["id"]), _within(wait_seconds), _progress(ctx, wait_seconds))
+        view = await who.wait(await who.approval(created["id"]), within(wait_seconds), _progress(ctx, wait_seconds))
     return approvals.result(view, body.get("args", {}))
 
 
@@ -181,11 +181,6 @@ async def _permission(
     return approvals.permission_answer(doc, tool_input)
 
 
-def _within(seconds: float) -> Any:
-    until = time.monotonic() + seconds
-    return lambda view: until
-
-
 def _until_deadline(view: dict[str, Any]) -> float:
     """Block until the approval's deadline (re-read each time: an escalation moves it)."""
     deadline = view.get("deadline")
@@ -195,13 +190,8 @@ def _until_deadline(view: dict[str, Any]) -> float:
     return time.monotonic() + left + DEADLINE_GRACE
 
 
-def _progress(ctx: Context[Any, Any], total: float | None) -> Any:
-    async def report(view: dict[str, Any], elapsed: float) -> None:
-        # The id rides in the message: a client whose call times out has already seen it.
-        message = f"approval {view['id']}: waiting for a human ({elapsed:.0f} s)"
-        await ctx.report_progress(elapsed, total, message)
-
-    return report
+def _progress(ctx: Context[Any, Any], total: float | None) -> Progress:
+    return progress(ctx.report_progress, total)
 
 
 __all__ = ["ApprovalResult", "Defaults", "build_server"]

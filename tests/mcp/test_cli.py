@@ -3,6 +3,7 @@ config, and one clear line for every start-up problem."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import load_settings
+from gateway.mcp.cli import add_parser, gate_spec
 from tests.procs import write_config
 
 # `mcp` missing, as on an install without the extra: `import mcp` then raises ModuleNotFoundError.
@@ -102,3 +104,29 @@ def test_mcp_sections_load_from_file_and_env_and_secrets_stay_masked(tmp_path: P
     assert out.returncode == 0, out.stderr
     assert "UPSTREAMSECRET" not in out.stdout
     assert json.loads(out.stdout)["mcp_gate"]["upstream_headers"] == {"Authorization": "***"}
+
+
+def gate_args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["mcp-gate", *argv])
+
+
+def test_the_gate_runs_from_mcp_gate_config_alone_and_options_win(tmp_path: Path) -> None:
+    config = tmp_path / "agent.toml"
+    config.write_text(
+        '[mcp_gate]\nupstream = "npx -y files-server /srv"\nrequire_approval = ["write_*"]\n'
+        'channels = ["slack:C1"]\npolicy = "short"\nwait_seconds = 7\n'
+        'upstream_headers = { "X-Team" = "ops" }\n'
+    )
+    settings = load_settings(config, env={}, validate=False)
+    spec = gate_spec(gate_args(), settings, {})
+    assert spec["upstream"] == ["npx", "-y", "files-server", "/srv"]  # one string is split like a shell
+    assert spec["require_approval"] == ("write_*",) and spec["channels"] == ("slack:C1",)
+    assert spec["policy"] == "short" and spec["wait_seconds"] == 7.0 and spec["headers"] == {"X-Team": "ops"}
+    options = ("--require-approval", "rm", "--wait-seconds", "2", "--upstream-header", "X-Team: dev")
+    spec = gate_spec(gate_args(*options, "--", "srv", "-v"), settings, {})
+    assert spec["upstream"] == ["srv", "-v"] and spec["require_approval"] == ("rm",)
+    assert spec["wait_seconds"] == 2.0 and spec["headers"] == {"X-Team": "dev"}
+    with pytest.raises(ValueError, match="--wait-seconds"):
+        gate_spec(gate_args("--wait-seconds", "601"), settings, {})
