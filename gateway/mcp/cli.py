@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
 import shlex
 import sys
@@ -20,7 +21,7 @@ from gateway.core.errors import ConfigError
 from gateway.telemetry.logs import setup_logging
 
 EXTRA_HINT = "hitl-gateway {command}: needs the 'mcp' extra: pip install 'hitl-gateway[mcp]'"
-_SDK_MODULES = {"mcp", "mcp_types", "uvicorn", "starlette", "anyio", "httpx2", "pydantic"}
+_EXTRA = ("mcp", "uvicorn")  # what `pip install 'hitl-gateway[mcp]'` brings
 
 
 def add_parser(sub: Any) -> None:
@@ -55,25 +56,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace, settings: Settings, *, gate: bool) -> int:
+    """Every start-up problem is one line and exit 2, found before the MCP SDK is imported."""
     name = "mcp-gate" if gate else "mcp"
-    try:
-        from gateway.mcp import main as entry
-    except ImportError as exc:
-        if (exc.name or "").split(".")[0] not in _SDK_MODULES:
-            raise
+    if any(importlib.util.find_spec(module) is None for module in _EXTRA):
         print(EXTRA_HINT.format(command=name), file=sys.stderr)
         return 2
     env = os.environ  # the entry point: the only place that reads the environment
     key = env.get("HITL_API_KEY") or None
-    setup_logging(settings.server.log_level, [key] if key else [])
     base = (args.gateway or settings.server.public_url).rstrip("/")
-    if not args.http and not key:
-        print(f"hitl-gateway {name}: set HITL_API_KEY to the agent's key for the gateway at {base}", file=sys.stderr)
-        return 2
     try:
-        listen = entry.parse_listen(args.http) if args.http else None
+        listen = parse_listen(args.http) if args.http else None
+        spec = gate_spec(args, settings, {k: v for k, v in env.items() if not k.startswith("HITL_")}) if gate else {}
+        if listen is None and not key:
+            raise ValueError(f"set HITL_API_KEY to the agent's key for the gateway at {base}")
+    except ValueError as exc:
+        print(f"hitl-gateway {name}: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(settings.server.log_level, [key] if key else [])
+    from gateway.mcp import main as entry  # the MCP SDK, from here on
+
+    try:
         if gate:
-            spec = gate_spec(args, settings, {k: v for k, v in env.items() if not k.startswith("HITL_")})
             return asyncio.run(entry.run_gate(spec, base, key, listen))
         defaults = entry.Defaults(
             tuple(args.channel) or settings.mcp.channels,
@@ -81,11 +84,16 @@ def _start(args: argparse.Namespace, settings: Settings, *, gate: bool) -> int:
             args.policy or settings.mcp.policy,
         )
         return asyncio.run(entry.run_server(defaults, base, key, listen))
-    except ValueError as exc:
-        print(f"hitl-gateway {name}: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         return 130
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`HOST:PORT` (or `[v6]:PORT`) of `--http`; ValueError names the problem."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--http: expected HOST:PORT, got {value!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 def gate_spec(args: argparse.Namespace, settings: Settings, env: dict[str, str]) -> dict[str, Any]:
@@ -120,4 +128,4 @@ def gate_spec(args: argparse.Namespace, settings: Settings, env: dict[str, str])
     }
 
 
-__all__ = ["add_parser", "gate_spec", "run"]
+__all__ = ["add_parser", "gate_spec", "parse_listen", "run"]

@@ -23,8 +23,10 @@ from gateway.mcp.approvals import WAITING
 Progress = Callable[[dict[str, Any], float], Awaitable[None]]  # (approval view, seconds waited)
 Until = Callable[[dict[str, Any]], float]  # approval view -> when to stop waiting (time.monotonic)
 Report = Callable[[float, float | None, str], Awaitable[None]]  # an MCP progress notification
-# How often a waiting tool call asks the gateway again: a decision shows within this much.
-POLL_INTERVAL = 0.5
+# How often a waiting tool call asks the gateway again: soon at first, then less often (a
+# decision shows within POLL_MAX), so that many long waits cost the gateway little.
+POLL_INTERVAL = 0.25
+POLL_MAX = 2.0
 
 
 class GatewayCallError(Exception):
@@ -139,13 +141,14 @@ class Caller:
     async def wait(self, view: dict[str, Any], until: Until, progress: Progress) -> dict[str, Any]:
         """Poll the approval until it is decided or `until(view)` (a time.monotonic() value) has
         passed. Never longer: a human's wait must not outlive the client's read timeout."""
-        started = time.monotonic()
+        started, pause = time.monotonic(), self.gateway.poll_interval
         while view["status"] == WAITING:
             left = until(view) - time.monotonic()
             if left <= 0:
                 break
             await progress(view, time.monotonic() - started)
-            await asyncio.sleep(min(self.gateway.poll_interval, left))
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 1.5, POLL_MAX)
             view = await self.approval(view["id"])
         return view
 

@@ -13,7 +13,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gateway.mcp.client import Gateway
 from gateway.mcp.gate import GateConfig, Gatekeeper, build_gate, upstream_label
-from gateway.mcp.serve import MCP_PATH, parse_listen, run_http, run_stdio
+from gateway.mcp.serve import MCP_PATH, run_http, run_stdio
 from gateway.mcp.server import Defaults, build_server
 
 
@@ -77,4 +77,4 @@ async def upstream_session(
         yield session
 
 
-__all__ = ["Defaults", "parse_listen", "run_gate", "run_server", "upstream_session"]
+__all__ = ["Defaults", "run_gate", "run_server", "upstream_session"]

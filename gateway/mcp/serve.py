@@ -102,12 +102,4 @@ async def run_http(app: ASGIApp, host: str, port: int, check: Callable[[str], Aw
     await uvicorn.Server(config).serve()
 
 
-def parse_listen(value: str) -> tuple[str, int]:
-    """`HOST:PORT` (or `[v6]:PORT`) of `--http`; ValueError names the problem."""
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"--http: expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
-__all__ = ["MCP_PATH", "BearerRequired", "MissingKey", "bearer", "caller_key", "parse_listen", "run_http", "run_stdio"]
+__all__ = ["MCP_PATH", "BearerRequired", "MissingKey", "bearer", "caller_key", "run_http", "run_stdio"]
