@@ -17,6 +17,16 @@ WAITING = "waiting_approval"
 WAIT_HINT = "No decision yet. Call get_approval with this id to keep waiting; nothing is lost if this call timed out."
 
 
+def caller_tag(key: str | None) -> str:
+    """A short, stable name for the caller's key, in default run ids and idempotency keys: run
+    ids and idempotency keys are per principal at the gateway (issue 13), so two agents that ask
+    the same thing must not share one. A truncated, domain-separated hash, like the gateway's own
+    `key-<hash>` names for listed keys: no use to anyone without the key (keys are random)."""
+    if not key:
+        return "nokey"
+    return hashlib.sha256(b"hitl-gateway mcp caller\x00" + key.encode()).hexdigest()[:12]
+
+
 def request_key(namespace: str, fields: dict[str, Any]) -> str:
     """The default idempotency key of a request: every field that shapes the approval (title,
     summary, args, channels, ...), so a retried call finds its approval and a different request
@@ -99,6 +109,7 @@ def summarize_input(tool_name: str, tool_input: dict[str, Any], limit: int = 150
 __all__ = [
     "WAITING",
     "approved_args",
+    "caller_tag",
     "decision_view",
     "deny_reason",
     "permission_answer",

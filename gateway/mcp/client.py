@@ -18,7 +18,7 @@ from urllib.parse import quote
 import aiohttp
 
 from gateway.core.retry import backoff
-from gateway.mcp.approvals import WAITING
+from gateway.mcp.approvals import WAITING, caller_tag
 
 Progress = Callable[[dict[str, Any], float], Awaitable[None]]  # (approval view, seconds waited)
 Until = Callable[[dict[str, Any]], float]  # approval view -> when to stop waiting (time.monotonic)
@@ -78,6 +78,7 @@ class Caller:
 
     def __init__(self, gateway: Gateway, key: str | None) -> None:
         self.gateway = gateway
+        self.tag = caller_tag(key)
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
 
     async def exchange(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:

@@ -77,7 +77,7 @@ class Gatekeeper:
     async def gated_call(
         self, who: Caller, ctx: ServerRequestContext[Any], tool: str, args: dict[str, Any], client_key: Any
     ) -> CallToolResult:
-        scope: dict[str, Any] = {"upstream": self.config.upstream, "tool": tool}
+        scope: dict[str, Any] = {"upstream": self.config.upstream, "tool": tool, "caller": who.tag}
         scope.update({"key": str(client_key)} if client_key else {"args": args})
         key = approvals.request_key("mcp-gate", scope)
         run_id = "mcp-gate-" + key.rsplit(":", 1)[-1][:40]

@@ -98,15 +98,16 @@ def build_server(gateway: Gateway, api_key: str | None, defaults: Defaults = Def
         channels: list[str] | None = None,
         policy: Annotated[str | None, Field(description="A policy name configured in the gateway")] = None,
         approvers: list[str] | None = None,
-        run_id: Annotated[str, Field(min_length=1, max_length=200)] = "mcp",
+        run_id: Annotated[str | None, Field(min_length=1, max_length=200)] = None,
         step: Annotated[str, Field(min_length=1, max_length=200)] = "request_approval",
         idempotency_key: Annotated[str | None, Field(max_length=200)] = None,
         wait_seconds: Wait = 25,
     ) -> ApprovalResult:
-        fields = {"run_id": run_id, "step": step, "title": title, "summary": summary, "args": args}
+        who = caller(ctx)
+        fields = {"run_id": run_id or f"mcp-{who.tag}", "step": step, "title": title, "summary": summary, "args": args}
         body = defaults.fill({**fields, "channels": channels, "policy": policy, "approvers": approvers})
-        body["idempotency_key"] = idempotency_key or approvals.request_key("mcp", body)
-        return await _tool(_request(caller(ctx), ctx, body, wait_seconds))
+        body["idempotency_key"] = idempotency_key or approvals.request_key("mcp", {**body, "caller": who.tag})
+        return await _tool(_request(who, ctx, body, wait_seconds))
 
     @mcp.tool(description="Wait up to wait_seconds more for the decision on an approval, by id.")
     async def get_approval(
@@ -159,10 +160,10 @@ async def _permission(
     tool_input: dict[str, Any],
     tool_use_id: str | None,
 ) -> dict[str, Any]:
-    fields = {"tool_name": tool_name, "input": tool_input}
+    fields = {"tool_name": tool_name, "input": tool_input, "caller": who.tag}
     body = defaults.fill(
         {
-            "run_id": "claude-code",
+            "run_id": f"claude-code-{who.tag}",
             "step": tool_name[:200] or "tool",
             "title": f"Claude Code wants to use {tool_name}"[:300],
             "summary": approvals.summarize_input(tool_name, tool_input),

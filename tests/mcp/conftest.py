@@ -30,6 +30,7 @@ from tests.telegram.conftest import ALICE, CHAT, HEADERS, SECRET, TG, TOKEN
 from tests.telegram.conftest import tg_api as tg_api  # the fake Telegram, on loopback
 
 OPERATOR_KEY = "test-operator-key-0123456789abcdef"
+SECOND_AGENT_KEY = "test-second-agent-key-0123456789"  # another agent: its own principal (issue 13)
 OPERATOR = {"Authorization": f"Bearer {OPERATOR_KEY}"}
 CHANNEL = f"telegram:{CHAT}"
 T = TypeVar("T")
@@ -67,10 +68,13 @@ class Stack:
             assert resp.status == 200, await resp.text()
             return list((await resp.json())["items"])
 
-    async def wait_for_approval(self, within: float = 20.0, **query: str) -> dict[str, Any]:
-        """The first approval matching `query`, once it exists."""
-        items = await eventually(lambda: self.approvals(**query), within)
-        return items[0]
+    async def wait_for_approval(self, within: float = 20.0, run_prefix: str = "", **query: str) -> dict[str, Any]:
+        """The first approval matching `query` whose run id starts with `run_prefix`, once it exists."""
+
+        async def found() -> list[dict[str, Any]]:
+            return [a for a in await self.approvals(**query) if a["run_id"].startswith(run_prefix)]
+
+        return (await eventually(found, within))[0]
 
     async def card(self, approval_id: str, within: float = 20.0) -> int:
         """The Telegram message id of the approval's card, once the outbox posted it."""
@@ -110,7 +114,7 @@ def gateway_config(tmp_path: Path, tg: FakeTelegramAPI, extra: str = "") -> tupl
 @pytest.fixture
 async def stack(tmp_path: Path, tg_api: FakeTelegramAPI) -> AsyncIterator[Stack]:
     config, port = gateway_config(tmp_path, tg_api)
-    gw = Gateway(config, port, tmp_path / "gw.log")
+    gw = Gateway(config, port, tmp_path / "gw.log", {"HITL_SECURITY_API_KEYS": f"{TEST_API_KEY},{SECOND_AGENT_KEY}"})
     # in a thread: the gateway asks the fake Telegram (on this loop) for getMe before it listens
     await asyncio.to_thread(gw.start)
     try:

@@ -91,7 +91,7 @@ async def bash_under_a_human(
     command, tool_id = bash(verb)
     api = await anthropic(use("Bash", command, id=tool_id), report)
     run = asyncio.create_task(run_claude(stack, api, workdir, "Write the marker file."))
-    approval = await stack.wait_for_approval(within=60, run_id="claude-code")
+    approval = await stack.wait_for_approval(within=60, run_prefix="claude-code-")
     assert approval["args"] == command and approval["step"] == "Bash"
     await stack.press(approval["id"], verb)
     result = await run

@@ -22,7 +22,16 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from gateway.testing import TEST_API_KEY
-from tests.mcp.conftest import CHANNEL, OPERATOR, Stack, error_text, eventually, mcp_command, mcp_session
+from tests.mcp.conftest import (
+    CHANNEL,
+    OPERATOR,
+    SECOND_AGENT_KEY,
+    Stack,
+    error_text,
+    eventually,
+    mcp_command,
+    mcp_session,
+)
 from tests.procs import free_port
 
 pytestmark = pytest.mark.slow
@@ -52,9 +61,11 @@ def gate_command(stack: Stack, upstream: list[str], wait: float = 1.0) -> list[s
 
 
 @asynccontextmanager
-async def gate(stack: Stack, wait: float = 1.0, upstream: list[str] | None = None) -> AsyncIterator[ClientSession]:
+async def gate(
+    stack: Stack, wait: float = 1.0, upstream: list[str] | None = None, key: str = TEST_API_KEY
+) -> AsyncIterator[ClientSession]:
     command = gate_command(stack, upstream or [sys.executable, str(UPSTREAM), str(stack.tmp / "counts.jsonl")], wait)
-    async with mcp_session(stack.tmp, command, {"HITL_API_KEY": TEST_API_KEY}, log="gate.log") as session:
+    async with mcp_session(stack.tmp, command, {"HITL_API_KEY": key}, log="gate.log") as session:
         yield session
 
 
@@ -87,6 +98,20 @@ async def test_a_gated_tool_runs_once_after_approval_and_a_retry_gets_the_journa
         and steps["forward"]["output"]["structuredContent"] == first.structured_content
     )
     assert len(await stack.approvals()) == 1
+
+
+async def test_another_agents_same_call_needs_its_own_approval(stack: Stack) -> None:
+    """One agent's approved, forwarded call is not another's: the second agent gets no journaled
+    result it was never approved for, and waits for its own human."""
+    async with gate(stack) as mcp:
+        error_text(await mcp.call_tool("delete_file", {"path": "/srv/a"}))
+        [approval] = await stack.approvals()
+        await stack.press(approval["id"], "Approve")
+        assert not (await mcp.call_tool("delete_file", {"path": "/srv/a"})).is_error
+    async with gate(stack, key=SECOND_AGENT_KEY) as other:
+        waiting = error_text(await other.call_tool("delete_file", {"path": "/srv/a"}))
+    assert "Waiting for a human" in waiting
+    assert len(await stack.approvals()) == 2 and len(counted(stack)) == 1
 
 
 async def test_a_rejected_call_never_reaches_the_upstream(stack: Stack) -> None:

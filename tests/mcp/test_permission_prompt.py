@@ -46,7 +46,7 @@ async def test_allow_after_a_telegram_approval_carries_the_input(stack: Stack) -
     command, env = approval_server(stack)
     async with mcp_session(stack.tmp, command, env) as mcp:
         call = asyncio.create_task(mcp.call_tool("permission_prompt", prompt("toolu_01allow")))
-        approval = await stack.wait_for_approval(run_id="claude-code")
+        approval = await stack.wait_for_approval(run_prefix="claude-code-")
         mid = await stack.card(approval["id"])
         card = stack.tg.message(CHAT, mid)["text"]
         assert "Bash" in card and "rm -rf ./build" in card  # the card shows the tool and its input
@@ -61,7 +61,7 @@ async def test_deny_carries_the_reason(stack: Stack) -> None:
     command, env = approval_server(stack)
     async with mcp_session(stack.tmp, command, env) as mcp:
         call = asyncio.create_task(mcp.call_tool("permission_prompt", prompt("toolu_01deny")))
-        approval = await stack.wait_for_approval(run_id="claude-code")
+        approval = await stack.wait_for_approval(run_prefix="claude-code-")
         await stack.decide(approval["id"], "reject", "not on the release branch")
         result = answer(await call)
         # asked again for the same tool use (a retry, a restarted server): the same answer

@@ -8,7 +8,8 @@ import json
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp.conftest import CHANNEL, Stack, approval_server, error_text, mcp_session, payload
+from gateway.testing import TEST_API_KEY
+from tests.mcp.conftest import CHANNEL, SECOND_AGENT_KEY, Stack, approval_server, error_text, mcp_session, payload
 
 pytestmark = pytest.mark.slow
 CHARGE = {"title": "Charge ACME $42", "summary": "Monthly invoice", "args": {"amount": 4200, "currency": "USD"}}
@@ -79,6 +80,22 @@ async def test_the_same_request_is_the_same_approval_and_a_different_one_is_not(
     assert rejected["status"] == "rejected"
     assert rejected["decision"]["outcome"] == "reject" and rejected["decision"]["comment"] == "refunds are not due"
     assert rejected["decision"]["decided_by"]  # the operator (its name format is issue 13's)
+
+
+async def test_two_agents_asking_the_same_thing_get_their_own_approvals(stack: Stack) -> None:
+    """Run ids and idempotency keys are per principal at the gateway (issue 13): the defaults of
+    two agents' identical requests must differ, and each agent's retries must still match."""
+    ids = {}
+    for name, key in (("first", TEST_API_KEY), ("second", SECOND_AGENT_KEY)):
+        command, env = approval_server(stack, key=key)
+        async with mcp_session(stack.tmp, command, env) as mcp:
+            a = payload(await mcp.call_tool("request_approval", {**CHARGE, "wait_seconds": 0}))
+            b = payload(await mcp.call_tool("request_approval", {**CHARGE, "wait_seconds": 0}))
+        assert a["id"] == b["id"]
+        ids[name] = a["id"]
+    first, second = (await stack.view(ids["first"])), (await stack.view(ids["second"]))
+    assert first["id"] != second["id"] and first["run_id"] != second["run_id"]
+    assert first["run_id"].startswith("mcp-") and first["idempotency_key"] != second["idempotency_key"]
 
 
 BAD_INPUT = [
