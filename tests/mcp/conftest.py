@@ -29,7 +29,7 @@ from tests.procs import Gateway, free_port, write_config
 from tests.telegram.conftest import ALICE, CHAT, HEADERS, SECRET, TG, TOKEN
 from tests.telegram.conftest import tg_api as tg_api  # the fake Telegram, on loopback
 
-OPERATOR_KEY = "test-operator-key-0123456789abcdef"
+OPERATOR_KEY = "mcp-test-operator-key-0123456789"  # its own: write_config may name others
 SECOND_AGENT_KEY = "test-second-agent-key-0123456789"  # another agent: its own principal (issue 13)
 OPERATOR = {"Authorization": f"Bearer {OPERATOR_KEY}"}
 CHANNEL = f"telegram:{CHAT}"
