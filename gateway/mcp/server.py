@@ -89,7 +89,10 @@ def build_server(gateway: Gateway, api_key: str | None, defaults: Defaults = Def
         except MissingKey as exc:
             raise ToolError(str(exc)) from None
 
-    @mcp.tool(description="Ask a human to approve a step; waits up to wait_seconds for the decision.")
+    @mcp.tool(
+        description="Ask a human to approve a risky step before doing it; waits up to wait_seconds. If the status "
+        "is 'waiting_approval', call get_approval with the id. Act only on 'approved', with decision.args."
+    )
     async def request_approval(
         ctx: Context[Any, Any],
         title: Title,
