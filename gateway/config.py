@@ -118,6 +118,29 @@ class ChannelConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class McpSettings:
+    """`hitl-gateway mcp` (docs/mcp.md): where cards go when a caller names none (Claude Code's
+    permission prompt never does)."""
+
+    channels: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+    policy: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class McpGateSettings:
+    """`hitl-gateway mcp-gate` (docs/mcp.md): the wrapped MCP server and the tools that need a human."""
+
+    upstream: tuple[str, ...] = ()  # a command and its arguments, or one http(s):// URL
+    upstream_headers: Mapping[str, str] = field(default_factory=dict)  # for an HTTP upstream
+    require_approval: tuple[str, ...] = ()  # tool-name globs (fnmatch)
+    channels: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+    policy: str = ""
+    wait_seconds: int = 25
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -136,6 +159,8 @@ class Settings:
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""
         return self.channels[kind].section
+    mcp: McpSettings = field(default_factory=McpSettings)
+    mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
 
     def enabled_channels(self) -> frozenset[str]:
         return frozenset({WEB, *(kind for kind, c in self.channels.items() if c.enabled)})
@@ -238,6 +263,16 @@ _SPEC: dict[str, dict[str, Coerce]] = {
     },
     "scheduler": {"poll_interval": duration, "batch": integer},
     "redaction": {"defaults": boolean, "patterns": strings},
+    "mcp": {"channels": strings, "approvers": strings, "policy": string},
+    "mcp_gate": {
+        "upstream": strings,
+        "upstream_headers": table,
+        "require_approval": strings,
+        "channels": strings,
+        "approvers": strings,
+        "policy": string,
+        "wait_seconds": integer,
+    },
 }
 _POLICY_KEYS = (
     "timeout",
@@ -260,7 +295,7 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "retry_base": duration,
 }
 _POLICY_LISTS = {"escalate_to", "remind"}
-SECRET_KEYS = frozenset({"secret_keys", "api_keys", "operator_keys", "passwords", "secret"})
+SECRET_KEYS = frozenset({"secret_keys", "api_keys", "operator_keys", "passwords", "secret", "upstream_headers"})
 _GROUPS = ("policies", "workers", "people")
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
 
@@ -326,14 +361,15 @@ def attribute(key: str) -> str:
     return f"{key}_" if keyword.iskeyword(key) else key
 
 
-def _channels(raw: dict[str, Any], specs: Mapping[str, ChannelSpec]) -> dict[str, ChannelConfig]:
-    """Each installed channel's section, built by its spec and checked by it, and its
-    allowlist checked against the spec's id syntax."""
+def _channels(raw: dict[str, Any], specs: Mapping[str, ChannelSpec], check: bool = True) -> dict[str, ChannelConfig]:
+    """Each installed channel's section, built by its spec and checked by it (unless `check` is
+    false), and its allowlist checked against the spec's id syntax."""
     out: dict[str, ChannelConfig] = {}
     for kind, spec in specs.items():
         values = {attribute(k): v for k, v in _section(raw, kind, spec.schema).items()}
         config = ChannelConfig(spec, spec.settings(**values))
-        spec.check(config.section)
+        if check:
+            spec.check(config.section)
         for i, ident in enumerate(spec.approvers(config.section)):
             if spec.identity.canonical(str(ident)) is None:
                 raise ConfigError(f"{kind}.approvers[{i}]", f"expected {spec.identity.hint}")
@@ -517,9 +553,14 @@ def load_settings(
     defaults: Mapping[str, Mapping[str, Any]] | None = None,
     tables: Mapping[str, Mapping[str, Any]] | None = None,
     specs: Mapping[str, ChannelSpec] | None = None,
+    validate: bool = True,
 ) -> Settings:
     """Build Settings from defaults < file < env. Raises ConfigError naming the bad key.
-    `specs`: the channel kinds to know (default: every installed one, `registry.installed()`)."""
+    `specs`: the channel kinds to know (default: every installed one, `registry.installed()`).
+
+    `validate=False` skips the gateway's own checks (secret keys, store URL, channels): for the
+    agent-side commands (`mcp`, `mcp-gate`), which only read `[server]`, `[mcp]` and `[mcp_gate]`
+    and run where the gateway's secrets are not."""
     env = os.environ if env is None else env
     specs = installed() if specs is None else specs
     known = sections(specs)
@@ -549,11 +590,14 @@ def load_settings(
         web=WebSettings(**_section(raw, "web", _SPEC["web"])),
         scheduler=SchedulerSettings(**_section(raw, "scheduler", _SPEC["scheduler"])),
         redaction=RedactionSettings(**_section(raw, "redaction", _SPEC["redaction"])),
-        channels=_channels(raw, specs),
+        mcp=McpSettings(**_section(raw, "mcp", _SPEC["mcp"])),
+        mcp_gate=McpGateSettings(**_section(raw, "mcp_gate", _SPEC["mcp_gate"])),
+        channels=_channels(raw, specs, check=validate),
         people=identities.people,
         identities=identities,
     )
-    _check(settings)
+    if validate:
+        _check(settings)
     return settings
 
 
