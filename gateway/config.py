@@ -155,12 +155,12 @@ class Settings:
     # `[people.NAME]`: one person's identities across kinds, canonical.
     people: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     identities: Identities = field(default_factory=Identities)
+    mcp: McpSettings = field(default_factory=McpSettings)
+    mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""
         return self.channels[kind].section
-    mcp: McpSettings = field(default_factory=McpSettings)
-    mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
 
     def enabled_channels(self) -> frozenset[str]:
         return frozenset({WEB, *(kind for kind, c in self.channels.items() if c.enabled)})
