@@ -19,6 +19,8 @@ API_KEY = "bench-api-key-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret-key-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
+OPERATOR_KEY = "bench-operator-key-0123456789abcdef"
+OPERATOR = {"Authorization": f"Bearer {OPERATOR_KEY}"}  # API decisions need an operator
 
 
 def free_port() -> int:
@@ -30,7 +32,7 @@ def free_port() -> int:
 def write_config(
     workdir: Path, db: Path, port: int, log_level: str = "WARNING", extra: str = "", store_url: str | None = None
 ) -> Path:
-    """A TOML config: one API key, a `fast` policy and an `agent` worker (command `true`)."""
+    """A TOML config: one agent key, one operator key, a `fast` policy and an `agent` worker (command `true`)."""
     cfg = workdir / "gateway.toml"
     cfg.write_text(
         f"""
@@ -46,6 +48,7 @@ url = "{store_url or f"sqlite:///{db}"}"
 [security]
 secret_keys = ["{SECRET}"]
 api_keys = ["{API_KEY}"]
+operators = {{ bench = "{OPERATOR_KEY}" }}
 
 [policies.default]
 timeout = "30m"

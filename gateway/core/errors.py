@@ -99,6 +99,22 @@ class Forbidden(GatewayError):
     status = 403
 
 
+class PolicyNotAllowed(Forbidden):
+    """The policy asks for something this caller may not choose (security.inline_policies)."""
+
+    code = "policy_not_allowed"
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}", field=field)
+        self.field = field
+
+
+class OperatorRequired(Forbidden):
+    """This needs an operator key (security.operators)."""
+
+    code = "operator_required"
+
+
 class NotAnApprover(Forbidden):
     """This user is not allowed to decide this approval."""
 
@@ -149,6 +165,13 @@ class TokenExpired(GatewayError):
 
     code = "token_expired"
     status = 410
+
+
+class RequestTimeout(GatewayError):
+    """The request body did not arrive in time (server.body_timeout)."""
+
+    code = "request_timeout"
+    status = 408
 
 
 class PayloadTooLarge(GatewayError):

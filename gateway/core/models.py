@@ -43,9 +43,11 @@ class OnTimeout(StrEnum):
 
 
 class Source(StrEnum):
-    """Where a decision came from: a person, a timeout policy, or a cancel."""
+    """Where a decision came from: a person, an operator (an API key of security.operators),
+    a timeout policy, or a cancel."""
 
     HUMAN = "human"
+    OPERATOR = "operator"
     POLICY = "policy"
     CANCEL = "cancel"
 
@@ -96,24 +98,29 @@ class Vote:
     at: datetime
     comment: str | None = None
     channel: str | None = None
+    # An operator's note of whom it acted for (the API's `by`): recorded, never the approver.
+    on_behalf_of: str | None = None
 
     def __post_init__(self) -> None:
         _aware("at", self.at)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "approver": self.approver,
             "outcome": self.outcome.value,
             "at": to_ts(self.at),
             "comment": self.comment,
             "channel": self.channel,
         }
+        if self.on_behalf_of is not None:
+            out["on_behalf_of"] = self.on_behalf_of
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Vote:
         at = from_ts(d["at"])
         assert at is not None
-        return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"))
+        return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"), d.get("on_behalf_of"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +132,7 @@ class Decision:
     comment: str | None = None
     channel: str | None = None
     reason: str | None = None
+    on_behalf_of: str | None = None  # see Vote.on_behalf_of; decided_by is who really decided
 
     def __post_init__(self) -> None:
         _aware("decided_at", self.decided_at)
@@ -138,6 +146,7 @@ class Decision:
             "comment": self.comment,
             "channel": self.channel,
             "reason": self.reason,
+            "on_behalf_of": self.on_behalf_of,
         }
 
     def to_api(self) -> dict[str, Any]:
@@ -155,6 +164,7 @@ class Decision:
             comment=d.get("comment"),
             channel=d.get("channel"),
             reason=d.get("reason"),
+            on_behalf_of=d.get("on_behalf_of"),
         )
 
 
@@ -184,6 +194,7 @@ class Approval:
     escalations: int = 0
     reminders_sent: int = 0
     sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
+    agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.
@@ -231,6 +242,7 @@ class Approval:
             "policy": self.policy.to_json(),
             "worker": self.worker,
             "requested_by": self.requested_by,
+            "agent": self.agent,
             "status": self.status.value,
             "created_at": iso(self.created_at),
             "deadline": iso(self.deadline),

@@ -13,6 +13,7 @@ from gateway.core.clock import Clock
 from gateway.http import api, jobs, openapi, runs
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import api_keys_auth, errors, request_ids
+from gateway.http.transport import head_received, read_body
 from gateway.http.web.inbox import setup_web
 from gateway.runtime import Runtime
 
@@ -30,7 +31,13 @@ def create_app(
     rt = runtime or Runtime(settings, clock=clock)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[request_ids, errors, api_keys_auth(settings.security.api_keys, settings.security.operator_keys)],
+        middlewares=[
+            head_received,  # first: the connection's request-head clock stops (gateway.http.transport)
+            request_ids,
+            errors,
+            api_keys_auth(settings.security.principals()),
+            read_body(settings.server.body_timeout.total_seconds()),  # after auth: strangers' bodies go unread
+        ],
     )
     app[RUNTIME] = rt
     app.add_routes(api.routes)

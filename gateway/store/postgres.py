@@ -14,7 +14,7 @@ replicas comes from the database, never from a leader:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -35,7 +35,17 @@ from gateway.core.models import (
 from gateway.store import pg_support as pg
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.pg_reads import CONNECT_ERRORS, PgReads
-from gateway.store.queries import ADOPT_CARD_SQL, REQUEUE_POST_SQL
+from gateway.store.queries import (
+    ADOPT_CARD_SQL,
+    CLAIM_RUN_SQL,
+    CREATE_SESSION_SQL,
+    DELETE_SESSION_SQL,
+    DELETE_USER_SESSIONS_SQL,
+    PRUNE_SESSIONS_SQL,
+    REQUEUE_POST_SQL,
+    RUN_OWNER_SQL,
+    SESSION_USERS_SQL,
+)
 from gateway.store.rows import (
     approval_from_row,
     approval_values,
@@ -351,7 +361,28 @@ class PostgresStore(PgReads):
                 limit,
             )
             prompts = await conn.execute("DELETE FROM prompts WHERE expires_at <= $1", to_ts(now))
-        return pg.affected(marks) + pg.affected(prompts)
+            sessions = await conn.execute(PRUNE_SESSIONS_SQL, to_ts(now))
+        return pg.affected(marks) + pg.affected(prompts) + pg.affected(sessions)
+
+    # ---------------------------------------------------------------- run owners (migration v11)
+    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
+        async with self._tx() as conn:
+            await conn.execute(CLAIM_RUN_SQL, run_id, owner, to_ts(now))  # a racing claim waits, then yields
+            return str(await conn.fetchval(RUN_OWNER_SQL, run_id))
+
+    # ---------------------------------------------------------------- web sessions (migration v11)
+    async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:
+        async with self._tx() as conn:
+            await conn.execute(CREATE_SESSION_SQL, session_id, user, to_ts(now), to_ts(expires_at))
+
+    async def delete_session(self, session_id: str) -> bool:
+        async with self._tx() as conn:
+            return pg.affected(await conn.execute(DELETE_SESSION_SQL, session_id)) == 1
+
+    async def delete_sessions(self, keep_users: Collection[str]) -> int:
+        async with self._tx() as conn:
+            gone = [r["user_name"] for r in await conn.fetch(SESSION_USERS_SQL) if r["user_name"] not in keep_users]
+            return sum([pg.affected(await conn.execute(DELETE_USER_SESSIONS_SQL, u)) for u in gone])
 
     async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
         async with self._tx() as conn:

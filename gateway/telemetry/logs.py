@@ -17,6 +17,22 @@ _PATTERNS = (
     re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b"),
     re.compile(r"(?i)(xox[abpr]-)[A-Za-z0-9-]+"),
 )
+# Every control character (C0, DEL, C1), the Unicode line and paragraph separators and the
+# bidirectional overrides: any of them from user input (a run id, a comment, a header) could end
+# a line, rewrite the terminal, or reorder what an operator reads.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    return _NAMED.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def escape_controls(text: str) -> str:
+    """`text` on one line with every control character written as an escape (backslashes too,
+    so that an escape in the input cannot pass for one of ours)."""
+    return _CONTROL.sub(_escaped, text.replace("\\", "\\\\"))
 
 
 class Redactor(logging.Filter):
@@ -38,11 +54,11 @@ class Redactor(logging.Filter):
         message = record.getMessage()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
-        # One event, one line: a newline from user input (run_id, a comment...) cannot forge another.
-        redacted = self.redact(message).replace("\r", "\\r").replace("\n", "\\n")
-        record.msg, record.args = redacted, None
+        # One event, one line: a newline from user input (run_id, a comment...) cannot forge another,
+        # nor can any other control character; a traceback is kept on the same line too.
+        record.msg, record.args = escape_controls(self.redact(message)), None
         if record.exc_text:
-            record.exc_text = self.redact(record.exc_text)
+            record.exc_text = escape_controls(self.redact(record.exc_text))
         return True
 
 
