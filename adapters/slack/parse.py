@@ -73,12 +73,13 @@ def check_ref(signer: TokenSigner, ref: str) -> str | None:
 def payload_of(body: bytes) -> dict[str, Any]:
     """The JSON in a form-encoded `payload=` body."""
     try:
-        form = parse_qs(body.decode("utf-8"), strict_parsing=True)
-        if too_deep(form["payload"][0].encode()):  # before parsing: it recurses
-            raise BadPayload(f"payload is nested more than {MAX_DEPTH} levels deep")
-        data = json.loads(form["payload"][0])
+        payload = parse_qs(body.decode("utf-8"), strict_parsing=True)["payload"][0]
+        deep = too_deep(payload.encode("utf-8", "surrogateescape"))  # before parsing: it recurses
+        data = None if deep else json.loads(payload)
     except (UnicodeDecodeError, ValueError, KeyError, IndexError):
         raise BadPayload("expected a form body with a JSON 'payload' field") from None
+    if deep:
+        raise BadPayload(f"payload is nested more than {MAX_DEPTH} levels deep")
     if not isinstance(data, dict):
         raise BadPayload("payload must be a JSON object")
     return data

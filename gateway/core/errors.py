@@ -134,6 +134,13 @@ class NotFound(GatewayError):
     status = 404
 
 
+class RunNotFound(NotFound):
+    """The run id belongs to another agent (run ids belong to the first agent that uses them)."""
+
+    def __init__(self, run_id: str, agent: str) -> None:
+        super().__init__(f"run {run_id!r} not found for {agent} (a run id belongs to one agent)")
+
+
 class MethodNotAllowed(GatewayError):
     """Method not allowed."""
 

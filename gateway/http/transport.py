@@ -8,9 +8,9 @@ keep-alive connections, which must outlive a load balancer's idle timeout. So:
   opened, or after the first byte of a later request on it. The `head_received` middleware, the
   first to run once aiohttp has parsed a head, tells the connection; when the handler is done the
   next byte starts the clock again.
-- `server.body_timeout`: the `read_body` middleware reads the body before the handler, under
-  this deadline, answering 408 and closing the connection when it runs out. Handlers then get the
-  body aiohttp keeps (`request.read()`, `post()` and `json()` all read that copy).
+- `server.body_timeout`: the `read_body` middleware runs the handler under this deadline until
+  the body has fully arrived (aiohttp's public `StreamReader.wait_eof`), answering 408 and closing
+  the connection at once when it runs out.
 - `server.keepalive_timeout`: aiohttp's own, for idle connections between requests.
 `serve` runs the application like `web.run_app`, with these connections.
 """
@@ -93,19 +93,42 @@ async def head_received(request: web.Request, handler: Handler) -> web.StreamRes
 
 
 def read_body(timeout: float) -> Middleware:
-    """Read the request body within `timeout` seconds (after authentication, before the handler)."""
+    """Bound the time a request's body may take to arrive to `timeout` seconds from its head.
+
+    The body is still read by the handler, where it reads it (so a webhook checks its secret
+    header before reading a byte), but the handler runs under a deadline that is lifted as soon as
+    the last byte of the body is in. A body still arriving when it runs out cancels the handler
+    (then still waiting for that body: nothing was done yet) and gets a 408, and the connection is
+    closed at once."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.body_exists:
-            try:
-                async with asyncio.timeout(timeout):
-                    await request.read()  # aiohttp keeps it: the handler reads this copy
-            except TimeoutError:
-                resp = error_response(RequestTimeout(f"the request body did not arrive within {timeout:g}s"))
-                resp.force_close()
-                return resp
-        return await handler(request)
+        if not request.body_exists:
+            return await handler(request)
+        finished = False
+        try:
+            async with asyncio.timeout(timeout) as deadline:
+
+                def arrived(_: asyncio.Future[None]) -> None:
+                    if not finished and not deadline.expired():
+                        deadline.reschedule(None)  # the whole body is in: no deadline for the handler
+
+                waiting = asyncio.ensure_future(request.content.wait_eof())
+                waiting.add_done_callback(arrived)
+                try:
+                    return await handler(request)
+                finally:
+                    finished = True
+                    waiting.cancel()
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the handler's own timeout, not the body's
+            resp = error_response(RequestTimeout(f"the request body did not arrive within {timeout:g}s"))
+            resp.force_close()
+            await resp.prepare(request)  # sent now, then the connection closes: no lingering
+            await resp.write_eof()  # read of a body that is still trickling in
+            request.protocol.force_close()
+            return resp
 
     return middleware
 

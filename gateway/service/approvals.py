@@ -26,6 +26,7 @@ from gateway.core.errors import (
     IdempotencyConflict,
     InvalidToken,
     NotFound,
+    RunNotFound,
     UnknownWorker,
     ValidationError,
 )
@@ -95,13 +96,17 @@ class Service:
 
     # ---------------------------------------------------------------- suspend
     def resolve_policy(
-        self, value: PolicyValue, deadline: datetime | None = None, principal: Principal | None = None
+        self,
+        value: PolicyValue,
+        deadline: datetime | None = None,
+        principal: Principal | None = None,
+        now: datetime | None = None,
     ) -> Policy:
         """The policy a suspend gets (see gateway.service.policies): PolicyNotAllowed (403) when
-        the caller may not choose it."""
-        return resolve_policy(self.settings, value, deadline=deadline, principal=principal, now=self.clock.now())
+        the caller may not choose it. `now` is the suspend's instant (a deadline lands on it)."""
+        return resolve_policy(self.settings, value, deadline=deadline, principal=principal, now=now or self.clock.now())
 
-    def _validate(self, req: SuspendRequest, principal: Principal | None) -> Policy:
+    def _validate(self, req: SuspendRequest, principal: Principal | None, now: datetime) -> Policy:
         enabled = self._enabled
         for name, value in (("args", req.args), ("state", req.state)):
             if value_depth(value, MAX_DEPTH - 1) > MAX_DEPTH - 1:  # the body holding it is level 1
@@ -110,7 +115,7 @@ class Service:
             check_address(address, enabled)
         if req.worker is not None and req.worker not in self.settings.workers:
             raise UnknownWorker(f"worker: unknown worker {req.worker!r}", worker=req.worker)
-        policy = self.resolve_policy(req.policy, req.deadline, principal)
+        policy = self.resolve_policy(req.policy, req.deadline, principal, now)
         for address in policy.escalate_to:
             check_address(address, enabled, field="policy.escalate_to")
         approvers = set(req.approvers)
@@ -123,13 +128,11 @@ class Service:
     async def suspend(self, req: SuspendRequest, principal: Principal | None = None) -> tuple[Approval, bool]:
         """Create the approval (idempotent by key, per principal) with its cards queued in the
         same commit. An agent's run id must be its own: the first agent to use one owns it."""
-        policy = self._validate(req, principal)
+        now = self.clock.now()
+        policy = self._validate(req, principal, now)
         encoded = canonical_json(req.args)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
-        now = self.clock.now()
-        agent = principal.identity if principal is not None else None
-        if principal is not None:
-            await self.claim_run(req.run_id, principal)
+        agent = principal.identity if principal is not None else None  # an agent's run is claimed on create
         channels = tuple(dict.fromkeys(req.channels))
         deadline = rules.deadline_for(policy, now)
         approval = Approval(
@@ -209,7 +212,7 @@ class Service:
             return
         owner = await self.store.claim_run(run_id, principal.identity, self.clock.now())
         if owner != principal.identity:
-            raise NotFound(f"run {run_id!r} not found for {principal.identity} (run ids belong to one agent)")
+            raise RunNotFound(run_id, principal.identity)
 
     # ---------------------------------------------------------------- reads
     async def get(self, approval_id: str, principal: Principal | None = None) -> Approval:

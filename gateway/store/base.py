@@ -86,7 +86,11 @@ class Store(Protocol):
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
-        """Insert unless the idempotency key exists. Returns (stored approval, created)."""
+        """Insert unless the idempotency key exists. Returns (stored approval, created).
+
+        When `approval.agent` is an agent (`agent:NAME`), its run is claimed for that agent in
+        the same transaction (as `claim_run`); if the run has another owner, nothing is written
+        and `RunNotFound` is raised."""
         ...
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...

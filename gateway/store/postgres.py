@@ -21,7 +21,7 @@ from typing import Any
 import asyncpg
 
 from gateway.core.clock import from_ts, to_ts
-from gateway.core.errors import StoreUnavailable
+from gateway.core.errors import RunNotFound, StoreUnavailable
 from gateway.core.models import (
     Approval,
     DeliveryStatus,
@@ -45,6 +45,7 @@ from gateway.store.queries import (
     REQUEUE_POST_SQL,
     RUN_OWNER_SQL,
     SESSION_USERS_SQL,
+    claims_run,
 )
 from gateway.store.rows import (
     approval_from_row,
@@ -118,9 +119,14 @@ class PostgresStore(PgReads):
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
+        values = approval_values(approval)
         async with self._tx() as conn:
+            if claims_run(approval.agent):  # a racing claim of the same run waits here, then yields
+                claim = await conn.execute(CLAIM_RUN_SQL, approval.run_id, approval.agent, to_ts(approval.created_at))
+                if pg.affected(claim) != 1 and await conn.fetchval(RUN_OWNER_SQL, approval.run_id) != approval.agent:
+                    raise RunNotFound(approval.run_id, str(approval.agent))
             # A concurrent insert of the same key waits here, then finds the winner's row.
-            if pg.affected(await conn.execute(pg.INSERT_APPROVAL, *approval_values(approval))) == 0:
+            if pg.affected(await conn.execute(pg.INSERT_APPROVAL, *values)) == 0:
                 row = await conn.fetchrow(
                     "SELECT * FROM approvals WHERE idempotency_key = $1", approval.idempotency_key
                 )
@@ -367,7 +373,8 @@ class PostgresStore(PgReads):
     # ---------------------------------------------------------------- run owners (migration v11)
     async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
         async with self._tx() as conn:
-            await conn.execute(CLAIM_RUN_SQL, run_id, owner, to_ts(now))  # a racing claim waits, then yields
+            if pg.affected(await conn.execute(CLAIM_RUN_SQL, run_id, owner, to_ts(now))) == 1:  # a racing claim
+                return owner  # waits for this one, then inserts nothing
             return str(await conn.fetchval(RUN_OWNER_SQL, run_id))
 
     # ---------------------------------------------------------------- web sessions (migration v11)

@@ -56,6 +56,13 @@ SELECT * FROM cards WHERE status IN ('failed', 'uncertain') ORDER BY updated_at 
 CLAIM_RUN_SQL = "INSERT INTO runs (run_id, owner, created_at) VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING"
 RUN_OWNER_SQL = "SELECT owner FROM runs WHERE run_id = $1"
 
+
+def claims_run(agent: str | None) -> bool:
+    """Whether creating an approval by `agent` claims its run (agents do; operators and
+    in-process callers do not)."""
+    return agent is not None and agent.startswith("agent:")
+
+
 # The resume jobs of one principal's approvals (appended to a WHERE by each backend).
 JOBS_OF_AGENT = "approval_id IN (SELECT id FROM approvals WHERE agent = {mark})"
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from gateway.core.clock import from_ts, to_ts
-from gateway.core.errors import StoreUnavailable
+from gateway.core.errors import RunNotFound, StoreUnavailable
 from gateway.core.models import (
     Approval,
     Card,
@@ -51,6 +51,7 @@ from gateway.store.queries import (
     SESSION_USERS_SQL,
     STEP_STATS_SQL,
     approvals_sql,
+    claims_run,
     qmarks,
 )
 from gateway.store.rows import (
@@ -325,6 +326,10 @@ class SQLiteStore:
         values = approval_values(approval)  # encoded on the caller's thread, not the writer's
 
         def op(conn: sqlite3.Connection) -> tuple[Approval, bool]:
+            if claims_run(approval.agent):  # before anything is written: raising leaves no trace
+                claim = conn.execute(_CLAIM_RUN, (approval.run_id, approval.agent, to_ts(approval.created_at)))
+                if claim.rowcount != 1 and conn.execute(_RUN_OWNER, (approval.run_id,)).fetchone()[0] != approval.agent:
+                    raise RunNotFound(approval.run_id, str(approval.agent))
             # Insert first (one statement in the common case); read the winner only on a conflict.
             if conn.execute(_INSERT_APPROVAL_NEW, values).rowcount != 1:
                 row = conn.execute(
@@ -728,7 +733,8 @@ class SQLiteStore:
     # ---------------------------------------------------------------- run owners (migration v11)
     async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
         def op(conn: sqlite3.Connection) -> str:
-            conn.execute(_CLAIM_RUN, (run_id, owner, to_ts(now)))
+            if conn.execute(_CLAIM_RUN, (run_id, owner, to_ts(now))).rowcount == 1:
+                return owner
             return str(conn.execute(_RUN_OWNER, (run_id,)).fetchone()[0])
 
         return await self._write(op)

@@ -17,22 +17,29 @@ _PATTERNS = (
     re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b"),
     re.compile(r"(?i)(xox[abpr]-)[A-Za-z0-9-]+"),
 )
-# Every control character (C0, DEL, C1), the Unicode line and paragraph separators and the
-# bidirectional overrides: any of them from user input (a run id, a comment, a header) could end
-# a line, rewrite the terminal, or reorder what an operator reads.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# Every character that does not print (controls C0, DEL and C1, line and paragraph separators,
+# bidirectional overrides and other format characters, surrogates, unassigned code points): from
+# user input (a run id, a comment, a header) any of them could end a line, rewrite the terminal,
+# reorder what an operator reads, or fail the encoding of the whole line.
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def _escaped(m: re.Match[str]) -> str:
-    ch = m.group(0)
-    return _NAMED.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+def _escaped(ch: str) -> str:
+    if ch.isprintable() or ch == " ":
+        return ch
+    code = ord(ch)
+    return _NAMED.get(ch) or (
+        f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    )
 
 
 def escape_controls(text: str) -> str:
-    """`text` on one line with every control character written as an escape (backslashes too,
-    so that an escape in the input cannot pass for one of ours)."""
-    return _CONTROL.sub(_escaped, text.replace("\\", "\\\\"))
+    """`text` on one line, with every character that does not print written as an escape
+    (backslashes doubled, so that an escape in the input cannot pass for one of ours)."""
+    text = text.replace("\\", "\\\\")
+    if text.isprintable():  # the common case, checked in C
+        return text
+    return "".join(map(_escaped, text))
 
 
 class Redactor(logging.Filter):

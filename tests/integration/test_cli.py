@@ -99,6 +99,24 @@ def test_dev_mode_generates_and_keeps_a_key(tmp_path: Path) -> None:
     assert json.loads(second.stdout)["store"]["url"] == "sqlite:///./var/hitl-gateway.db"
 
 
+def test_dev_mode_has_an_operator_and_prints_its_key(tmp_path: Path) -> None:
+    """`make run`: an agent (agent:dev) and an operator (operator:dev); an older dev-secrets file
+    without an operator key gets one, printed once."""
+    secrets_file = tmp_path / "var" / "dev-secrets.json"
+    secrets_file.parent.mkdir()
+    secrets_file.write_text(json.dumps({"secret_key": TEST_SECRET, "api_key": TEST_API_KEY}))
+    first = run("--dev", "check-config", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "dev operator key (operator:dev)" in first.stderr and "dev API key" not in first.stderr
+    data = json.loads(secrets_file.read_text())
+    assert data["api_key"] == TEST_API_KEY and data["operator_key"] in first.stderr
+    assert oct(secrets_file.stat().st_mode & 0o777) == "0o600"
+    shown = json.loads(first.stdout)["security"]
+    assert shown["agents"] == {"dev": "***"} and shown["operators"] == {"dev": "***"}
+    again = run("--dev", "check-config", cwd=tmp_path)
+    assert "operator key" not in again.stderr
+
+
 def test_no_secret_keys_without_dev_is_refused(tmp_path: Path) -> None:
     out = run("check-config", cwd=tmp_path)
     assert out.returncode == 2 and "security.secret_keys" in out.stderr
