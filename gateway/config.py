@@ -22,7 +22,7 @@ from gateway.core.errors import ConfigError, ValidationError
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
 from gateway.core.policy_bounds import BOUND_KEYS, INLINE_MODES, AgentBounds, parse_bounds
-from gateway.core.principals import NAME_RE, NAME_RULE, Principal, Principals, derived_name
+from gateway.core.principals import Principal, Principals, check_principals, principal_entries
 
 DEFAULT_PATH = "hitl-gateway.toml"
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -66,14 +66,8 @@ class SecuritySettings:
     inline_policies: str = "restrict"  # restrict | deny | allow (gateway.core.policy_bounds)
 
     def principal_keys(self) -> list[tuple[Principal, str]]:
-        """Every key with its principal: the named tables, then the older lists (one principal
-        per key, named by a hash prefix of the key)."""
-        return [
-            *((Principal("agent", n), k) for n, k in self.agents.items()),
-            *((Principal("operator", n), k) for n, k in self.operators.items()),
-            *((Principal("agent", derived_name(k)), k) for k in self.api_keys),
-            *((Principal("operator", derived_name(k)), k) for k in self.operator_keys),
-        ]
+        """Every key with its principal (gateway.core.principals.entries)."""
+        return principal_entries(self.agents, self.operators, self.api_keys, self.operator_keys)
 
     def principals(self) -> Principals:
         return Principals(self.principal_keys())
@@ -504,33 +498,10 @@ def _check_security(settings: Settings) -> None:
     for i, key in enumerate(sec.secret_keys):
         if len(key) < 16:
             raise ConfigError(f"security.secret_keys[{i}]", "must be at least 16 characters")
-    _check_principals(sec)
+    check_principals(sec.agents, sec.operators, sec.api_keys, sec.operator_keys)
     if sec.inline_policies not in INLINE_MODES:
         raise ConfigError("security.inline_policies", f"expected one of {', '.join(INLINE_MODES)}")
     _check_channels(settings)
-
-
-def _check_principals(sec: SecuritySettings) -> None:
-    """Every key is one principal: long enough, used once, with a name that fits an identity."""
-    for table in ("agents", "operators"):
-        for name, key in getattr(sec, table).items():
-            if not NAME_RE.match(name):
-                raise ConfigError(f"security.{table}.{name}", f"a principal name is {NAME_RULE}")
-            if len(key) < 16:
-                raise ConfigError(f"security.{table}.{name}", "the key must be at least 16 characters")
-    for name in ("api_keys", "operator_keys"):
-        for i, key in enumerate(getattr(sec, name)):
-            if len(key) < 16:
-                raise ConfigError(f"security.{name}[{i}]", "must be at least 16 characters")
-    seen_keys: set[str] = set()
-    seen_ids: set[str] = set()
-    for principal, key in sec.principal_keys():
-        if key in seen_keys:
-            raise ConfigError(f"security.{principal.kind}s", "a key is given twice: every key is one principal")
-        if principal.identity in seen_ids:
-            raise ConfigError(f"security.{principal.kind}s.{principal.name}", "this principal name is taken")
-        seen_keys.add(key)
-        seen_ids.add(principal.identity)
 
 
 def _check_channels(settings: Settings) -> None:

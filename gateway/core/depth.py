@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Iterable
 from itertools import accumulate, count
-from typing import Any
 
 MAX_DEPTH = 100
 
@@ -30,30 +28,14 @@ def bytes_depth(raw: bytes) -> int:
     return max(map(operator.sub, accumulate(steps), count(1)), default=0)
 
 
-def too_deep(raw: bytes) -> bool:
-    """Whether `raw` nests deeper than MAX_DEPTH (bodies with few brackets are not scanned)."""
-    return raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and bytes_depth(raw) > MAX_DEPTH
+def too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON bytes nest deeper than `limit` (bytes with few brackets are not scanned)."""
+    return raw.count(b"[") + raw.count(b"{") > limit and bytes_depth(raw) > limit
 
 
-def value_depth(value: Any, limit: int = MAX_DEPTH) -> int:
-    """The nesting depth of a JSON-like value (a dict or list is one level), without
-    recursion; stops counting once past `limit`."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children: Iterable[Any]
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, level)
-        if deepest > limit:
-            return deepest
-        stack.extend((child, level + 1) for child in children)
-    return deepest
+def text_too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
+    """`too_deep` for JSON text (e.g. a canonical encoding already made)."""
+    return text.count("[") + text.count("{") > limit and bytes_depth(text.encode("utf-8", "surrogatepass")) > limit
 
 
-__all__ = ["MAX_DEPTH", "bytes_depth", "too_deep", "value_depth"]
+__all__ = ["MAX_DEPTH", "bytes_depth", "text_too_deep", "too_deep"]

@@ -13,7 +13,7 @@ from gateway.core.clock import Clock
 from gateway.http import api, jobs, openapi, runs
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import api_keys_auth, errors, request_ids
-from gateway.http.transport import head_received, read_body
+from gateway.http.transport import deadlines
 from gateway.http.web.inbox import setup_web
 from gateway.runtime import Runtime
 
@@ -32,11 +32,10 @@ def create_app(
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
         middlewares=[
-            head_received,  # first: the connection's request-head clock stops (gateway.http.transport)
+            deadlines(settings.server.body_timeout.total_seconds()),  # head and body deadlines (transport.py)
             request_ids,
             errors,
             api_keys_auth(settings.security.principals()),
-            read_body(settings.server.body_timeout.total_seconds()),  # after auth: strangers' bodies go unread
         ],
     )
     app[RUNTIME] = rt

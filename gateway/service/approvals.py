@@ -18,7 +18,7 @@ from typing import Any
 from gateway.config import Settings
 from gateway.core import policy as rules
 from gateway.core.clock import Clock, iso
-from gateway.core.depth import MAX_DEPTH, value_depth
+from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
     AlreadyDecided,
     Conflict,
@@ -108,9 +108,6 @@ class Service:
 
     def _validate(self, req: SuspendRequest, principal: Principal | None, now: datetime) -> Policy:
         enabled = self._enabled
-        for name, value in (("args", req.args), ("state", req.state)):
-            if value_depth(value, MAX_DEPTH - 1) > MAX_DEPTH - 1:  # the body holding it is level 1
-                raise ValidationError(name, f"is nested more than {MAX_DEPTH - 1} levels deep")
         for address in req.channels:
             check_address(address, enabled)
         if req.worker is not None and req.worker not in self.settings.workers:
@@ -130,7 +127,7 @@ class Service:
         same commit. An agent's run id must be its own: the first agent to use one owns it."""
         now = self.clock.now()
         policy = self._validate(req, principal, now)
-        encoded = canonical_json(req.args)  # once, for the key, the hash and the sealed copy
+        encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         agent = principal.identity if principal is not None else None  # an agent's run is claimed on create
         channels = tuple(dict.fromkeys(req.channels))
@@ -145,7 +142,7 @@ class Service:
             args=self.redactor.value(req.args),  # what cards, events, logs and the API show
             state=None,
             # raw, for the worker only: canonical_json({"args": ..., "state": ...}), byte for byte
-            sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{canonical_json(req.state)}}}'),
+            sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{state}}}'),
             channels=channels,
             approvers=tuple(dict.fromkeys(req.approvers)),
             policy=policy,
@@ -162,8 +159,9 @@ class Service:
             approval.id,
             "suspended",
             now,
-            actor=req.requested_by,
-            data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name},
+            actor=agent or req.requested_by,  # who suspended: the principal (requested_by is in the data)
+            data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name}
+            | ({"requested_by": req.requested_by} if req.requested_by else {}),
         )
         posts, events = self._posts(approval, channels, now)
         stored, created = await self.store.create_approval(approval, [event, *events], posts)
@@ -482,6 +480,22 @@ class Service:
             raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
         approval = await self.approval_for_token(token)
         return await self.decide(approval.id, outcome, "token", comment=comment, channel="token", check_approver=False)
+
+
+def _encoded(req: SuspendRequest) -> tuple[str, str]:
+    """The canonical JSON of the args and the state, refused (400) when nested so deep that the
+    redactor, which recurses, could not walk it (an HTTP body was measured already; this is for
+    callers in process)."""
+    out = []
+    for name, value in (("args", req.args), ("state", req.state)):
+        try:
+            text = canonical_json(value)
+        except RecursionError:
+            text = "[" * MAX_DEPTH
+        if text_too_deep(text, MAX_DEPTH - 1):  # the body that holds it is level 1
+            raise ValidationError(name, f"is nested more than {MAX_DEPTH - 1} levels deep")
+        out.append(text)
+    return out[0], out[1]
 
 
 def _align(

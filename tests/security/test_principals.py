@@ -78,6 +78,8 @@ async def test_an_agent_reads_only_its_own_approvals_events_and_jobs(gateway: Ga
         assert {a["agent"] for a in listed["items"]} == {"agent:billing"}
         _, by_run = await call(http, "GET", f"{gateway.url}/v1/approvals?run_id=read-2", headers=BILLING)
         assert by_run["items"] == []
+        _, events = await call(http, "GET", f"{gateway.url}/v1/approvals/{mine['id']}/events", headers=BILLING)
+        assert events["items"][0]["kind"] == "suspended" and events["items"][0]["actor"] == "agent:billing"
         # operators see everything; the approval names the agent that created it
         _, view = await call(http, "GET", f"{gateway.url}/v1/approvals/{theirs['id']}", headers=ALICE)
         assert view["agent"] == "agent:mail"

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway.core.depth import MAX_DEPTH, bytes_depth, too_deep, value_depth
+from gateway.core.depth import MAX_DEPTH, bytes_depth, text_too_deep, too_deep
 from gateway.core.tokens import TokenSigner
 from gateway.http.web.auth import LoginThrottle
 from gateway.telemetry.logs import Redactor, escape_controls
@@ -84,7 +85,6 @@ def test_the_throttle_is_bounded_and_never_cleared_wholesale() -> None:
 def test_depth_is_measured_outside_strings() -> None:
     assert bytes_depth(b'{"a": "[[[[{{{{", "b": ["\\"]]]", {"c": 1}]}') == 3
     assert bytes_depth(b"[]") == 1 and bytes_depth(b'"[[["') == 0
-    assert value_depth({"a": [1, {"b": []}]}) == 4 and value_depth("x") == 0
 
 
 @settings(max_examples=150, deadline=None)
@@ -92,13 +92,26 @@ def test_depth_is_measured_outside_strings() -> None:
 def test_depth_never_recurses_at_any_depth(depth: int, array: bool) -> None:
     raw = ("[" * depth + "]" * depth) if array else ('{"a":' * depth + "1" + "}" * depth)
     assert bytes_depth(raw.encode()) == depth
-    assert too_deep(raw.encode()) is (depth > MAX_DEPTH)
-    value: object = 1
-    for _ in range(depth):  # built without json.loads, which recurses
-        value = [value]
-    assert value_depth(value) == min(depth, MAX_DEPTH + 1)
+    assert too_deep(raw.encode()) is text_too_deep(raw) is (depth > MAX_DEPTH)
 
 
 def test_a_valid_body_with_many_brackets_but_shallow_is_not_too_deep() -> None:
     raw = json.dumps({"rows": [{"a": [1, 2]} for _ in range(5000)]}).encode()
     assert not too_deep(raw) and bytes_depth(raw) == 4
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH, 700, 5_000])
+@pytest.mark.parametrize("field", ["args", "state"])
+async def test_in_process_suspends_are_measured_too(runtime: Any, depth: int, field: str) -> None:
+    """A caller in process (not over HTTP, whose bodies are measured first) gets the 400 too."""
+    from gateway.core.errors import ValidationError
+    from gateway.service import SuspendRequest
+
+    value: Any = 1
+    for _ in range(depth):  # built without json.loads, which recurses
+        value = [value]
+    req = SuspendRequest("r", "s", "t", **{field: {"x": value} if field == "args" else value})
+    with pytest.raises(ValidationError) as err:
+        await runtime.service.suspend(req)
+    assert err.value.field == field
+    assert await runtime.store.list_approvals() == []
