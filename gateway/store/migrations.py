@@ -302,7 +302,7 @@ CREATE TABLE runs (
     run_id     TEXT PRIMARY KEY,
     owner      TEXT NOT NULL,
     created_at {real} NOT NULL
-);
+){without_rowid};
 INSERT INTO runs (run_id, owner, created_at)
 SELECT run_id, '', MIN(at) FROM (
     SELECT run_id, created_at AS at FROM approvals UNION ALL SELECT run_id, started_at AS at FROM journal
@@ -316,8 +316,9 @@ CREATE TABLE web_sessions (
 CREATE INDEX web_sessions_user ON web_sessions (user_name);
 CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
 """
-_V11_SQLITE = _V11_TEMPLATE.format(real="REAL")
-_V11_POSTGRES = _V11_TEMPLATE.format(real="DOUBLE PRECISION")
+# SQLite: WITHOUT ROWID keeps `runs` in its primary-key B-tree alone (one insert per claim, not two).
+_V11_SQLITE = _V11_TEMPLATE.format(real="REAL", without_rowid=" WITHOUT ROWID")
+_V11_POSTGRES = _V11_TEMPLATE.format(real="DOUBLE PRECISION", without_rowid="")
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),

@@ -171,8 +171,10 @@ async def test_failed_jobs_are_listed_and_retried_over_http(
     assert (await client.get("/v1/jobs?status=nope", headers=AUTH)).status == 400
     assert (await client.post(f"/v1/approvals/{approval.id}/retry")).status == 401
     assert (await client.post(f"/v1/approvals/{approval.id}/retry", headers=AUTH)).status == 403
-    resp = await client.post(f"/v1/approvals/{approval.id}/retry", headers=OPERATOR)
+    resp = await client.post(f"/v1/approvals/{approval.id}/retry", json={"by": "web:ops"}, headers=OPERATOR)
     assert resp.status == 200, await resp.text()
+    requeued = [e for e in await rt.store.list_events(approval.id) if e.kind == "job_requeued"]
+    assert [(e.actor, e.data.get("on_behalf_of")) for e in requeued] == [("operator:test", "web:ops")]
     body = await resp.json()
     assert (body["status"], body["attempts"]) == ("queued", 0)
     again = await client.post(f"/v1/approvals/{approval.id}/retry", headers=OPERATOR)

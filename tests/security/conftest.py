@@ -88,7 +88,7 @@ command = ["true"]
 """
 
 
-def _launch(tmp_path: Path, started: list[Gateway]) -> Launch:
+def make_launcher(tmp_path: Path, started: list[Gateway]) -> Launch:
     def launch(*, name: str = "gw", port: int | None = None, **kw: Any) -> Gateway:
         port = port or free_port()
         path = tmp_path / f"{name}.toml"
@@ -104,7 +104,7 @@ def _launch(tmp_path: Path, started: list[Gateway]) -> Launch:
 def launch(tmp_path: Path) -> Iterator[Launch]:
     """Start gateways for one test (stopped, by kill, at its end)."""
     started: list[Gateway] = []
-    yield _launch(tmp_path, started)
+    yield make_launcher(tmp_path, started)
     for gateway in started:
         gateway.stop()
 
@@ -113,7 +113,7 @@ def launch(tmp_path: Path) -> Iterator[Launch]:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """One gateway for a whole module of attacks that need no special config."""
     started: list[Gateway] = []
-    yield _launch(tmp_path_factory.mktemp("security"), started)()
+    yield make_launcher(tmp_path_factory.mktemp("security"), started)()
     for gw in started:
         gw.stop()
 

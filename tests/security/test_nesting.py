@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from gateway.core.depth import MAX_DEPTH
 from tests.procs import Gateway
-from tests.security.conftest import ALICE_KEY, BILLING_KEY, CHATS, SLACK_SECRET, TG_SECRET, _launch
+from tests.security.conftest import ALICE_KEY, BILLING_KEY, CHATS, SLACK_SECRET, TG_SECRET, make_launcher
 
 Body = tuple[str, str, bytes, dict[str, str]]  # method, path, body, headers
 
@@ -31,7 +31,7 @@ Body = tuple[str, str, bytes, dict[str, str]]  # method, path, body, headers
 def chats(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """A gateway with every JSON endpoint on, Telegram and Slack included (their APIs unreachable)."""
     started: list[Gateway] = []
-    gw = _launch(tmp_path_factory.mktemp("nesting"), started)(extra=CHATS)
+    gw = make_launcher(tmp_path_factory.mktemp("nesting"), started)(extra=CHATS)
     yield gw
     for g in started:
         g.stop()
