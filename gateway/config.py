@@ -23,6 +23,8 @@ from gateway.core.errors import ConfigError, ValidationError
 from gateway.core.identity import BUILT_IN, NAMES, WEB, Identities, IdSyntax
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
+from gateway.core.policy_bounds import BOUND_KEYS, INLINE_MODES, AgentBounds, parse_bounds
+from gateway.core.principals import Principal, Principals, check_principals, principal_entries
 from gateway.delivery.registry import installed
 from gateway.delivery.spec import ChannelSpec, Coerce
 
@@ -37,6 +39,13 @@ class ServerSettings:
     max_body_bytes: int = 1024 * 1024
     shutdown_timeout: timedelta = timedelta(seconds=10)
     log_level: str = "INFO"
+    # A connection must send a complete request head this soon after it opens (or after the
+    # first byte of a later request on it), and a body within body_timeout (slowloris).
+    header_timeout: timedelta = timedelta(seconds=10)
+    body_timeout: timedelta = timedelta(seconds=30)
+    # An idle keep-alive connection is closed after this; longer than a load balancer's idle
+    # timeout (60 s on most), so that the balancer never sends on a connection being closed.
+    keepalive_timeout: timedelta = timedelta(seconds=75)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +64,21 @@ class SecuritySettings:
     token_max_age: timedelta = timedelta(days=30)
     token_decisions: bool = False
     operator_keys: tuple[str, ...] = ()
+    agents: Mapping[str, str] = field(default_factory=dict)  # NAME -> key: the principal agent:NAME
+    operators: Mapping[str, str] = field(default_factory=dict)  # NAME -> key: operator:NAME
+    inline_policies: str = "restrict"  # restrict | deny | allow (gateway.core.policy_bounds)
+
+    def principal_keys(self) -> list[tuple[Principal, str]]:
+        """Every key with its principal (gateway.core.principals.entries)."""
+        return principal_entries(self.agents, self.operators, self.api_keys, self.operator_keys)
+
+    def principals(self) -> Principals:
+        return Principals(self.principal_keys())
+
+    @property
+    def keys(self) -> list[str]:
+        """Every bearer key (for the log redactor)."""
+        return [k for _, k in self.principal_keys()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +181,8 @@ class Settings:
     identities: Identities = field(default_factory=Identities)
     mcp: McpSettings = field(default_factory=McpSettings)
     mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
+    # What each named policy lets the agent choose (agent_may_set, max_timeout, min_timeout).
+    policy_bounds: Mapping[str, AgentBounds] = field(default_factory=dict)
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""
@@ -244,6 +270,9 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "max_body_bytes": integer,
         "shutdown_timeout": duration,
         "log_level": string,
+        "header_timeout": duration,
+        "body_timeout": duration,
+        "keepalive_timeout": duration,
     },
     "store": {"url": string, "lease": duration},
     "security": {
@@ -253,6 +282,9 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "token_max_age": duration,
         "token_decisions": boolean,
         "operator_keys": strings,
+        "agents": table,
+        "operators": table,
+        "inline_policies": string,
     },
     "web": {
         "approvers": strings,
@@ -282,6 +314,7 @@ _POLICY_KEYS = (
     "after_escalation",
     "remind",
     "quorum",
+    *BOUND_KEYS,
 )
 _WORKER_SPEC: dict[str, Coerce] = {
     "command": strings,
@@ -294,8 +327,10 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "pool_size": integer,
     "retry_base": duration,
 }
-_POLICY_LISTS = {"escalate_to", "remind"}
-SECRET_KEYS = frozenset({"secret_keys", "api_keys", "operator_keys", "passwords", "secret", "upstream_headers"})
+_POLICY_LISTS = {"escalate_to", "remind", "agent_may_set"}
+SECRET_KEYS = frozenset(
+    {"secret_keys", "api_keys", "operator_keys", "agents", "operators", "passwords", "secret", "upstream_headers"}
+)
 _GROUPS = ("policies", "workers", "people")
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
 
@@ -409,11 +444,12 @@ def _people(raw: dict[str, Any], kinds: Mapping[str, IdSyntax]) -> Identities:
         raise ConfigError(exc.field, exc.message.split(": ", 1)[-1]) from None
 
 
-def _policies(raw: dict[str, Any]) -> dict[str, Policy]:
+def _policies(raw: dict[str, Any]) -> tuple[dict[str, Policy], dict[str, AgentBounds]]:
     table = raw.get("policies", {})
     if not isinstance(table, dict):
         raise ConfigError("policies", "expected a table of named policies")
     policies: dict[str, Policy] = {"default": Policy()}
+    bounds: dict[str, AgentBounds] = {}
     for name, body in table.items():
         if not isinstance(body, dict):
             raise ConfigError(f"policies.{name}", "expected a table")
@@ -424,10 +460,11 @@ def _policies(raw: dict[str, Any]) -> dict[str, Policy]:
         if isinstance(body.get("quorum"), str):
             body["quorum"] = integer(f"policies.{name}.quorum", body["quorum"])
         try:
+            bounds[name] = parse_bounds({k: body.pop(k) for k in BOUND_KEYS if k in body})
             policies[name] = parse_policy(body, name=name)
         except ValidationError as exc:
             raise ConfigError(f"policies.{name}.{exc.field}", exc.message.split(": ", 1)[-1]) from None
-    return policies
+    return policies, bounds
 
 
 def _workers(raw: dict[str, Any]) -> dict[str, WorkerSettings]:
@@ -484,6 +521,9 @@ def _check(settings: Settings) -> None:
         raise ConfigError("store.lease", "must be at least 1s")
     if server.max_body_bytes < 1024:
         raise ConfigError("server.max_body_bytes", "must be at least 1024")
+    for key in ("header_timeout", "body_timeout", "keepalive_timeout"):
+        if getattr(server, key) < timedelta(milliseconds=100):
+            raise ConfigError(f"server.{key}", "must be at least 100ms")
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
     if settings.scheduler.batch < 1:
@@ -524,12 +564,9 @@ def _check_security(settings: Settings) -> None:
     for i, key in enumerate(sec.secret_keys):
         if len(key) < 16:
             raise ConfigError(f"security.secret_keys[{i}]", "must be at least 16 characters")
-    for name in ("api_keys", "operator_keys"):
-        for i, key in enumerate(getattr(sec, name)):
-            if len(key) < 16:
-                raise ConfigError(f"security.{name}[{i}]", "must be at least 16 characters")
-    if set(sec.api_keys) & set(sec.operator_keys):
-        raise ConfigError("security.operator_keys", "an operator key must not also be an agent key (api_keys)")
+    check_principals(sec.agents, sec.operators, sec.api_keys, sec.operator_keys)
+    if sec.inline_policies not in INLINE_MODES:
+        raise ConfigError("security.inline_policies", f"expected one of {', '.join(INLINE_MODES)}")
     _check_channels(settings)
 
 
@@ -581,11 +618,13 @@ def load_settings(
         raw.setdefault(group, {}).update(table)
     raw = _env_overrides(raw, env, known, kinds)
     identities = _people(raw, kinds)
+    policies, bounds = _policies(raw)
     settings = Settings(
         server=ServerSettings(**_section(raw, "server", _SPEC["server"])),
         store=StoreSettings(**_section(raw, "store", _SPEC["store"])),
         security=SecuritySettings(**_section(raw, "security", _SPEC["security"])),
-        policies=_policies(raw),
+        policies=policies,
+        policy_bounds=bounds,
         workers=_workers(raw),
         web=WebSettings(**_section(raw, "web", _SPEC["web"])),
         scheduler=SchedulerSettings(**_section(raw, "scheduler", _SPEC["scheduler"])),
@@ -630,7 +669,10 @@ def effective_config(settings: Settings) -> dict[str, Any]:
         section = channel.section
         out[kind] = {k: _mask(k, _plain(getattr(section, attribute(k))), secrets) for k in channel.spec.schema}
     out["people"] = {n: list(ids) for n, ids in settings.people.items()}
-    out["policies"] = {n: p.to_json() for n, p in settings.policies.items()}
+    out["policies"] = {
+        n: p.to_json() | (settings.policy_bounds[n].to_json() if n in settings.policy_bounds else {})
+        for n, p in settings.policies.items()
+    }
     out["workers"] = {
         n: {k: _mask(k, _plain(getattr(w, k))) for k in _WORKER_SPEC if getattr(w, k)}
         for n, w in settings.workers.items()

@@ -23,6 +23,7 @@ from telegram import Update
 from telegram.error import TelegramError
 
 from adapters.telegram import callback, parse, render
+from gateway.core.depth import too_deep
 from gateway.core.errors import GatewayError
 from gateway.delivery.spec import ChannelContext
 from gateway.service.presses import Press, PressResult, Reply, Verdict
@@ -52,7 +53,8 @@ class TelegramUpdates:
         if not secret_ok(request.headers.get(SECRET_HEADER), self.channel.settings.webhook_secret):
             return _error(401, "unauthorized", f"missing or wrong {SECRET_HEADER}")
         try:
-            data = json.loads(await request.read())
+            raw = await request.read()
+            data = None if too_deep(raw) else json.loads(raw)  # depth first: parsing recurses
             update = Update.de_json(data, self.channel.bot) if isinstance(data, dict) else None
         except (ValueError, KeyError, TypeError, AttributeError):  # not an Update
             update = None

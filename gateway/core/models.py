@@ -122,6 +122,8 @@ class Vote:
     at: datetime
     comment: str | None = None
     channel: str | None = None
+    # An operator's note of whom it acted for (the API's `by`): recorded, never the approver.
+    on_behalf_of: str | None = None
     person: str | None = None
     name: str | None = None
 
@@ -134,7 +136,7 @@ class Vote:
         return self.person or self.approver
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "approver": self.approver,
             "outcome": self.outcome.value,
             "at": to_ts(self.at),
@@ -142,6 +144,9 @@ class Vote:
             "channel": self.channel,
             **_who(self.person, self.name),
         }
+        if self.on_behalf_of is not None:
+            out["on_behalf_of"] = self.on_behalf_of
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Vote:
@@ -153,6 +158,7 @@ class Vote:
             at,
             d.get("comment"),
             d.get("channel"),
+            on_behalf_of=d.get("on_behalf_of"),
             person=d.get("person"),
             name=d.get("name"),
         )
@@ -184,6 +190,7 @@ class Approval:
     escalations: int = 0
     reminders_sent: int = 0
     sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
+    agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.
@@ -232,6 +239,7 @@ class Approval:
             "policy": self.policy.to_json(),
             "worker": self.worker,
             "requested_by": self.requested_by,
+            "agent": self.agent,
             "status": self.status.value,
             "created_at": iso(self.created_at),
             "deadline": iso(self.deadline),

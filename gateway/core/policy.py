@@ -251,9 +251,10 @@ def apply_vote(approval: Approval, vote: Vote) -> Transition:
         outcome=vote.outcome,
         decided_by=vote.approver,
         decided_at=vote.at,
-        source=Source.HUMAN,
+        source=Source.OPERATOR if vote.approver.startswith("operator:") else Source.HUMAN,
         comment=vote.comment,
         channel=vote.channel,
+        on_behalf_of=vote.on_behalf_of,
         person=vote.person,
         name=vote.name,
     )
@@ -276,11 +277,20 @@ def _by(actor: str, person: str | None) -> dict[str, Any]:
     return {"by": actor, "person": person} if person else {"by": actor}
 
 
-def cancel(approval: Approval, by: str, reason: str | None, now: datetime, person: str | None = None) -> Transition:
+def cancel(
+    approval: Approval,
+    by: str,
+    reason: str | None,
+    now: datetime,
+    on_behalf_of: str | None = None,
+    person: str | None = None,
+) -> Transition:
     if approval.status.final:
         raise already_decided(approval)
-    decision = Decision(Outcome.REJECT, by, now, Source.CANCEL, comment=reason, person=person)
-    data = {**_by(by, person), "reason": reason}
+    decision = Decision(
+        Outcome.REJECT, by, now, Source.CANCEL, comment=reason, on_behalf_of=on_behalf_of, person=person
+    )
+    data = {**_by(by, person), "reason": reason} | ({"on_behalf_of": on_behalf_of} if on_behalf_of else {})
     return Transition(_finish(approval, Status.CANCELLED, decision), EventKind.CANCELLED, True, data)
 
 

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from gateway.config import Settings
 from gateway.core import policy as rules
 from gateway.core.clock import Clock, iso
+from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
     AlreadyDecided,
     Conflict,
@@ -25,7 +26,7 @@ from gateway.core.errors import (
     IdempotencyConflict,
     InvalidToken,
     NotFound,
-    UnknownPolicy,
+    RunNotFound,
     UnknownWorker,
     ValidationError,
 )
@@ -33,10 +34,12 @@ from gateway.core.events import EventKind
 from gateway.core.identity import WEB
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
+from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
+from gateway.service.policies import PolicyValue, resolve_policy
 from gateway.store import NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
@@ -60,10 +63,11 @@ class SuspendRequest:
     state: Any = None
     channels: tuple[str, ...] = ("web",)
     approvers: tuple[str, ...] = ()
-    policy: str | Policy | None = None
+    policy: PolicyValue = None  # a name, an inline policy (object or Policy), or a name with choices
     worker: str | None = None
     idempotency_key: str | None = None
     requested_by: str | None = None
+    deadline: datetime | None = None  # the timeout as an instant, if the policy lets the agent set it
 
 
 @dataclass(slots=True)
@@ -108,22 +112,25 @@ class Service:
         }
 
     # ---------------------------------------------------------------- suspend
-    def resolve_policy(self, value: str | Policy | None) -> Policy:
-        if isinstance(value, Policy):
-            return value
-        name = value or "default"
-        found = self.settings.policies.get(name)
-        if found is None:
-            raise UnknownPolicy(f"policy: unknown policy {name!r}", policy=name)
-        return found
+    def resolve_policy(
+        self,
+        value: PolicyValue,
+        deadline: datetime | None = None,
+        principal: Principal | None = None,
+        now: datetime | None = None,
+    ) -> Policy:
+        """The policy a suspend gets (see gateway.service.policies): PolicyNotAllowed (403) when
+        the caller may not choose it. `now` is the suspend's instant (a deadline lands on it)."""
+        return resolve_policy(self.settings, value, deadline=deadline, principal=principal, now=now or self.clock.now())
 
-    def _validate(self, req: SuspendRequest) -> _Checked:
-        """The request's policy, addresses and identities in canonical form; or a 400."""
+    def _validate(self, req: SuspendRequest, principal: Principal | None, now: datetime) -> _Checked:
+        """The request's policy, addresses and identities in canonical form; or a 400 (403 for a
+        policy the caller may not choose)."""
         targets, enabled = self._targets, self._enabled
         channels = tuple(dict.fromkeys([check_address(a, targets, enabled) for a in req.channels]))
         if req.worker is not None and req.worker not in self.settings.workers:
             raise UnknownWorker(f"worker: unknown worker {req.worker!r}", worker=req.worker)
-        policy = self.resolve_policy(req.policy)
+        policy = self.resolve_policy(req.policy, req.deadline, principal, now)
         if policy.escalate_to:
             escalate = tuple(check_address(a, targets, enabled, field="policy.escalate_to") for a in policy.escalate_to)
             if escalate != policy.escalate_to:
@@ -140,13 +147,15 @@ class Service:
                 )
         return _Checked(policy, channels, approvers, requested_by)
 
-    async def suspend(self, req: SuspendRequest) -> tuple[Approval, bool]:
-        """Create the approval (idempotent by key) with its cards queued in the same commit."""
-        checked = self._validate(req)
-        policy = checked.policy
-        encoded = canonical_json(req.args)  # once, for the key, the hash and the sealed copy
-        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
+    async def suspend(self, req: SuspendRequest, principal: Principal | None = None) -> tuple[Approval, bool]:
+        """Create the approval (idempotent by key, per principal) with its cards queued in the
+        same commit. An agent's run id must be its own: the first agent to use one owns it."""
         now = self.clock.now()
+        checked = self._validate(req, principal, now)
+        policy = checked.policy
+        encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
+        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
+        agent = principal.identity if principal is not None else None  # an agent's run is claimed on create
         channels = checked.channels
         deadline = rules.deadline_for(policy, now)
         approval = Approval(
@@ -159,7 +168,7 @@ class Service:
             args=self.redactor.value(req.args),  # what cards, events, logs and the API show
             state=None,
             # raw, for the worker only: canonical_json({"args": ..., "state": ...}), byte for byte
-            sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{canonical_json(req.state)}}}'),
+            sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{state}}}'),
             channels=channels,
             approvers=checked.approvers,
             policy=policy,
@@ -170,17 +179,21 @@ class Service:
             deadline=deadline,
             args_hash=args_hash(req.args, encoded=encoded),
             wake_at=rules.first_wake(policy, now, deadline),  # == rules.next_wake(approval)
+            agent=agent,
         )
         event = NewEvent(
             approval.id,
             EventKind.SUSPENDED,
             now,
-            actor=checked.requested_by,
-            data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name},
+            actor=agent or checked.requested_by,  # who suspended: the principal (requested_by is in the data)
+            data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name}
+            | ({"requested_by": checked.requested_by} if checked.requested_by else {}),
         )
         posts, events = self._posts(approval, channels, now)
         stored, created = await self.store.create_approval(approval, [event, *events], posts)
         if not created:
+            if stored.agent != agent:  # another principal's key: never its body or its token
+                raise IdempotencyConflict("idempotency_key is already in use; choose another one")
             if (stored.run_id, stored.step, stored.args_hash) != (req.run_id, req.step, approval.args_hash):
                 raise IdempotencyConflict(
                     "idempotency_key was already used for a different run, step or args",
@@ -188,11 +201,12 @@ class Service:
                 )
             return stored, False
         log.info(
-            "approval %s suspended: run=%s step=%s channels=%s",
+            "approval %s suspended: run=%s step=%s channels=%s by=%s",
             stored.id,
             req.run_id,
             req.step,
             ",".join(channels),
+            agent or "-",
         )
         self._fire(outbox=len(events) < len(posts), wake=stored.wake_at)
         for e in events:
@@ -215,10 +229,20 @@ class Service:
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST))
         return posts, events
 
+    async def claim_run(self, run_id: str, principal: Principal) -> None:
+        """Make `run_id` the agent's own, or NotFound if another agent (or nobody, for a run from
+        before principals existed) owns it."""
+        if principal.is_operator:
+            return
+        owner = await self.store.claim_run(run_id, principal.identity, self.clock.now())
+        if owner != principal.identity:
+            raise RunNotFound(run_id, principal.identity)
+
     # ---------------------------------------------------------------- reads
-    async def get(self, approval_id: str) -> Approval:
+    async def get(self, approval_id: str, principal: Principal | None = None) -> Approval:
+        """The approval; NotFound also when `principal` is an agent that did not create it."""
         approval = await self.store.get_approval(approval_id)
-        if approval is None:
+        if approval is None or (principal is not None and not principal.owns(approval.agent)):
             raise NotFound(f"approval {approval_id!r} not found")
         return approval
 
@@ -241,11 +265,14 @@ class Service:
         channel: str | None = None,
         trusted: bool = False,
         check_approver: bool = True,
+        on_behalf_of: str | None = None,
     ) -> Approval:
-        """A person's vote. `trusted` callers (API key holders) may decide where the approval
-        names no approvers; chat users must be on the channel's allowlist. `actor` must be a
-        canonical identity (a ValidationError naming `by` otherwise)."""
-        ballot = _Ballot(comment, channel, None, trusted, check_approver)
+        """A person's vote. `trusted` callers (operators) may decide where the approval names no
+        approvers; chat users must be on the channel's allowlist. `actor` must be a canonical
+        identity (a ValidationError naming `by` otherwise). `on_behalf_of` (an operator's note of
+        whom it acted for) is recorded, never taken as the approver. The comment is redacted
+        before it is stored or shown."""
+        ballot = _Ballot(comment, channel, None, trusted, check_approver, on_behalf_of)
         return (await self._vote(approval_id, outcome, actor, ballot))[0]
 
     async def vote(
@@ -260,6 +287,8 @@ class Service:
         if b.check_approver:
             actor = self.identities.canonical(actor, "by")
         person = self.identities.person(actor)
+        comment = self.redactor.text(b.comment) if b.comment else b.comment
+        on_behalf_of = b.on_behalf_of
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
             if approval.status.final:
@@ -267,8 +296,19 @@ class Service:
             if b.check_approver:
                 allowlist = (actor,) if b.trusted else self.allowlist(actor)
                 rules.check_may_decide(actor, approval, allowlist, self.identities.party)
-            vote = Vote(actor, outcome, self.clock.now(), b.comment, b.channel, person=person, name=b.name)
+            vote = Vote(
+                actor,
+                outcome,
+                self.clock.now(),
+                comment,
+                b.channel,
+                on_behalf_of=on_behalf_of,
+                person=person,
+                name=b.name,
+            )
             transition = rules.apply_vote(approval, vote)
+            if on_behalf_of:
+                transition = replace(transition, data={**transition.data, "on_behalf_of": on_behalf_of})
             if transition.approval is approval:  # the same person approving twice counts once
                 await self.store.append_events(
                     [NewEvent(approval.id, transition.event, vote.at, actor, b.channel, dict(transition.data))]
@@ -299,8 +339,9 @@ class Service:
 
     async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
         """The person who decided explains it afterwards (e.g. the reason asked for after a
-        Reject press): the comment goes on the decision and every card is synced."""
+        Reject press): the comment (redacted) goes on the decision and every card is synced."""
         actor = self.identities.canonical(actor, "by")
+        comment = self.redactor.text(comment)
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
             decision = approval.decision
@@ -313,12 +354,15 @@ class Service:
                 return after
         raise Conflict("too much contention on this approval, retry")
 
-    async def cancel(self, approval_id: str, by: str, reason: str | None = None) -> Approval:
+    async def cancel(
+        self, approval_id: str, by: str, reason: str | None = None, *, on_behalf_of: str | None = None
+    ) -> Approval:
         by = self.identities.canonical(by, "by")
         person = self.identities.person(by)
+        reason = self.redactor.text(reason) if reason else reason
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
-            transition = rules.cancel(approval, by, reason, self.clock.now(), person)
+            transition = rules.cancel(approval, by, reason, self.clock.now(), on_behalf_of, person)
             if await self._commit(approval, transition, by, None):
                 return transition.approval
         raise Conflict("too much contention on this approval, retry")
@@ -522,6 +566,23 @@ class _Ballot:
     name: str | None
     trusted: bool = False
     check_approver: bool = True
+    on_behalf_of: str | None = None
+
+
+def _encoded(req: SuspendRequest) -> tuple[str, str]:
+    """The canonical JSON of the args and the state, refused (400) when nested so deep that the
+    redactor, which recurses, could not walk it (an HTTP body was measured already; this is for
+    callers in process)."""
+    out = []
+    for name, value in (("args", req.args), ("state", req.state)):
+        try:
+            text = canonical_json(value)
+        except RecursionError:
+            text = "[" * MAX_DEPTH
+        if text_too_deep(text, MAX_DEPTH - 1):  # the body that holds it is level 1
+            raise ValidationError(name, f"is nested more than {MAX_DEPTH - 1} levels deep")
+        out.append(text)
+    return out[0], out[1]
 
 
 def _align(

@@ -25,9 +25,11 @@ class Outcome(StrEnum):
 
 
 class Source(StrEnum):
-    """Where a decision came from: a person, a timeout policy, or a cancel."""
+    """Where a decision came from: a person, an operator (an operator's API key: `decided_by` is
+    `operator:NAME`), a timeout policy, or a cancel."""
 
     HUMAN = "human"
+    OPERATOR = "operator"
     POLICY = "policy"
     CANCEL = "cancel"
 
@@ -54,6 +56,9 @@ class Decision:
     patch: list[dict[str, Any]] | None = None
     person: str | None = None  # the gateway's `[people]` name of `decided_by`, if any
     name: str | None = None  # how the chat platform shows the decider (e.g. '@alice')
+    # Whom an operator said it acted for (the API's `by`): a note, never who decided. Omitted from
+    # the JSON when unset, like the edit fields.
+    on_behalf_of: str | None = None
 
     def __post_init__(self) -> None:
         if self.decided_at.tzinfo is None:
@@ -97,6 +102,8 @@ class Decision:
         if self.args is not None or self.original_args is not None or self.patch is not None:
             data.update({name: getattr(self, name) for name in _EDIT_FIELDS})
         data.update({k: v for k, v in (("person", self.person), ("name", self.name)) if v})
+        if self.on_behalf_of is not None:
+            data["on_behalf_of"] = self.on_behalf_of
         return data
 
     def to_api(self) -> dict[str, Any]:
@@ -119,6 +126,7 @@ class Decision:
             patch=d.get("patch"),
             person=d.get("person"),
             name=d.get("name"),
+            on_behalf_of=d.get("on_behalf_of"),
         )
 
     @classmethod
