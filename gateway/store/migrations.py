@@ -234,8 +234,8 @@ CREATE TABLE inbound (
 );
 """
 
-# v2 (telegram): pending "why?" prompts, e.g. the reason asked for after a Reject press.
-# `key` names the prompt on its channel ("telegram:<chat_id>:<prompt_message_id>").
+# v2: pending "why?" prompts, e.g. the reason asked for after a Reject press in a chat.
+# `key` names the prompt on its channel ("<kind>:<chat_id>:<prompt_message_id>").
 _V2_SQLITE = """
 CREATE TABLE prompts (
     key         TEXT PRIMARY KEY,
@@ -322,7 +322,7 @@ _V11_POSTGRES = _V11_TEMPLATE.format(real="DOUBLE PRECISION", without_rowid="")
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),
-    Migration(2, "pending prompts (telegram reject reasons)", _V2_SQLITE, _V2_POSTGRES),
+    Migration(2, "pending prompts (reject reasons asked in a chat)", _V2_SQLITE, _V2_POSTGRES),
     Migration(5, "approvals.sealed: encrypted raw args and state", _V5, _V5),
     Migration(7, "wake-up leases for several replicas", _V7_SQLITE, _V7_POSTGRES),
     Migration(8, "index for coalescing a card's pending sync", _V8, _V8),

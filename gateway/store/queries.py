@@ -86,7 +86,7 @@ def _like_escape(text: str) -> str:
 
 def channel_filter(channel: str | None, mark: Callable[[], str] = lambda: "?") -> tuple[list[str], list[Any]]:
     """WHERE clauses matching approvals whose `channels` JSON list holds the address `channel`,
-    or any address of that kind when `channel` has no target ('telegram'). `mark()` returns the
+    or any address of that kind when `channel` has no target (a kind alone). `mark()` returns the
     next placeholder (Postgres: a counter giving $1, $2, ...)."""
     if not channel:
         return [], []
