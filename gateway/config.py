@@ -8,12 +8,13 @@ Every problem is a `ConfigError` naming the key.
 from __future__ import annotations
 
 import difflib
+import keyword
 import os
 import re
 import shutil
 import sys
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -22,11 +23,15 @@ from urllib.parse import urlsplit
 
 from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import ConfigError, ValidationError
+from gateway.core.identity import BUILT_IN, NAMES, WEB, Identities, IdSyntax
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
+from gateway.core.policy_bounds import BOUND_KEYS, INLINE_MODES, AgentBounds, parse_bounds
+from gateway.core.principals import Principal, Principals, check_principals, principal_entries
+from gateway.delivery.registry import installed
+from gateway.delivery.spec import ChannelSpec, Coerce
 
 DEFAULT_PATH = "hitl-gateway.toml"
-_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,13 @@ class ServerSettings:
     max_body_bytes: int = 1024 * 1024
     shutdown_timeout: timedelta = timedelta(seconds=10)
     log_level: str = "INFO"
+    # A connection must send a complete request head this soon after it opens (or after the
+    # first byte of a later request on it), and a body within body_timeout (slowloris).
+    header_timeout: timedelta = timedelta(seconds=10)
+    body_timeout: timedelta = timedelta(seconds=30)
+    # An idle keep-alive connection is closed after this; longer than a load balancer's idle
+    # timeout (60 s on most), so that the balancer never sends on a connection being closed.
+    keepalive_timeout: timedelta = timedelta(seconds=75)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,33 +67,21 @@ class SecuritySettings:
     token_max_age: timedelta = timedelta(days=30)
     token_decisions: bool = False
     operator_keys: tuple[str, ...] = ()
+    agents: Mapping[str, str] = field(default_factory=dict)  # NAME -> key: the principal agent:NAME
+    operators: Mapping[str, str] = field(default_factory=dict)  # NAME -> key: operator:NAME
+    inline_policies: str = "restrict"  # restrict | deny | allow (gateway.core.policy_bounds)
 
+    def principal_keys(self) -> list[tuple[Principal, str]]:
+        """Every key with its principal (gateway.core.principals.entries)."""
+        return principal_entries(self.agents, self.operators, self.api_keys, self.operator_keys)
 
-@dataclass(frozen=True, slots=True)
-class TelegramSettings:
-    bot_token: str = ""
-    webhook_secret: str = ""
-    base_url: str = "https://api.telegram.org/bot"
-    approvers: tuple[int, ...] = ()
-    # After a post whose outcome is unknown (crash or read timeout mid-call): false = never post
-    # twice (the card is `uncertain` until pressed); true = post again (a duplicate is possible).
-    resend_uncertain: bool = False
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.bot_token)
-
-
-@dataclass(frozen=True, slots=True)
-class SlackSettings:
-    bot_token: str = ""
-    signing_secret: str = ""
-    base_url: str = "https://slack.com/api/"
-    approvers: tuple[str, ...] = ()
+    def principals(self) -> Principals:
+        return Principals(self.principal_keys())
 
     @property
-    def enabled(self) -> bool:
-        return bool(self.bot_token)
+    def keys(self) -> list[str]:
+        """Every bearer key (for the log redactor)."""
+        return [k for _, k in self.principal_keys()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +128,43 @@ class SchedulerSettings:
 
 @dataclass(frozen=True, slots=True)
 class RedactionSettings:
-    defaults: bool = True  # emails, Luhn-checked card numbers, phone numbers, IBANs, bearer tokens
+    defaults: bool = True  # mail addresses, Luhn-checked card numbers, phone numbers, IBANs, bearer tokens
     patterns: tuple[str, ...] = ()  # extra regular expressions, replaced by [redacted]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelConfig:
+    """One installed channel kind: its spec and its `[<kind>]` section."""
+
+    spec: ChannelSpec
+    section: Any
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.spec.enabled(self.section))
+
+
+@dataclass(frozen=True, slots=True)
+class McpSettings:
+    """`hitl-gateway mcp` (docs/mcp.md): where cards go when a caller names none (Claude Code's
+    permission prompt never does)."""
+
+    channels: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+    policy: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class McpGateSettings:
+    """`hitl-gateway mcp-gate` (docs/mcp.md): the wrapped MCP server and the tools that need a human."""
+
+    upstream: tuple[str, ...] = ()  # a command and its arguments, or one http(s):// URL
+    upstream_headers: Mapping[str, str] = field(default_factory=dict)  # for an HTTP upstream
+    require_approval: tuple[str, ...] = ()  # tool-name globs (fnmatch)
+    channels: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+    policy: str = ""
+    wait_seconds: int = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,33 +172,39 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)
-    telegram: TelegramSettings = field(default_factory=TelegramSettings)
-    slack: SlackSettings = field(default_factory=SlackSettings)
     policies: Mapping[str, Policy] = field(default_factory=lambda: {"default": Policy()})
     workers: Mapping[str, WorkerSettings] = field(default_factory=dict)
     web: WebSettings = field(default_factory=WebSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     redaction: RedactionSettings = field(default_factory=RedactionSettings)
+    # Every installed channel kind (besides the web) with its section, whether it is on or not.
+    channels: Mapping[str, ChannelConfig] = field(default_factory=dict)
+    # `[people.NAME]`: one person's identities across kinds, canonical.
+    people: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    identities: Identities = field(default_factory=Identities)
+    mcp: McpSettings = field(default_factory=McpSettings)
+    mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
+    # What each named policy lets the agent choose (agent_may_set, max_timeout, min_timeout).
+    policy_bounds: Mapping[str, AgentBounds] = field(default_factory=dict)
+
+    def channel(self, kind: str) -> Any:
+        """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""
+        return self.channels[kind].section
 
     def enabled_channels(self) -> frozenset[str]:
-        kinds = {"web"}
-        if self.telegram.enabled:
-            kinds.add("telegram")
-        if self.slack.enabled:
-            kinds.add("slack")
-        return frozenset(kinds)
+        return frozenset({WEB, *(kind for kind, c in self.channels.items() if c.enabled)})
 
 
 # ---------------------------------------------------------------- value coercion
 
 
-def _str(key: str, v: Any) -> str:
+def string(key: str, v: Any) -> str:
     if isinstance(v, str):
         return v
     raise ConfigError(key, f"expected a string, got {type(v).__name__}")
 
 
-def _int(key: str, v: Any) -> int:
+def integer(key: str, v: Any) -> int:
     if isinstance(v, str):
         try:
             return int(v.strip())
@@ -174,7 +215,7 @@ def _int(key: str, v: Any) -> int:
     raise ConfigError(key, f"expected an integer, got {type(v).__name__}")
 
 
-def _bool(key: str, v: Any) -> bool:
+def boolean(key: str, v: Any) -> bool:
     if isinstance(v, bool):
         return v
     if isinstance(v, str) and v.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
@@ -182,14 +223,14 @@ def _bool(key: str, v: Any) -> bool:
     raise ConfigError(key, f"expected true or false, got {v!r}")
 
 
-def _duration(key: str, v: Any) -> timedelta:
+def duration(key: str, v: Any) -> timedelta:
     try:
         return parse_duration(v)
     except ValueError as exc:
         raise ConfigError(key, str(exc)) from None
 
 
-def _list(key: str, v: Any) -> list[Any]:
+def listing(key: str, v: Any) -> list[Any]:
     if isinstance(v, str):
         text = v.strip()
         if text.startswith("["):
@@ -204,15 +245,15 @@ def _list(key: str, v: Any) -> list[Any]:
     raise ConfigError(key, f"expected a list, got {type(v).__name__}")
 
 
-def _strs(key: str, v: Any) -> tuple[str, ...]:
-    return tuple(_str(f"{key}[{i}]", x) for i, x in enumerate(_list(key, v)))
+def strings(key: str, v: Any) -> tuple[str, ...]:
+    return tuple(string(f"{key}[{i}]", x) for i, x in enumerate(listing(key, v)))
 
 
-def _ints(key: str, v: Any) -> tuple[int, ...]:
-    return tuple(_int(f"{key}[{i}]", x) for i, x in enumerate(_list(key, v)))
+def integers(key: str, v: Any) -> tuple[int, ...]:
+    return tuple(integer(f"{key}[{i}]", x) for i, x in enumerate(listing(key, v)))
 
 
-def _str_map(key: str, v: Any) -> dict[str, str]:
+def table(key: str, v: Any) -> dict[str, str]:
     """A TOML table of strings, or from the environment 'name=value,name=value'."""
     if isinstance(v, str):
         pairs = [p.strip().partition("=") for p in v.split(",") if p.strip()]
@@ -220,46 +261,53 @@ def _str_map(key: str, v: Any) -> dict[str, str]:
             raise ConfigError(key, "expected 'name=value,name=value'")
         return {name.strip(): value.strip() for name, _, value in pairs}
     if isinstance(v, dict):
-        return {str(name): _str(f"{key}.{name}", value) for name, value in v.items()}
+        return {str(name): string(f"{key}.{name}", value) for name, value in v.items()}
     raise ConfigError(key, f"expected a table, got {type(v).__name__}")
 
 
-Coerce = Callable[[str, Any], Any]
 _SPEC: dict[str, dict[str, Coerce]] = {
     "server": {
-        "host": _str,
-        "port": _int,
-        "public_url": _str,
-        "max_body_bytes": _int,
-        "shutdown_timeout": _duration,
-        "log_level": _str,
+        "host": string,
+        "port": integer,
+        "public_url": string,
+        "max_body_bytes": integer,
+        "shutdown_timeout": duration,
+        "log_level": string,
+        "header_timeout": duration,
+        "body_timeout": duration,
+        "keepalive_timeout": duration,
     },
-    "store": {"url": _str, "lease": _duration},
+    "store": {"url": string, "lease": duration},
     "security": {
-        "secret_keys": _strs,
-        "api_keys": _strs,
-        "token_grace": _duration,
-        "token_max_age": _duration,
-        "token_decisions": _bool,
-        "operator_keys": _strs,
+        "secret_keys": strings,
+        "api_keys": strings,
+        "token_grace": duration,
+        "token_max_age": duration,
+        "token_decisions": boolean,
+        "operator_keys": strings,
+        "agents": table,
+        "operators": table,
+        "inline_policies": string,
     },
-    "telegram": {
-        "bot_token": _str,
-        "webhook_secret": _str,
-        "base_url": _str,
-        "approvers": _ints,
-        "resend_uncertain": _bool,
-    },
-    "slack": {"bot_token": _str, "signing_secret": _str, "base_url": _str, "approvers": _strs},
     "web": {
-        "approvers": _strs,
-        "viewers": _strs,
-        "passwords": _str_map,
-        "session_max_age": _duration,
-        "login_link_max_age": _duration,
+        "approvers": strings,
+        "viewers": strings,
+        "passwords": table,
+        "session_max_age": duration,
+        "login_link_max_age": duration,
     },
-    "scheduler": {"poll_interval": _duration, "batch": _int},
-    "redaction": {"defaults": _bool, "patterns": _strs},
+    "scheduler": {"poll_interval": duration, "batch": integer},
+    "redaction": {"defaults": boolean, "patterns": strings},
+    "mcp": {"channels": strings, "approvers": strings, "policy": string},
+    "mcp_gate": {
+        "upstream": strings,
+        "upstream_headers": table,
+        "require_approval": strings,
+        "channels": strings,
+        "approvers": strings,
+        "policy": string,
+        "wait_seconds": integer,
+    },
 }
 _POLICY_KEYS = (
     "timeout",
@@ -269,23 +317,24 @@ _POLICY_KEYS = (
     "after_escalation",
     "remind",
     "quorum",
+    *BOUND_KEYS,
 )
 _WORKER_SPEC: dict[str, Coerce] = {
-    "command": _strs,
-    "entrypoint": _str,
-    "url": _str,
-    "timeout": _duration,
-    "max_attempts": _int,
-    "allowed_hosts": _strs,
-    "secret": _str,
-    "pool_size": _int,
-    "retry_base": _duration,
+    "command": strings,
+    "entrypoint": string,
+    "url": string,
+    "timeout": duration,
+    "max_attempts": integer,
+    "allowed_hosts": strings,
+    "secret": string,
+    "pool_size": integer,
+    "retry_base": duration,
 }
-_POLICY_LISTS = {"escalate_to", "remind"}
+_POLICY_LISTS = {"escalate_to", "remind", "agent_may_set"}
 SECRET_KEYS = frozenset(
-    {"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys", "operator_keys", "passwords", "secret"}
+    {"secret_keys", "api_keys", "operator_keys", "agents", "operators", "passwords", "secret", "upstream_headers"}
 )
-_WEB_NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_GROUPS = ("policies", "workers", "people")
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
 
 
@@ -317,21 +366,23 @@ NON_CONFIG_VARS = frozenset(
         "HITL_TEST_POSTGRES_URL",  # the test suite's PostgreSQL server
     }
 )
-_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (("policies", _POLICY_KEYS), ("workers", tuple(_WORKER_SPEC)))
 
 
-def _env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def _env_overrides(
+    raw: dict[str, Any], env: Mapping[str, str], sections: Mapping[str, Mapping[str, Coerce]], kinds: Iterable[str]
+) -> dict[str, Any]:
     """`raw` with every HITL_<SECTION>_<KEY> applied. A HITL_* variable that is neither a key nor
     one of NON_CONFIG_VARS stops the start: a typo must not pass silently (as in the file)."""
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
     used: set[str] = set()
-    for section, keys in _SPEC.items():
+    for section, keys in sections.items():
         for key in keys:
             name = f"HITL_{section}_{key}".upper()
             if name in env:
                 out.setdefault(section, {})[key] = env[name]
                 used.add(name)
-    for group, names in _GROUPS:
+    groups = _env_groups(kinds)
+    for group, names in groups:
         prefix = f"HITL_{group.upper()}_"
         table = {k: dict(v) for k, v in out.get(group, {}).items()} if isinstance(out.get(group), dict) else {}
         for name in env:
@@ -349,14 +400,21 @@ def _env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any
             out[group] = table
     for name in sorted(env):
         if name.startswith("HITL_") and name not in used and name not in NON_CONFIG_VARS:
-            raise ConfigError(name, f"unknown variable{_did_you_mean(name)}")
+            raise ConfigError(name, f"unknown variable{_did_you_mean(name, sections, groups)}")
     return out
 
 
-def _did_you_mean(name: str) -> str:
+def _env_groups(kinds: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The named tables settable from the environment: HITL_<GROUP>_<NAME>_<KEY>."""
+    return (("policies", _POLICY_KEYS), ("workers", tuple(_WORKER_SPEC)), ("people", tuple(kinds)))
+
+
+def _did_you_mean(
+    name: str, sections: Mapping[str, Mapping[str, Coerce]], groups: Iterable[tuple[str, tuple[str, ...]]]
+) -> str:
     """' (did you mean HITL_SERVER_PORT?)' for the closest known variable, or ''."""
-    known = [f"HITL_{section}_{key}".upper() for section, keys in _SPEC.items() for key in keys]
-    for group, names in _GROUPS:  # HITL_WORKERS_<ITEM>_<KEY>: every split of the rest into item and key
+    known = [f"HITL_{section}_{key}".upper() for section, keys in sections.items() for key in keys]
+    for group, names in groups:  # HITL_WORKERS_<ITEM>_<KEY>: every split of the rest into item and key
         prefix = f"HITL_{group.upper()}_"
         if name.startswith(prefix):
             parts = name[len(prefix) :].split("_")
@@ -370,11 +428,10 @@ def _did_you_mean(name: str) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def _section(raw: dict[str, Any], section: str) -> dict[str, Any]:
+def _section(raw: dict[str, Any], section: str, spec: Mapping[str, Coerce]) -> dict[str, Any]:
     data = raw.get(section, {})
     if not isinstance(data, dict):
         raise ConfigError(section, "expected a table")
-    spec = _SPEC[section]
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key not in spec:
@@ -383,25 +440,81 @@ def _section(raw: dict[str, Any], section: str) -> dict[str, Any]:
     return values
 
 
-def _policies(raw: dict[str, Any]) -> dict[str, Policy]:
+def attribute(key: str) -> str:
+    """The attribute of a section that holds `key`: a Python keyword (`from`) gets a trailing
+    underscore (`from_`), as PEP 8 has it."""
+    return f"{key}_" if keyword.iskeyword(key) else key
+
+
+def _channels(raw: dict[str, Any], specs: Mapping[str, ChannelSpec], check: bool = True) -> dict[str, ChannelConfig]:
+    """Each installed channel's section, built by its spec and checked by it (unless `check` is
+    false), and its allowlist checked against the spec's id syntax."""
+    out: dict[str, ChannelConfig] = {}
+    for kind, spec in specs.items():
+        values = {attribute(k): v for k, v in _section(raw, kind, spec.schema).items()}
+        config = ChannelConfig(spec, spec.settings(**values))
+        if check:
+            spec.check(config.section)
+        for i, ident in enumerate(spec.approvers(config.section)):
+            if spec.identity.canonical(str(ident)) is None:
+                raise ConfigError(f"{kind}.approvers[{i}]", f"expected {spec.identity.hint}")
+        out[kind] = config
+    return out
+
+
+def _identity_kinds(specs: Mapping[str, ChannelSpec]) -> dict[str, IdSyntax]:
+    return {**BUILT_IN, **{kind: spec.identity for kind, spec in specs.items()}}
+
+
+def _people(raw: dict[str, Any], kinds: Mapping[str, IdSyntax]) -> Identities:
+    """`[people.NAME]`: `<kind> = id` (or a list of ids) per identity kind."""
+    table = raw.get("people", {})
+    if not isinstance(table, dict):
+        raise ConfigError("people", "expected a table of people, [people.NAME]")
+    bare = Identities(kinds)
+    people: dict[str, list[str]] = {}
+    for name, body in table.items():
+        if not isinstance(body, dict):
+            raise ConfigError(f"people.{name}", "expected a table like { web = 'alice', <kind> = '<id>' }")
+        ids = people.setdefault(name, [])
+        for kind, value in body.items():
+            key = f"people.{name}.{kind}"
+            if kind not in kinds:
+                raise ConfigError(key, f"unknown identity kind (known: {', '.join(sorted(kinds))})")
+            for one in value if isinstance(value, list) else listing(key, value) if isinstance(value, str) else [value]:
+                if isinstance(one, bool) or not isinstance(one, str | int):
+                    raise ConfigError(key, f"expected an id (a string or a number), got {type(one).__name__}")
+                try:
+                    ids.append(bare.canonical(f"{kind}:{one}", key))
+                except ValidationError as exc:
+                    raise ConfigError(key, exc.message.split(": ", 1)[-1]) from None
+    try:
+        return Identities(kinds, people)
+    except ValidationError as exc:
+        raise ConfigError(exc.field, exc.message.split(": ", 1)[-1]) from None
+
+
+def _policies(raw: dict[str, Any]) -> tuple[dict[str, Policy], dict[str, AgentBounds]]:
     table = raw.get("policies", {})
     if not isinstance(table, dict):
         raise ConfigError("policies", "expected a table of named policies")
     policies: dict[str, Policy] = {"default": Policy()}
+    bounds: dict[str, AgentBounds] = {}
     for name, body in table.items():
         if not isinstance(body, dict):
             raise ConfigError(f"policies.{name}", "expected a table")
         body = dict(body)
         for key in _POLICY_LISTS & body.keys():
             if isinstance(body[key], str):
-                body[key] = _list(f"policies.{name}.{key}", body[key])
+                body[key] = listing(f"policies.{name}.{key}", body[key])
         if isinstance(body.get("quorum"), str):
-            body["quorum"] = _int(f"policies.{name}.quorum", body["quorum"])
+            body["quorum"] = integer(f"policies.{name}.quorum", body["quorum"])
         try:
+            bounds[name] = parse_bounds({k: body.pop(k) for k in BOUND_KEYS if k in body})
             policies[name] = parse_policy(body, name=name)
         except ValidationError as exc:
             raise ConfigError(f"policies.{name}.{exc.field}", exc.message.split(": ", 1)[-1]) from None
-    return policies
+    return policies, bounds
 
 
 def _workers(raw: dict[str, Any]) -> dict[str, WorkerSettings]:
@@ -473,6 +586,9 @@ def _check(settings: Settings) -> None:
         raise ConfigError("store.lease", "must be at least 1s")
     if server.max_body_bytes < 1024:
         raise ConfigError("server.max_body_bytes", "must be at least 1024")
+    for key in ("header_timeout", "body_timeout", "keepalive_timeout"):
+        if getattr(server, key) < timedelta(milliseconds=100):
+            raise ConfigError(f"server.{key}", "must be at least 100ms")
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
     if settings.scheduler.batch < 1:
@@ -486,10 +602,16 @@ def _check(settings: Settings) -> None:
 
 
 def _check_web(web: WebSettings) -> None:
+    seen: dict[str, str] = {}
     for key in ("approvers", "viewers"):
         for i, name in enumerate(getattr(web, key)):
-            if not _WEB_NAME_RE.match(name):
+            if NAMES.canonical(name) is None:
                 raise ConfigError(f"web.{key}[{i}]", "1-64 characters of A-Z, a-z, 0-9, _ . @ and -")
+            # web names are case-insensitive identities (web:alice): two spellings are one user
+            folded = name.lower()
+            if seen.get(folded, name) != name:
+                raise ConfigError(f"web.{key}[{i}]", f"{name!r} and {seen[folded]!r} are the same web user")
+            seen[folded] = name
     for name, hashed in web.passwords.items():
         if web.role(name) is None:
             raise ConfigError(f"web.passwords.{name}", "not listed in web.approvers or web.viewers")
@@ -507,25 +629,82 @@ def _check_security(settings: Settings) -> None:
     for i, key in enumerate(sec.secret_keys):
         if len(key) < 16:
             raise ConfigError(f"security.secret_keys[{i}]", "must be at least 16 characters")
-    for name in ("api_keys", "operator_keys"):
-        for i, key in enumerate(getattr(sec, name)):
-            if len(key) < 16:
-                raise ConfigError(f"security.{name}[{i}]", "must be at least 16 characters")
-    if set(sec.api_keys) & set(sec.operator_keys):
-        raise ConfigError("security.operator_keys", "an operator key must not also be an agent key (api_keys)")
+    check_principals(sec.agents, sec.operators, sec.api_keys, sec.operator_keys)
+    if sec.inline_policies not in INLINE_MODES:
+        raise ConfigError("security.inline_policies", f"expected one of {', '.join(INLINE_MODES)}")
     _check_channels(settings)
 
 
 def _check_channels(settings: Settings) -> None:
-    tg = settings.telegram
-    if tg.webhook_secret and not _SECRET_RE.match(tg.webhook_secret):
-        raise ConfigError("telegram.webhook_secret", "1-256 characters of A-Z, a-z, 0-9, _ and -")
-    if settings.slack.enabled and not settings.slack.signing_secret:
-        raise ConfigError("slack.signing_secret", "required when slack.bot_token is set")
     for name, policy in settings.policies.items():
         for target in policy.escalate_to:
             if target.split(":", 1)[0] not in settings.enabled_channels():
                 raise ConfigError(f"policies.{name}.escalate_to", f"channel {target!r} is not enabled")
+
+
+def sections(specs: Mapping[str, ChannelSpec] | None = None) -> dict[str, Mapping[str, Coerce]]:
+    """Every plain section and its keys: the core's, then each installed channel's."""
+    specs = installed() if specs is None else specs
+    return {**_SPEC, **{kind: spec.schema for kind, spec in specs.items()}}
+
+
+def load_settings(
+    path: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    defaults: Mapping[str, Mapping[str, Any]] | None = None,
+    tables: Mapping[str, Mapping[str, Any]] | None = None,
+    specs: Mapping[str, ChannelSpec] | None = None,
+    validate: bool = True,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Settings:
+    """Build Settings from defaults < file < env < overrides (command-line options). Raises
+    ConfigError naming the bad key.
+    `specs`: the channel kinds to know (default: every installed one, `registry.installed()`).
+
+    `validate=False` skips the gateway's own checks (secret keys, store URL, channels): for the
+    agent-side commands (`mcp`, `mcp-gate`), which only read `[server]`, `[mcp]` and `[mcp_gate]`
+    and run where the gateway's secrets are not."""
+    env = os.environ if env is None else env
+    specs = installed() if specs is None else specs
+    known = sections(specs)
+    kinds = _identity_kinds(specs)
+    raw = _read_toml(config_path(path, env))
+    for section in raw:
+        if section not in known and section not in _GROUPS:
+            raise ConfigError(section, "unknown section")
+    for section, values in (defaults or {}).items():
+        given = raw.get(section, {})
+        if isinstance(given, dict):
+            raw[section] = {**values, **given}
+    for group, table in (tables or {}).items():  # named policies/workers given in code
+        raw.setdefault(group, {}).update(table)
+    raw = _env_overrides(raw, env, known, kinds)
+    for section, values in (overrides or {}).items():
+        raw[section] = {**raw.get(section, {}), **values}
+    server = _section(raw, "server", _SPEC["server"])
+    server.setdefault("public_url", _own_url(server.get("host", "127.0.0.1"), server.get("port", 8080)))
+    identities = _people(raw, kinds)
+    policies, bounds = _policies(raw)
+    settings = Settings(
+        server=ServerSettings(**server),
+        store=StoreSettings(**_section(raw, "store", _SPEC["store"])),
+        security=SecuritySettings(**_section(raw, "security", _SPEC["security"])),
+        policies=policies,
+        policy_bounds=bounds,
+        workers=_workers(raw),
+        web=WebSettings(**_section(raw, "web", _SPEC["web"])),
+        scheduler=SchedulerSettings(**_section(raw, "scheduler", _SPEC["scheduler"])),
+        redaction=RedactionSettings(**_section(raw, "redaction", _SPEC["redaction"])),
+        mcp=McpSettings(**_section(raw, "mcp", _SPEC["mcp"])),
+        mcp_gate=McpGateSettings(**_section(raw, "mcp_gate", _SPEC["mcp_gate"])),
+        channels=_channels(raw, specs, check=validate),
+        people=identities.people,
+        identities=identities,
+    )
+    if validate:
+        _check(settings)
+    return settings
 
 
 def config_path(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
@@ -535,48 +714,6 @@ def config_path(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> 
     if path is None and env is os.environ and Path(DEFAULT_PATH).exists():
         path = DEFAULT_PATH
     return Path(path) if path is not None else None
-
-
-def load_settings(
-    path: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-    *,
-    defaults: Mapping[str, Mapping[str, Any]] | None = None,
-    tables: Mapping[str, Mapping[str, Any]] | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
-) -> Settings:
-    """Build Settings from defaults < file < env < overrides (command-line options). Raises
-    ConfigError naming the bad key."""
-    env = os.environ if env is None else env
-    raw = _read_toml(config_path(path, env))
-    for section in raw:
-        if section not in _SPEC and section not in ("policies", "workers"):
-            raise ConfigError(section, "unknown section")
-    for section, values in (defaults or {}).items():
-        given = raw.get(section, {})
-        if isinstance(given, dict):
-            raw[section] = {**values, **given}
-    for group, table in (tables or {}).items():  # named policies/workers given in code
-        raw.setdefault(group, {}).update(table)
-    raw = _env_overrides(raw, env)
-    for section, values in (overrides or {}).items():
-        raw[section] = {**raw.get(section, {}), **values}
-    server = _section(raw, "server")
-    server.setdefault("public_url", _own_url(server.get("host", "127.0.0.1"), server.get("port", 8080)))
-    settings = Settings(
-        server=ServerSettings(**server),
-        store=StoreSettings(**_section(raw, "store")),
-        security=SecuritySettings(**_section(raw, "security")),
-        telegram=TelegramSettings(**_section(raw, "telegram")),
-        slack=SlackSettings(**_section(raw, "slack")),
-        policies=_policies(raw),
-        workers=_workers(raw),
-        web=WebSettings(**_section(raw, "web")),
-        scheduler=SchedulerSettings(**_section(raw, "scheduler")),
-        redaction=RedactionSettings(**_section(raw, "redaction")),
-    )
-    _check(settings)
-    return settings
 
 
 def _own_url(host: str, port: int) -> str:
@@ -589,8 +726,8 @@ def _own_url(host: str, port: int) -> str:
     return f"http://{host}:{port}"
 
 
-def _mask(key: str, value: Any) -> Any:
-    if key not in SECRET_KEYS:
+def _mask(key: str, value: Any, secrets: frozenset[str] = SECRET_KEYS) -> Any:
+    if key not in secrets:
         return value
     if isinstance(value, list | tuple):
         return [f"***({len(v)} chars)" for v in value]
@@ -613,7 +750,15 @@ def effective_config(settings: Settings) -> dict[str, Any]:
     for section in _SPEC:
         obj = getattr(settings, section)
         out[section] = {k: _mask(k, _plain(getattr(obj, k))) for k in _SPEC[section]}
-    out["policies"] = {n: p.to_json() for n, p in settings.policies.items()}
+    for kind, channel in settings.channels.items():
+        secrets = channel.spec.secrets
+        section = channel.section
+        out[kind] = {k: _mask(k, _plain(getattr(section, attribute(k))), secrets) for k in channel.spec.schema}
+    out["people"] = {n: list(ids) for n, ids in settings.people.items()}
+    out["policies"] = {
+        n: p.to_json() | (settings.policy_bounds[n].to_json() if n in settings.policy_bounds else {})
+        for n, p in settings.policies.items()
+    }
     out["workers"] = {
         n: {k: _mask(k, _plain(getattr(w, k))) for k in _WORKER_SPEC if getattr(w, k)}
         for n, w in settings.workers.items()

@@ -9,6 +9,8 @@ from gateway.cli.common import dump, table, with_runtime
 from gateway.config import Settings
 from gateway.core.models import Outcome, Status
 
+CLI_OPERATOR = "operator:cli"  # who the CLI's decisions, cancels, retries and re-posts are recorded as
+
 
 def add_parser(sub: Any) -> None:
     ap = sub.add_parser("approvals", help="list, show and decide approvals")
@@ -22,11 +24,11 @@ def add_parser(sub: Any) -> None:
     for verb in ("approve", "reject"):
         d = actions.add_parser(verb)
         d.add_argument("id")
-        d.add_argument("--by", required=True, help="who decides, e.g. web:alice")
+        d.add_argument("--by", help=f"whom you act for (kept as on_behalf_of; the decision is {CLI_OPERATOR}'s)")
         d.add_argument("--comment")
     c = actions.add_parser("cancel")
     c.add_argument("id")
-    c.add_argument("--by", default="cli")
+    c.add_argument("--by", help="whom you act for (kept as on_behalf_of)")
     c.add_argument("--reason")
     ap.set_defaults(handler=run)
 
@@ -52,9 +54,11 @@ async def _act(args: argparse.Namespace, rt: Any) -> int:
         dump({**await svc.view(approval), "events": events})
         return 0
     if args.action == "cancel":
-        dump((await svc.cancel(args.id, args.by, args.reason)).to_api())
+        dump((await svc.cancel(args.id, CLI_OPERATOR, args.reason, on_behalf_of=args.by)).to_api())
         return 0
     outcome = Outcome.APPROVE if args.action == "approve" else Outcome.REJECT
-    approval = await svc.decide(args.id, outcome, args.by, comment=args.comment, channel="cli", trusted=True)
+    approval = await svc.decide(
+        args.id, outcome, CLI_OPERATOR, comment=args.comment, channel="cli", trusted=True, on_behalf_of=args.by
+    )
     dump(approval.to_api())
     return 0

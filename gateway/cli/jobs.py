@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
     ls.add_argument("--limit", type=int, default=50)
     retry = jobs.add_parser("retry", help="requeue the failed resume job of an approval")
     retry.add_argument("id", help="the approval id")
-    retry.add_argument("--by", default="cli")
+    retry.add_argument("--by", help="whom you act for (kept as on_behalf_of)")
     sub.choices["jobs"].set_defaults(handler=run)
 
 
@@ -33,7 +33,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
             rows = [[j.approval_id, j.status.value, j.worker, str(j.attempts), j.last_error or ""] for j in jobs]
             table(["APPROVAL", "STATUS", "WORKER", "ATTEMPTS", "LAST ERROR"], rows)
             return 0
-        job = await retry_job(rt.service, args.id, args.by)
+        job = await retry_job(rt.service, args.id, "operator:cli", on_behalf_of=args.by)
         print(f"{job.approval_id}  {job.status.value}: the gateway's worker will run it again")
         return 0
 

@@ -8,41 +8,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import secrets
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from gateway import __version__
-from gateway.cli import approvals, cards, init, jobs, serve
+from gateway.cli import approvals, cards, channels, init, jobs, serve
 from gateway.cli import web as web_cli
 from gateway.cli.common import dump, with_runtime
+from gateway.cli.dev import DEV_SECRETS, dev_defaults
 from gateway.config import Settings, config_path, effective_config, load_settings
 from gateway.core.errors import ConfigError, GatewayError
 from gateway.telemetry.logs import setup_logging
 
-DEV_SECRETS = Path("var/dev-secrets.json")
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]  # a subcommand's handler
-
-
-def dev_defaults(path: Path = DEV_SECRETS) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """A dev secret and API key kept under ./var; returns (defaults, key if it is new)."""
-    new_key = None
-    if path.exists():
-        data = json.loads(path.read_text())
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        new_key = "dev_" + secrets.token_urlsafe(24)
-        data = {"secret_key": secrets.token_urlsafe(32), "api_key": new_key}
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh)
-    # Dev only: deciding by holding the resume token is on, for the README walk-through.
-    security = {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]], "token_decisions": True}
-    return {"security": security, "web": {"approvers": ["dev"]}}, new_key
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,10 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("check-config", help="print the effective config (secrets masked)")
     init.add_parser(sub)
     approvals.add_parser(sub)
-    _adapter_parser(sub, "telegram")
+    channels.add_parsers(sub)  # loads the channel plugins, which add their subcommands
     web_cli.register(sub)
     jobs.add_parser(sub)
     cards.add_parser(sub)
+    from gateway.mcp.cli import add_parser as add_mcp
+
+    add_mcp(sub)
     return p
 
 
@@ -88,20 +71,13 @@ def hoist_globals(argv: Sequence[str]) -> list[str]:
     return front + rest
 
 
-def _adapter_parser(sub: Any, kind: str) -> None:
-    """An adapter's own subcommands (`adapters.<kind>.cli`: add_parser + run), loaded by name."""
-    import importlib
-
-    module = importlib.import_module(f"adapters.{kind}.cli")
-    module.add_parser(sub).set_defaults(handler=module.run)
-
-
 def _load(args: argparse.Namespace) -> Settings:
     defaults = None
     if args.dev:
-        defaults, new_key = dev_defaults()
-        if new_key:
-            print(f"dev API key (kept in {DEV_SECRETS}): {new_key}", file=sys.stderr)  # shown once
+        defaults, new = dev_defaults()
+        for name, what in (("api_key", "dev API key (agent:dev)"), ("operator_key", "dev operator key (operator:dev)")):
+            if name in new:
+                print(f"{what}, kept in {DEV_SECRETS}: {new[name]}", file=sys.stderr)  # shown once
     overrides: dict[str, dict[str, Any]] = {}
     if args.command == "serve":
         if args.host:
@@ -120,17 +96,16 @@ def _load(args: argparse.Namespace) -> Settings:
 def _logging(settings: Settings) -> None:
     """Every command logs through the redacting handler (libraries put tokens in messages)."""
     sec = settings.security
-    setup_logging(
-        settings.server.log_level,
-        [
-            *sec.secret_keys,
-            *sec.api_keys,
-            settings.telegram.bot_token,
-            settings.telegram.webhook_secret,
-            settings.slack.bot_token,
-            settings.slack.signing_secret,
-        ],
-    )
+    secrets: list[str] = [*sec.secret_keys, *sec.keys]
+    patterns: list[str] = []
+    quiet: list[str] = []
+    for channel in settings.channels.values():
+        for key in channel.spec.secrets:
+            value = getattr(channel.section, key)
+            secrets.extend([value] if isinstance(value, str) else value)
+        patterns.extend(channel.spec.secret_patterns)
+        quiet.extend(channel.spec.quiet_loggers)
+    setup_logging(settings.server.log_level, secrets, patterns, quiet)
 
 
 async def _migrate(settings: Settings) -> int:
@@ -160,8 +135,16 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(hoist_globals(sys.argv[1:] if argv is None else argv))
     try:
+        parser = _parser()  # loads the channel plugins, which add their subcommands
+    except ConfigError as exc:
+        print(f"hitl-gateway: {exc.message}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(hoist_globals(sys.argv[1:] if argv is None else argv))
+    standalone = getattr(args, "standalone", None)
+    try:
+        if standalone is not None:  # agent-side commands (mcp, mcp-gate): they load their own settings
+            return int(standalone(args))
         return _run(args)
     except (ConfigError, serve.CannotListen) as exc:
         print(f"hitl-gateway: {exc.message}", file=sys.stderr)

@@ -41,9 +41,8 @@ def _family(host: str) -> socket.AddressFamily:
 
 
 def serve(settings: Settings, *, dev_link: bool = False) -> int:
-    from aiohttp import web
-
     from gateway.cli import web as web_cli
+    from gateway.http import transport
     from gateway.http.app import create_app
 
     sock = bind(settings.server.host, settings.server.port)
@@ -51,17 +50,16 @@ def serve(settings: Settings, *, dev_link: bool = False) -> int:
         web_cli.print_dev_link(settings)
     app = create_app(settings)
     app.on_startup.append(freeze_heap)  # after the runtime's own start-up (cleanup_ctx runs first)
-    web.run_app(
+    transport.run(
         app,
-        sock=sock,
-        loop=event_loop(),
-        shutdown_timeout=settings.server.shutdown_timeout.total_seconds(),
-        print=lambda msg: print(
+        settings,
+        event_loop(),
+        lambda: print(
             f"hitl-gateway {__version__} listening on http://{settings.server.host}:"
             f"{settings.server.port} (store: {settings.store.url})",
             flush=True,
         ),
-        access_log_format='%a "%r" %s %b %Tfs rid=%{X-Request-Id}o',
+        sock,
     )
     return 0
 

@@ -8,8 +8,34 @@ from enum import StrEnum
 from operator import attrgetter
 from typing import Any
 
+from hitl_sdk.models import Decision, Outcome, Source, StepRecord, StepStatus
+
 from gateway.core.clock import from_ts, iso, to_ts
 from gateway.core.durations import format_duration, parse_duration
+
+# Decision, Outcome, Source, StepRecord and StepStatus are shared with the agent SDK (hitl_sdk):
+# the gateway stores exactly what the agent reads.
+__all__ = [
+    "Approval",
+    "Card",
+    "Decision",
+    "DeliveryStatus",
+    "Event",
+    "JobStatus",
+    "NewEvent",
+    "NewOutbox",
+    "OnTimeout",
+    "OutboxItem",
+    "OutboxKind",
+    "Outcome",
+    "Policy",
+    "ResumeJob",
+    "Source",
+    "Status",
+    "StepRecord",
+    "StepStatus",
+    "Vote",
+]
 
 
 def _aware(name: str, value: datetime | None) -> None:
@@ -28,26 +54,16 @@ class Status(StrEnum):
     def final(self) -> bool:
         return self is not Status.WAITING
 
-
-class Outcome(StrEnum):
-    """What was decided: approve or reject (a timeout's or a cancel's outcome too)."""
-
-    APPROVE = "approve"
-    REJECT = "reject"
+    @property
+    def verb(self) -> str:
+        """How people say it: 'approved', 'timed out', 'waiting'."""
+        return "waiting" if self is Status.WAITING else self.value.replace("_", " ")
 
 
 class OnTimeout(StrEnum):
     APPROVE = "approve"
     REJECT = "reject"
     ESCALATE = "escalate"
-
-
-class Source(StrEnum):
-    """Where a decision came from: a person, a timeout policy, or a cancel."""
-
-    HUMAN = "human"
-    POLICY = "policy"
-    CANCEL = "cancel"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,72 +105,62 @@ class Policy:
         )
 
 
+def _who(person: str | None, name: str | None) -> dict[str, str]:
+    """The optional display fields of a vote or decision, stored only when known."""
+    out = {"person": person} if person else {}
+    return out | ({"name": name} if name else {})
+
+
 @dataclass(frozen=True, slots=True)
 class Vote:
+    """One person's vote. `approver` is a canonical identity; `person` the `[people]` name it
+    belongs to (one party in the quorum, whatever identity voted); `name` how the platform shows
+    the voter (e.g. '@alice'), for cards."""
+
     approver: str
     outcome: Outcome
     at: datetime
     comment: str | None = None
     channel: str | None = None
+    # An operator's note of whom it acted for (the API's `by`): recorded, never the approver.
+    on_behalf_of: str | None = None
+    person: str | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
         _aware("at", self.at)
 
+    @property
+    def party(self) -> str:
+        """Who this vote counts as: the person, else the identity (a name has no ':')."""
+        return self.person or self.approver
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "approver": self.approver,
             "outcome": self.outcome.value,
             "at": to_ts(self.at),
             "comment": self.comment,
             "channel": self.channel,
+            **_who(self.person, self.name),
         }
+        if self.on_behalf_of is not None:
+            out["on_behalf_of"] = self.on_behalf_of
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Vote:
         at = from_ts(d["at"])
         assert at is not None
-        return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"))
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    outcome: Outcome
-    decided_by: str
-    decided_at: datetime
-    source: Source = Source.HUMAN
-    comment: str | None = None
-    channel: str | None = None
-    reason: str | None = None
-
-    def __post_init__(self) -> None:
-        _aware("decided_at", self.decided_at)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome.value,
-            "decided_by": self.decided_by,
-            "decided_at": to_ts(self.decided_at),
-            "source": self.source.value,
-            "comment": self.comment,
-            "channel": self.channel,
-            "reason": self.reason,
-        }
-
-    def to_api(self) -> dict[str, Any]:
-        return {**self.to_json(), "decided_at": iso(self.decided_at)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Decision:
-        at = from_ts(d["decided_at"])
-        assert at is not None
         return cls(
-            outcome=Outcome(d["outcome"]),
-            decided_by=d["decided_by"],
-            decided_at=at,
-            source=Source(d.get("source", "human")),
-            comment=d.get("comment"),
-            channel=d.get("channel"),
-            reason=d.get("reason"),
+            d["approver"],
+            Outcome(d["outcome"]),
+            at,
+            d.get("comment"),
+            d.get("channel"),
+            on_behalf_of=d.get("on_behalf_of"),
+            person=d.get("person"),
+            name=d.get("name"),
         )
 
 
@@ -184,6 +190,7 @@ class Approval:
     escalations: int = 0
     reminders_sent: int = 0
     sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
+    agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.
@@ -209,7 +216,8 @@ class Approval:
 
     @property
     def approvals_count(self) -> int:
-        return len({v.approver for v in self.votes if v.outcome is Outcome.APPROVE})
+        """Distinct parties who approved: a person's identities on several channels count once."""
+        return len({v.party for v in self.votes if v.outcome is Outcome.APPROVE})
 
     @property
     def quorum_text(self) -> str:
@@ -231,6 +239,7 @@ class Approval:
             "policy": self.policy.to_json(),
             "worker": self.worker,
             "requested_by": self.requested_by,
+            "agent": self.agent,
             "status": self.status.value,
             "created_at": iso(self.created_at),
             "deadline": iso(self.deadline),
@@ -298,7 +307,7 @@ class DeliveryStatus(StrEnum):
     DONE = "done"
     FAILED = "failed"
     # A post whose outcome cannot be known (the platform may have shown it): it is not retried,
-    # so that a card is never posted twice; a press on the card adopts it (see docs/telegram.md).
+    # so that a card is never posted twice; a press on the card adopts it (see docs/channels.md).
     UNCERTAIN = "uncertain"
 
 
@@ -387,37 +396,4 @@ class ResumeJob:
             "output_tail": self.output_tail,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
-        }
-
-
-class StepStatus(StrEnum):
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    SUSPENDED = "suspended"
-
-
-@dataclass(frozen=True, slots=True)
-class StepRecord:
-    """One journaled step of a run."""
-
-    run_id: str
-    name: str
-    status: StepStatus
-    output: Any
-    attempts: int
-    started_at: datetime
-    finished_at: datetime
-    error: str | None = None
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "name": self.name,
-            "status": self.status.value,
-            "output": self.output,
-            "attempts": self.attempts,
-            "started_at": iso(self.started_at),
-            "finished_at": iso(self.finished_at),
-            "duration_ms": round((self.finished_at - self.started_at).total_seconds() * 1000, 3),
-            "error": self.error,
         }

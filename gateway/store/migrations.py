@@ -234,8 +234,8 @@ CREATE TABLE inbound (
 );
 """
 
-# v2 (telegram): pending "why?" prompts, e.g. the reason asked for after a Reject press.
-# `key` names the prompt on its channel ("telegram:<chat_id>:<prompt_message_id>").
+# v2: pending "why?" prompts, e.g. the reason asked for after a Reject press in a chat.
+# `key` names the prompt on its channel ("<kind>:<chat_id>:<prompt_message_id>").
 _V2_SQLITE = """
 CREATE TABLE prompts (
     key         TEXT PRIMARY KEY,
@@ -291,14 +291,44 @@ CREATE INDEX cards_attention ON cards (updated_at) WHERE status IN ('failed', 'u
 # v10: inbound de-duplication marks are pruned by age (gateway/housekeeping.py).
 _V10 = "CREATE INDEX inbound_at ON inbound (at);"
 
+# v11 (issue 13, principals): the principal that created each approval (`agent`, NULL before:
+# only operators see those); who owns each run id (`runs`: the first agent to use it; '' for runs
+# that existed before, which no agent owns); and web sign-in sessions kept on the server, so that
+# logout and removing a user from the config end them (`id` is a hash of the cookie's session id).
+_V11_TEMPLATE = """
+ALTER TABLE approvals ADD COLUMN agent TEXT;
+CREATE INDEX approvals_agent ON approvals (agent, created_at);
+CREATE TABLE runs (
+    run_id     TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    created_at {real} NOT NULL
+){without_rowid};
+INSERT INTO runs (run_id, owner, created_at)
+SELECT run_id, '', MIN(at) FROM (
+    SELECT run_id, created_at AS at FROM approvals UNION ALL SELECT run_id, started_at AS at FROM journal
+) known GROUP BY run_id;
+CREATE TABLE web_sessions (
+    id         TEXT PRIMARY KEY,
+    user_name  TEXT NOT NULL,
+    created_at {real} NOT NULL,
+    expires_at {real} NOT NULL
+);
+CREATE INDEX web_sessions_user ON web_sessions (user_name);
+CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+"""
+# SQLite: WITHOUT ROWID keeps `runs` in its primary-key B-tree alone (one insert per claim, not two).
+_V11_SQLITE = _V11_TEMPLATE.format(real="REAL", without_rowid=" WITHOUT ROWID")
+_V11_POSTGRES = _V11_TEMPLATE.format(real="DOUBLE PRECISION", without_rowid="")
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial schema", _V1_SQLITE, _V1_POSTGRES),
-    Migration(2, "pending prompts (telegram reject reasons)", _V2_SQLITE, _V2_POSTGRES),
+    Migration(2, "pending prompts (reject reasons asked in a chat)", _V2_SQLITE, _V2_POSTGRES),
     Migration(5, "approvals.sealed: encrypted raw args and state", _V5, _V5),
     Migration(7, "wake-up leases for several replicas", _V7_SQLITE, _V7_POSTGRES),
     Migration(8, "index for coalescing a card's pending sync", _V8, _V8),
     Migration(9, "index of the cards that need an operator", _V9, _V9),
     Migration(10, "index for pruning inbound de-duplication marks", _V10, _V10),
+    Migration(11, "principals: approvals.agent, run owners, web sessions", _V11_SQLITE, _V11_POSTGRES),
 )
 
 LATEST = MIGRATIONS[-1].version

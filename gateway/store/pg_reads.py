@@ -17,7 +17,14 @@ import asyncpg
 from gateway.core.clock import from_ts, to_ts
 from gateway.core.errors import StoreUnavailable
 from gateway.core.models import Approval, Card, Event, JobStatus, OutboxItem, ResumeJob, Status, StepRecord
-from gateway.store.queries import ATTENTION_CARDS_SQL, STEP_STATS_SQL, approvals_sql
+from gateway.store.queries import (
+    ATTENTION_CARDS_SQL,
+    JOBS_OF_AGENT,
+    RUN_OWNER_SQL,
+    SESSION_USER_SQL,
+    STEP_STATS_SQL,
+    approvals_sql,
+)
 from gateway.store.rows import (
     approval_from_row,
     card_from_row,
@@ -33,11 +40,11 @@ LOST_ERRORS = (*CONNECT_ERRORS, asyncpg.OperatorInterventionError, asyncpg.Inter
 
 
 def _approvals_sql(
-    status: Status | None, run_id: str | None, channel: str | None = None
+    status: Status | None, run_id: str | None, channel: str | None = None, agent: str | None = None
 ) -> tuple[str, list[Any], itertools.count[int]]:
     """The shared filters with `$n` marks; returns the counter for the caller's further marks."""
     n = itertools.count(1)
-    sql, params = approvals_sql(status, run_id, channel, lambda: f"${next(n)}")
+    sql, params = approvals_sql(status, run_id, channel, lambda: f"${next(n)}", agent=agent)
     return sql, params, n
 
 
@@ -87,8 +94,9 @@ class PgReads:
         run_id: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        agent: str | None = None,
     ) -> list[Approval]:
-        sql, params, n = _approvals_sql(status, run_id)
+        sql, params, n = _approvals_sql(status, run_id, agent=agent)
         sql += f" ORDER BY created_at DESC, id LIMIT ${next(n)} OFFSET ${next(n)}"
         return [approval_from_row(r) for r in await self._fetch(sql, *params, limit, offset)]
 
@@ -131,9 +139,23 @@ class PgReads:
         row = await self._fetchrow("SELECT * FROM resume_jobs WHERE approval_id = $1", approval_id)
         return job_from_row(row) if row else None
 
-    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]:
-        sql = "SELECT * FROM resume_jobs WHERE ($1::text IS NULL OR status = $1) ORDER BY id DESC LIMIT $2"
-        return [job_from_row(r) for r in await self._fetch(sql, status.value if status else None, limit)]
+    async def list_jobs(
+        self, status: JobStatus | None = None, limit: int = 100, *, agent: str | None = None
+    ) -> list[ResumeJob]:
+        mine = JOBS_OF_AGENT.format(mark="$3")
+        sql = (
+            "SELECT * FROM resume_jobs WHERE ($1::text IS NULL OR status = $1)"
+            f" AND ($3::text IS NULL OR {mine}) ORDER BY id DESC LIMIT $2"
+        )
+        return [job_from_row(r) for r in await self._fetch(sql, status.value if status else None, limit, agent)]
+
+    async def run_owner(self, run_id: str) -> str | None:
+        row = await self._fetchrow(RUN_OWNER_SQL, run_id)
+        return None if row is None else str(row["owner"])
+
+    async def session_user(self, session_id: str, now: datetime) -> str | None:
+        row = await self._fetchrow(SESSION_USER_SQL, session_id, to_ts(now))
+        return None if row is None else str(row["user_name"])
 
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         rows = await self._fetch("SELECT * FROM journal WHERE run_id = $1 ORDER BY started_at, name", run_id)

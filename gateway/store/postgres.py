@@ -14,14 +14,14 @@ replicas comes from the database, never from a leader:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
 
 from gateway.core.clock import from_ts, to_ts
-from gateway.core.errors import StoreUnavailable
+from gateway.core.errors import RunNotFound, StoreUnavailable
 from gateway.core.models import (
     Approval,
     DeliveryStatus,
@@ -35,7 +35,18 @@ from gateway.core.models import (
 from gateway.store import pg_support as pg
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.pg_reads import CONNECT_ERRORS, PgReads
-from gateway.store.queries import ADOPT_CARD_SQL, REQUEUE_POST_SQL
+from gateway.store.queries import (
+    ADOPT_CARD_SQL,
+    CLAIM_RUN_SQL,
+    CREATE_SESSION_SQL,
+    DELETE_SESSION_SQL,
+    DELETE_USER_SESSIONS_SQL,
+    PRUNE_SESSIONS_SQL,
+    REQUEUE_POST_SQL,
+    RUN_OWNER_SQL,
+    SESSION_USERS_SQL,
+    claims_run,
+)
 from gateway.store.rows import (
     approval_from_row,
     approval_values,
@@ -108,9 +119,14 @@ class PostgresStore(PgReads):
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
+        values = approval_values(approval)
         async with self._tx() as conn:
+            if claims_run(approval.agent):  # a racing claim of the same run waits here, then yields
+                claim = await conn.execute(CLAIM_RUN_SQL, approval.run_id, approval.agent, to_ts(approval.created_at))
+                if pg.affected(claim) != 1 and await conn.fetchval(RUN_OWNER_SQL, approval.run_id) != approval.agent:
+                    raise RunNotFound(approval.run_id, str(approval.agent))
             # A concurrent insert of the same key waits here, then finds the winner's row.
-            if pg.affected(await conn.execute(pg.INSERT_APPROVAL, *approval_values(approval))) == 0:
+            if pg.affected(await conn.execute(pg.INSERT_APPROVAL, *values)) == 0:
                 row = await conn.fetchrow(
                     "SELECT * FROM approvals WHERE idempotency_key = $1", approval.idempotency_key
                 )
@@ -351,7 +367,29 @@ class PostgresStore(PgReads):
                 limit,
             )
             prompts = await conn.execute("DELETE FROM prompts WHERE expires_at <= $1", to_ts(now))
-        return pg.affected(marks) + pg.affected(prompts)
+            sessions = await conn.execute(PRUNE_SESSIONS_SQL, to_ts(now))
+        return pg.affected(marks) + pg.affected(prompts) + pg.affected(sessions)
+
+    # ---------------------------------------------------------------- run owners (migration v11)
+    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
+        async with self._tx() as conn:
+            if pg.affected(await conn.execute(CLAIM_RUN_SQL, run_id, owner, to_ts(now))) == 1:  # a racing claim
+                return owner  # waits for this one, then inserts nothing
+            return str(await conn.fetchval(RUN_OWNER_SQL, run_id))
+
+    # ---------------------------------------------------------------- web sessions (migration v11)
+    async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:
+        async with self._tx() as conn:
+            await conn.execute(CREATE_SESSION_SQL, session_id, user, to_ts(now), to_ts(expires_at))
+
+    async def delete_session(self, session_id: str) -> bool:
+        async with self._tx() as conn:
+            return pg.affected(await conn.execute(DELETE_SESSION_SQL, session_id)) == 1
+
+    async def delete_sessions(self, keep_users: Collection[str]) -> int:
+        async with self._tx() as conn:
+            gone = [r["user_name"] for r in await conn.fetch(SESSION_USERS_SQL) if r["user_name"] not in keep_users]
+            return sum([pg.affected(await conn.execute(DELETE_USER_SESSIONS_SQL, u)) for u in gone])
 
     async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
         async with self._tx() as conn:

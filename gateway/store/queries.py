@@ -52,6 +52,29 @@ SELECT * FROM cards WHERE status IN ('failed', 'uncertain') ORDER BY updated_at 
 """
 
 
+# Run ownership (migration v11): the first agent to use a run id owns it; '' is a run from before.
+CLAIM_RUN_SQL = "INSERT INTO runs (run_id, owner, created_at) VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING"
+RUN_OWNER_SQL = "SELECT owner FROM runs WHERE run_id = $1"
+
+
+def claims_run(agent: str | None) -> bool:
+    """Whether creating an approval by `agent` claims its run (agents do; operators and
+    in-process callers do not)."""
+    return agent is not None and agent.startswith("agent:")
+
+
+# The resume jobs of one principal's approvals (appended to a WHERE by each backend).
+JOBS_OF_AGENT = "approval_id IN (SELECT id FROM approvals WHERE agent = {mark})"
+
+# Web sign-in sessions (migration v11); `id` is a hash of the cookie's session id.
+CREATE_SESSION_SQL = "INSERT INTO web_sessions (id, user_name, created_at, expires_at) VALUES ($1, $2, $3, $4)"
+SESSION_USER_SQL = "SELECT user_name FROM web_sessions WHERE id = $1 AND expires_at > $2"
+DELETE_SESSION_SQL = "DELETE FROM web_sessions WHERE id = $1"
+SESSION_USERS_SQL = "SELECT DISTINCT user_name FROM web_sessions"
+DELETE_USER_SESSIONS_SQL = "DELETE FROM web_sessions WHERE user_name = $1"
+PRUNE_SESSIONS_SQL = "DELETE FROM web_sessions WHERE expires_at <= $1"
+
+
 def qmarks(sql: str) -> str:
     """A shared query in SQLite's placeholder style: `$1`, `$2`... become `?` (in order)."""
     return re.sub(r"\$\d+", "?", sql)
@@ -63,7 +86,7 @@ def _like_escape(text: str) -> str:
 
 def channel_filter(channel: str | None, mark: Callable[[], str] = lambda: "?") -> tuple[list[str], list[Any]]:
     """WHERE clauses matching approvals whose `channels` JSON list holds the address `channel`,
-    or any address of that kind when `channel` has no target ('telegram'). `mark()` returns the
+    or any address of that kind when `channel` has no target (a kind alone). `mark()` returns the
     next placeholder (Postgres: a counter giving $1, $2, ...)."""
     if not channel:
         return [], []
@@ -76,9 +99,14 @@ def channel_filter(channel: str | None, mark: Callable[[], str] = lambda: "?") -
 
 
 def approvals_sql(
-    status: Status | None, run_id: str | None, channel: str | None, mark: Callable[[], str] = lambda: "?"
+    status: Status | None,
+    run_id: str | None,
+    channel: str | None,
+    mark: Callable[[], str] = lambda: "?",
+    agent: str | None = None,
 ) -> tuple[str, list[Any]]:
-    """`SELECT * FROM approvals` with the inbox/API filters, in either placeholder style."""
+    """`SELECT * FROM approvals` with the inbox/API filters, in either placeholder style
+    (`agent`: only the approvals that principal created)."""
     where, params = channel_filter(channel, mark)
     if status is not None:
         where.append(f"status = {mark()}")
@@ -86,5 +114,8 @@ def approvals_sql(
     if run_id is not None:
         where.append(f"run_id = {mark()}")
         params.append(run_id)
+    if agent is not None:
+        where.append(f"agent = {mark()}")
+        params.append(agent)
     sql = "SELECT * FROM approvals"
     return (sql + " WHERE " + " AND ".join(where) if where else sql), params

@@ -12,7 +12,7 @@ import contextlib
 import functools
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from gateway.core.clock import from_ts, to_ts
-from gateway.core.errors import StoreUnavailable
+from gateway.core.errors import RunNotFound, StoreUnavailable
 from gateway.core.models import (
     Approval,
     Card,
@@ -39,9 +39,19 @@ from gateway.store.migrations import MIGRATIONS
 from gateway.store.queries import (
     ADOPT_CARD_SQL,
     ATTENTION_CARDS_SQL,
+    CLAIM_RUN_SQL,
+    CREATE_SESSION_SQL,
+    DELETE_SESSION_SQL,
+    DELETE_USER_SESSIONS_SQL,
+    JOBS_OF_AGENT,
+    PRUNE_SESSIONS_SQL,
     REQUEUE_POST_SQL,
+    RUN_OWNER_SQL,
+    SESSION_USER_SQL,
+    SESSION_USERS_SQL,
     STEP_STATS_SQL,
     approvals_sql,
+    claims_run,
     qmarks,
 )
 from gateway.store.rows import (
@@ -99,6 +109,10 @@ _INSERT_POSTED = (
 )
 _ADOPT_CARD = qmarks(ADOPT_CARD_SQL)
 _REQUEUE_POST = qmarks(REQUEUE_POST_SQL)
+_CLAIM_RUN, _RUN_OWNER = qmarks(CLAIM_RUN_SQL), qmarks(RUN_OWNER_SQL)
+_CREATE_SESSION, _SESSION_USER = qmarks(CREATE_SESSION_SQL), qmarks(SESSION_USER_SQL)
+_DELETE_SESSION, _DELETE_USER_SESSIONS = qmarks(DELETE_SESSION_SQL), qmarks(DELETE_USER_SESSIONS_SQL)
+_PRUNE_SESSIONS = qmarks(PRUNE_SESSIONS_SQL)
 
 
 async def _in_thread(db: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -312,6 +326,10 @@ class SQLiteStore:
         values = approval_values(approval)  # encoded on the caller's thread, not the writer's
 
         def op(conn: sqlite3.Connection) -> tuple[Approval, bool]:
+            if claims_run(approval.agent):  # before anything is written: raising leaves no trace
+                claim = conn.execute(_CLAIM_RUN, (approval.run_id, approval.agent, to_ts(approval.created_at)))
+                if claim.rowcount != 1 and conn.execute(_RUN_OWNER, (approval.run_id,)).fetchone()[0] != approval.agent:
+                    raise RunNotFound(approval.run_id, str(approval.agent))
             # Insert first (one statement in the common case); read the winner only on a conflict.
             if conn.execute(_INSERT_APPROVAL_NEW, values).rowcount != 1:
                 row = conn.execute(
@@ -340,8 +358,9 @@ class SQLiteStore:
         run_id: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        agent: str | None = None,
     ) -> list[Approval]:
-        sql, params = approvals_sql(status, run_id, None)
+        sql, params = approvals_sql(status, run_id, None, agent=agent)
         sql += " ORDER BY created_at DESC, id LIMIT ? OFFSET ?"
         params += [limit, offset]
         return await self._read(lambda c: [approval_from_row(r) for r in c.execute(sql, params)])
@@ -621,13 +640,18 @@ class SQLiteStore:
 
         return await self._read(op)
 
-    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]:
-        params: tuple[Any, ...] = (limit,)
-        sql = "SELECT * FROM resume_jobs ORDER BY id DESC LIMIT ?"
+    async def list_jobs(
+        self, status: JobStatus | None = None, limit: int = 100, *, agent: str | None = None
+    ) -> list[ResumeJob]:
+        where, params = ["1 = 1"], []
         if status is not None:
-            sql = "SELECT * FROM resume_jobs WHERE status = ? ORDER BY id DESC LIMIT ?"
-            params = (status.value, limit)
-        return await self._read(lambda c: [job_from_row(r) for r in c.execute(sql, params)])
+            where.append("status = ?")
+            params.append(status.value)
+        if agent is not None:
+            where.append(JOBS_OF_AGENT.format(mark="?"))
+            params.append(agent)
+        sql = f"SELECT * FROM resume_jobs WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT ?"
+        return await self._read(lambda c: [job_from_row(r) for r in c.execute(sql, (*params, limit))])
 
     async def count_jobs_by_status(self) -> dict[str, int]:
         sql = "SELECT status, COUNT(*) FROM resume_jobs GROUP BY status"
@@ -705,7 +729,45 @@ class SQLiteStore:
                 "DELETE FROM inbound WHERE key IN (SELECT key FROM inbound WHERE at < ? LIMIT ?)",
                 (to_ts(inbound_before), limit),
             ).rowcount
-            return marks + conn.execute("DELETE FROM prompts WHERE expires_at <= ?", (to_ts(now),)).rowcount
+            prompts = conn.execute("DELETE FROM prompts WHERE expires_at <= ?", (to_ts(now),)).rowcount
+            return marks + prompts + conn.execute(_PRUNE_SESSIONS, (to_ts(now),)).rowcount
+
+        return await self._write(op)
+
+    # ---------------------------------------------------------------- run owners (migration v11)
+    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
+        def op(conn: sqlite3.Connection) -> str:
+            if conn.execute(_CLAIM_RUN, (run_id, owner, to_ts(now))).rowcount == 1:
+                return owner
+            return str(conn.execute(_RUN_OWNER, (run_id,)).fetchone()[0])
+
+        return await self._write(op)
+
+    async def run_owner(self, run_id: str) -> str | None:
+        def op(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(_RUN_OWNER, (run_id,)).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._read(op)
+
+    # ---------------------------------------------------------------- web sessions (migration v11)
+    async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:
+        await self._write(lambda c: c.execute(_CREATE_SESSION, (session_id, user, to_ts(now), to_ts(expires_at))))
+
+    async def session_user(self, session_id: str, now: datetime) -> str | None:
+        def op(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(_SESSION_USER, (session_id, to_ts(now))).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._read(op)
+
+    async def delete_session(self, session_id: str) -> bool:
+        return bool(await self._write(lambda c: c.execute(_DELETE_SESSION, (session_id,)).rowcount == 1))
+
+    async def delete_sessions(self, keep_users: Collection[str]) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            gone = [u for (u,) in conn.execute(SESSION_USERS_SQL) if u not in keep_users]
+            return sum(conn.execute(_DELETE_USER_SESSIONS, (u,)).rowcount for u in gone)
 
         return await self._write(op)
 
