@@ -39,6 +39,7 @@ def email(invoice: dict[str, Any], outcome: str) -> str:
     return f"told {invoice['customer']}: {outcome}"
 
 
+# fmt: off
 # --8<-- [start:sdk]
 async def agent(run: DurableRun) -> None:
     invoice = await run.step("research", research, "ACME")          # journaled, skipped on replay
@@ -56,10 +57,13 @@ async def main() -> int:
     run = await (DurableRun.from_env() if resuming else
                  DurableRun.open("quickstart-1", gateway_url=GATEWAY, api_key=KEY))
     async with run:
-        try: await agent(run)
-        except Suspended as s: print(f"suspended: approve {s.approval_id} at {GATEWAY}/")
-    return 0                                                         # waiting costs nothing: exit 0
+        try:
+            await agent(run)
+        except Suspended as s:                                       # waiting costs nothing: exit 0
+            print(f"suspended: approve it at {GATEWAY}/approvals/{s.approval_id}")
+    return 0
 # --8<-- [end:sdk]
+# fmt: on
 
 
 if __name__ == "__main__":

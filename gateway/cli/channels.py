@@ -1,4 +1,4 @@
-"""A channel's own subcommands (`ChannelSpec.commands`), e.g. `hitl-gateway telegram poll`."""
+"""A channel's own subcommands (`ChannelSpec.commands`): `hitl-gateway <kind> <command>`."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.config import DEFAULT_PATH, Settings
+from gateway.delivery.registry import installed
 
 TEMPLATE = """\
 # hitl-gateway configuration, written by `hitl-gateway init`. Every key can be overridden by an
@@ -39,16 +40,7 @@ me = "{operator_key}"
 approvers = ["alice"]
 # viewers = ["bob"]
 
-# [telegram]                 # docs/telegram.md: cards with Approve/Reject buttons
-# bot_token = ""
-# webhook_secret = "{webhook_secret}"
-# approvers = [111]
-
-# [slack]                    # docs/slack.md
-# bot_token = ""
-# signing_secret = ""
-# approvers = ["U111"]
-
+{channels}
 [policies.default]           # when a suspend names no policy
 timeout = "30m"
 on_timeout = "reject"
@@ -66,11 +58,13 @@ def add_parser(sub: Any) -> None:
 
 
 def render() -> str:
+    """The file, with fresh secrets and each installed channel's sample section (commented out)."""
+    samples = [spec.sample.replace("{secret}", secrets.token_urlsafe(24)) for spec in installed().values()]
     return TEMPLATE.format(
         secret=secrets.token_urlsafe(32),
         agent_key="agent_" + secrets.token_urlsafe(24),
         operator_key="op_" + secrets.token_urlsafe(24),
-        webhook_secret=secrets.token_urlsafe(24),
+        channels="\n".join(sample for sample in samples if sample),  # format() leaves values as they are
     )
 
 

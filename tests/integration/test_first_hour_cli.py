@@ -8,7 +8,11 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
+import urllib.error
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,3 +142,51 @@ def test_approvals_show_has_cards_deliveries_job_and_events(config: Path, tmp_pa
     shown = json.loads(run("--config", str(config), "approvals", "show", approval_id, cwd=tmp_path).stdout)
     assert {"cards", "deliveries", "resume_job", "events", "reminders"} <= set(shown)
     assert [c["channel"] for c in shown["cards"]] == ["web"] and shown["deliveries"][0]["kind"] == "post"
+
+
+def _http(method: str, url: str, key: str | None = None, body: dict[str, object] | None = None) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, data, headers, method=method), timeout=5) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"null")
+
+
+def test_init_then_every_command_works_without_dev(tmp_path: Path) -> None:
+    """`init` writes a 0600 production-shaped config with fresh keys, never over a file; then
+    `check-config`, `serve` and the other commands work with no --dev: the agent key suspends,
+    the operator key decides."""
+    out = run("init", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "hitl-gateway check-config" in out.stdout and "hitl-gateway serve" in out.stdout
+    config = tmp_path / "hitl-gateway.toml"
+    assert oct(config.stat().st_mode & 0o777) == "0o600"
+    before = config.read_bytes()
+    again = run("init", cwd=tmp_path)
+    assert again.returncode == 2 and "never overwrites" in again.stderr and config.read_bytes() == before
+    assert run("check-config", cwd=tmp_path).returncode == 0
+    keys = tomllib.loads(before.decode())["security"]
+    agent, operator = keys["agents"]["my-agent"], keys["operators"]["me"]
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")} | {"HITL_SERVER_PORT": str(port)}
+    argv = [sys.executable, "-m", "gateway", "serve"]
+    with subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
+        try:
+            base = f"http://127.0.0.1:{port}"
+            for _ in range(400):
+                try:
+                    if _http("GET", f"{base}/healthz")[0] == 200:
+                        break
+                except OSError:
+                    time.sleep(0.05)
+            status, body = _http("POST", f"{base}/v1/suspend", agent, {"run_id": "r-1", "step": "pay", "title": "Pay"})
+            assert status == 201, body
+            status, view = _http("POST", f"{base}/v1/approvals/{body['id']}/decision", operator, {"outcome": "approve"})
+            assert status == 200 and view["decision"]["decided_by"] == "operator:me", view
+            listed = run("approvals", "list", "--status", "approved", cwd=tmp_path)
+            assert listed.returncode == 0 and body["id"] in listed.stdout
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
