@@ -194,3 +194,14 @@ def test_make_demo_shows_every_stage_in_order(tmp_path: Path) -> None:
     stages += ["resumed:", "the run finished", "charges at the payment API: 1"]
     positions = [out.stdout.find(f"demo: {s}") for s in stages]
     assert -1 not in positions and positions == sorted(positions), out.stdout
+
+
+def test_the_configuration_block_loads_as_it_stands(tmp_path: Path) -> None:
+    """First hour #4: the README's config block used to fail (`secret_keys[0]` too short)."""
+    from gateway.config import load_settings
+
+    path = tmp_path / "hitl-gateway.toml"
+    path.write_text(block("config"))
+    settings = load_settings(path, env={})
+    assert settings.workers["billing"].command[0] == sys.executable
+    assert settings.security.secret_keys[-1] == "the-newest-secret-signs-now"
