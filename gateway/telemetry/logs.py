@@ -56,6 +56,6 @@ def setup_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redactor:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    for noisy in ("httpx", "httpcore", "telegram", "slack_sdk", "apscheduler", "aiosqlite", "asyncio"):
+    for noisy in ("httpx", "httpcore", "telegram", "slack_sdk", "apscheduler", "asyncio"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     return redactor
