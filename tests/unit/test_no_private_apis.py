@@ -43,3 +43,22 @@ def test_aiosqlite_is_gone() -> None:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 assert not any(n.split(".")[0] == "aiosqlite" for n in names), path
+
+
+# Underscore names of other code that are documented, each with its reason.
+_ALLOWED = {
+    ("os", "_exit"): "documented: exit without clean-up (a child after fork)",
+    ("argparse", "_SubParsersAction"): "stdlib: the documented add_subparsers() returns it and has no public name",
+}
+
+
+def test_no_private_attribute_of_another_object_is_read() -> None:
+    """`x._name` only on our own `self`/`cls` (request.app._client_max_size was the last)."""
+    found = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                owner = ast.unparse(node.value)
+                if owner not in ("self", "cls") and (owner, node.attr) not in _ALLOWED:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} {owner}.{node.attr}")
+    assert found == []
