@@ -137,3 +137,29 @@ async def test_a_transition_saves_every_mutable_field_and_keeps_the_request(tmp_
         assert await store.get_approval(before.id) == after
     finally:
         await store.close()
+
+
+async def test_the_connection_threads_end_with_the_store(tmp_path: Path) -> None:
+    """The engine runs its own threads (no aiosqlite): closing the store ends them, and a
+    store that fails to open leaks none."""
+    import threading
+
+    def ours() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("sqlite-") and t.is_alive()]
+
+    before = len(ours())
+    store = SQLiteStore(str(tmp_path / "g.db"))
+    await store.open()
+    assert len(ours()) == before + 2  # the writer and the reader
+    await store.close()
+    await asyncio.sleep(0.05)
+    assert len(ours()) == before
+    (tmp_path / "dir.db").mkdir()  # not a file: the connection fails
+    try:
+        await SQLiteStore(str(tmp_path / "dir.db")).open()
+    except sqlite3.OperationalError:
+        pass
+    else:
+        raise AssertionError("opened a directory as a database")
+    await asyncio.sleep(0.05)
+    assert len(ours()) == before
