@@ -63,6 +63,8 @@ class Queries:
     AttributeError naming the files to look in."""
 
     def __init__(self, dialect: Dialect, statements: Mapping[str, str]) -> None:
+        if reserved := {"dialect", "names"} & set(statements):
+            raise ValueError(f"a query may not be named {sorted(reserved)}")
         self.dialect = dialect
         self.names = frozenset(statements)
         self.__dict__.update(statements)
@@ -109,8 +111,8 @@ def approvals_sql(
     offset: bool = False,
 ) -> tuple[str, list[Any]]:
     """`SELECT * FROM approvals` with the inbox/API filters, its ORDER BY, and `LIMIT` (and
-    `OFFSET`) as its last marks: the one query built at run time, because each filter left
-    out keeps the index plan simple (a `$1 IS NULL OR ...` form would not).
+    `OFFSET`) as its last marks: the one statement composed of parts, because a filter left out
+    keeps the index plan simple (a `$1 IS NULL OR ...` form would not).
 
     `channel` matches an approval whose `channels` JSON list holds the address, or any address
     of that kind when it has no target ('telegram')."""

@@ -50,9 +50,9 @@ class SQLiteThread:
             try:
                 result = fn(arg)
             except BaseException as exc:  # handed to the awaiting coroutine
-                fut.get_loop().call_soon_threadsafe(_set_exception, fut, exc)
+                _hand_back(fut, _set_exception, exc)
             else:
-                fut.get_loop().call_soon_threadsafe(_set_result, fut, result)
+                _hand_back(fut, _set_result, result)
 
     def _submit(self, fn: Callable[[Any], T], arg: Any) -> asyncio.Future[T]:
         fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
@@ -80,6 +80,11 @@ class SQLiteThread:
             conn, self._conn = self._conn, None
             await self._submit(lambda _: conn.close(), None)
         self._jobs.put(None)
+
+
+def _hand_back(fut: asyncio.Future[Any], setter: Callable[[asyncio.Future[Any], Any], None], value: Any) -> None:
+    with contextlib.suppress(RuntimeError):  # the event loop is closed: nobody waits any more
+        fut.get_loop().call_soon_threadsafe(setter, fut, value)
 
 
 def _set_result(fut: asyncio.Future[Any], result: Any) -> None:
