@@ -10,6 +10,8 @@ of the commit to compare). Per run, per bench, the trees take turns:
 - d: timeout storm, `--storm` approvals due at once (10^5), the tree's own `bench.inproc.storm`
   in a fresh interpreter on that tree;
 - g: SDK journal replay, the tree's own `bench.inproc.journal`, likewise.
+For d and g, `cpu_s` is the CPU time of that interpreter, all threads, the loading of its rows
+included (the same code in both trees): less sensitive to the neighbours than the wall clock.
 The trees run under this interpreter (a tree that needs other packages: install them in this
 venv, e.g. aiosqlite for a tree from before issue 15). Prints every run with the load average,
 then the medians in one column per tree. On a shared machine compare the columns of one
@@ -34,15 +36,17 @@ from bench.server import Gateway
 
 FIELDS = {
     "a": ("rate", "p50_ms", "p99_ms", "server_cpu_us", "client_cpu_us"),
-    "d": ("seconds",),
-    "g": ("replay_steps_per_s", "record_steps_per_s"),
+    "d": ("seconds", "cpu_s"),
+    "g": ("replay_steps_per_s", "record_steps_per_s", "cpu_s"),
 }
 _INPROC = """
-import json, pathlib, sys
+import json, pathlib, sys, time
 import gateway
 from bench import inproc
 work, letter, count = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+cpu = time.process_time()
 out = inproc.storm(work, count) if letter == "d" else inproc.journal(work)
+out["cpu_s"] = round(time.process_time() - cpu, 2)
 out["gateway"] = gateway.__file__
 print(json.dumps(out))
 """
