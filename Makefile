@@ -6,10 +6,14 @@ STAMP := $(VENV)/.installed-stamp
 
 .PHONY: run test lint typecheck unit clean browser bench chaos fuzz
 
-$(STAMP): pyproject.toml
+# The agent SDK (sdk/) first, with the framework extras the integration tests run; the server
+# depends on it, and pip takes the local one because both are named in the same command.
+SDK_EXTRAS := langgraph,openai-agents,pydantic-ai,claude-agent-sdk
+
+$(STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,postgres]'
+	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,postgres]'
 	touch $(STAMP)
 
 ## make run: the gateway on ./var/hitl-gateway.db, web inbox on, no chat tokens needed.
@@ -20,8 +24,8 @@ run: $(STAMP)
 test: $(STAMP) browser lint typecheck unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check gateway adapters tests bench
-	$(BIN)/ruff format --check gateway adapters tests bench
+	$(BIN)/ruff check gateway adapters sdk examples tests bench
+	$(BIN)/ruff format --check gateway adapters sdk examples tests bench
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -33,10 +37,10 @@ unit: $(STAMP)
 BENCH_VENV ?= .venv-bench
 BENCH_STAMP := $(BENCH_VENV)/.installed-stamp
 
-$(BENCH_STAMP): pyproject.toml
+$(BENCH_STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/pip install --quiet -e '.[bench,postgres]'
+	$(BENCH_VENV)/bin/pip install --quiet -e ./sdk -e '.[bench,postgres]'
 	touch $(BENCH_STAMP)
 
 ## make bench: every measurement, median of 3 runs, one table and bench/results.json (see docs/performance.md).

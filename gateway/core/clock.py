@@ -5,6 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Protocol
 
+from hitl_sdk.times import from_ts, iso, to_ts
+
+__all__ = ["Clock", "SystemClock", "from_ts", "iso", "to_ts"]
+
 
 class Clock(Protocol):
     def now(self) -> datetime:
@@ -15,15 +19,3 @@ class Clock(Protocol):
 class SystemClock:
     def now(self) -> datetime:
         return datetime.now(UTC)
-
-
-def from_ts(ts: float | None) -> datetime | None:
-    return None if ts is None else datetime.fromtimestamp(ts, UTC)
-
-
-def to_ts(dt: datetime | None) -> float | None:
-    return None if dt is None else dt.timestamp()
-
-
-def iso(dt: datetime | None) -> str | None:
-    return None if dt is None else dt.astimezone(UTC).isoformat().replace("+00:00", "Z")

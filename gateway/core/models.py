@@ -8,8 +8,34 @@ from enum import StrEnum
 from operator import attrgetter
 from typing import Any
 
+from hitl_sdk.models import Decision, Outcome, Source, StepRecord, StepStatus
+
 from gateway.core.clock import from_ts, iso, to_ts
 from gateway.core.durations import format_duration, parse_duration
+
+# Decision, Outcome, Source, StepRecord and StepStatus are shared with the agent SDK (hitl_sdk):
+# the gateway stores exactly what the agent reads.
+__all__ = [
+    "Approval",
+    "Card",
+    "Decision",
+    "DeliveryStatus",
+    "Event",
+    "JobStatus",
+    "NewEvent",
+    "NewOutbox",
+    "OnTimeout",
+    "OutboxItem",
+    "OutboxKind",
+    "Outcome",
+    "Policy",
+    "ResumeJob",
+    "Source",
+    "Status",
+    "StepRecord",
+    "StepStatus",
+    "Vote",
+]
 
 
 def _aware(name: str, value: datetime | None) -> None:
@@ -29,25 +55,10 @@ class Status(StrEnum):
         return self is not Status.WAITING
 
 
-class Outcome(StrEnum):
-    """What was decided: approve or reject (a timeout's or a cancel's outcome too)."""
-
-    APPROVE = "approve"
-    REJECT = "reject"
-
-
 class OnTimeout(StrEnum):
     APPROVE = "approve"
     REJECT = "reject"
     ESCALATE = "escalate"
-
-
-class Source(StrEnum):
-    """Where a decision came from: a person, a timeout policy, or a cancel."""
-
-    HUMAN = "human"
-    POLICY = "policy"
-    CANCEL = "cancel"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,48 +125,6 @@ class Vote:
         at = from_ts(d["at"])
         assert at is not None
         return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"))
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    outcome: Outcome
-    decided_by: str
-    decided_at: datetime
-    source: Source = Source.HUMAN
-    comment: str | None = None
-    channel: str | None = None
-    reason: str | None = None
-
-    def __post_init__(self) -> None:
-        _aware("decided_at", self.decided_at)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "outcome": self.outcome.value,
-            "decided_by": self.decided_by,
-            "decided_at": to_ts(self.decided_at),
-            "source": self.source.value,
-            "comment": self.comment,
-            "channel": self.channel,
-            "reason": self.reason,
-        }
-
-    def to_api(self) -> dict[str, Any]:
-        return {**self.to_json(), "decided_at": iso(self.decided_at)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Decision:
-        at = from_ts(d["decided_at"])
-        assert at is not None
-        return cls(
-            outcome=Outcome(d["outcome"]),
-            decided_by=d["decided_by"],
-            decided_at=at,
-            source=Source(d.get("source", "human")),
-            comment=d.get("comment"),
-            channel=d.get("channel"),
-            reason=d.get("reason"),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,37 +356,4 @@ class ResumeJob:
             "output_tail": self.output_tail,
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
-        }
-
-
-class StepStatus(StrEnum):
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    SUSPENDED = "suspended"
-
-
-@dataclass(frozen=True, slots=True)
-class StepRecord:
-    """One journaled step of a run."""
-
-    run_id: str
-    name: str
-    status: StepStatus
-    output: Any
-    attempts: int
-    started_at: datetime
-    finished_at: datetime
-    error: str | None = None
-
-    def to_api(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "name": self.name,
-            "status": self.status.value,
-            "output": self.output,
-            "attempts": self.attempts,
-            "started_at": iso(self.started_at),
-            "finished_at": iso(self.finished_at),
-            "duration_ms": round((self.finished_at - self.started_at).total_seconds() * 1000, 3),
-            "error": self.error,
         }

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import hashlib
-import hmac
 import os
 import shutil
 import signal
@@ -23,6 +21,8 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
+from hitl_sdk.signature import sign
+from hitl_sdk.signature import verify as verify  # re-exported: receivers import it from here too
 
 from gateway.config import WorkerSettings
 from gateway.core.keys import canonical_json
@@ -93,24 +93,6 @@ def exit_error(returncode: int) -> str:
             name = f"signal {-returncode}"
         return f"killed by {name}"
     return f"exit status {returncode}"
-
-
-def sign(body: bytes, secret: str, t: int) -> str:
-    """The X-HITL-Signature value: t=<unix>,v1=<hex HMAC-SHA256 of "t.body">."""
-    mac = hmac.new(secret.encode("utf-8"), f"{t}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"t={t},v1={mac}"
-
-
-def verify(header: str, body: bytes, secret: str, now: float, tolerance: float = 300) -> bool:
-    """For receivers of `url` workers: a valid signature made within `tolerance` seconds."""
-    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-    try:
-        t = int(parts.get("t", ""))
-    except ValueError:
-        return False
-    if abs(now - t) > tolerance:
-        return False
-    return hmac.compare_digest(sign(body, secret, t), f"t={t},v1={parts.get('v1', '')}")
 
 
 class Tail:

@@ -1,15 +1,38 @@
-"""The agent SDK: durable steps, suspend on an approval, resume in a worker.
+"""The agent SDK, as the server package has always exported it: `hitl_sdk` (the `sdk/`
+distribution, installable alone) plus what needs the gateway's store: `StoreJournal`, and
+`DurableRun.open(..., db_url=...)` / `HITL_DB_URL`, which read and write the journal directly.
 
-Public API (pinned by tests/unit/test_sdk_exports.py): GatewayClient, DurableRun, Suspended,
-TransientError, StepTimeout, GatewayHTTPError, Decision, Journal, StoreJournal, HttpJournal,
-verify_signature. See docs/worker-sdk.md.
+Public API (pinned by tests/unit/test_sdk_exports.py). See docs/worker-sdk.md.
 """
 
-from gateway.core.models import Decision, Outcome, Source
-from gateway.jobs.launch import verify as verify_signature
-from gateway.sdk.client import GatewayClient, GatewayHTTPError
-from gateway.sdk.journal import HttpJournal, Journal, StoreJournal
-from gateway.sdk.run import DurableRun, StepTimeout, Suspended, TransientError, is_transient
+from __future__ import annotations
+
+import hitl_sdk
+from hitl_sdk import (
+    Decision,
+    GatewayClient,
+    GatewayHTTPError,
+    HttpJournal,
+    Journal,
+    Outcome,
+    Source,
+    StepTimeout,
+    Suspended,
+    TransientError,
+    is_transient,
+    verify_signature,
+)
+
+from gateway.sdk.journal import StoreJournal
+
+
+class DurableRun(hitl_sdk.DurableRun):
+    """`hitl_sdk.DurableRun` whose `db_url` (or HITL_DB_URL) journal is the gateway's store."""
+
+    @classmethod
+    async def open_db_journal(cls, db_url: str) -> Journal:
+        return await StoreJournal.open(db_url)
+
 
 __all__ = [
     "Decision",

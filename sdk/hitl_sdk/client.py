@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from urllib.parse import quote
 
 import aiohttp
+
+__all__ = ["GatewayClient", "GatewayHTTPError", "SuspendOptions"]
+
+
+class SuspendOptions(TypedDict, total=False):
+    """The optional fields of a suspend, as `POST /v1/suspend` names them. `extra`: further
+    fields passed as they are (e.g. `deadline`)."""
+
+    summary: str
+    state: Any
+    channels: Sequence[str]
+    approvers: Sequence[str]
+    policy: str | dict[str, Any] | None
+    worker: str | None
+    extra: dict[str, Any] | None
 
 
 class GatewayHTTPError(Exception):
@@ -76,32 +91,28 @@ class GatewayClient:
         run_id: str,
         step: str,
         title: str,
-        summary: str = "",
         args: dict[str, Any] | None = None,
-        state: Any = None,
-        channels: Sequence[str] = ("web",),
-        approvers: Sequence[str] = (),
-        policy: str | dict[str, Any] | None = None,
-        worker: str | None = None,
         idempotency_key: str | None = None,
+        **options: Unpack[SuspendOptions],
     ) -> dict[str, Any]:
         """Create the approval (idempotent by key). Returns id, status, resume_token, deadline."""
         body: dict[str, Any] = {
             "run_id": run_id,
             "step": step,
             "title": title,
-            "summary": summary,
+            "summary": options.get("summary", ""),
             "args": args or {},
-            "state": state,
-            "channels": list(channels),
+            "state": options.get("state"),
+            "channels": list(options.get("channels", ("web",))),
         }
         optional = {
-            "approvers": list(approvers),
-            "policy": policy,
-            "worker": worker,
+            "approvers": list(options.get("approvers", ())),
+            "policy": options.get("policy"),
+            "worker": options.get("worker"),
             "idempotency_key": idempotency_key,
         }
         body.update({k: v for k, v in optional.items() if v})
+        body.update(options.get("extra") or {})
         result: dict[str, Any] = await self.request("POST", "/v1/suspend", body)
         return result
 

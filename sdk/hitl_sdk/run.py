@@ -19,22 +19,28 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self, Unpack
 
 import aiohttp
 
-from gateway.core import keys
-from gateway.core.models import Decision, StepRecord, StepStatus
-from gateway.core.retry import backoff
-from gateway.sdk.client import GatewayClient, GatewayHTTPError
-from gateway.sdk.journal import HttpJournal, Journal, StoreJournal
+from hitl_sdk import keys
+from hitl_sdk.client import GatewayClient, GatewayHTTPError, SuspendOptions
+from hitl_sdk.journal import HttpJournal, Journal
+from hitl_sdk.models import Decision, StepRecord, StepStatus
+from hitl_sdk.retry import backoff
+
+__all__ = ["DurableRun", "StepTimeout", "Suspended", "TransientError", "is_transient"]
 
 
 class Suspended(Exception):
-    """The run is waiting for a human: its process should exit 0. The gateway's worker re-runs it."""
+    """The run is waiting for a human: its process should exit 0. The gateway's worker re-runs it.
+    `approval_ids`: every approval it waits for (several when a framework paused on several
+    tool calls at once); `approval_id` is the first."""
 
-    def __init__(self, approval_id: str, resume_token: str | None = None) -> None:
-        super().__init__(f"suspended on approval {approval_id}")
+    def __init__(self, approval_id: str, resume_token: str | None = None, *, approval_ids: Sequence[str] = ()) -> None:
+        self.approval_ids = tuple(approval_ids) or (approval_id,)
+        waiting = ", ".join(self.approval_ids)
+        super().__init__(f"suspended on approval{'s' if len(self.approval_ids) > 1 else ''} {waiting}")
         self.approval_id, self.resume_token = approval_id, resume_token
 
 
@@ -58,11 +64,6 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, aiohttp.ClientResponseError):
         return exc.status == 429 or exc.status >= 500
     return isinstance(exc, aiohttp.ClientConnectionError | TimeoutError)
-
-
-def decision_from_api(data: Mapping[str, Any]) -> Decision:
-    at = datetime.fromisoformat(str(data["decided_at"]).replace("Z", "+00:00"))
-    return Decision.from_json({**data, "decided_at": at.timestamp()})
 
 
 def _now() -> datetime:
@@ -90,34 +91,53 @@ class DurableRun:
     # ---------------------------------------------------------------- construction
     @classmethod
     async def open(
-        cls, run_id: str, *, gateway_url: str, api_key: str | None = None, db_url: str | None = None
-    ) -> DurableRun:
-        """A run started by the agent itself. With `db_url` the journal is read and written in
-        the gateway's store directly; otherwise over HTTP."""
+        cls,
+        run_id: str,
+        *,
+        gateway_url: str,
+        api_key: str | None = None,
+        journal: Journal | None = None,
+        db_url: str | None = None,
+    ) -> Self:
+        """A run started by the agent itself. Its journal goes over HTTP, unless `journal` is
+        given, or `db_url` (the gateway's store, read and written directly: needs the server's
+        package, `gateway.sdk.DurableRun`)."""
         client = GatewayClient(gateway_url, api_key)
-        journal: Journal = await StoreJournal.open(db_url) if db_url else HttpJournal(client)
-        return cls(run_id, journal, client)
+        if journal is None and db_url:
+            journal = await cls.open_db_journal(db_url)
+        return cls(run_id, journal or HttpJournal(client), client)
 
     @classmethod
     async def from_env(
-        cls, *, env: Mapping[str, str] | None = None, document: Mapping[str, Any] | None = None
-    ) -> DurableRun:
-        """Inside a worker: HITL_GATEWAY_URL and HITL_RESUME_TOKEN (and HITL_API_KEY, HITL_DB_URL
-        if set) from the environment, the rehydration document from stdin (or `document`)."""
+        cls,
+        *,
+        env: Mapping[str, str] | None = None,
+        document: Mapping[str, Any] | None = None,
+        journal: Journal | None = None,
+    ) -> Self:
+        """Inside a worker: HITL_GATEWAY_URL and HITL_RESUME_TOKEN (and HITL_API_KEY, needed only
+        to suspend again; HITL_DB_URL as `db_url` for `open`) from the environment, the
+        rehydration document from stdin (or `document`). The journal goes over HTTP with the
+        resume token unless `journal` is given."""
         env = os.environ if env is None else env
         if document is None:
             document = json.loads(await asyncio.to_thread(sys.stdin.read))
         client = GatewayClient(env["HITL_GATEWAY_URL"], env.get("HITL_API_KEY"), resume_token=env["HITL_RESUME_TOKEN"])
-        db_url = env.get("HITL_DB_URL")
-        journal: Journal = await StoreJournal.open(db_url) if db_url else HttpJournal(client)
-        return cls(str(document["run_id"]), journal, client, document=document)
+        if journal is None and env.get("HITL_DB_URL"):
+            journal = await cls.open_db_journal(env["HITL_DB_URL"])
+        return cls(str(document["run_id"]), journal or HttpJournal(client), client, document=document)
+
+    @classmethod
+    async def open_db_journal(cls, db_url: str) -> Journal:
+        """The journal in the gateway's store by its URL: only the server's package has the store."""
+        raise RuntimeError("a db_url journal needs the gateway's package: use gateway.sdk.DurableRun")
 
     async def close(self) -> None:
         await self.journal.close()
         if self.client is not None:
             await self.client.close()
 
-    async def __aenter__(self) -> DurableRun:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -129,10 +149,26 @@ class DurableRun:
             self._steps = await self.journal.load(self.run_id)
         return self._steps
 
+    async def refresh(self) -> dict[str, StepRecord]:
+        """The journal as it is now (other workers of the same run may have written to it)."""
+        self._steps = await self.journal.load(self.run_id)
+        return self._steps
+
     async def _record(self, record: StepRecord) -> StepRecord:
         stored = await self.journal.record(record)
         (await self.steps())[record.name] = stored
         return stored
+
+    async def mark(self, name: str, output: Any) -> Any:
+        """Journal `output` as step `name` unless the step already succeeded; return the output
+        that won (the first successful record of a step is final, whoever wrote it)."""
+        now = _now()
+        record = StepRecord(self.run_id, name, StepStatus.SUCCEEDED, output, 1, now, now)
+        return (await self._record(record)).output
+
+    async def record_decision(self, step: str, decision: Decision) -> Decision:
+        """Journal the decision of the approval on `step` (once: the first record wins)."""
+        return Decision.from_json(await self.mark(step, decision.to_json()))
 
     def idempotency_key(self, step: str, args: Any) -> str:
         """sha256(run_id:step:canonical_json(args)): the same on every replay; hand it to the effect."""
@@ -174,58 +210,45 @@ class DurableRun:
         return (await self._record(record)).output
 
     async def approval(
-        self,
-        step: str,
-        *,
-        title: str,
-        args: dict[str, Any] | None = None,
-        summary: str = "",
-        state: Any = None,
-        channels: Sequence[str] = ("web",),
-        approvers: Sequence[str] = (),
-        policy: str | dict[str, Any] | None = None,
-        worker: str | None = None,
+        self, step: str, *, title: str, args: dict[str, Any] | None = None, **options: Unpack[SuspendOptions]
     ) -> Decision:
         """First execution: suspend (journal + approval) and raise `Suspended`. When the worker
-        re-executes the run, return the `Decision` (approve or reject, by a person or a policy)."""
+        re-executes the run, return the `Decision` (approve or reject, by a person or a policy).
+        `options`: summary, state, channels, approvers, policy, worker (as for `POST /v1/suspend`)."""
         journaled = (await self.steps()).get(step)
         if journaled is not None and journaled.status is StepStatus.SUCCEEDED:
             return Decision.from_json(journaled.output)
         decision = await self._known_decision(step, journaled)
         if decision is not None:
-            now = _now()
-            attempts = journaled.attempts if journaled else 1
-            record = StepRecord(self.run_id, step, StepStatus.SUCCEEDED, decision.to_json(), attempts, now, now)
-            return Decision.from_json((await self._record(record)).output)
+            return await self.record_decision(step, decision)
+        body = await self.request_approval(step, title=title, args=args, **options)
+        raise Suspended(body["id"], body.get("resume_token"))
+
+    async def request_approval(
+        self, step: str, *, title: str, args: dict[str, Any] | None = None, **options: Unpack[SuspendOptions]
+    ) -> dict[str, Any]:
+        """Suspend on `step` (idempotently: the key is `idempotency_key(step, args)`) and journal
+        the step as suspended; return the suspend reply. Raises nothing: `approval` does."""
         if self.client is None:
             raise RuntimeError("suspending needs a GatewayClient")
         args = args or {}
         started = _now()
+        key = self.idempotency_key(step, args)
         body = await self.client.suspend(
-            run_id=self.run_id,
-            step=step,
-            title=title,
-            summary=summary,
-            args=args,
-            state=state,
-            channels=channels,
-            approvers=approvers,
-            policy=policy,
-            worker=worker,
-            idempotency_key=self.idempotency_key(step, args),
+            run_id=self.run_id, step=step, title=title, args=args, idempotency_key=key, **options
         )
         output = {"approval_id": body["id"]}
         await self._record(StepRecord(self.run_id, step, StepStatus.SUSPENDED, output, 1, started, _now()))
-        raise Suspended(body["id"], body.get("resume_token"))
+        return body
 
     async def _known_decision(self, step: str, journaled: StepRecord | None) -> Decision | None:
         doc = self.document
         if doc is not None and doc.get("step") == step and doc.get("decision"):
-            return decision_from_api(doc["decision"])
+            return Decision.from_api(doc["decision"])
         if journaled is not None and journaled.status is StepStatus.SUSPENDED and self.client is not None:
             approval = await self.client.get(str(journaled.output["approval_id"]))
             if approval.get("decision"):
-                return decision_from_api(approval["decision"])
+                return Decision.from_api(approval["decision"])
         return None
 
 

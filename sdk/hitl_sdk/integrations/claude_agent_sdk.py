@@ -1,0 +1,94 @@
+"""Claude Agent SDK: a `can_use_tool` callback that turns each permission request into a gateway
+approval and answers `PermissionResultAllow` (with the approved input) or `PermissionResultDeny`
+(with the reason).
+
+    gate = ClaudeApprovals(run, channels=["telegram:-100123"])
+    options = ClaudeAgentOptions(can_use_tool=gate.can_use_tool, ...)
+    async for message in query(prompt=..., options=options): ...
+
+Claude Code holds a permission request open inside its live session (the CLI process waits for
+the answer), so this is the one integration that cannot dehydrate: the callback waits for the
+decision, polling the approval with backoff (`poll` up to `max_poll` seconds), while the
+gateway's SLA policy bounds the wait. Each request is journaled: the approval on
+`<tool>:<tool_use_id>`, then its decision, so an agent restarted with the same run id finds
+decisions already made instead of asking again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPermissionContext
+
+from hitl_sdk.keys import idempotency_key
+from hitl_sdk.models import Decision, StepStatus
+from hitl_sdk.pause import PendingCall, default_title
+from hitl_sdk.run import DurableRun
+
+__all__ = ["ClaudeApprovals", "permission_result"]
+
+
+def permission_result(call: PendingCall, decision: Decision) -> PermissionResultAllow | PermissionResultDeny:
+    """Approved: allow with the approved input (the edited args, if the approver changed them).
+    Rejected, timed out with reject, cancelled: deny with the reason, and the session goes on."""
+    if decision.approved:
+        return PermissionResultAllow(updated_input=decision.edited_args or call.args)
+    return PermissionResultDeny(message=decision.reason_text())
+
+
+class ClaudeApprovals:
+    """`can_use_tool` for `ClaudeAgentOptions`: one approval per permission request."""
+
+    def __init__(
+        self,
+        run: DurableRun,
+        *,
+        channels: Sequence[str] = ("web",),
+        approvers: Sequence[str] = (),
+        policy: str | dict[str, Any] | None = None,
+        title: Callable[[PendingCall], str] = default_title,
+        poll: float = 0.2,
+        max_poll: float = 2.0,
+    ) -> None:
+        self.run, self.title = run, title
+        self.channels, self.approvers, self.policy = tuple(channels), tuple(approvers), policy
+        self.poll, self.max_poll = poll, max_poll
+
+    async def can_use_tool(
+        self, tool_name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow | PermissionResultDeny:
+        # the wire protocol always sends a tool_use_id; the fallback keys the request by its content
+        key = context.tool_use_id or idempotency_key(self.run.run_id, tool_name, tool_input)[:24]
+        call = PendingCall(key, tool_name, dict(tool_input))
+        return permission_result(call, await self.decision(call))
+
+    async def decision(self, call: PendingCall) -> Decision:
+        """The call's decision: journaled already, or asked for and waited on."""
+        journaled = (await self.run.steps()).get(call.step)
+        if journaled is not None and journaled.status is StepStatus.SUCCEEDED:
+            return Decision.from_json(journaled.output)
+        if journaled is not None and journaled.status is StepStatus.SUSPENDED:
+            approval_id = str(journaled.output["approval_id"])
+        else:
+            body = await self.run.request_approval(
+                call.step,
+                title=self.title(call),
+                args=call.args,
+                channels=self.channels,
+                approvers=self.approvers,
+                policy=self.policy,
+            )
+            approval_id = str(body["id"])
+        return await self.run.record_decision(call.step, await self._wait(approval_id))
+
+    async def _wait(self, approval_id: str) -> Decision:
+        assert self.run.client is not None  # request_approval needed it
+        delay = self.poll
+        while True:
+            approval = await self.run.client.get(approval_id)
+            if approval.get("decision"):
+                return Decision.from_api(approval["decision"])
+            await asyncio.sleep(delay)
+            delay = min(self.max_poll, delay * 2)

@@ -1,0 +1,205 @@
+"""A framework's pause as approvals, against a real gateway (in-process app on a real port):
+the rendezvous of the workers of one pause, and LangGraph's Agent Inbox requests end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from hitl_sdk import DurableRun, Pause, PendingCall, Resumed, Suspended, Waiting
+from hitl_sdk.integrations.langgraph import LangGraphApprovals
+from hitl_sdk.integrations.pydantic_ai import PydanticAIApprovals
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from pydantic_ai import Agent, DeferredToolRequests
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from gateway.core.models import Outcome
+from gateway.http.app import create_app
+from gateway.runtime import Runtime
+from gateway.testing import TEST_API_KEY, FakeClock
+from tests.integration.gateway_fixture import free_port
+
+
+class GW:
+    def __init__(self, rt: Runtime, url: str) -> None:
+        self.rt, self.url = rt, url
+
+    async def worker_run(self, approval_id: str, api_key: str | None = None) -> DurableRun:
+        """What a `command` worker of this approval gets: its document and its resume token (and
+        an agent key in its environment when the run may pause again)."""
+        approval = await self.rt.service.get(approval_id)
+        env = {"HITL_GATEWAY_URL": self.url, "HITL_RESUME_TOKEN": self.rt.service.resume_token(approval)}
+        env |= {"HITL_API_KEY": api_key} if api_key else {}
+        return await DurableRun.from_env(env=env, document=self.rt.service.rehydration_document(approval))
+
+    async def approve(self, approval_id: str) -> None:
+        await self.rt.service.decide(approval_id, Outcome.APPROVE, "web:bob", trusted=True)
+
+
+@pytest.fixture
+async def gw(aiohttp_server: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock) -> GW:
+    port = free_port()
+    settings = settings_factory(
+        server={"public_url": f"http://127.0.0.1:{port}"}, workers={"fw": {"command": ["true"]}}
+    )
+    rt = Runtime(settings, clock=clock, owner="test")
+    await aiohttp_server(create_app(settings, runtime=rt, background=False), port=port)
+    return GW(rt, f"http://127.0.0.1:{port}")
+
+
+async def _pause(gw: GW, run_id: str, keys: list[str]) -> tuple[str, ...]:
+    async with await DurableRun.open(run_id, gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        calls = [PendingCall(k, "pay", {"invoice": k}) for k in keys]
+        with pytest.raises(Suspended) as suspended:
+            await Pause(run, worker="fw").suspend(calls, {"framework": "state"})
+    return suspended.value.approval_ids
+
+
+async def _collect(gw: GW, approval_id: str) -> Resumed | Waiting:
+    async with await gw.worker_run(approval_id) as run:
+        try:
+            return await Pause(run, worker="fw").collect()
+        except Waiting as w:
+            return w
+
+
+async def test_a_worker_whose_sibling_is_undecided_waits(gw: GW) -> None:
+    first, second = await _pause(gw, "p-1", ["a", "b"])
+    assert first != second
+    assert await _pause(gw, "p-1", ["a", "b"]) == (first, second)  # a re-run finds the same approvals
+    await gw.approve(first)
+    assert isinstance(await _collect(gw, first), Waiting)
+    await gw.approve(second)
+    resumed = await _collect(gw, second)  # the last decision's worker finds both
+    assert isinstance(resumed, Resumed) and resumed.state == {"framework": "state"}
+    assert {k: d.outcome for k, d in resumed.decisions.items()} == {"a": Outcome.APPROVE, "b": Outcome.APPROVE}
+    again = await _collect(gw, second)  # its retry (after a crash) still owns the resume
+    assert isinstance(again, Resumed)
+    assert isinstance(await _collect(gw, first), Waiting)  # the other worker never does
+
+
+async def test_workers_deciding_last_at_once_resume_exactly_once(gw: GW) -> None:
+    for trial in range(8):
+        ids = await _pause(gw, f"race-{trial}", ["a", "b", "c"])
+        for approval_id in ids:
+            await gw.approve(approval_id)
+        results = await asyncio.gather(*(_collect(gw, i) for i in ids))
+        assert sum(isinstance(r, Resumed) for r in results) == 1, results
+
+
+async def test_complete_runs_the_resume_once(gw: GW) -> None:
+    [only] = await _pause(gw, "p-2", ["a"])
+    await gw.approve(only)
+    runs: list[int] = []
+
+    async def resume() -> str:
+        runs.append(1)
+        return "done"
+
+    for _ in range(2):  # the worker's retry after the resume finished replays it from the journal
+        async with await gw.worker_run(only) as run:
+            pause = Pause(run, worker="fw")
+            assert await pause.complete(await pause.collect(), resume) == "done"
+    assert runs == [1]
+
+
+class InboxState(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def inbox_graph() -> Any:
+    """A hand-written graph that asks in the Agent Inbox shape, as `interrupt([request])[0]`."""
+
+    def review(state: InboxState) -> dict[str, Any]:
+        request = {
+            "action_request": {"action": "deploy", "args": {"env": "prod"}},
+            "config": {"allow_accept": True, "allow_edit": False, "allow_respond": True, "allow_ignore": True},
+            "description": "Deploy to prod?",
+        }
+        response = interrupt([request])[0]
+        return {"log": [f"{response['type']}:{response['args']}"]}
+
+    graph = StateGraph(InboxState)
+    graph.add_node("review", review)
+    graph.add_edge(START, "review")
+    graph.add_edge("review", END)
+    return graph.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize(
+    ("decide", "expected"),
+    [
+        ("approve", ["accept:None"]),
+        ("reject", ["response:not today"]),  # a person's rejection: `response` with the reason
+        ("cancel", ["ignore:None"]),  # a cancel (or a timeout): `ignore`
+    ],
+)
+async def test_an_agent_inbox_interrupt_resumes_with_a_human_response(
+    gw: GW, tmp_path: Path, decide: str, expected: list[str]
+) -> None:
+    graph, config = inbox_graph(), {"configurable": {"thread_id": f"t-{decide}"}}
+    async with await DurableRun.open(f"inbox-{decide}", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        gate = LangGraphApprovals(run, worker="fw")
+        with pytest.raises(Suspended) as suspended:
+            await gate.settle(graph, config, await graph.ainvoke({"log": []}, config, version="v2"))
+    approval = await gw.rt.service.get(suspended.value.approval_id)
+    assert (approval.title, approval.summary, approval.args) == (
+        'deploy(env="prod")',
+        "Deploy to prod?",
+        {"env": "prod"},
+    )
+    if decide == "cancel":
+        await gw.rt.service.cancel(approval.id, "api", "release frozen")
+    else:
+        comment = "not today" if decide == "reject" else None
+        await gw.rt.service.decide(approval.id, Outcome(decide), "web:bob", comment=comment, trusted=True)
+    async with await gw.worker_run(approval.id) as worker:
+        out = await LangGraphApprovals(worker, worker="fw").resume(graph, config)
+    assert out == {"log": expected}
+
+
+def sequential_payer(turns: list[int]) -> Any:
+    """A Pydantic AI agent that pays INV-1, and only once that is done asks to pay INV-2."""
+
+    def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turns.append(1)
+        paid = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        if len(paid) < 2:
+            invoice = f"INV-{len(paid) + 1}"
+            return ModelResponse(parts=[ToolCallPart("pay", {"invoice": invoice}, tool_call_id=f"c{len(paid)}")])
+        return ModelResponse(parts=[TextPart(" | ".join(str(p.content) for p in paid))])
+
+    agent = Agent(FunctionModel(script), output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain(requires_approval=True)
+    def pay(invoice: str) -> str:
+        return f"paid {invoice}"
+
+    return agent
+
+
+async def test_a_resumed_run_that_pauses_again_suspends_anew(gw: GW) -> None:
+    turns: list[int] = []
+    agent = sequential_payer(turns)
+    async with await DurableRun.open("again", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        with pytest.raises(Suspended) as first:
+            await PydanticAIApprovals(run, worker="fw").settle(await agent.run("pay both"))
+    await gw.approve(first.value.approval_id)
+    for _ in range(2):  # the worker, and its retry: the second pause is journaled, not asked twice
+        async with await gw.worker_run(first.value.approval_id, api_key=TEST_API_KEY) as worker:
+            with pytest.raises(Suspended) as second:
+                await PydanticAIApprovals(worker, worker="fw").resume(agent)
+    assert len(turns) == 2  # the retry replayed the journaled resume: the model was not asked again
+    approvals = await gw.rt.store.list_approvals(run_id="again")
+    assert sorted(a.step for a in approvals) == ["pay:c0", "pay:c1"]
+    assert second.value.approval_id != first.value.approval_id
+    await gw.approve(second.value.approval_id)
+    async with await gw.worker_run(second.value.approval_id) as worker:
+        assert await PydanticAIApprovals(worker, worker="fw").resume(agent) == "paid INV-1 | paid INV-2"
