@@ -9,11 +9,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = {"gateway", "adapters", "tests", "bench", "examples"}
+OURS = {"gateway", "adapters", "hitl_sdk", "tests", "bench", "examples"}
 
 
 def _sources() -> list[Path]:
-    return [p for base in ("gateway", "adapters") for p in (ROOT / base).rglob("*.py")]
+    return [p for base in ("gateway", "adapters", "sdk/hitl_sdk", "examples") for p in (ROOT / base).rglob("*.py")]
 
 
 def test_no_private_module_or_name_of_a_dependency_is_imported() -> None:
