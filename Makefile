@@ -13,7 +13,7 @@ SDK_EXTRAS := langgraph,openai-agents,pydantic-ai,claude-agent-sdk
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,postgres]'
+	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,postgres,mcp]'
 	touch $(STAMP)
 
 ## make run: the gateway on ./var/hitl-gateway.db, web inbox on, no chat tokens needed.
@@ -40,7 +40,7 @@ BENCH_STAMP := $(BENCH_VENV)/.installed-stamp
 $(BENCH_STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/pip install --quiet --upgrade pip
-	$(BENCH_VENV)/bin/pip install --quiet -e ./sdk -e '.[bench,postgres]'
+	$(BENCH_VENV)/bin/pip install --quiet -e ./sdk -e '.[bench,postgres,mcp]'
 	touch $(BENCH_STAMP)
 
 ## make bench: every measurement, median of 3 runs, one table and bench/results.json (see docs/performance.md).

@@ -130,6 +130,29 @@ class RedactionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class McpSettings:
+    """`hitl-gateway mcp` (docs/mcp.md): where cards go when a caller names none (Claude Code's
+    permission prompt never does)."""
+
+    channels: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+    policy: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class McpGateSettings:
+    """`hitl-gateway mcp-gate` (docs/mcp.md): the wrapped MCP server and the tools that need a human."""
+
+    upstream: tuple[str, ...] = ()  # a command and its arguments, or one http(s):// URL
+    upstream_headers: Mapping[str, str] = field(default_factory=dict)  # for an HTTP upstream
+    require_approval: tuple[str, ...] = ()  # tool-name globs (fnmatch)
+    channels: tuple[str, ...] = ()
+    approvers: tuple[str, ...] = ()
+    policy: str = ""
+    wait_seconds: int = 25
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
@@ -141,6 +164,8 @@ class Settings:
     web: WebSettings = field(default_factory=WebSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     redaction: RedactionSettings = field(default_factory=RedactionSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
+    mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
 
     def enabled_channels(self) -> frozenset[str]:
         kinds = {"web"}
@@ -257,6 +282,16 @@ _SPEC: dict[str, dict[str, Coerce]] = {
     },
     "scheduler": {"poll_interval": _duration, "batch": _int},
     "redaction": {"defaults": _bool, "patterns": _strs},
+    "mcp": {"channels": _strs, "approvers": _strs, "policy": _str},
+    "mcp_gate": {
+        "upstream": _strs,
+        "upstream_headers": _str_map,
+        "require_approval": _strs,
+        "channels": _strs,
+        "approvers": _strs,
+        "policy": _str,
+        "wait_seconds": _int,
+    },
 }
 _POLICY_KEYS = (
     "timeout",
@@ -280,7 +315,17 @@ _WORKER_SPEC: dict[str, Coerce] = {
 }
 _POLICY_LISTS = {"escalate_to", "remind"}
 SECRET_KEYS = frozenset(
-    {"bot_token", "webhook_secret", "signing_secret", "secret_keys", "api_keys", "operator_keys", "passwords", "secret"}
+    {
+        "bot_token",
+        "webhook_secret",
+        "signing_secret",
+        "secret_keys",
+        "api_keys",
+        "operator_keys",
+        "passwords",
+        "secret",
+        "upstream_headers",
+    }
 )
 _WEB_NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
@@ -476,8 +521,13 @@ def load_settings(
     *,
     defaults: Mapping[str, Mapping[str, Any]] | None = None,
     tables: Mapping[str, Mapping[str, Any]] | None = None,
+    validate: bool = True,
 ) -> Settings:
-    """Build Settings from defaults < file < env. Raises ConfigError naming the bad key."""
+    """Build Settings from defaults < file < env. Raises ConfigError naming the bad key.
+
+    `validate=False` skips the gateway's own checks (secret keys, store URL, channels): for the
+    agent-side commands (`mcp`, `mcp-gate`), which only read `[server]`, `[mcp]` and `[mcp_gate]`
+    and run where the gateway's secrets are not."""
     env = os.environ if env is None else env
     if path is None and env.get("HITL_CONFIG"):
         path = env["HITL_CONFIG"]
@@ -505,8 +555,11 @@ def load_settings(
         web=WebSettings(**_section(raw, "web")),
         scheduler=SchedulerSettings(**_section(raw, "scheduler")),
         redaction=RedactionSettings(**_section(raw, "redaction")),
+        mcp=McpSettings(**_section(raw, "mcp")),
+        mcp_gate=McpGateSettings(**_section(raw, "mcp_gate")),
     )
-    _check(settings)
+    if validate:
+        _check(settings)
     return settings
 
 

@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_jobs(sub)
     add_cards(sub)
+    from gateway.mcp.cli import add_parser as add_mcp
+
+    add_mcp(sub)
     return p
 
 
@@ -200,6 +203,9 @@ async def _migrate(settings: Settings) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    standalone = getattr(args, "standalone", None)
+    if standalone is not None:  # agent-side commands (mcp, mcp-gate): they load their own settings
+        return int(standalone(args))
     try:
         settings = _load(args)
         if args.command == "check-config":

@@ -1,0 +1,80 @@
+"""Start the MCP server or the gate on a transport (imports the MCP SDK: the `mcp` extra)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from gateway.mcp.client import Gateway
+from gateway.mcp.gate import GateConfig, Gatekeeper, build_gate, upstream_label
+from gateway.mcp.serve import MCP_PATH, run_http, run_stdio
+from gateway.mcp.server import Defaults, build_server
+
+
+async def run_server(defaults: Defaults, base_url: str, key: str | None, listen: tuple[str, int] | None) -> int:
+    gateway = Gateway(base_url)
+    try:
+        if listen is None:
+            await build_server(gateway, key, defaults).run_stdio_async()
+        else:  # each HTTP client brings its own key: the process's is never lent to them
+            host, port = listen
+            mcp = build_server(gateway, None, defaults)
+            await run_http(
+                mcp.streamable_http_app(streamable_http_path=MCP_PATH, host=host), host, port, gateway.key_is_valid
+            )
+    finally:
+        await gateway.close()
+    return 0
+
+
+async def run_gate(spec: dict[str, Any], base_url: str, key: str | None, listen: tuple[str, int] | None) -> int:
+    config = GateConfig(
+        upstream=upstream_label(spec["upstream"]),
+        require_approval=tuple(spec["require_approval"]),
+        channels=tuple(spec["channels"]),
+        approvers=tuple(spec["approvers"]),
+        policy=spec["policy"],
+        wait_seconds=spec["wait_seconds"],
+    )
+    gateway = Gateway(base_url)
+    try:
+        async with upstream_session(spec["upstream"], spec["headers"], spec["env"]) as upstream:
+            keeper = Gatekeeper(config, upstream, gateway, key if listen is None else None)
+            server = build_gate(keeper)
+            if listen is None:
+                await run_stdio(server)
+            else:
+                host, port = listen
+                app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+                await run_http(app, host, port, gateway.key_is_valid)
+    finally:
+        await gateway.close()
+    return 0
+
+
+@contextlib.asynccontextmanager
+async def upstream_session(
+    upstream: list[str], headers: dict[str, str], env: dict[str, str]
+) -> AsyncIterator[ClientSession]:
+    """One client session to the wrapped server for the gate's lifetime: stdio or streamable HTTP."""
+    async with contextlib.AsyncExitStack() as stack:
+        if upstream[0].startswith(("http://", "https://")):
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            )
+            read, write = await stack.enter_async_context(streamable_http_client(upstream[0], http_client=http))
+        else:
+            params = StdioServerParameters(command=upstream[0], args=upstream[1:], env=env)
+            read, write = await stack.enter_async_context(stdio_client(params))
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        yield session
+
+
+__all__ = ["Defaults", "run_gate", "run_server", "upstream_session"]
