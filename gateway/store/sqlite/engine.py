@@ -114,7 +114,7 @@ class Engine:
         if not memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._writer = SQLiteThread("sqlite-writer")
+            self._writer = SQLiteThread(f"sqlite-writer {self.path}")
             await self._writer.connect(self.path)
             await _set_wal(self._writer)
             await self._writer.run(lambda c: c.execute("PRAGMA synchronous = FULL"))
@@ -122,7 +122,7 @@ class Engine:
             if memory:
                 self._reader = self._writer
             else:
-                self._reader = SQLiteThread("sqlite-reader")
+                self._reader = SQLiteThread(f"sqlite-reader {self.path}")
                 await self._reader.connect(self.path)
         except BaseException:
             await self.close()  # no leaked connection threads
