@@ -54,7 +54,7 @@ print(json.dumps(out))
 
 def bench_a(tree: Path, client: str, concurrency: int, seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hitl-ab-") as tmp:
-        gw = Gateway(Path(tmp), Path(tmp) / "gateway.db", root=tree)
+        gw = Gateway(Path(tmp), Path(tmp) / "gateway.db", root=tree, operator=False)  # suspends only
         gw.start()
         try:
             asyncio.run(run_load(gw.url, 1, 1.0, warmup=0.0, client=client))

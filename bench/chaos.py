@@ -48,7 +48,7 @@ from aiohttp import web
 from bench.cycle import CHAT, TOKEN, CardWatch, config, press
 from bench.cycle import HOOK_HEADERS as TELEGRAM_HEADERS
 from bench.load import suspend_body
-from bench.server import AUTH, Gateway
+from bench.server import AUTH, OPERATOR, Gateway
 from examples.invoice_agent.payments import PaymentsAPI
 
 FINAL_EVENTS = ("approved", "rejected", "timed_out", "cancelled")
@@ -121,14 +121,14 @@ async def _agent(gw: Gateway, ledger: Ledger, stop: asyncio.Event, rng: random.R
                 continue
             if roll < 0.8:
                 outcome = rng.choice(["approve", "reject"])
-                status, _ = await _call(http, url, {"outcome": outcome, "by": "web:alice"}, ledger)
+                status, _ = await _call(http, url, {"outcome": outcome, "by": "web:alice"}, ledger, OPERATOR)
                 if status == 200:
                     ledger.decided[data["id"]] = outcome
                 continue
             ledger.raced.add(data["id"])  # two people press at once
             results = await asyncio.gather(
-                _call(http, url, {"outcome": "approve", "by": "web:alice"}, ledger),
-                _call(http, url, {"outcome": "reject", "by": "web:bob"}, ledger),
+                _call(http, url, {"outcome": "approve", "by": "web:alice"}, ledger, OPERATOR),
+                _call(http, url, {"outcome": "reject", "by": "web:bob"}, ledger, OPERATOR),
             )
             won = [o for (s, _), o in zip(results, ("approve", "reject"), strict=True) if s == 200]
             if len(won) > 1:

@@ -19,6 +19,8 @@ API_KEY = "bench-api-key-0123456789abcdef"
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret-key-0123456789abcdef"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
+OPERATOR_KEY = "bench-operator-key-0123456789abcdef"
+OPERATOR = {"Authorization": f"Bearer {OPERATOR_KEY}"}  # API decisions need an operator
 
 
 def free_port() -> int:
@@ -28,9 +30,15 @@ def free_port() -> int:
 
 
 def write_config(
-    workdir: Path, db: Path, port: int, log_level: str = "WARNING", extra: str = "", store_url: str | None = None
+    workdir: Path,
+    db: Path,
+    port: int,
+    log_level: str = "WARNING",
+    extra: str = "",
+    store_url: str | None = None,
+    operator: bool = True,
 ) -> Path:
-    """A TOML config: one API key, a `fast` policy and an `agent` worker (command `true`)."""
+    """A TOML config: one agent key, one operator key, a `fast` policy and an `agent` worker (command `true`)."""
     cfg = workdir / "gateway.toml"
     cfg.write_text(
         f"""
@@ -46,6 +54,7 @@ url = "{store_url or f"sqlite:///{db}"}"
 [security]
 secret_keys = ["{SECRET}"]
 api_keys = ["{API_KEY}"]
+{f'operators = {{ bench = "{OPERATOR_KEY}" }}' if operator else ""}
 
 [policies.default]
 timeout = "30m"
@@ -72,6 +81,7 @@ class Gateway:
     extra_config: str = ""
     store_url: str | None = None  # default: sqlite:///{db}
     root: Path = ROOT  # the tree whose `gateway` package runs (bench.ab: another checkout)
+    operator: bool = True  # bench.ab: off, so that trees from before [security.operators] start too
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -80,7 +90,9 @@ class Gateway:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
-        cfg = write_config(self.workdir, self.db, self.port, self.log_level, self.extra_config, self.store_url)
+        cfg = write_config(
+            self.workdir, self.db, self.port, self.log_level, self.extra_config, self.store_url, self.operator
+        )
         env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
         # entrypoint workers import bench.* and examples.* from the repository root
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.root), env.get("PYTHONPATH")]))

@@ -21,6 +21,8 @@ from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import ConfigError, ValidationError
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
+from gateway.core.policy_bounds import BOUND_KEYS, INLINE_MODES, AgentBounds, parse_bounds
+from gateway.core.principals import Principal, Principals, check_principals, principal_entries
 
 DEFAULT_PATH = "hitl-gateway.toml"
 _SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -34,6 +36,13 @@ class ServerSettings:
     max_body_bytes: int = 1024 * 1024
     shutdown_timeout: timedelta = timedelta(seconds=10)
     log_level: str = "INFO"
+    # A connection must send a complete request head this soon after it opens (or after the
+    # first byte of a later request on it), and a body within body_timeout (slowloris).
+    header_timeout: timedelta = timedelta(seconds=10)
+    body_timeout: timedelta = timedelta(seconds=30)
+    # An idle keep-alive connection is closed after this; longer than a load balancer's idle
+    # timeout (60 s on most), so that the balancer never sends on a connection being closed.
+    keepalive_timeout: timedelta = timedelta(seconds=75)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +61,21 @@ class SecuritySettings:
     token_max_age: timedelta = timedelta(days=30)
     token_decisions: bool = False
     operator_keys: tuple[str, ...] = ()
+    agents: Mapping[str, str] = field(default_factory=dict)  # NAME -> key: the principal agent:NAME
+    operators: Mapping[str, str] = field(default_factory=dict)  # NAME -> key: operator:NAME
+    inline_policies: str = "restrict"  # restrict | deny | allow (gateway.core.policy_bounds)
+
+    def principal_keys(self) -> list[tuple[Principal, str]]:
+        """Every key with its principal (gateway.core.principals.entries)."""
+        return principal_entries(self.agents, self.operators, self.api_keys, self.operator_keys)
+
+    def principals(self) -> Principals:
+        return Principals(self.principal_keys())
+
+    @property
+    def keys(self) -> list[str]:
+        """Every bearer key (for the log redactor)."""
+        return [k for _, k in self.principal_keys()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +190,8 @@ class Settings:
     redaction: RedactionSettings = field(default_factory=RedactionSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
     mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
+    # What each named policy lets the agent choose (agent_may_set, max_timeout, min_timeout).
+    policy_bounds: Mapping[str, AgentBounds] = field(default_factory=dict)
 
     def enabled_channels(self) -> frozenset[str]:
         kinds = {"web"}
@@ -255,6 +281,9 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "max_body_bytes": _int,
         "shutdown_timeout": _duration,
         "log_level": _str,
+        "header_timeout": _duration,
+        "body_timeout": _duration,
+        "keepalive_timeout": _duration,
     },
     "store": {"url": _str, "lease": _duration},
     "security": {
@@ -264,6 +293,9 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "token_max_age": _duration,
         "token_decisions": _bool,
         "operator_keys": _strs,
+        "agents": _str_map,
+        "operators": _str_map,
+        "inline_policies": _str,
     },
     "telegram": {
         "bot_token": _str,
@@ -301,6 +333,7 @@ _POLICY_KEYS = (
     "after_escalation",
     "remind",
     "quorum",
+    *BOUND_KEYS,
 )
 _WORKER_SPEC: dict[str, Coerce] = {
     "command": _strs,
@@ -313,7 +346,7 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "pool_size": _int,
     "retry_base": _duration,
 }
-_POLICY_LISTS = {"escalate_to", "remind"}
+_POLICY_LISTS = {"escalate_to", "remind", "agent_may_set"}
 SECRET_KEYS = frozenset(
     {
         "bot_token",
@@ -322,6 +355,8 @@ SECRET_KEYS = frozenset(
         "secret_keys",
         "api_keys",
         "operator_keys",
+        "agents",
+        "operators",
         "passwords",
         "secret",
         "upstream_headers",
@@ -385,11 +420,12 @@ def _section(raw: dict[str, Any], section: str) -> dict[str, Any]:
     return values
 
 
-def _policies(raw: dict[str, Any]) -> dict[str, Policy]:
+def _policies(raw: dict[str, Any]) -> tuple[dict[str, Policy], dict[str, AgentBounds]]:
     table = raw.get("policies", {})
     if not isinstance(table, dict):
         raise ConfigError("policies", "expected a table of named policies")
     policies: dict[str, Policy] = {"default": Policy()}
+    bounds: dict[str, AgentBounds] = {}
     for name, body in table.items():
         if not isinstance(body, dict):
             raise ConfigError(f"policies.{name}", "expected a table")
@@ -400,10 +436,11 @@ def _policies(raw: dict[str, Any]) -> dict[str, Policy]:
         if isinstance(body.get("quorum"), str):
             body["quorum"] = _int(f"policies.{name}.quorum", body["quorum"])
         try:
+            bounds[name] = parse_bounds({k: body.pop(k) for k in BOUND_KEYS if k in body})
             policies[name] = parse_policy(body, name=name)
         except ValidationError as exc:
             raise ConfigError(f"policies.{name}.{exc.field}", exc.message.split(": ", 1)[-1]) from None
-    return policies
+    return policies, bounds
 
 
 def _workers(raw: dict[str, Any]) -> dict[str, WorkerSettings]:
@@ -460,6 +497,9 @@ def _check(settings: Settings) -> None:
         raise ConfigError("store.lease", "must be at least 1s")
     if server.max_body_bytes < 1024:
         raise ConfigError("server.max_body_bytes", "must be at least 1024")
+    for key in ("header_timeout", "body_timeout", "keepalive_timeout"):
+        if getattr(server, key) < timedelta(milliseconds=100):
+            raise ConfigError(f"server.{key}", "must be at least 100ms")
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
     if settings.scheduler.batch < 1:
@@ -494,12 +534,9 @@ def _check_security(settings: Settings) -> None:
     for i, key in enumerate(sec.secret_keys):
         if len(key) < 16:
             raise ConfigError(f"security.secret_keys[{i}]", "must be at least 16 characters")
-    for name in ("api_keys", "operator_keys"):
-        for i, key in enumerate(getattr(sec, name)):
-            if len(key) < 16:
-                raise ConfigError(f"security.{name}[{i}]", "must be at least 16 characters")
-    if set(sec.api_keys) & set(sec.operator_keys):
-        raise ConfigError("security.operator_keys", "an operator key must not also be an agent key (api_keys)")
+    check_principals(sec.agents, sec.operators, sec.api_keys, sec.operator_keys)
+    if sec.inline_policies not in INLINE_MODES:
+        raise ConfigError("security.inline_policies", f"expected one of {', '.join(INLINE_MODES)}")
     _check_channels(settings)
 
 
@@ -544,13 +581,15 @@ def load_settings(
     for group, table in (tables or {}).items():  # named policies/workers given in code
         raw.setdefault(group, {}).update(table)
     raw = _env_overrides(raw, env)
+    policies, bounds = _policies(raw)
     settings = Settings(
         server=ServerSettings(**_section(raw, "server")),
         store=StoreSettings(**_section(raw, "store")),
         security=SecuritySettings(**_section(raw, "security")),
         telegram=TelegramSettings(**_section(raw, "telegram")),
         slack=SlackSettings(**_section(raw, "slack")),
-        policies=_policies(raw),
+        policies=policies,
+        policy_bounds=bounds,
         workers=_workers(raw),
         web=WebSettings(**_section(raw, "web")),
         scheduler=SchedulerSettings(**_section(raw, "scheduler")),
@@ -587,7 +626,10 @@ def effective_config(settings: Settings) -> dict[str, Any]:
     for section in _SPEC:
         obj = getattr(settings, section)
         out[section] = {k: _mask(k, _plain(getattr(obj, k))) for k in _SPEC[section]}
-    out["policies"] = {n: p.to_json() for n, p in settings.policies.items()}
+    out["policies"] = {
+        n: p.to_json() | (settings.policy_bounds[n].to_json() if n in settings.policy_bounds else {})
+        for n, p in settings.policies.items()
+    }
     out["workers"] = {
         n: {k: _mask(k, _plain(getattr(w, k))) for k in _WORKER_SPEC if getattr(w, k)}
         for n, w in settings.workers.items()

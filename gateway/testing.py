@@ -15,7 +15,8 @@ from gateway.core.models import Approval, Policy, Status
 from gateway.core.policy import deadline_for, next_wake
 
 TEST_SECRET = "test-secret-key-0123456789abcdef"
-TEST_API_KEY = "test-api-key-0123456789abcdef"
+TEST_API_KEY = "test-api-key-0123456789abcdef"  # an agent (api_keys): suspends, reads its own
+TEST_OPERATOR_KEY = "test-operator-key-0123456789abcdef"  # operator:test: decides, cancels, retries
 
 
 class FakeClock:
@@ -41,7 +42,12 @@ def make_settings(db_url: str, sections: Mapping[str, Mapping[str, Any]] | None 
     """Settings for tests: no config file, no environment, test keys, the given store."""
     defaults: dict[str, dict[str, Any]] = {
         "store": {"url": db_url},
-        "security": {"secret_keys": [TEST_SECRET], "api_keys": [TEST_API_KEY], "token_decisions": True},
+        "security": {
+            "secret_keys": [TEST_SECRET],
+            "api_keys": [TEST_API_KEY],
+            "operators": {"test": TEST_OPERATOR_KEY},
+            "token_decisions": True,
+        },
         "server": {"port": 0},
     }
     for section, values in (sections or {}).items():

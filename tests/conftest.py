@@ -13,9 +13,10 @@ from aiohttp.test_utils import TestClient
 from gateway.config import Settings
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
-from gateway.testing import TEST_API_KEY, FakeClock, make_settings
+from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY, FakeClock, make_settings
 
-AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
+AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}  # an agent
+OPERATOR = {"Authorization": f"Bearer {TEST_OPERATOR_KEY}"}  # operator:test
 
 
 @pytest.fixture(autouse=True)

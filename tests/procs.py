@@ -15,9 +15,10 @@ from typing import Any
 
 import aiohttp
 
-from gateway.testing import TEST_API_KEY, TEST_SECRET
+from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY, TEST_SECRET
 
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
+OPERATOR = {"Authorization": f"Bearer {TEST_OPERATOR_KEY}"}
 
 
 def free_port() -> int:
@@ -40,6 +41,7 @@ url = "{db_url}"
 [security]
 secret_keys = ["{TEST_SECRET}"]
 api_keys = ["{TEST_API_KEY}"]
+operators = {{ test = "{TEST_OPERATOR_KEY}" }}
 token_decisions = true
 {extra}
 """

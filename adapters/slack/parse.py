@@ -12,6 +12,7 @@ from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from adapters.slack.render import REASON_BLOCK, REASON_CALLBACK, REASON_INPUT
+from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.tokens import TokenSigner
 
 REF_PURPOSE = "hitl.slack.ref.v1"
@@ -66,16 +67,19 @@ def check_ref(signer: TokenSigner, ref: str) -> str | None:
     approval_id, dot, mac = ref.rpartition(".")
     if not dot or not approval_id or len(mac) != MAC_LENGTH:
         return None
-    return approval_id if signer.check_mac(REF_PURPOSE, approval_id, mac) else None
+    return approval_id if signer.check_mac(REF_PURPOSE, approval_id, mac, MAC_LENGTH) else None
 
 
 def payload_of(body: bytes) -> dict[str, Any]:
     """The JSON in a form-encoded `payload=` body."""
     try:
-        form = parse_qs(body.decode("utf-8"), strict_parsing=True)
-        data = json.loads(form["payload"][0])
+        payload = parse_qs(body.decode("utf-8"), strict_parsing=True)["payload"][0]
+        deep = too_deep(payload.encode("utf-8", "surrogateescape"))  # before parsing: it recurses
+        data = None if deep else json.loads(payload)
     except (UnicodeDecodeError, ValueError, KeyError, IndexError):
         raise BadPayload("expected a form body with a JSON 'payload' field") from None
+    if deep:
+        raise BadPayload(f"payload is nested more than {MAX_DEPTH} levels deep")
     if not isinstance(data, dict):
         raise BadPayload("payload must be a JSON object")
     return data

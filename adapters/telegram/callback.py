@@ -25,7 +25,7 @@ class Macs(Protocol):
 
     def mac(self, purpose: str, message: str, length: int = 10) -> str: ...
 
-    def check_mac(self, purpose: str, message: str, mac: str) -> bool: ...
+    def check_mac(self, purpose: str, message: str, mac: str, length: int = 10) -> bool: ...
 
 
 class CallbackTooLong(ValueError):
@@ -59,6 +59,6 @@ def parse(signer: Macs, data: str | None) -> Button | None:
     outcome = _VERBS.get(verb)
     if outcome is None or not approval_id or len(mac) != MAC_LENGTH:
         return None
-    if not signer.check_mac(PURPOSE, f"{verb}|{approval_id}", mac):
+    if not signer.check_mac(PURPOSE, f"{verb}|{approval_id}", mac, MAC_LENGTH):
         return None
     return Button(approval_id, outcome)

@@ -27,6 +27,7 @@ from telegram.error import TelegramError
 
 from adapters.telegram import callback, once, parse, render
 from gateway.core import policy as rules
+from gateway.core.depth import too_deep
 from gateway.core.errors import AlreadyDecided, Forbidden, GatewayError, NotAnApprover, RequesterCannotDecide
 from gateway.core.models import Approval, Event, NewEvent, NewOutbox, OutboxKind, Outcome, Status, Vote
 from gateway.delivery.channels import DeliveryError
@@ -91,7 +92,8 @@ class TelegramUpdates:
                 {"error": {"code": "unauthorized", "message": f"missing or wrong {SECRET_HEADER}"}}, status=401
             )
         try:
-            data = json.loads(await request.read())
+            raw = await request.read()
+            data = None if too_deep(raw) else json.loads(raw)  # depth first: parsing recurses
             update = Update.de_json(data, self.channel.bot) if isinstance(data, dict) else None
         except (ValueError, KeyError, TypeError, AttributeError):  # not an Update
             update = None

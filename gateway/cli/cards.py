@@ -17,7 +17,7 @@ def add_parser(sub: Any) -> None:
     )
     resend.add_argument("id", help="the approval id")
     resend.add_argument("channel", help="the card's channel, e.g. telegram:-100123")
-    resend.add_argument("--by", default="cli")
+    resend.add_argument("--by", help="whom you act for (kept as on_behalf_of)")
     sub.choices["cards"].set_defaults(handler=run)
 
 
@@ -25,7 +25,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     from gateway.delivery.outbox import resend_card
 
     async def go(rt: Any) -> int:
-        await resend_card(rt.store, args.id, args.channel, args.by, rt.clock.now())
+        await resend_card(rt.store, args.id, args.channel, "operator:cli", rt.clock.now(), on_behalf_of=args.by)
         print(f"{args.id}: the card on {args.channel} is queued; a running gateway posts it")
         return 0
 

@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
     ls.add_argument("--limit", type=int, default=50)
     retry = jobs.add_parser("retry", help="requeue the failed resume job of an approval")
     retry.add_argument("id", help="the approval id")
-    retry.add_argument("--by", default="cli")
+    retry.add_argument("--by", help="whom you act for (kept as on_behalf_of)")
     sub.choices["jobs"].set_defaults(handler=run)
 
 
@@ -33,7 +33,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
                 error = f"  {job.last_error}" if job.last_error else ""
                 print(f"{job.approval_id}  {job.status.value:<9}  {job.worker}  attempts={job.attempts}{error}")
             return 0
-        job = await retry_job(rt.service, args.id, args.by)
+        job = await retry_job(rt.service, args.id, "operator:cli", on_behalf_of=args.by)
         print(f"{job.approval_id}  {job.status.value}: the gateway's worker will run it again")
         return 0
 

@@ -22,24 +22,41 @@ from gateway.core.models import Outcome, Status
 from gateway.telemetry.logs import setup_logging
 
 DEV_SECRETS = Path("var/dev-secrets.json")
+CLI_OPERATOR = "operator:cli"  # who the CLI's decisions, cancels, retries and re-posts are recorded as
 Command = Callable[[argparse.Namespace, Settings], Awaitable[int]]
 
 
-def dev_defaults(path: Path = DEV_SECRETS) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """A dev secret and API key kept under ./var; returns (defaults, key if it is new)."""
-    new_key = None
-    if path.exists():
-        data = json.loads(path.read_text())
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        new_key = "dev_" + secrets.token_urlsafe(24)
-        data = {"secret_key": secrets.token_urlsafe(32), "api_key": new_key}
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh)
+def _write_secrets(path: Path, data: dict[str, str]) -> None:
+    """Write the dev secrets readable by the owner only (a new file, renamed over the old one)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, path)
+
+
+def dev_defaults(path: Path = DEV_SECRETS) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """A dev secret, agent key and operator key kept under ./var; returns (defaults, the keys
+    that are new, to print once). A file from before operators existed gets an operator key."""
+    data: dict[str, str] = json.loads(path.read_text()) if path.exists() else {}
+    new: dict[str, str] = {}
+    if "secret_key" not in data:
+        data["secret_key"] = secrets.token_urlsafe(32)
+    for name in ("api_key", "operator_key"):
+        if name not in data:
+            data[name] = new[name] = f"dev_{'op_' if name == 'operator_key' else ''}" + secrets.token_urlsafe(24)
+    if new:
+        _write_secrets(path, data)
     # Dev only: deciding by holding the resume token is on, for the README walk-through.
-    security = {"secret_keys": [data["secret_key"]], "api_keys": [data["api_key"]], "token_decisions": True}
-    return {"security": security, "web": {"approvers": ["dev"]}}, new_key
+    security = {
+        "secret_keys": [data["secret_key"]],
+        "agents": {"dev": data["api_key"]},
+        "operators": {"dev": data["operator_key"]},
+        "token_decisions": True,
+    }
+    return {"security": security, "web": {"approvers": ["dev"]}}, new
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -65,11 +82,11 @@ def _parser() -> argparse.ArgumentParser:
     for verb in ("approve", "reject"):
         d = ap.add_parser(verb)
         d.add_argument("id")
-        d.add_argument("--by", required=True, help="who decides, e.g. web:alice")
+        d.add_argument("--by", help=f"whom you act for (kept as on_behalf_of; the decision is {CLI_OPERATOR}'s)")
         d.add_argument("--comment")
     c = ap.add_parser("cancel")
     c.add_argument("id")
-    c.add_argument("--by", default="cli")
+    c.add_argument("--by", help="whom you act for (kept as on_behalf_of)")
     c.add_argument("--reason")
     _adapter_parser(sub, "telegram")
     web_cli.register(sub)
@@ -95,9 +112,10 @@ def _adapter_parser(sub: Any, kind: str) -> None:
 def _load(args: argparse.Namespace) -> Settings:
     defaults = None
     if args.dev:
-        defaults, new_key = dev_defaults()
-        if new_key:
-            print(f"dev API key (kept in {DEV_SECRETS}): {new_key}", file=sys.stderr)  # shown once
+        defaults, new = dev_defaults()
+        for name, what in (("api_key", "dev API key (agent:dev)"), ("operator_key", "dev operator key (operator:dev)")):
+            if name in new:
+                print(f"{what}, kept in {DEV_SECRETS}: {new[name]}", file=sys.stderr)  # shown once
     settings = load_settings(args.config, defaults=defaults)
     if args.command == "serve" and (args.host or args.port is not None):
         from dataclasses import replace
@@ -120,7 +138,7 @@ def _logging(settings: Settings) -> None:
         settings.server.log_level,
         [
             *sec.secret_keys,
-            *sec.api_keys,
+            *sec.keys,
             settings.telegram.bot_token,
             settings.telegram.webhook_secret,
             settings.slack.bot_token,
@@ -130,24 +148,20 @@ def _logging(settings: Settings) -> None:
 
 
 def _serve(settings: Settings) -> int:
-    from aiohttp import web
-
+    from gateway.http import transport
     from gateway.http.app import create_app
 
     app = create_app(settings)
     app.on_startup.append(freeze_heap)  # after the runtime's own start-up (cleanup_ctx runs first)
-    web.run_app(
+    transport.run(
         app,
-        loop=event_loop(),
-        host=settings.server.host,
-        port=settings.server.port,
-        shutdown_timeout=settings.server.shutdown_timeout.total_seconds(),
-        print=lambda msg: print(
+        settings,
+        event_loop(),
+        lambda: print(
             f"hitl-gateway {__version__} listening on http://{settings.server.host}:"
             f"{settings.server.port} (store: {settings.store.url})",
             flush=True,
         ),
-        access_log_format='%a "%r" %s %b %Tfs rid=%{X-Request-Id}o',
     )
     return 0
 
@@ -185,10 +199,12 @@ async def _approvals(args: argparse.Namespace, rt: Any) -> int:
         dump({**approval.to_api(), "events": [e.to_api() for e in await rt.store.list_events(approval.id)]})
         return 0
     if args.action == "cancel":
-        dump((await svc.cancel(args.id, args.by, args.reason)).to_api())
+        dump((await svc.cancel(args.id, CLI_OPERATOR, args.reason, on_behalf_of=args.by)).to_api())
         return 0
     outcome = Outcome.APPROVE if args.action == "approve" else Outcome.REJECT
-    approval = await svc.decide(args.id, outcome, args.by, comment=args.comment, channel="cli", trusted=True)
+    approval = await svc.decide(
+        args.id, outcome, CLI_OPERATOR, comment=args.comment, channel="cli", trusted=True, on_behalf_of=args.by
+    )
     dump(approval.to_api())
     return 0
 

@@ -99,6 +99,22 @@ class Forbidden(GatewayError):
     status = 403
 
 
+class PolicyNotAllowed(Forbidden):
+    """The policy asks for something this caller may not choose (security.inline_policies)."""
+
+    code = "policy_not_allowed"
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}", field=field)
+        self.field = field
+
+
+class OperatorRequired(Forbidden):
+    """This needs an operator key (security.operators)."""
+
+    code = "operator_required"
+
+
 class NotAnApprover(Forbidden):
     """This user is not allowed to decide this approval."""
 
@@ -116,6 +132,13 @@ class NotFound(GatewayError):
 
     code = "not_found"
     status = 404
+
+
+class RunNotFound(NotFound):
+    """The run id belongs to another agent (run ids belong to the first agent that uses them)."""
+
+    def __init__(self, run_id: str, agent: str) -> None:
+        super().__init__(f"run {run_id!r} not found for {agent} (a run id belongs to one agent)")
 
 
 class MethodNotAllowed(GatewayError):
@@ -149,6 +172,13 @@ class TokenExpired(GatewayError):
 
     code = "token_expired"
     status = 410
+
+
+class RequestTimeout(GatewayError):
+    """The request body did not arrive in time (server.body_timeout)."""
+
+    code = "request_timeout"
+    status = 408
 
 
 class PayloadTooLarge(GatewayError):

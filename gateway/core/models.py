@@ -107,24 +107,29 @@ class Vote:
     at: datetime
     comment: str | None = None
     channel: str | None = None
+    # An operator's note of whom it acted for (the API's `by`): recorded, never the approver.
+    on_behalf_of: str | None = None
 
     def __post_init__(self) -> None:
         _aware("at", self.at)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "approver": self.approver,
             "outcome": self.outcome.value,
             "at": to_ts(self.at),
             "comment": self.comment,
             "channel": self.channel,
         }
+        if self.on_behalf_of is not None:
+            out["on_behalf_of"] = self.on_behalf_of
+        return out
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Vote:
         at = from_ts(d["at"])
         assert at is not None
-        return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"))
+        return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"), d.get("on_behalf_of"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +158,7 @@ class Approval:
     escalations: int = 0
     reminders_sent: int = 0
     sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
+    agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.
@@ -200,6 +206,7 @@ class Approval:
             "policy": self.policy.to_json(),
             "worker": self.worker,
             "requested_by": self.requested_by,
+            "agent": self.agent,
             "status": self.status.value,
             "created_at": iso(self.created_at),
             "deadline": iso(self.deadline),

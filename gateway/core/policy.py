@@ -237,9 +237,10 @@ def apply_vote(approval: Approval, vote: Vote) -> Transition:
         outcome=vote.outcome,
         decided_by=vote.approver,
         decided_at=vote.at,
-        source=Source.HUMAN,
+        source=Source.OPERATOR if vote.approver.startswith("operator:") else Source.HUMAN,
         comment=vote.comment,
         channel=vote.channel,
+        on_behalf_of=vote.on_behalf_of,
     )
     if vote.outcome is Outcome.REJECT:
         new = _finish(approval.evolve(votes=(*approval.votes, vote)), Status.REJECTED, decision)
@@ -254,11 +255,14 @@ def apply_vote(approval: Approval, vote: Vote) -> Transition:
     return Transition(new, "vote", False, {"by": vote.approver, "approvals": count, "required": needed})
 
 
-def cancel(approval: Approval, by: str, reason: str | None, now: datetime) -> Transition:
+def cancel(
+    approval: Approval, by: str, reason: str | None, now: datetime, on_behalf_of: str | None = None
+) -> Transition:
     if approval.status.final:
         raise already_decided(approval)
-    decision = Decision(Outcome.REJECT, by, now, Source.CANCEL, comment=reason)
-    return Transition(_finish(approval, Status.CANCELLED, decision), "cancelled", True, {"by": by, "reason": reason})
+    decision = Decision(Outcome.REJECT, by, now, Source.CANCEL, comment=reason, on_behalf_of=on_behalf_of)
+    data = {"by": by, "reason": reason} | ({"on_behalf_of": on_behalf_of} if on_behalf_of else {})
+    return Transition(_finish(approval, Status.CANCELLED, decision), "cancelled", True, data)
 
 
 def time_out(approval: Approval, now: datetime) -> Transition:

@@ -79,13 +79,15 @@ class TokenSigner:
         key = hashlib.sha256(f"{purpose}:{self._keys[-1]}".encode()).digest()
         return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()[:length]
 
-    def check_mac(self, purpose: str, message: str, mac: str) -> bool:
-        """Constant-time check against every key (rotation). Compared as bytes: a forged MAC with
-        non-ASCII characters is simply wrong (str compare_digest would raise TypeError: a 500)."""
-        ok = False
+    def check_mac(self, purpose: str, message: str, mac: str, length: int = 10) -> bool:
+        """Constant-time check against every key (rotation) of a MAC made by `mac(..., length)`:
+        exactly `length` characters, so a truncated MAC (down to one guessable character) is
+        refused. Compared as bytes: a forged MAC with non-ASCII characters is simply wrong (str
+        compare_digest would raise TypeError: a 500)."""
         given = mac.encode("utf-8", "surrogateescape")
-        for secret in self._keys:
+        matched = False
+        for secret in self._keys:  # no early exit across keys
             key = hashlib.sha256(f"{purpose}:{secret}".encode()).digest()
             expected = hmac.new(key, message.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
-            ok |= bool(mac) and hmac.compare_digest(expected[: len(mac)].encode(), given)
-        return ok
+            matched |= hmac.compare_digest(expected[:length].encode(), given)
+        return matched and len(given) == length > 0

@@ -27,7 +27,9 @@ ATTEMPT_EVENT = "post_attempt"
 RESEND_EVENT = "post_resend"
 
 
-async def resend_card(store: Store, approval_id: str, address: str, by: str, now: datetime) -> None:
+async def resend_card(
+    store: Store, approval_id: str, address: str, by: str, now: datetime, *, on_behalf_of: str | None = None
+) -> None:
     """An operator's decision to post a card again whose post failed for good or is `uncertain`
     (it may be in the chat already: a second card is then possible, which the operator accepts)."""
     approval = await store.get_approval(approval_id)
@@ -35,7 +37,9 @@ async def resend_card(store: Store, approval_id: str, address: str, by: str, now
         raise NotFound(f"approval {approval_id!r} not found")
     if address not in approval.channels and address not in approval.policy.escalate_to:
         raise UnknownChannel(f"channel: {address!r} is not a channel of this approval", channel=address)
-    event = NewEvent(approval_id, RESEND_EVENT, now, by, address)
+    event = NewEvent(
+        approval_id, RESEND_EVENT, now, by, address, {"on_behalf_of": on_behalf_of} if on_behalf_of else {}
+    )
     if not await store.requeue_post(approval_id, address, now, [event]):
         card = await store.get_card(approval_id, address)
         state = "not posted yet" if card is None else card.status.value

@@ -12,6 +12,7 @@ from gateway.core.errors import ValidationError
 from gateway.core.models import Approval, Status
 from gateway.http import schemas
 from gateway.http.keys import RUNTIME
+from gateway.http.scope import operator, owner_filter, principal
 from gateway.runtime import Runtime
 
 routes = web.RouteTableDef()
@@ -54,8 +55,9 @@ async def _approval_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
 async def suspend(request: web.Request) -> web.Response:
     rt = _rt(request)
     req = schemas.parse_suspend(await schemas.read_json(request))
-    approval, created = await rt.service.suspend(req)
-    # The same idempotency key gets the same body; its status is the one at creation.
+    approval, created = await rt.service.suspend(req, principal(request))
+    # The same idempotency key (from the same principal) gets the same body; its status is the
+    # one at creation. Another principal's key is a 409: never another agent's body or token.
     return web.json_response(_suspend_body(rt, approval), status=201 if created else 200)
 
 
@@ -71,7 +73,9 @@ async def list_approvals(request: web.Request) -> web.Response:
             raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}") from None
     limit = _int_query(q.get("limit"), "limit", 100, 1, 1000)
     offset = _int_query(q.get("offset"), "offset", 0, 0, 10**9)
-    items = await rt.store.list_approvals(status=status, run_id=q.get("run_id") or None, limit=limit, offset=offset)
+    items = await rt.store.list_approvals(
+        status=status, run_id=q.get("run_id") or None, limit=limit, offset=offset, agent=owner_filter(request)
+    )
     return web.json_response({"items": [a.to_api() for a in items], "limit": limit, "offset": offset})
 
 
@@ -90,34 +94,41 @@ def _int_query(value: str | None, name: str, default: int, low: int, high: int) 
 @routes.get("/v1/approvals/{id}")
 async def get_approval(request: web.Request) -> web.Response:
     rt = _rt(request)
-    approval = await rt.service.get(request.match_info["id"])
+    approval = await rt.service.get(request.match_info["id"], principal(request))
     return web.json_response(await _approval_view(rt, approval))
 
 
 @routes.get("/v1/approvals/{id}/events")
 async def list_events(request: web.Request) -> web.Response:
     rt = _rt(request)
-    approval = await rt.service.get(request.match_info["id"])
+    approval = await rt.service.get(request.match_info["id"], principal(request))
     events = await rt.store.list_events(approval.id)
     return web.json_response({"items": [e.to_api() for e in events]})
 
 
 @routes.post("/v1/approvals/{id}/decision")
 async def decide(request: web.Request) -> web.Response:
-    rt = _rt(request)
+    """An operator decides as itself (`operator:NAME`); `by` is only kept as `on_behalf_of`."""
+    rt, caller = _rt(request), operator(request)
     outcome, by, comment = schemas.parse_decision(await schemas.read_json(request))
     approval = await rt.service.decide(
-        request.match_info["id"], outcome, by, comment=comment, channel="api", trusted=True
+        request.match_info["id"],
+        outcome,
+        caller.identity,
+        comment=comment,
+        channel="api",
+        trusted=True,
+        on_behalf_of=by,
     )
     return web.json_response(await _approval_view(rt, approval))
 
 
 @routes.post("/v1/approvals/{id}/cancel")
 async def cancel(request: web.Request) -> web.Response:
-    rt = _rt(request)
-    body = await schemas.read_json(request) if request.can_read_body else {}
+    rt, caller = _rt(request), operator(request)
+    body = await schemas.read_json(request) if request.body_exists else {}
     by, reason = schemas.parse_cancel(body)
-    approval = await rt.service.cancel(request.match_info["id"], by, reason)
+    approval = await rt.service.cancel(request.match_info["id"], caller.identity, reason, on_behalf_of=by)
     return web.json_response(await _approval_view(rt, approval))
 
 

@@ -13,6 +13,7 @@ from gateway.core.clock import Clock
 from gateway.http import api, jobs, openapi, runs
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import MAX_BODY, api_keys_auth, errors, request_ids
+from gateway.http.transport import deadlines
 from gateway.http.web.inbox import setup_web
 from gateway.runtime import Runtime
 
@@ -30,7 +31,12 @@ def create_app(
     rt = runtime or Runtime(settings, clock=clock)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[request_ids, errors, api_keys_auth(settings.security.api_keys, settings.security.operator_keys)],
+        middlewares=[
+            deadlines(settings.server.body_timeout.total_seconds()),  # head and body deadlines (transport.py)
+            request_ids,
+            errors,
+            api_keys_auth(settings.security.principals()),
+        ],
     )
     app[RUNTIME] = rt
     app[MAX_BODY] = settings.server.max_body_bytes

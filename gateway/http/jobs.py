@@ -11,6 +11,7 @@ from gateway.delivery.outbox import resend_card
 from gateway.http import schemas
 from gateway.http.api import _int_query
 from gateway.http.keys import RUNTIME
+from gateway.http.scope import operator, owner_filter
 from gateway.jobs.worker import retry_job
 
 routes = web.RouteTableDef()
@@ -26,24 +27,24 @@ async def list_jobs(request: web.Request) -> web.Response:
         except ValueError:
             raise ValidationError("status", f"must be one of {', '.join(s.value for s in JobStatus)}") from None
     limit = _int_query(request.query.get("limit"), "limit", 100, 1, 1000)
-    jobs = await rt.store.list_jobs(status, limit)
+    jobs = await rt.store.list_jobs(status, limit, agent=owner_filter(request))
     return web.json_response({"items": [j.to_api() for j in jobs], "limit": limit})
 
 
 @routes.post("/v1/approvals/{id}/retry")
 async def retry(request: web.Request) -> web.Response:
-    rt = request.app[RUNTIME]
-    body = await schemas.read_json(request) if request.can_read_body else {}
-    by = schemas.text(body, "by", required=False, default="api")
-    job = await retry_job(rt.service, request.match_info["id"], by)
+    rt, caller = request.app[RUNTIME], operator(request)
+    body = await schemas.read_json(request) if request.body_exists else {}
+    by = schemas.on_behalf_of(body)
+    job = await retry_job(rt.service, request.match_info["id"], caller.identity, on_behalf_of=by)
     return web.json_response(job.to_api())
 
 
 @routes.post("/v1/approvals/{id}/cards/resend")
 async def resend(request: web.Request) -> web.Response:
     """Post a card again whose post failed for good or is `uncertain` (see docs/telegram.md)."""
-    rt = request.app[RUNTIME]
+    rt, caller = request.app[RUNTIME], operator(request)
     channel, by = schemas.parse_resend(await schemas.read_json(request))
-    await resend_card(rt.store, request.match_info["id"], channel, by, rt.clock.now())
+    await resend_card(rt.store, request.match_info["id"], channel, caller.identity, rt.clock.now(), on_behalf_of=by)
     rt.outbox.notify()
     return web.json_response({"approval_id": request.match_info["id"], "channel": channel, "status": "pending"})

@@ -1,17 +1,18 @@
-"""Request ids, API-key auth, and the one place where errors become JSON bodies."""
+"""Request ids, API-key auth (principals), and the one place where errors become JSON bodies."""
 
 from __future__ import annotations
 
-import hmac
 import logging
 import random
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from gateway.core.errors import Forbidden, GatewayError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from gateway.core.errors import GatewayError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from gateway.core.principals import Principals
+from gateway.http.scope import PRINCIPAL
 from gateway.telemetry.logs import request_id
 
 # The body limit the app was built with (web.Application(client_max_size=...)), for the 413's message.
@@ -21,7 +22,6 @@ log = logging.getLogger("gateway.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _RID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _PUBLIC_PREFIXES = ("/v1/resume",)
-_OPERATOR_ACTIONS = ("/decision", "/cancel", "/retry", "/cards/resend")
 
 
 def error_response(err: GatewayError) -> web.Response:
@@ -71,18 +71,9 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return error_response(GatewayError("internal error; see the gateway log for this request id"))
 
 
-def _matches(given: bytes, keys: Sequence[bytes]) -> bool:
-    ok = False
-    for key in keys:  # constant time, and no early exit across keys
-        ok |= hmac.compare_digest(given, key)
-    return ok
-
-
-def api_keys_auth(keys: Sequence[str], operator_keys: Sequence[str] = ()) -> Middleware:
-    """Bearer keys on /v1/*. With `operator_keys` set, deciding, cancelling and retrying need
-    one of them: the agents' keys (`api_keys`) can then suspend and read, but not approve."""
-    agents = [k.encode() for k in keys]
-    operators = [k.encode() for k in operator_keys]
+def api_keys_auth(principals: Principals) -> Middleware:
+    """Bearer keys on /v1/*: each key is one principal (an agent or an operator), put on the
+    request for the handlers to scope what it sees and may do (gateway.http.scope)."""
 
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -93,14 +84,11 @@ def api_keys_auth(keys: Sequence[str], operator_keys: Sequence[str] = ()) -> Mid
             scheme, _, credential = header.partition(" ")
             if scheme.lower() != "bearer" or not credential:
                 raise Unauthorized("missing 'Authorization: Bearer <api key>'")
-            given = credential.strip().encode("utf-8", "surrogateescape")  # header bytes as sent, never a 500
-            is_operator = _matches(given, operators)
-            if not (_matches(given, agents) or is_operator):
+            # header bytes as sent, never a 500
+            found = principals.resolve(credential.strip().encode("utf-8", "surrogateescape"))
+            if found is None:
                 raise Unauthorized("invalid API key")
-            if operators and not is_operator and request.method == "POST" and path.endswith(_OPERATOR_ACTIONS):
-                raise Forbidden(
-                    "deciding, cancelling, retrying and re-posting need an operator key (security.operator_keys)"
-                )
+            request[PRINCIPAL] = found
         return await handler(request)
 
     return auth

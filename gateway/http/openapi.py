@@ -19,8 +19,9 @@ def _errors(*codes: int) -> dict[str, Any]:
     names = {
         400: "Bad request",
         401: "Unauthorized",
-        403: "Forbidden",
-        404: "Not found",
+        403: "Forbidden (also operator_required, policy_not_allowed)",
+        404: "Not found (also: another agent's approval or run)",
+        408: "The body arrived too slowly (server.body_timeout)",
         409: "Conflict",
         410: "Gone (token expired)",
         413: "Body too large",
@@ -63,7 +64,11 @@ _POLICY = {
         "after_escalation": {"enum": ["approve", "reject"]},
         "remind": {"type": "array", "items": {"type": "string"}},
         "quorum": {"type": "integer", "minimum": 1, "maximum": 100},
-        "name": {"type": "string", "description": "a label for reasons and events (inline policies only)"},
+        "name": {
+            "type": "string",
+            "description": "a label for reasons and events; a configured policy's name means that policy,"
+            " with the keys its agent_may_set allows",
+        },
     },
 }
 _SUSPEND = {
@@ -81,8 +86,13 @@ _SUSPEND = {
         "approvers": {"type": "array", "items": {"type": "string"}, "examples": [["slack:U111"]]},
         "policy": {"oneOf": [{"type": "string"}, _POLICY]},
         "worker": {"type": ["string", "null"]},
-        "idempotency_key": {"type": "string", "maxLength": 200},
+        "idempotency_key": {"type": "string", "maxLength": 200, "description": "per principal"},
         "requested_by": {"type": "string", "maxLength": 200},
+        "deadline": {
+            "type": "string",
+            "format": "date-time",
+            "description": "RFC 3339 with an offset; where the named policy's agent_may_set lists timeout",
+        },
     },
 }
 _SUSPENDED = {
@@ -98,11 +108,11 @@ _SUSPENDED = {
 _APPROVAL = {"$ref": "#/components/schemas/Approval"}
 _DECISION = {
     "type": "object",
-    "required": ["outcome", "by"],
+    "required": ["outcome"],
     "additionalProperties": False,
     "properties": {
         "outcome": {"enum": ["approve", "reject"]},
-        "by": {"type": "string"},
+        "by": {"type": "string", "description": "whom the operator acts for: kept as on_behalf_of"},
         "comment": {"type": "string"},
     },
 }
@@ -138,13 +148,15 @@ def _worker_paths() -> dict[str, dict[str, Any]]:
     """Resume jobs and the run journal (gateway/http/jobs.py, gateway/http/runs.py)."""
     status = {"name": "status", "in": "query", "schema": {"enum": ["queued", "running", "succeeded", "failed"]}}
     view = {"name": "view", "in": "query", "schema": {"enum": ["raw", "display"]}}
-    steps = _op("A run's journaled steps (view=display: outputs redacted)", {"type": "object"}, 401, 410)
+    steps = _op("A run's journaled steps (view=display: outputs redacted)", {"type": "object"}, 401, 404, 410)
     steps["parameters"] = [_RUN_ID, view]
     put = _op(
         "Journal a step (the first successful record wins; returns the stored record)",
         _STEP,
         400,
         401,
+        404,
+        408,
         410,
         body=_STEP,
         params=[_RUN_ID, {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
@@ -155,16 +167,19 @@ def _worker_paths() -> dict[str, dict[str, Any]]:
             "get": _op("List resume jobs (e.g. ?status=failed)", {"type": "object"}, 400, 401, params=[status])
         },
         "/v1/approvals/{id}/retry": {
-            "post": _op("Run a failed resume job again", {"type": "object"}, 401, 404, 409, params=[_ID])
+            "post": _op(
+                "Run a failed resume job again (operators)", {"type": "object"}, 401, 403, 404, 408, 409, params=[_ID]
+            )
         },
         "/v1/approvals/{id}/cards/resend": {
             "post": _op(
-                "Post a card again whose post failed for good or is uncertain",
+                "Post a card again whose post failed for good or is uncertain (operators)",
                 {"type": "object"},
                 400,
                 401,
                 403,
                 404,
+                408,
                 409,
                 params=[_ID],
                 body={
@@ -184,10 +199,13 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
     paths: dict[str, dict[str, Any]] = {
         "/v1/suspend": {
             "post": _op(
-                "Suspend a run on an approval (idempotent by key)",
+                "Suspend a run on an approval (idempotent by key, per principal)",
                 _SUSPENDED,
                 400,
                 401,
+                403,
+                404,
+                408,
                 409,
                 413,
                 415,
@@ -221,12 +239,13 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
         },
         "/v1/approvals/{id}/decision": {
             "post": _op(
-                "Decide (first valid decision wins)",
+                "Decide, as the operator whose key this is (first valid decision wins)",
                 _APPROVAL,
                 400,
                 401,
                 403,
                 404,
+                408,
                 409,
                 body=_DECISION,
                 params=[_ID],
@@ -234,11 +253,13 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
         },
         "/v1/approvals/{id}/cancel": {
             "post": _op(
-                "Cancel a waiting approval",
+                "Cancel a waiting approval (operators)",
                 _APPROVAL,
                 400,
                 401,
+                403,
                 404,
+                408,
                 409,
                 params=[_ID],
                 body={

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
 
+from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.errors import InvalidJSON, UnsupportedMediaType, ValidationError
-from gateway.core.models import Outcome, Policy
-from gateway.core.policy import parse_policy
+from gateway.core.models import Outcome
 from gateway.service import SuspendRequest
+from gateway.service.policies import PolicyValue
 
 _SUSPEND_FIELDS = {
     "run_id",
@@ -25,8 +28,10 @@ _SUSPEND_FIELDS = {
     "worker",
     "idempotency_key",
     "requested_by",
+    "deadline",
 }
-_APPROVER_KINDS = ("telegram", "slack", "web", "api")
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})$")
+_APPROVER_KINDS = ("telegram", "slack", "web", "api", "operator")
 
 
 async def read_json(request: web.Request) -> dict[str, Any]:
@@ -41,6 +46,8 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     """The request body as a JSON object, or InvalidJSON (400) saying what is wrong."""
     if not raw.strip():
         raise InvalidJSON("the request body is empty; send a JSON object")
+    if too_deep(raw):  # before the parser, the redactor or the encoder recurse over it
+        raise InvalidJSON(f"the request body is nested more than {MAX_DEPTH} levels deep")
     try:
         body = _loads_plain(raw)
         if body is _NOT_PLAIN:
@@ -143,13 +150,27 @@ def _approvers(body: dict[str, Any]) -> tuple[str, ...]:
     return tuple(approvers)
 
 
-def _policy(body: dict[str, Any]) -> str | Policy | None:
+def _policy(body: dict[str, Any]) -> PolicyValue:
+    """A name, or an object (inline, or a configured name with choices): the service resolves
+    it against the config and the caller's rights (gateway.service.policies)."""
     value = body.get("policy")
-    if value is None or isinstance(value, str):
+    if value is None or isinstance(value, str | dict):
         return value
-    if isinstance(value, dict):
-        return parse_policy(value, name="inline", prefix="policy.")
     raise ValidationError("policy", "must be a policy name or an inline policy object")
+
+
+def _deadline(body: dict[str, Any]) -> datetime | None:
+    raw = body.get("deadline")
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not _RFC3339.match(raw):
+        raise ValidationError(
+            "deadline", "must be an RFC 3339 date-time with an offset, like 2031-01-01T11:00:00+01:00"
+        )
+    try:
+        return datetime.fromisoformat(raw.upper().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValidationError("deadline", f"{raw!r} is not a valid date-time") from None
 
 
 def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> SuspendRequest:
@@ -178,6 +199,7 @@ def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> S
         worker=worker,
         idempotency_key=opt_text(body, "idempotency_key", max_len=200),
         requested_by=opt_text(body, "requested_by", max_len=200),
+        deadline=_deadline(body),
     )
 
 
@@ -188,22 +210,29 @@ def parse_outcome(body: dict[str, Any]) -> Outcome:
     return Outcome(value)
 
 
-def parse_decision(body: dict[str, Any]) -> tuple[Outcome, str, str | None]:
+def on_behalf_of(body: dict[str, Any]) -> str | None:
+    """The optional `by` of an operator's call: whom the operator acted for. Kept as
+    `on_behalf_of`; the operator itself is always the one recorded as deciding."""
+    return opt_text(body, "by", max_len=200) or None
+
+
+def parse_decision(body: dict[str, Any]) -> tuple[Outcome, str | None, str | None]:
+    """(outcome, on_behalf_of, comment)."""
     _unknown(body, {"outcome", "comment", "by"})
     outcome = parse_outcome(body)
-    by = text(body, "by")
-    return outcome, by, opt_text(body, "comment")
+    return outcome, on_behalf_of(body), opt_text(body, "comment")
 
 
-def parse_cancel(body: dict[str, Any]) -> tuple[str, str | None]:
+def parse_cancel(body: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(on_behalf_of, reason)."""
     _unknown(body, {"by", "reason"})
-    return text(body, "by", required=False, default="api") or "api", opt_text(body, "reason")
+    return on_behalf_of(body), opt_text(body, "reason")
 
 
-def parse_resend(body: dict[str, Any]) -> tuple[str, str]:
-    """`POST /v1/approvals/{id}/cards/resend`: (channel, by)."""
+def parse_resend(body: dict[str, Any]) -> tuple[str, str | None]:
+    """`POST /v1/approvals/{id}/cards/resend`: (channel, on_behalf_of)."""
     _unknown(body, {"channel", "by"})
-    return text(body, "channel"), text(body, "by", required=False, default="api")
+    return text(body, "channel"), on_behalf_of(body)
 
 
 def parse_token_decision(body: dict[str, Any]) -> tuple[str, Outcome, str | None]:

@@ -207,13 +207,14 @@ class WorkerRunner:
         log.log(level, "resume job %s %s: %s", job.id, kind, result.error or "ok")
 
 
-async def retry_job(service: Service, approval_id: str, by: str) -> ResumeJob:
-    """Run a failed job again with a fresh attempt budget (API and CLI)."""
+async def retry_job(service: Service, approval_id: str, by: str, *, on_behalf_of: str | None = None) -> ResumeJob:
+    """Run a failed job again with a fresh attempt budget (API and CLI), recorded as `by`."""
     job = await service.store.get_job(approval_id)
     if job is None:
         await service.get(approval_id)  # 404 if the approval does not exist either
         raise NotFound(f"approval {approval_id!r} has no resume job")
-    event = NewEvent(approval_id, "job_requeued", service.clock.now(), by, data={"previous_error": job.last_error})
+    data = {"previous_error": job.last_error} | ({"on_behalf_of": on_behalf_of} if on_behalf_of else {})
+    event = NewEvent(approval_id, "job_requeued", service.clock.now(), by, data=data)
     if not await service.store.requeue_job(approval_id, service.clock.now(), [event]):
         raise Conflict(f"the resume job is {job.status.value}, only a failed job can be retried")
     for fn in service.hooks.jobs:

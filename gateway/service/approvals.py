@@ -18,6 +18,7 @@ from typing import Any
 from gateway.config import Settings
 from gateway.core import policy as rules
 from gateway.core.clock import Clock, iso
+from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
     AlreadyDecided,
     Conflict,
@@ -25,16 +26,18 @@ from gateway.core.errors import (
     IdempotencyConflict,
     InvalidToken,
     NotFound,
-    UnknownPolicy,
+    RunNotFound,
     UnknownWorker,
     ValidationError,
 )
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
+from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
+from gateway.service.policies import PolicyValue, resolve_policy
 from gateway.store import NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
@@ -57,10 +60,11 @@ class SuspendRequest:
     state: Any = None
     channels: tuple[str, ...] = ("web",)
     approvers: tuple[str, ...] = ()
-    policy: str | Policy | None = None
+    policy: PolicyValue = None  # a name, an inline policy (object or Policy), or a name with choices
     worker: str | None = None
     idempotency_key: str | None = None
     requested_by: str | None = None
+    deadline: datetime | None = None  # the timeout as an instant, if the policy lets the agent set it
 
 
 @dataclass(slots=True)
@@ -91,22 +95,24 @@ class Service:
         self.channels: Mapping[str, Channel] = {}
 
     # ---------------------------------------------------------------- suspend
-    def resolve_policy(self, value: str | Policy | None) -> Policy:
-        if isinstance(value, Policy):
-            return value
-        name = value or "default"
-        found = self.settings.policies.get(name)
-        if found is None:
-            raise UnknownPolicy(f"policy: unknown policy {name!r}", policy=name)
-        return found
+    def resolve_policy(
+        self,
+        value: PolicyValue,
+        deadline: datetime | None = None,
+        principal: Principal | None = None,
+        now: datetime | None = None,
+    ) -> Policy:
+        """The policy a suspend gets (see gateway.service.policies): PolicyNotAllowed (403) when
+        the caller may not choose it. `now` is the suspend's instant (a deadline lands on it)."""
+        return resolve_policy(self.settings, value, deadline=deadline, principal=principal, now=now or self.clock.now())
 
-    def _validate(self, req: SuspendRequest) -> Policy:
+    def _validate(self, req: SuspendRequest, principal: Principal | None, now: datetime) -> Policy:
         enabled = self._enabled
         for address in req.channels:
             check_address(address, enabled)
         if req.worker is not None and req.worker not in self.settings.workers:
             raise UnknownWorker(f"worker: unknown worker {req.worker!r}", worker=req.worker)
-        policy = self.resolve_policy(req.policy)
+        policy = self.resolve_policy(req.policy, req.deadline, principal, now)
         for address in policy.escalate_to:
             check_address(address, enabled, field="policy.escalate_to")
         approvers = set(req.approvers)
@@ -116,12 +122,14 @@ class Service:
             )
         return policy
 
-    async def suspend(self, req: SuspendRequest) -> tuple[Approval, bool]:
-        """Create the approval (idempotent by key) with its cards queued in the same commit."""
-        policy = self._validate(req)
-        encoded = canonical_json(req.args)  # once, for the key, the hash and the sealed copy
-        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
+    async def suspend(self, req: SuspendRequest, principal: Principal | None = None) -> tuple[Approval, bool]:
+        """Create the approval (idempotent by key, per principal) with its cards queued in the
+        same commit. An agent's run id must be its own: the first agent to use one owns it."""
         now = self.clock.now()
+        policy = self._validate(req, principal, now)
+        encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
+        key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
+        agent = principal.identity if principal is not None else None  # an agent's run is claimed on create
         channels = tuple(dict.fromkeys(req.channels))
         deadline = rules.deadline_for(policy, now)
         approval = Approval(
@@ -134,7 +142,7 @@ class Service:
             args=self.redactor.value(req.args),  # what cards, events, logs and the API show
             state=None,
             # raw, for the worker only: canonical_json({"args": ..., "state": ...}), byte for byte
-            sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{canonical_json(req.state)}}}'),
+            sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{state}}}'),
             channels=channels,
             approvers=tuple(dict.fromkeys(req.approvers)),
             policy=policy,
@@ -145,17 +153,21 @@ class Service:
             deadline=deadline,
             args_hash=args_hash(req.args, encoded=encoded),
             wake_at=rules.first_wake(policy, now, deadline),  # == rules.next_wake(approval)
+            agent=agent,
         )
         event = NewEvent(
             approval.id,
             "suspended",
             now,
-            actor=req.requested_by,
-            data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name},
+            actor=agent or req.requested_by,  # who suspended: the principal (requested_by is in the data)
+            data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name}
+            | ({"requested_by": req.requested_by} if req.requested_by else {}),
         )
         posts, events = self._posts(approval, channels, now)
         stored, created = await self.store.create_approval(approval, [event, *events], posts)
         if not created:
+            if stored.agent != agent:  # another principal's key: never its body or its token
+                raise IdempotencyConflict("idempotency_key is already in use; choose another one")
             if (stored.run_id, stored.step, stored.args_hash) != (req.run_id, req.step, approval.args_hash):
                 raise IdempotencyConflict(
                     "idempotency_key was already used for a different run, step or args",
@@ -163,11 +175,12 @@ class Service:
                 )
             return stored, False
         log.info(
-            "approval %s suspended: run=%s step=%s channels=%s",
+            "approval %s suspended: run=%s step=%s channels=%s by=%s",
             stored.id,
             req.run_id,
             req.step,
             ",".join(channels),
+            agent or "-",
         )
         self._fire(outbox=len(events) < len(posts), wake=stored.wake_at)
         for e in events:
@@ -190,10 +203,20 @@ class Service:
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST))
         return posts, events
 
+    async def claim_run(self, run_id: str, principal: Principal) -> None:
+        """Make `run_id` the agent's own, or NotFound if another agent (or nobody, for a run from
+        before principals existed) owns it."""
+        if principal.is_operator:
+            return
+        owner = await self.store.claim_run(run_id, principal.identity, self.clock.now())
+        if owner != principal.identity:
+            raise RunNotFound(run_id, principal.identity)
+
     # ---------------------------------------------------------------- reads
-    async def get(self, approval_id: str) -> Approval:
+    async def get(self, approval_id: str, principal: Principal | None = None) -> Approval:
+        """The approval; NotFound also when `principal` is an agent that did not create it."""
         approval = await self.store.get_approval(approval_id)
-        if approval is None:
+        if approval is None or (principal is not None and not principal.owns(approval.agent)):
             raise NotFound(f"approval {approval_id!r} not found")
         return approval
 
@@ -218,9 +241,13 @@ class Service:
         channel: str | None = None,
         trusted: bool = False,
         check_approver: bool = True,
+        on_behalf_of: str | None = None,
     ) -> Approval:
-        """A person's vote. `trusted` callers (API key holders) may decide where the approval
-        names no approvers; chat users must be on the channel's allowlist."""
+        """A person's vote. `trusted` callers (operators) may decide where the approval names no
+        approvers; chat users must be on the channel's allowlist. `on_behalf_of` (an operator's
+        note of whom it acted for) is recorded, never taken as the approver. The comment is
+        redacted before it is stored or shown."""
+        comment = self.redactor.text(comment) if comment else comment
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
             if approval.status.final:
@@ -228,8 +255,10 @@ class Service:
             if check_approver:
                 allowlist = (actor,) if trusted else self.allowlist(actor)
                 rules.check_may_decide(actor, approval, allowlist)
-            vote = Vote(actor, outcome, self.clock.now(), comment, channel)
+            vote = Vote(actor, outcome, self.clock.now(), comment, channel, on_behalf_of)
             transition = rules.apply_vote(approval, vote)
+            if on_behalf_of:
+                transition = replace(transition, data={**transition.data, "on_behalf_of": on_behalf_of})
             if transition.approval is approval:  # the same person approving twice counts once
                 await self.store.append_events(
                     [NewEvent(approval.id, transition.event, vote.at, actor, channel, dict(transition.data))]
@@ -254,7 +283,8 @@ class Service:
 
     async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
         """The person who decided explains it afterwards (e.g. the reason asked for after a
-        Reject press): the comment goes on the decision and every card is synced."""
+        Reject press): the comment (redacted) goes on the decision and every card is synced."""
+        comment = self.redactor.text(comment)
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
             decision = approval.decision
@@ -267,10 +297,13 @@ class Service:
                 return after
         raise Conflict("too much contention on this approval, retry")
 
-    async def cancel(self, approval_id: str, by: str, reason: str | None = None) -> Approval:
+    async def cancel(
+        self, approval_id: str, by: str, reason: str | None = None, *, on_behalf_of: str | None = None
+    ) -> Approval:
+        reason = self.redactor.text(reason) if reason else reason
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
-            transition = rules.cancel(approval, by, reason, self.clock.now())
+            transition = rules.cancel(approval, by, reason, self.clock.now(), on_behalf_of)
             if await self._commit(approval, transition, by, None):
                 return transition.approval
         raise Conflict("too much contention on this approval, retry")
@@ -447,6 +480,22 @@ class Service:
             raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
         approval = await self.approval_for_token(token)
         return await self.decide(approval.id, outcome, "token", comment=comment, channel="token", check_approver=False)
+
+
+def _encoded(req: SuspendRequest) -> tuple[str, str]:
+    """The canonical JSON of the args and the state, refused (400) when nested so deep that the
+    redactor, which recurses, could not walk it (an HTTP body was measured already; this is for
+    callers in process)."""
+    out = []
+    for name, value in (("args", req.args), ("state", req.state)):
+        try:
+            text = canonical_json(value)
+        except RecursionError:
+            text = "[" * MAX_DEPTH
+        if text_too_deep(text, MAX_DEPTH - 1):  # the body that holds it is level 1
+            raise ValidationError(name, f"is nested more than {MAX_DEPTH - 1} levels deep")
+        out.append(text)
+    return out[0], out[1]
 
 
 def _align(

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -65,6 +65,12 @@ class TransitionWrite:
     job: NewJob | None = None
 
 
+def claims_run(agent: str | None) -> bool:
+    """Whether creating an approval by `agent` claims its run (agents do; operators and
+    in-process callers do not). Both backends apply it in `create_approval`."""
+    return agent is not None and agent.startswith("agent:")
+
+
 class Store(Protocol):
     dialect: str
 
@@ -86,7 +92,11 @@ class Store(Protocol):
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
-        """Insert unless the idempotency key exists. Returns (stored approval, created)."""
+        """Insert unless the idempotency key exists. Returns (stored approval, created).
+
+        When `approval.agent` is an agent (`agent:NAME`), its run is claimed for that agent in
+        the same transaction (as `claim_run`); if the run has another owner, nothing is written
+        and `RunNotFound` is raised."""
         ...
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...
@@ -110,7 +120,10 @@ class Store(Protocol):
         run_id: str | None = None,
         limit: int = 100,
         offset: int = 0,
-    ) -> list[Approval]: ...
+        agent: str | None = None,
+    ) -> list[Approval]:
+        """Newest first; `agent` keeps only the approvals that principal created."""
+        ...
 
     async def save_transition(
         self,
@@ -216,7 +229,11 @@ class Store(Protocol):
 
     async def get_job(self, approval_id: str) -> ResumeJob | None: ...
 
-    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]: ...
+    async def list_jobs(
+        self, status: JobStatus | None = None, limit: int = 100, *, agent: str | None = None
+    ) -> list[ResumeJob]:
+        """Newest first; `agent` keeps only the jobs of the approvals that principal created."""
+        ...
 
     async def count_jobs_by_status(self) -> dict[str, int]:
         """Resume jobs per status (for /metrics and the dashboard)."""
@@ -251,7 +268,34 @@ class Store(Protocol):
     # ---------------------------------------------------------------- prompts (migration v2)
     async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:
         """Delete up to `limit` inbound de-duplication marks older than `inbound_before`, and the
-        prompts expired at `now`; return how many rows went."""
+        prompts and web sessions expired at `now`; return how many rows went."""
+        ...
+
+    # ---------------------------------------------------------------- run owners (migration v11)
+    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
+        """Record `owner` (an agent identity) as the owner of `run_id` unless the run has one,
+        atomically; return the run's owner ('' for a run from before v11, which nobody owns)."""
+        ...
+
+    async def run_owner(self, run_id: str) -> str | None:
+        """The owner of `run_id`: an identity, '' if nobody owns it, None if no run has that id."""
+        ...
+
+    # ---------------------------------------------------------------- web sessions (migration v11)
+    async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:
+        """Remember a signed-in web session (`session_id` is a hash, never the cookie itself)."""
+        ...
+
+    async def session_user(self, session_id: str, now: datetime) -> str | None:
+        """The user of a live session, or None (unknown, revoked or expired)."""
+        ...
+
+    async def delete_session(self, session_id: str) -> bool:
+        """Revoke one session (logout); True if it existed."""
+        ...
+
+    async def delete_sessions(self, keep_users: Collection[str]) -> int:
+        """Revoke every session of a user not in `keep_users` (removed from the config)."""
         ...
 
     async def save_prompt(self, prompt: Prompt) -> None:

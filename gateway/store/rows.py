@@ -53,6 +53,7 @@ APPROVAL_COLUMNS = (
     "reminders_sent",
     "args_hash",
     "sealed",
+    "agent",
 )
 
 APPROVAL_SELECT = ", ".join(APPROVAL_COLUMNS)  # a SELECT list in that order, for approval_from_values
@@ -111,6 +112,7 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         a.reminders_sent,
         a.args_hash,
         a.sealed,
+        a.agent,
     )
 
 
@@ -162,6 +164,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
     (
         id_, key, run_id, step, title, summary, args, state, channels, approvers, policy, worker, requested_by,
         status, version, created_at, deadline, wake_at, votes, decision, escalations, reminders_sent, args_hash, sealed,
+        agent,
     ) = values  # fmt: skip
     created = from_ts(created_at)
     assert created is not None
@@ -190,6 +193,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
         escalations,
         reminders_sent,
         sealed,
+        agent,
     )
 
 

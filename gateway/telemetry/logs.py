@@ -17,6 +17,29 @@ _PATTERNS = (
     re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b"),
     re.compile(r"(?i)(xox[abpr]-)[A-Za-z0-9-]+"),
 )
+# Every character that does not print (controls C0, DEL and C1, line and paragraph separators,
+# bidirectional overrides and other format characters, surrogates, unassigned code points): from
+# user input (a run id, a comment, a header) any of them could end a line, rewrite the terminal,
+# reorder what an operator reads, or fail the encoding of the whole line.
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(ch: str) -> str:
+    if ch.isprintable() or ch == " ":
+        return ch
+    code = ord(ch)
+    return _NAMED.get(ch) or (
+        f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    )
+
+
+def escape_controls(text: str) -> str:
+    """`text` on one line, with every character that does not print written as an escape
+    (backslashes doubled, so that an escape in the input cannot pass for one of ours)."""
+    text = text.replace("\\", "\\\\")
+    if text.isprintable():  # the common case, checked in C
+        return text
+    return "".join(map(_escaped, text))
 
 
 class Redactor(logging.Filter):
@@ -38,11 +61,11 @@ class Redactor(logging.Filter):
         message = record.getMessage()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
-        # One event, one line: a newline from user input (run_id, a comment...) cannot forge another.
-        redacted = self.redact(message).replace("\r", "\\r").replace("\n", "\\n")
-        record.msg, record.args = redacted, None
+        # One event, one line: a newline from user input (run_id, a comment...) cannot forge another,
+        # nor can any other control character; a traceback is kept on the same line too.
+        record.msg, record.args = escape_controls(self.redact(message)), None
         if record.exc_text:
-            record.exc_text = self.redact(record.exc_text)
+            record.exc_text = escape_controls(self.redact(record.exc_text))
         return True
 
 

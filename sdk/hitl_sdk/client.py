@@ -120,8 +120,12 @@ class GatewayClient:
         result: dict[str, Any] = await self.request("GET", f"/v1/approvals/{quote(approval_id, safe='')}")
         return result
 
-    async def decide(self, approval_id: str, outcome: str, by: str, comment: str | None = None) -> dict[str, Any]:
-        body = {"outcome": outcome, "by": by, **({"comment": comment} if comment else {})}
+    async def decide(
+        self, approval_id: str, outcome: str, by: str | None = None, comment: str | None = None
+    ) -> dict[str, Any]:
+        """Decide as this client's operator key (an agent key gets 403 operator_required); `by`
+        is kept as `on_behalf_of`, never as who decided."""
+        body = {"outcome": outcome, **({"by": by} if by else {}), **({"comment": comment} if comment else {})}
         result: dict[str, Any] = await self.request(
             "POST", f"/v1/approvals/{quote(approval_id, safe='')}/decision", body
         )

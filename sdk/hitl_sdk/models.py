@@ -25,9 +25,11 @@ class Outcome(StrEnum):
 
 
 class Source(StrEnum):
-    """Where a decision came from: a person, a timeout policy, or a cancel."""
+    """Where a decision came from: a person, an operator (an operator's API key: `decided_by` is
+    `operator:NAME`), a timeout policy, or a cancel."""
 
     HUMAN = "human"
+    OPERATOR = "operator"
     POLICY = "policy"
     CANCEL = "cancel"
 
@@ -52,6 +54,9 @@ class Decision:
     args: dict[str, Any] | None = None
     original_args: dict[str, Any] | None = None
     patch: list[dict[str, Any]] | None = None
+    # Whom an operator said it acted for (the API's `by`): a note, never who decided. Omitted from
+    # the JSON when unset, like the edit fields.
+    on_behalf_of: str | None = None
 
     def __post_init__(self) -> None:
         if self.decided_at.tzinfo is None:
@@ -89,6 +94,8 @@ class Decision:
         }
         if self.args is not None or self.original_args is not None or self.patch is not None:
             data.update({name: getattr(self, name) for name in _EDIT_FIELDS})
+        if self.on_behalf_of is not None:
+            data["on_behalf_of"] = self.on_behalf_of
         return data
 
     def to_api(self) -> dict[str, Any]:
@@ -109,6 +116,7 @@ class Decision:
             args=d.get("args"),
             original_args=d.get("original_args"),
             patch=d.get("patch"),
+            on_behalf_of=d.get("on_behalf_of"),
         )
 
     @classmethod

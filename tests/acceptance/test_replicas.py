@@ -69,7 +69,7 @@ from adapters.slack.parse import make_ref
 from adapters.telegram import callback
 from gateway.core.models import Outcome
 from gateway.core.tokens import TokenSigner
-from gateway.testing import TEST_API_KEY, TEST_SECRET
+from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY, TEST_SECRET
 from tests import pg
 from tests.fakes.effects import FakeEffects
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
@@ -88,6 +88,7 @@ EFFECT_DELAY = 0.4
 # out mid-launch; a Telegram card was posted twice once: the outbox does not renew its lease).
 LEASE = "5s"
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
+OPERATOR = {"Authorization": f"Bearer {TEST_OPERATOR_KEY}"}  # API decisions and cancels need one
 FINAL_EVENTS = ("approved", "rejected", "cancelled", "timed_out")
 TG_TOKEN, TG_SECRET, TG_CHAT, TG_USER = "123456:TEST-token_abc", "hook_secret-0123456789", -100777, 111
 SLACK_CHANNEL, SLACK_USER = "C0CARDS", "UALICE"
@@ -163,7 +164,13 @@ def _start(db_url: str, chats: Chats, effects: FakeEffects, tmp: Path, i: int) -
         "HITL_STORE_LEASE": LEASE,
         "HITL_SECURITY_SECRET_KEYS": TEST_SECRET,
         "HITL_SECURITY_API_KEYS": TEST_API_KEY,
+        "HITL_SECURITY_OPERATORS": f"test={TEST_OPERATOR_KEY}",
         "HITL_SECURITY_TOKEN_DECISIONS": "true",
+        # the short wave's 1 s policies: named, since an agent's inline policy may not approve on timeout
+        "HITL_POLICIES_SHORT_APPROVE_TIMEOUT": "1s",
+        "HITL_POLICIES_SHORT_APPROVE_ON_TIMEOUT": "approve",
+        "HITL_POLICIES_SHORT_REJECT_TIMEOUT": "1s",
+        "HITL_POLICIES_SHORT_REJECT_ON_TIMEOUT": "reject",
         "HITL_SERVER_LOG_LEVEL": "WARNING",
         "HITL_WORKERS_AGENT_URL": effects.url,
         "HITL_WORKERS_AGENT_ALLOWED_HOSTS": "127.0.0.1",
@@ -239,7 +246,7 @@ async def _press_api(
     cluster: Cluster, session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str
 ) -> Any:
     body = {"outcome": outcome, "by": f"web:user{random.randrange(5)}"}
-    return await session.post(f"{base}/v1/approvals/{a['id']}/decision", json=body, headers=AUTH)
+    return await session.post(f"{base}/v1/approvals/{a['id']}/decision", json=body, headers=OPERATOR)
 
 
 async def _press_token(
@@ -251,7 +258,7 @@ async def _press_token(
 async def _press_cancel(
     cluster: Cluster, session: aiohttp.ClientSession, base: str, a: dict[str, Any], outcome: str
 ) -> Any:
-    return await session.post(f"{base}/v1/approvals/{a['id']}/cancel", json={"by": "ops"}, headers=AUTH)
+    return await session.post(f"{base}/v1/approvals/{a['id']}/cancel", json={"by": "web:ops"}, headers=OPERATOR)
 
 
 def telegram_update(cluster: Cluster, a: dict[str, Any], outcome: str) -> dict[str, Any]:
@@ -392,7 +399,7 @@ async def _suspend(cluster: Cluster, session: aiohttp.ClientSession, sem: asynci
         "idempotency_key": f"replicas-{i}",
     }
     if on_timeout:
-        body["policy"] = {"timeout": "1s", "on_timeout": on_timeout}
+        body["policy"] = f"short_{on_timeout}"
     async with sem:
         copies = 2 if i % 3 == 0 else 1  # a retried suspend lands on another replica
         answers, answered = [], 0.0
@@ -545,7 +552,7 @@ async def _check(pool: asyncpg.Pool, approvals: list[dict[str, Any]], cluster: C
     )
     assert await pool.fetchval("SELECT count(*) FROM outbox WHERE status <> 'done'") == 0
     winners = await pool.fetch("SELECT actor FROM events WHERE kind = ANY($1::text[])", list(FINAL_EVENTS))
-    assert {"web", "token", "telegram", "slack", "ops", "policy"} <= {w["actor"].split(":")[0] for w in winners}
+    assert {"operator", "token", "telegram", "slack", "policy"} <= {w["actor"].split(":")[0] for w in winners}
     assert max(cluster.wins.values()) == 1  # never two winners
     return status
 

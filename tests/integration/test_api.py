@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gateway.http.keys import RUNTIME
-from tests.conftest import AUTH, suspend_body
+from tests.conftest import AUTH, OPERATOR, suspend_body
 from tests.helpers import table_counts
 
 
@@ -76,23 +76,26 @@ async def test_decision_then_already_decided(client: Any) -> None:
     resp = await client.post(
         f"/v1/approvals/{a['id']}/decision",
         json={"outcome": "reject", "by": "web:ann", "comment": "too much"},
-        headers=AUTH,
+        headers=OPERATOR,
     )
     assert resp.status == 200
     view = await resp.json()
     assert view["status"] == "rejected" and view["decision"]["comment"] == "too much"
+    # the operator decided, as itself; `by` is only whom it acted for
+    assert view["decision"]["decided_by"] == "operator:test" and view["decision"]["on_behalf_of"] == "web:ann"
+    assert view["decision"]["source"] == "operator"
     before = await table_counts(rt_of(client))
     resp = await client.post(
-        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:bob"}, headers=AUTH
+        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:bob"}, headers=OPERATOR
     )
     err = await error_of(resp, 409)
-    assert err["code"] == "already_decided" and "rejected by web:ann" in err["message"]
+    assert err["code"] == "already_decided" and "rejected by operator:test" in err["message"]
     assert await table_counts(rt_of(client)) == before
 
 
 async def test_decision_queues_card_sync_and_resume_job(client: Any) -> None:
     a = await suspend(client, worker="agent")
-    await client.post(f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "ops"}, headers=AUTH)
+    await client.post(f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve"}, headers=OPERATOR)
     rt = rt_of(client)
     kinds = [o.kind.value for o in await rt.store.list_outbox(a["id"])]
     assert kinds == ["post", "sync"]
@@ -104,35 +107,36 @@ async def test_decision_queues_card_sync_and_resume_job(client: Any) -> None:
 
 
 async def test_requester_cannot_decide(client: Any) -> None:
-    a = await suspend(client, requested_by="web:agent-owner")
+    a = await suspend(client, requested_by="operator:test")
     before = await table_counts(rt_of(client))
-    resp = await client.post(
-        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:agent-owner"}, headers=AUTH
-    )
+    resp = await client.post(f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve"}, headers=OPERATOR)
     assert (await error_of(resp, 403))["code"] == "requester_cannot_decide"
     assert await table_counts(rt_of(client)) == before
 
 
 async def test_named_approvers_are_enforced_for_api_decisions(client: Any) -> None:
+    """Named approvers bind operators too: `by` naming one of them does not make the operator one."""
     a = await suspend(client, approvers=["web:ann"])
     before = await table_counts(rt_of(client))
     resp = await client.post(
-        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:bob"}, headers=AUTH
+        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:ann"}, headers=OPERATOR
     )
     assert (await error_of(resp, 403))["code"] == "not_an_approver"
     assert await table_counts(rt_of(client)) == before
-    resp = await client.post(
-        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:ann"}, headers=AUTH
-    )
+    b = await suspend(client, run_id="run-2", approvers=["web:ann", "operator:test"])
+    resp = await client.post(f"/v1/approvals/{b['id']}/decision", json={"outcome": "approve"}, headers=OPERATOR)
     assert resp.status == 200
 
 
 async def test_cancel(client: Any) -> None:
     a = await suspend(client)
-    resp = await client.post(f"/v1/approvals/{a['id']}/cancel", json={"by": "ops", "reason": "dup"}, headers=AUTH)
+    resp = await client.post(
+        f"/v1/approvals/{a['id']}/cancel", json={"by": "web:ann", "reason": "dup"}, headers=OPERATOR
+    )
     view = await resp.json()
     assert view["status"] == "cancelled" and view["decision"]["source"] == "cancel"
-    resp = await client.post(f"/v1/approvals/{a['id']}/cancel", headers=AUTH)
+    assert view["decision"]["decided_by"] == "operator:test" and view["decision"]["on_behalf_of"] == "web:ann"
+    resp = await client.post(f"/v1/approvals/{a['id']}/cancel", headers=OPERATOR)
     assert (await error_of(resp, 409))["code"] == "already_decided"
 
 
@@ -250,12 +254,12 @@ async def test_decision_and_list_validation(client: Any) -> None:
     before = await table_counts(rt_of(client))
     url = f"/v1/approvals/{a['id']}/decision"
     for body, field in (
-        ({"by": "x"}, "outcome"),
-        ({"outcome": "yes", "by": "x"}, "outcome"),
-        ({"outcome": "approve"}, "by"),
-        ({"outcome": "approve", "by": "x", "extra": 1}, "extra"),
+        ({"by": "web:x"}, "outcome"),
+        ({"outcome": "yes", "by": "web:x"}, "outcome"),
+        ({"outcome": "approve", "by": 5}, "by"),
+        ({"outcome": "approve", "by": "web:x", "extra": 1}, "extra"),
     ):
-        err = await error_of(await client.post(url, json=body, headers=AUTH), 400)
+        err = await error_of(await client.post(url, json=body, headers=OPERATOR), 400)
         assert err["details"]["field"] == field
     err = await error_of(await client.post("/v1/resume", json={"outcome": "approve"}), 400)
     assert err["details"]["field"] == "token"
@@ -270,7 +274,7 @@ async def test_decision_and_list_validation(client: Any) -> None:
 
 async def test_unknown_ids_and_routes(client: Any) -> None:
     assert (await error_of(await client.get("/v1/approvals/nope", headers=AUTH), 404))["code"] == "not_found"
-    resp = await client.post("/v1/approvals/nope/decision", json={"outcome": "approve", "by": "x"}, headers=AUTH)
+    resp = await client.post("/v1/approvals/nope/decision", json={"outcome": "approve"}, headers=OPERATOR)
     assert (await error_of(resp, 404))["code"] == "not_found"
     assert (await error_of(await client.get("/nowhere"), 404))["code"] == "not_found"
     assert (await error_of(await client.delete("/v1/suspend", headers=AUTH), 405))["code"] == "method_not_allowed"
@@ -303,7 +307,7 @@ async def test_json_the_store_cannot_keep_is_400_not_500(client: Any, path: str,
     a = await suspend(client)
     before = await table_counts(rt_of(client))
     resp = await client.post(
-        path.format(id=a["id"]), data=raw.encode(), headers={**AUTH, "Content-Type": "application/json"}
+        path.format(id=a["id"]), data=raw.encode(), headers={**OPERATOR, "Content-Type": "application/json"}
     )
     assert (await error_of(resp, 400))["code"] == "invalid_json"
     assert await table_counts(rt_of(client)) == before
@@ -357,12 +361,14 @@ async def test_token_decisions_are_off_by_default(settings_factory: Any, aiohttp
 
 
 async def test_operator_keys_split_agents_from_deciders(settings_factory: Any, aiohttp_client: Any, clock: Any) -> None:
-    """With operator keys set, an agent's key can suspend and read but cannot approve its own step."""
+    """An agent's key can suspend and read but never decide; `operator_keys` (each key its own
+    principal) still decide, as themselves."""
+    from gateway.core.principals import derived_name
     from gateway.http.app import create_app
     from gateway.runtime import Runtime
 
     operator = {"Authorization": "Bearer operator-key-0123456789"}
-    settings = settings_factory(security={"operator_keys": ["operator-key-0123456789"]})
+    settings = settings_factory(security={"operator_keys": ["operator-key-0123456789"], "operators": {}})
     rt = Runtime(settings, clock=clock, owner="t")
     client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
     a = await suspend(client)
@@ -375,10 +381,12 @@ async def test_operator_keys_split_agents_from_deciders(settings_factory: Any, a
         ("cards/resend", {"channel": "web"}),
     ):
         resp = await client.post(f"/v1/approvals/{a['id']}/{action}", json=body, headers=AUTH)
-        assert "operator key" in (await error_of(resp, 403))["message"]
+        err = await error_of(resp, 403)
+        assert err["code"] == "operator_required" and "security.operators" in err["message"]
     assert await table_counts(rt) == before
     resp = await client.post(
-        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "ops"}, headers=operator
+        f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:ann"}, headers=operator
     )
     assert resp.status == 200
+    assert (await resp.json())["decision"]["decided_by"] == f"operator:{derived_name('operator-key-0123456789')}"
     assert (await client.get("/v1/approvals", headers=operator)).status == 200

@@ -81,7 +81,7 @@ def test_migrate_and_approvals_commands(config: Path, tmp_path: Path) -> None:
     out = run("--config", str(config), "approvals", "approve", approval_id, "--by", "web:ann", cwd=tmp_path)
     assert out.returncode == 0 and json.loads(out.stdout)["status"] == "approved"
     out = run("--config", str(config), "approvals", "reject", approval_id, "--by", "web:bob", cwd=tmp_path)
-    assert out.returncode == 1 and "already approved by web:ann" in out.stderr
+    assert out.returncode == 1 and "already approved by operator:cli" in out.stderr  # the CLI decides as itself
     shown = json.loads(run("--config", str(config), "approvals", "show", approval_id, cwd=tmp_path).stdout)
     assert [e["kind"] for e in shown["events"]] == ["suspended", "card_posted", "approved"]
     out = run("--config", str(config), "approvals", "cancel", "nope", cwd=tmp_path)
@@ -97,6 +97,24 @@ def test_dev_mode_generates_and_keeps_a_key(tmp_path: Path) -> None:
     second = run("--dev", "check-config", cwd=tmp_path)
     assert "dev API key" not in second.stderr  # printed the first time only
     assert json.loads(second.stdout)["store"]["url"] == "sqlite:///./var/hitl-gateway.db"
+
+
+def test_dev_mode_has_an_operator_and_prints_its_key(tmp_path: Path) -> None:
+    """`make run`: an agent (agent:dev) and an operator (operator:dev); an older dev-secrets file
+    without an operator key gets one, printed once."""
+    secrets_file = tmp_path / "var" / "dev-secrets.json"
+    secrets_file.parent.mkdir()
+    secrets_file.write_text(json.dumps({"secret_key": TEST_SECRET, "api_key": TEST_API_KEY}))
+    first = run("--dev", "check-config", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "dev operator key (operator:dev)" in first.stderr and "dev API key" not in first.stderr
+    data = json.loads(secrets_file.read_text())
+    assert data["api_key"] == TEST_API_KEY and data["operator_key"] in first.stderr
+    assert oct(secrets_file.stat().st_mode & 0o777) == "0o600"
+    shown = json.loads(first.stdout)["security"]
+    assert shown["agents"] == {"dev": "***"} and shown["operators"] == {"dev": "***"}
+    again = run("--dev", "check-config", cwd=tmp_path)
+    assert "operator key" not in again.stderr
 
 
 def test_no_secret_keys_without_dev_is_refused(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ import asyncio
 from typing import Any
 
 from gateway.http.keys import RUNTIME
-from tests.conftest import AUTH, suspend_body
+from tests.conftest import AUTH, OPERATOR, suspend_body
 
 
 async def test_fifty_concurrent_decisions_have_one_winner(client: Any) -> None:
@@ -14,7 +14,7 @@ async def test_fifty_concurrent_decisions_have_one_winner(client: Any) -> None:
     async def press(i: int) -> tuple[int, dict[str, Any]]:
         outcome = "approve" if i % 2 else "reject"
         r = await client.post(
-            f"/v1/approvals/{approval_id}/decision", json={"outcome": outcome, "by": f"web:u{i}"}, headers=AUTH
+            f"/v1/approvals/{approval_id}/decision", json={"outcome": outcome, "by": f"web:u{i}"}, headers=OPERATOR
         )
         return r.status, await r.json()
 

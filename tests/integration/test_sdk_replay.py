@@ -11,7 +11,7 @@ import pytest
 from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.core.models import JobStatus, StepStatus
 from gateway.sdk import DurableRun, GatewayClient, Suspended
-from gateway.testing import FakeClock
+from gateway.testing import TEST_OPERATOR_KEY, FakeClock
 from tests.integration.gateway_fixture import API_KEY, start_env
 
 
@@ -35,7 +35,7 @@ async def test_steps_before_the_approval_run_exactly_once(
         "draft": StepStatus.SUCCEEDED,
         "approval": StepStatus.SUSPENDED,
     }
-    async with GatewayClient(env.url, API_KEY) as client:
+    async with GatewayClient(env.url, TEST_OPERATOR_KEY) as client:  # an operator decides, as itself
         await client.decide(suspended.value.approval_id, "approve", "web:bob")
     await env.rt.worker.drain()
     job = await env.rt.store.get_job(suspended.value.approval_id)

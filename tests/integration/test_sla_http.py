@@ -18,6 +18,14 @@ from gateway.testing import FakeClock
 from tests.conftest import AUTH, suspend_body
 from tests.helpers import table_counts
 
+# Three operators, each deciding as itself (operator:a, operator:b, operator:c): quorum over the API.
+OPERATORS = {name: f"operator-{name}-key-0123456789" for name in "abc"}
+
+
+def as_operator(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {OPERATORS[name]}"}
+
+
 Client = TestClient[Any, Any]
 
 
@@ -29,7 +37,8 @@ async def api(
         policies={
             "default": {"timeout": "2h", "on_timeout": "reject", "remind": ["30m"]},
             "content": {"timeout": "1h", "on_timeout": "approve"},
-        }
+        },
+        security={"operators": OPERATORS},
     )
     app = create_app(settings, runtime=Runtime(settings, clock=clock, owner="t"), background=False)
     yield await aiohttp_client(app)
@@ -97,33 +106,33 @@ async def test_named_and_inline_policies_time_out_by_policy(api: Client, clock: 
     assert view["decision"]["reason"].startswith("policy 'content': no decision after")
     other = await (await api.get(f"/v1/approvals/{forever}", headers=AUTH)).json()
     assert other["status"] == "waiting_approval" and other["deadline"] is None and other["next_wake_at"] is None
-    resp = await api.post(f"/v1/approvals/{named}/decision", json={"outcome": "reject", "by": "web:late"}, headers=AUTH)
+    resp = await api.post(f"/v1/approvals/{named}/decision", json={"outcome": "reject"}, headers=as_operator("a"))
     assert resp.status == 409
     assert "timed out" in (await resp.json())["error"]["message"]
 
 
 async def decide(api: Client, approval_id: str, by: str, outcome: str = "approve") -> dict[str, Any]:
-    resp = await api.post(f"/v1/approvals/{approval_id}/decision", json={"outcome": outcome, "by": by}, headers=AUTH)
+    """`by` is operator:NAME: the operator whose key decides."""
+    headers = as_operator(by.removeprefix("operator:"))
+    resp = await api.post(f"/v1/approvals/{approval_id}/decision", json={"outcome": outcome}, headers=headers)
     assert resp.status == 200, await resp.text()
     body: dict[str, Any] = await resp.json()
     return body
 
 
 async def test_quorum_two_of_three_with_a_duplicate_approver(api: Client) -> None:
-    body = suspend_body(policy={"quorum": 2}, approvers=["web:a", "web:b", "web:c"])
+    body = suspend_body(policy={"quorum": 2}, approvers=["operator:a", "operator:b", "operator:c"])
     approval_id = (await (await api.post("/v1/suspend", json=body, headers=AUTH)).json())["id"]
-    first = await decide(api, approval_id, "web:a")
+    first = await decide(api, approval_id, "operator:a")
     assert first["status"] == "waiting_approval"
-    assert first["quorum"]["text"] == "1 of 2 approvals" and first["quorum"]["approved_by"] == ["web:a"]
+    assert first["quorum"]["text"] == "1 of 2 approvals" and first["quorum"]["approved_by"] == ["operator:a"]
     assert any(d["kind"] == "sync" and d["status"] == "pending" for d in first["deliveries"])  # the card shows it
-    again = await decide(api, approval_id, "web:a")
+    again = await decide(api, approval_id, "operator:a")
     assert again["status"] == "waiting_approval" and again["quorum"]["approvals"] == 1
-    done = await decide(api, approval_id, "web:b")
+    done = await decide(api, approval_id, "operator:b")
     assert done["status"] == "approved" and done["quorum"]["text"] == "2 of 2 approvals"
     assert done["quorum"]["met"] is True
-    late = await api.post(
-        f"/v1/approvals/{approval_id}/decision", json={"outcome": "reject", "by": "web:c"}, headers=AUTH
-    )
+    late = await api.post(f"/v1/approvals/{approval_id}/decision", json={"outcome": "reject"}, headers=as_operator("c"))
     assert late.status == 409
     events = [
         e["kind"] for e in (await (await api.get(f"/v1/approvals/{approval_id}/events", headers=AUTH)).json())["items"]
@@ -132,12 +141,12 @@ async def test_quorum_two_of_three_with_a_duplicate_approver(api: Client) -> Non
 
 
 async def test_quorum_veto(api: Client) -> None:
-    body = suspend_body(policy={"quorum": 2}, approvers=["web:a", "web:b", "web:c"])
+    body = suspend_body(policy={"quorum": 2}, approvers=["operator:a", "operator:b", "operator:c"])
     approval_id = (await (await api.post("/v1/suspend", json=body, headers=AUTH)).json())["id"]
-    await decide(api, approval_id, "web:a")
-    vetoed = await decide(api, approval_id, "web:c", "reject")
-    assert vetoed["status"] == "rejected" and vetoed["decision"]["decided_by"] == "web:c"
-    assert vetoed["decision"]["source"] == "human"
+    await decide(api, approval_id, "operator:a")
+    vetoed = await decide(api, approval_id, "operator:c", "reject")
+    assert vetoed["status"] == "rejected" and vetoed["decision"]["decided_by"] == "operator:c"
+    assert vetoed["decision"]["source"] == "operator"
 
 
 def test_config_policy_errors_name_the_key(tmp_path: Any) -> None:

@@ -18,7 +18,7 @@ from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest, new_id
 from gateway.testing import FakeClock
-from tests.conftest import AUTH
+from tests.conftest import AUTH, OPERATOR
 from tests.integration.conftest import MakeRt
 
 FAKES = Path(__file__).parents[1] / "fakes"
@@ -164,17 +164,22 @@ async def test_failed_jobs_are_listed_and_retried_over_http(
     client = await aiohttp_client(create_app(rt.settings, runtime=rt, background=False))
     approval = await decided(rt, "agent")
     await rt.worker.drain()
-    listed = await (await client.get("/v1/jobs?status=failed", headers=AUTH)).json()
+    listed = await (await client.get("/v1/jobs?status=failed", headers=OPERATOR)).json()
     assert [j["approval_id"] for j in listed["items"]] == [approval.id]
+    mine = await (await client.get("/v1/jobs?status=failed", headers=AUTH)).json()
+    assert mine["items"] == []  # an agent lists only the jobs of its own approvals
     assert (await client.get("/v1/jobs?status=nope", headers=AUTH)).status == 400
     assert (await client.post(f"/v1/approvals/{approval.id}/retry")).status == 401
-    resp = await client.post(f"/v1/approvals/{approval.id}/retry", headers=AUTH)
+    assert (await client.post(f"/v1/approvals/{approval.id}/retry", headers=AUTH)).status == 403
+    resp = await client.post(f"/v1/approvals/{approval.id}/retry", json={"by": "web:ops"}, headers=OPERATOR)
     assert resp.status == 200, await resp.text()
+    requeued = [e for e in await rt.store.list_events(approval.id) if e.kind == "job_requeued"]
+    assert [(e.actor, e.data.get("on_behalf_of")) for e in requeued] == [("operator:test", "web:ops")]
     body = await resp.json()
     assert (body["status"], body["attempts"]) == ("queued", 0)
-    again = await client.post(f"/v1/approvals/{approval.id}/retry", headers=AUTH)
+    again = await client.post(f"/v1/approvals/{approval.id}/retry", headers=OPERATOR)
     assert again.status == 409 and (await again.json())["error"]["code"] == "conflict"
-    assert (await client.post("/v1/approvals/missing/retry", headers=AUTH)).status == 404
+    assert (await client.post("/v1/approvals/missing/retry", headers=OPERATOR)).status == 404
     await rt.worker.drain()
     assert len(runs(tmp_path, approval)) == 2
     assert "job_requeued" in await kinds(rt, approval)

@@ -47,6 +47,7 @@ def slack_settings(settings_factory: Callable[..., Settings], fake_slack: FakeSl
     return settings_factory(
         slack=slack_section(fake_slack),
         policies={"two": {"quorum": 2}, "remind": {"timeout": "1h", "remind": ["10m"]}},
+        web={"approvers": ["alice"]},
     )
 
 

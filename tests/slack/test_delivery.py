@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from gateway.core.models import DeliveryStatus, OutboxKind
-from tests.conftest import AUTH, suspend_body
+from tests.conftest import AUTH, OPERATOR, suspend_body
 from tests.slack.conftest import CARDS, SlackEnv
 
 SLACK = f"slack:{CARDS}"
@@ -178,9 +178,9 @@ async def test_every_decision_source_syncs_the_slack_card(slack: SlackEnv, sourc
         assert resp.status == 200, await resp.text()
         expected = "*Rejected* by token"
     elif source == "cancel":
-        resp = await slack.client.post(f"/v1/approvals/{aid}/cancel", json={"by": "ops"}, headers=AUTH)
+        resp = await slack.client.post(f"/v1/approvals/{aid}/cancel", json={"by": "web:ops"}, headers=OPERATOR)
         assert resp.status == 200, await resp.text()
-        expected = "*Cancelled* by ops"
+        expected = "*Cancelled* by operator:test"
     else:
         slack.clock.advance(timedelta(hours=1).total_seconds())
         assert await slack.rt.service.apply_due(aid, slack.clock.now()) == "timed_out"

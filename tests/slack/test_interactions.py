@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from gateway.core.models import Status
-from tests.conftest import AUTH
+from gateway.core.models import Outcome, Status
 from tests.fakes.slack_api import block_actions, sign, signed, view_submission
 from tests.helpers import table_counts
 from tests.slack.conftest import CARDS, PATH, SlackEnv
@@ -184,10 +183,7 @@ async def test_web_decision_syncs_the_slack_card(slack: SlackEnv) -> None:
     """One approval on Slack and the web inbox: deciding on the web updates the Slack card."""
     aid = await slack.suspend()
     ts = await slack.posted(aid)
-    resp = await slack.client.post(
-        f"/v1/approvals/{aid}/decision", json={"outcome": "approve", "by": "web:alice", "comment": "ok"}, headers=AUTH
-    )
-    assert resp.status == 200, await resp.text()
+    await slack.rt.service.decide(aid, Outcome.APPROVE, "web:alice", comment="ok", channel="web")  # the inbox's call
     await slack.rt.outbox.drain()
     (update,) = slack.fake.calls_to("chat.update")
     assert update["ts"] == ts and _no_buttons(update["blocks"])
@@ -195,7 +191,7 @@ async def test_web_decision_syncs_the_slack_card(slack: SlackEnv) -> None:
     view = await slack.api(aid)
     assert {c["channel"]: c["status"] for c in view["cards"]} == {f"slack:{CARDS}": "done", "web": "done"}
     assert view["status"] == "approved"
-    resp = await slack.press("UBOB", "reject", aid)  # a late Slack press changes nothing
+    await slack.press("UBOB", "reject", aid)  # a late Slack press changes nothing
     await slack.channel.settle()
     assert slack.fake.replies("UBOB")[0]["text"] == "Already approved by alice (web); nothing changed."
     assert (await slack.rt.service.get(aid)).status is Status.APPROVED

@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
+
+from gateway.core.errors import RunNotFound
 from gateway.core.models import (
     Decision,
     DeliveryStatus,
@@ -470,3 +473,70 @@ async def test_prune_drops_old_inbound_marks_and_expired_prompts_only(store: Sto
     assert await store.remember_inbound("telegram:update:0", NOW)  # forgotten: it could be stored again
     assert not await store.remember_inbound("telegram:update:new", NOW)  # the recent mark is kept
     assert await store.take_prompt("tg:1:3", "telegram:1", NOW) is not None  # the live prompt is kept
+
+
+# ---------------------------------------------------------------- principals (migration v11)
+async def test_an_approval_keeps_its_agent_and_lists_filter_by_it(store: Store) -> None:
+    mine = make_approval(agent="agent:billing")
+    theirs = make_approval(agent="agent:mail", run_id="run-2")
+    legacy = make_approval(run_id="run-3")  # before v11: no agent
+    for a in (mine, theirs, legacy):
+        await store.create_approval(a, [], [])
+    assert (await store.get_approval(mine.id)) == mine and mine.agent == "agent:billing"
+    assert [a.id for a in await store.list_approvals(agent="agent:billing")] == [mine.id]
+    assert await store.list_approvals(agent="agent:billing", run_id="run-2") == []
+    assert {a.id for a in await store.list_approvals()} == {mine.id, theirs.id, legacy.id}
+    for a in (mine, theirs):
+        await store.save_transition(_decided(a), a.version, [], job=NewJob(a.id, "agent"))
+    assert [j.approval_id for j in await store.list_jobs(agent="agent:mail")] == [theirs.id]
+    assert [j.approval_id for j in await store.list_jobs(JobStatus.QUEUED, agent="agent:billing")] == [mine.id]
+    assert await store.list_jobs(JobStatus.FAILED, agent="agent:billing") == []
+    assert len(await store.list_jobs()) == 2
+
+
+async def test_a_run_id_is_owned_by_its_first_agent_even_in_a_race(store_factory: StoreFactory) -> None:
+    stores = [await store_factory() for _ in range(4)]
+    assert await stores[0].run_owner("run-x") is None
+    claims = await asyncio.gather(*(s.claim_run("run-x", f"agent:a{i % 4}", NOW) for i, s in enumerate(stores * 5)))
+    assert len(set(claims)) == 1  # every claimant sees the one winner
+    owner = claims[0]
+    assert await stores[1].run_owner("run-x") == owner
+    assert await stores[2].claim_run("run-x", owner, NOW) == owner  # the owner's own claim is a no-op
+
+
+async def test_runs_from_before_v11_belong_to_nobody(store: Store) -> None:
+    # v11 gives every run id it finds the owner '', which no agent identity equals; here, a run
+    # journaled straight into the store (the SDK's direct journal) has no owner row at all.
+    await store.record_step(StepRecord("run-old", "fetch", StepStatus.SUCCEEDED, 1, 1, NOW, NOW))
+    assert await store.run_owner("run-old") is None
+    assert await store.claim_run("run-new", "agent:a", NOW) == "agent:a"
+
+
+async def test_web_sessions_are_revoked_one_by_one_or_by_user(store: Store) -> None:
+    later = NOW + timedelta(hours=12)
+    for sid, user in (("s1", "alice"), ("s2", "alice"), ("s3", "bob"), ("s4", "carol")):
+        await store.create_session(sid, user, NOW, later)
+    assert await store.session_user("s1", NOW) == "alice"
+    assert await store.session_user("nope", NOW) is None
+    assert await store.session_user("s1", later) is None  # expired
+    assert await store.delete_session("s1") and not await store.delete_session("s1")
+    assert await store.session_user("s1", NOW) is None and await store.session_user("s2", NOW) == "alice"
+    assert await store.delete_sessions({"alice", "bob"}) == 1  # carol left the config
+    assert await store.session_user("s4", NOW) is None and await store.session_user("s3", NOW) == "bob"
+    assert await store.prune(later, NOW - timedelta(days=2), 100) == 2  # the expired sessions go
+    assert await store.session_user("s2", NOW) is None
+
+
+async def test_an_agents_approval_claims_its_run_in_the_same_transaction(store: Store) -> None:
+    mine = make_approval(agent="agent:billing", run_id="run-c")
+    await store.create_approval(mine, [NewEvent(mine.id, "suspended", NOW)], [])
+    assert await store.run_owner("run-c") == "agent:billing"
+    again = make_approval(agent="agent:billing", run_id="run-c")  # the owner's next step: fine
+    assert (await store.create_approval(again, [], []))[1]
+    intruder = make_approval(agent="agent:mail", run_id="run-c", key=mine.idempotency_key)
+    with pytest.raises(RunNotFound):
+        await store.create_approval(intruder, [NewEvent(intruder.id, "suspended", NOW)], [])
+    assert await store.get_approval(intruder.id) is None and await store.list_events(intruder.id) == []
+    by_operator = make_approval(agent="operator:alice", run_id="run-o")  # operators own no run
+    await store.create_approval(by_operator, [], [])
+    assert await store.run_owner("run-o") is None

@@ -154,3 +154,39 @@ async def test_a_lower_migration_arriving_after_a_higher_one_is_still_applied(tm
     conn.close()
     assert versions == [m.version for m in MIGRATIONS]
     assert "sealed" in columns
+
+
+async def test_v11_gives_existing_runs_an_owner_no_agent_is(tmp_path: Path) -> None:
+    """Upgrading: approvals and journals from before principals belong to no agent (operators only)."""
+    import sqlite3
+    from datetime import UTC, datetime
+
+    from gateway.core.models import StepRecord, StepStatus
+    from gateway.store.sqlite import SQLiteStore
+    from tests.store.conftest import make_approval
+
+    path, now = tmp_path / "old.db", datetime(2030, 1, 1, tzinfo=UTC)
+    store = SQLiteStore(str(path))
+    await store.open()
+    await store.create_approval(make_approval(run_id="run-a"), [], [])
+    await store.record_step(StepRecord("run-j", "fetch", StepStatus.SUCCEEDED, 1, 1, now, now))
+    await store.close()
+    conn = sqlite3.connect(path)  # back to v10
+    for sql in (
+        "DROP TABLE runs",
+        "DROP TABLE web_sessions",
+        "DROP INDEX approvals_agent",
+        "ALTER TABLE approvals DROP COLUMN agent",
+        "DELETE FROM schema_migrations WHERE version = 11",
+    ):
+        conn.execute(sql)
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(str(path))
+    await store.open()
+    try:
+        assert await store.run_owner("run-a") == "" and await store.run_owner("run-j") == ""
+        assert await store.claim_run("run-a", "agent:x", now) == ""  # nobody can take it over
+        assert [a.agent for a in await store.list_approvals()] == [None]
+    finally:
+        await store.close()

@@ -7,7 +7,7 @@ import pytest
 from adapters.telegram.cli import poll_once, set_webhook
 from adapters.telegram.parse import parse_ref
 from gateway.core.models import DeliveryStatus, Status
-from tests.conftest import AUTH, suspend_body
+from tests.conftest import AUTH, OPERATOR, suspend_body
 from tests.telegram.conftest import ALICE, CHAT, SECRET, TG
 
 
@@ -84,9 +84,7 @@ async def test_chat_migration_is_followed(tg: TG) -> None:
     chat, mid = parse_ref(card.ref)
     assert chat == new_chat and (new_chat, mid) in tg.api.messages
     # later syncs edit the card in the new chat
-    await tg.client.post(
-        f"/v1/approvals/{approval_id}/decision", json={"outcome": "approve", "by": "ops"}, headers=AUTH
-    )
+    await tg.client.post(f"/v1/approvals/{approval_id}/decision", json={"outcome": "approve"}, headers=OPERATOR)
     await tg.rt.outbox.drain()
     assert "Approved" in tg.api.message(new_chat, mid)["text"]
 
@@ -96,13 +94,15 @@ async def test_card_sync_after_an_api_decision(tg: TG) -> None:
     assert tg.api.message(CHAT, mid)["reply_markup"] is not None
     resp = await tg.client.post(
         f"/v1/approvals/{approval_id}/decision",
-        json={"outcome": "reject", "by": "ops@example.com", "comment": "not this month"},
-        headers=AUTH,
+        json={"outcome": "reject", "by": "web:ops", "comment": "not this month"},
+        headers=OPERATOR,
     )
     assert resp.status == 200
     await tg.rt.outbox.drain()
     card = tg.api.message(CHAT, mid)
-    assert "Rejected</b> by ops@example.com" in card["text"] and "💬 not this month" in card["text"]
+    # the operator decided (as itself, never as the person it names in `by`)
+    assert "Rejected</b> by operator:test" in card["text"] and "💬 not this month" in card["text"]
+    assert "web:ops" not in card["text"]
     assert card.get("reply_markup") is None
     edit = tg.api.calls_to("editMessageText")[-1].params
     assert "reply_markup" not in edit and edit["parse_mode"] == "HTML"
@@ -194,8 +194,8 @@ async def test_token_and_cancel_decisions_sync_the_card(tg: TG, source: str) -> 
         resp = await tg.client.post("/v1/resume", json={"token": body["resume_token"], "outcome": "approve"})
         expected = "Approved</b> by token"
     else:
-        resp = await tg.client.post(f"/v1/approvals/{body['id']}/cancel", json={"by": "ops"}, headers=AUTH)
-        expected = "Cancelled</b> by ops"
+        resp = await tg.client.post(f"/v1/approvals/{body['id']}/cancel", json={"by": "web:ops"}, headers=OPERATOR)
+        expected = "Cancelled</b> by operator:test"
     assert resp.status == 200, await resp.text()
     await tg.rt.outbox.drain()
     card = tg.api.message(CHAT, mid)

@@ -24,7 +24,7 @@ from gateway.delivery.outbox import OutboxRunner
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock
-from tests.conftest import AUTH
+from tests.conftest import AUTH, OPERATOR
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.helpers import table_counts
 from tests.telegram.conftest import ALICE, CHAT, TG, TOKEN
@@ -192,21 +192,21 @@ async def test_an_operator_reposts_an_uncertain_card_through_the_api(tg: TG) -> 
         ({"channel": "telegram:1"}, 400, "not a channel of this approval"),
         ({"channel": ADDRESS, "extra": 1}, 400, "extra"),
     ):
-        resp = await tg.client.post(url, json=body, headers=AUTH)
+        resp = await tg.client.post(url, json=body, headers=OPERATOR)
         assert resp.status == status and needle in (await resp.json())["error"]["message"], body
-    missing = await tg.client.post("/v1/approvals/nope/cards/resend", json={"channel": ADDRESS}, headers=AUTH)
+    missing = await tg.client.post("/v1/approvals/nope/cards/resend", json={"channel": ADDRESS}, headers=OPERATOR)
     assert missing.status == 404
     assert await table_counts(tg.rt) == before  # bad input changes nothing
 
-    resp = await tg.client.post(url, json={"channel": ADDRESS, "by": "ops:carol"}, headers=AUTH)
+    resp = await tg.client.post(url, json={"channel": ADDRESS, "by": "web:carol"}, headers=OPERATOR)
     assert resp.status == 200 and (await resp.json())["status"] == "pending"
     await tg.rt.outbox.drain()
     assert len(tg.api.calls_to("sendMessage")) == 2  # the operator's choice: a second card
     card = await tg.rt.store.get_card(approval_id, ADDRESS)
     assert card is not None and card.status is DeliveryStatus.DONE
     resend = [e for e in await tg.rt.store.list_events(approval_id) if e.kind == "post_resend"]
-    assert [(e.actor, e.channel) for e in resend] == [("ops:carol", ADDRESS)]
-    again = await tg.client.post(url, json={"channel": ADDRESS}, headers=AUTH)
+    assert [(e.actor, e.channel, e.data) for e in resend] == [("operator:test", ADDRESS, {"on_behalf_of": "web:carol"})]
+    again = await tg.client.post(url, json={"channel": ADDRESS}, headers=OPERATOR)
     assert again.status == 409 and "nothing to resend" in (await again.json())["error"]["message"]
 
 

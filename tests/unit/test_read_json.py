@@ -9,18 +9,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gateway.core.depth import MAX_DEPTH, bytes_depth
 from gateway.core.errors import InvalidJSON
 from gateway.http.schemas import decode_body
 
 
 def _reference(raw: bytes) -> dict[str, Any]:
-    """read_json's body handling before the fast path, verbatim."""
+    """read_json's body handling before the fast path, verbatim (with the depth limit first)."""
 
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not a JSON number")
 
     if not raw.strip():
         raise InvalidJSON("the request body is empty; send a JSON object")
+    if bytes_depth(raw) > MAX_DEPTH:
+        raise InvalidJSON(f"the request body is nested more than {MAX_DEPTH} levels deep")
     try:
         body = json.loads(raw, parse_constant=no_constant)
         json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -68,6 +71,9 @@ EDGES = [
     b"   ",
     b"\x00",
     b"{" * 600 + b"}" * 600,
+    b'{"a":' * 99 + b"1" + b"}" * 99,
+    b'{"a":' * 100 + b"1" + b"}" * 100,
+    b'{"a":' * 101 + b"1" + b"}" * 101,
     b'{"a":' * 400 + b"1" + b"}" * 400,
     b'{"a":' * 600 + b"1" + b"}" * 600,
     b"[" * 2000 + b"]" * 2000,

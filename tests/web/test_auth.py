@@ -9,7 +9,8 @@ from aiohttp import web
 
 from gateway.config import load_settings
 from gateway.core.errors import ConfigError, GatewayError
-from gateway.http.web.auth import hash_password, login_link, start_session, verify_password
+from gateway.http.web.auth import hash_password, login_link, verify_password
+from gateway.http.web.sessions import start_session
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.telemetry.logs import Redactor
@@ -107,7 +108,7 @@ async def test_session_cookie_is_secure_behind_https(aiohttp_client: Any, settin
     csrf_cookie = next(c for c in page.headers.getall("Set-Cookie") if c.startswith("hitl_csrf="))
     assert "Secure" in csrf_cookie and "HttpOnly" in csrf_cookie and "SameSite=Strict" in csrf_cookie
     with pytest.raises(web.HTTPSeeOther) as redirect:
-        start_session(rt, "alice")
+        await start_session(rt, "alice")
     session = redirect.value.cookies["hitl_session"]
     assert session["secure"] and session["httponly"] and session["samesite"] == "Strict"
 

@@ -12,7 +12,7 @@ from gateway.delivery.channels import DeliveryError, WebChannel
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
-from tests.conftest import AUTH
+from tests.conftest import OPERATOR
 from tests.web.conftest import csrf_of, journal, sign_in
 
 
@@ -56,7 +56,7 @@ async def test_metrics_after_a_known_sequence(web: Any, web_rt: Runtime, clock: 
     await web.post(f"/approvals/{by_web.id}/decision", data={"csrf": token, "outcome": "approve"})
     clock.advance(minutes=10)
     resp = await web.post(
-        f"/v1/approvals/{by_api.id}/decision", json={"outcome": "reject", "by": "ops", "comment": "no"}, headers=AUTH
+        f"/v1/approvals/{by_api.id}/decision", json={"outcome": "reject", "comment": "no"}, headers=OPERATOR
     )
     assert resp.status == 200
     clock.advance(minutes=1)
@@ -73,14 +73,15 @@ async def test_metrics_after_a_known_sequence(web: Any, web_rt: Runtime, clock: 
     assert value(m, "hitl_pending_approvals") == 1
     assert value(m, "hitl_approvals", status="approved") == 1 and value(m, "hitl_approvals", status="timed_out") == 1
     assert value(m, "hitl_decisions_total", outcome="approve", channel="web", source="human") == 1
-    assert value(m, "hitl_decisions_total", outcome="reject", channel="api", source="human") == 1
+    assert value(m, "hitl_decisions_total", outcome="reject", channel="api", source="operator") == 1
     assert value(m, "hitl_decisions_total", outcome="reject", channel="none", source="policy") == 1
     assert value(m, "hitl_timeouts_total", outcome="reject") == 1
-    # Decided after 30s (web), 10m30s (api) and 11m30s (policy).
-    assert value(m, "hitl_time_to_decision_seconds_count", source="human") == 2
-    assert value(m, "hitl_time_to_decision_seconds_sum", source="human") == 30 + 630
+    # Decided after 30s (web), 10m30s (api, an operator) and 11m30s (policy).
+    assert value(m, "hitl_time_to_decision_seconds_count", source="human") == 1
+    assert value(m, "hitl_time_to_decision_seconds_sum", source="human") == 30
+    assert value(m, "hitl_time_to_decision_seconds_sum", source="operator") == 630
     assert value(m, "hitl_time_to_decision_seconds_bucket", source="human", le="60.0") == 1
-    assert value(m, "hitl_time_to_decision_seconds_bucket", source="human", le="900.0") == 2
+    assert value(m, "hitl_time_to_decision_seconds_bucket", source="operator", le="900.0") == 1
     assert value(m, "hitl_time_to_decision_seconds_bucket", source="policy", le="300.0") == 0
     assert value(m, "hitl_time_to_decision_seconds_bucket", source="policy", le="900.0") == 1
     assert value(m, "hitl_outbox_deliveries_total", channel="web", kind="post", result="retry") == 1
@@ -98,8 +99,8 @@ async def test_escalation_counts_as_a_timeout_and_metrics_need_no_login(
     web: Any, web_rt: Runtime, clock: FakeClock
 ) -> None:
     policy = {"timeout": "1m", "on_timeout": "escalate", "escalate_to": ["web"], "after_escalation": "approve"}
-    resp = await web.post(
-        "/v1/suspend", json={"run_id": "r", "step": "s", "title": "t", "policy": policy}, headers=AUTH
+    resp = await web.post(  # an operator: an agent's inline policy may not approve on its own
+        "/v1/suspend", json={"run_id": "r", "step": "s", "title": "t", "policy": policy}, headers=OPERATOR
     )
     approval_id = (await resp.json())["id"]
     clock.advance(minutes=2)

@@ -1,8 +1,7 @@
-"""Web inbox auth: scrypt passwords, one-time signed login links, signed session cookies, CSRF.
+"""Web inbox auth: scrypt passwords, one-time signed login links, CSRF, the sign-in throttle.
 
-Sessions are stateless: the cookie is a token signed by `runtime.signer` (its own salt) holding
-the user name, a CSRF secret and an expiry checked against the injected clock. The role is read
-from the current config on every request, so removing a user from `[web]` locks them out.
+Sessions (a signed cookie naming a session kept in the store) are in `sessions.py`. The role is
+read from the current config on every request, so removing a user from `[web]` locks them out.
 """
 
 from __future__ import annotations
@@ -11,12 +10,11 @@ import asyncio
 import hashlib
 import hmac
 import secrets
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
-from typing import Any, NoReturn
-from urllib.parse import urlsplit
+from typing import Any
 
 import aiohttp_jinja2
 from aiohttp import web
@@ -25,12 +23,17 @@ from gateway.config import Settings
 from gateway.core.errors import GatewayError
 from gateway.core.tokens import TokenSigner
 from gateway.http.keys import RUNTIME
-from gateway.runtime import Runtime
+from gateway.http.web.sessions import (
+    CSRF_COOKIE,
+    SESSION_COOKIE,
+    User,
+    current_user,
+    end_session,
+    set_cookie,
+    start_session,
+)
 
-SESSION = "hitl.web.session.v1"
 LOGIN_LINK = "hitl.web.login.v1"
-SESSION_COOKIE = "hitl_session"
-CSRF_COOKIE = "hitl_csrf"
 _SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**14, 8, 1
 _DUMMY_HASH = "scrypt$16384$8$1$" + "00" * 16 + "$" + "00" * 32
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -63,21 +66,6 @@ def verify_password(password: str, hashed: str) -> bool:
 # ---------------------------------------------------------------- sessions and links
 
 
-@dataclass(frozen=True, slots=True)
-class User:
-    name: str
-    role: str
-    csrf: str
-
-    @property
-    def actor(self) -> str:
-        return f"web:{self.name}"
-
-    @property
-    def can_decide(self) -> bool:
-        return self.role == "approver"
-
-
 def login_link(settings: Settings, signer: TokenSigner, name: str, now: Any) -> str:
     """A one-time sign-in URL for `name` (the link id is remembered when it is used)."""
     if settings.web.role(name) is None:
@@ -85,48 +73,6 @@ def login_link(settings: Settings, signer: TokenSigner, name: str, now: Any) -> 
     payload = {"u": name, "j": secrets.token_urlsafe(12)}
     token = signer.sign(LOGIN_LINK, payload, now + settings.web.login_link_max_age)
     return f"{settings.server.public_url.rstrip('/')}/login/link/{token}"
-
-
-def current_user(request: web.Request) -> User | None:
-    rt = request.app[RUNTIME]
-    token = request.cookies.get(SESSION_COOKIE)
-    if not token:
-        return None
-    try:
-        data = rt.signer.verify(SESSION, token, rt.clock.now())
-    except GatewayError:
-        return None
-    name, csrf = data.get("u"), data.get("c")
-    role = rt.settings.web.role(name) if isinstance(name, str) else None
-    if role is None or not isinstance(name, str) or not isinstance(csrf, str):
-        return None
-    return User(name, role, csrf)
-
-
-def _secure(settings: Settings) -> bool:
-    return urlsplit(settings.server.public_url).scheme == "https"
-
-
-def _set_cookie(resp: web.StreamResponse, settings: Settings, name: str, value: str, max_age: timedelta) -> None:
-    resp.set_cookie(
-        name,
-        value,
-        max_age=int(max_age.total_seconds()),
-        path="/",
-        httponly=True,
-        samesite="Strict",
-        secure=_secure(settings),
-    )
-
-
-def start_session(rt: Runtime, name: str) -> NoReturn:
-    """Redirect to the inbox with a fresh signed session cookie."""
-    max_age = rt.settings.web.session_max_age
-    token = rt.signer.sign(SESSION, {"u": name, "c": secrets.token_urlsafe(24)}, rt.clock.now() + max_age)
-    resp = web.HTTPSeeOther("/")
-    _set_cookie(resp, rt.settings, SESSION_COOKIE, token, max_age)
-    resp.del_cookie(CSRF_COOKIE, path="/")
-    raise resp
 
 
 class PageError(Exception):
@@ -155,7 +101,7 @@ def render(request: web.Request, template: str, context: Mapping[str, Any], *, s
     ctx = {"user": user, "csrf": csrf, **context}
     resp = aiohttp_jinja2.render_template(template, request, ctx, status=status)
     if new:
-        _set_cookie(resp, request.app[RUNTIME].settings, CSRF_COOKIE, csrf, timedelta(hours=2))
+        set_cookie(resp, request.app[RUNTIME].settings, CSRF_COOKIE, csrf, timedelta(hours=2))
     resp.headers["Cache-Control"] = "no-store"
     return resp
 
@@ -208,11 +154,18 @@ def require(
 
 class LoginThrottle:
     """At most `limit` failed password sign-ins per (address, name) in `window` (in memory,
-    per process): slows down guessing without letting a stranger lock a user out everywhere."""
+    per process): slows down guessing without letting a stranger lock a user out everywhere.
+
+    At most `max_keys` keys are kept, least recently failed first out: a flood of new keys
+    evicts the oldest entries one by one, never the whole table (which would reset the count of
+    the key being guessed)."""
 
     def __init__(self, limit: int = 5, window: timedelta = timedelta(minutes=15), max_keys: int = 10_000) -> None:
         self.limit, self.window, self.max_keys = limit, window, max_keys
-        self._failures: dict[str, list[datetime]] = {}
+        self._failures: OrderedDict[str, list[datetime]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._failures)
 
     def blocked(self, key: str, now: datetime) -> bool:
         recent = [t for t in self._failures.get(key, ()) if now - t < self.window]
@@ -223,9 +176,11 @@ class LoginThrottle:
         return len(recent) >= self.limit
 
     def failed(self, key: str, now: datetime) -> None:
-        if len(self._failures) >= self.max_keys:
-            self._failures.clear()
-        self._failures.setdefault(key, []).append(now)
+        times = self._failures.pop(key, [])
+        times.append(now)
+        self._failures[key] = times[-self.limit :]  # the most recent; only `limit` of them matter
+        while len(self._failures) > self.max_keys:
+            self._failures.popitem(last=False)
 
 
 THROTTLE = web.AppKey("web_login_throttle", LoginThrottle)
@@ -258,7 +213,7 @@ async def login(request: web.Request) -> web.StreamResponse:
     if not (ok and hashed and rt.settings.web.role(name)):
         throttle.failed(key, now)
         return render(request, "login.html", {"error": "Wrong name or password."}, status=401)
-    start_session(rt, name)
+    await start_session(rt, name)
 
 
 @routes.get("/login/link/{token}")
@@ -288,13 +243,14 @@ async def link_login(request: web.Request) -> web.StreamResponse:
     if not await rt.store.remember_inbound(f"web-login:{data.get('j')}", rt.clock.now()):
         msg = "This sign-in link was already used. Ask for a new one."
         return render(request, "error.html", {"status": 410, "message": msg}, status=410)
-    start_session(rt, name)
+    await start_session(rt, name)
 
 
 @routes.post("/logout")
 async def logout(request: web.Request) -> web.StreamResponse:
-    """Sign out (drops the session cookie)."""
+    """Sign out: the session is revoked on the server and its cookie dropped."""
     await checked_form(request)
+    await end_session(request)
     resp = web.HTTPSeeOther("/login")
     resp.del_cookie(SESSION_COOKIE, path="/")
     raise resp

@@ -15,7 +15,8 @@ from gateway.core.models import Approval, JobStatus, Status
 from gateway.delivery.channels import parse_address
 from gateway.delivery.outbox import resend_card
 from gateway.http.keys import RUNTIME
-from gateway.http.web.auth import PageError, User, checked_form, render, require
+from gateway.http.web.auth import PageError, checked_form, render, require
+from gateway.http.web.sessions import User
 from gateway.http.web.view import humanize, row
 from gateway.jobs.worker import retry_job as requeue
 from gateway.store import Store

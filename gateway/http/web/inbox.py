@@ -17,7 +17,9 @@ from gateway.core.models import Outcome, Status
 from gateway.http.keys import RUNTIME
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
-from gateway.http.web.auth import PageError, User, checked_form, render, require
+from gateway.http.web import sessions as web_sessions
+from gateway.http.web.auth import PageError, checked_form, render, require
+from gateway.http.web.sessions import User
 from gateway.http.web.view import pretty, row
 from gateway.runtime import Runtime
 from gateway.telemetry.metrics import CONTENT_TYPE
@@ -138,8 +140,10 @@ def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
         undefined=jinja2.StrictUndefined,
     )
     app[web_auth.THROTTLE] = web_auth.LoginThrottle()
+    app.middlewares.append(web_sessions.sessions)
     app.middlewares.append(security_headers)
     app.middlewares.append(web_auth.page_errors)
+    app.on_startup.append(web_sessions.forget_removed_users)  # after the runtime started (cleanup_ctx)
     install_metrics(rt)
     table = [*routes, *web_auth.routes, *web_dashboard.routes]
     app.add_routes(table)

@@ -14,11 +14,12 @@ Reads are one statement each: one consistent snapshot under READ COMMITTED.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
+from gateway.core.errors import RunNotFound
 from gateway.core.models import (
     Approval,
     Card,
@@ -32,7 +33,7 @@ from gateway.core.models import (
     Status,
     StepRecord,
 )
-from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
+from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
 from gateway.store.postgres.migrate import migrate, schema_version
 from gateway.store.postgres.notify import Listener, Notifier, Notify
 from gateway.store.postgres.pool import Pool, affected
@@ -108,9 +109,14 @@ class PostgresStore:
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
+        values = approval_values(approval)
         async with self._db.tx() as conn:
+            if claims_run(approval.agent):  # a racing claim of the same run waits here, then yields
+                claim = await conn.execute(Q.claim_run, approval.run_id, approval.agent, to_ts(approval.created_at))
+                if affected(claim) != 1 and await conn.fetchval(Q.run_owner, approval.run_id) != approval.agent:
+                    raise RunNotFound(approval.run_id, str(approval.agent))
             # A concurrent insert of the same key waits here, then finds the winner's row.
-            if affected(await conn.execute(Q.insert_approval, *approval_values(approval))) == 0:
+            if affected(await conn.execute(Q.insert_approval, *values)) == 0:
                 return approval_from_row(await conn.fetchrow(Q.approval_by_key, approval.idempotency_key)), False
             await insert_events(conn, events)
             await insert_outbox(conn, outbox, time.time())
@@ -128,8 +134,9 @@ class PostgresStore:
         run_id: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        agent: str | None = None,
     ) -> list[Approval]:
-        sql, params = approvals_sql("postgres", status, run_id, None, "newest", offset=True)
+        sql, params = approvals_sql("postgres", status, run_id, None, "newest", offset=True, agent=agent)
         return [approval_from_row(r) for r in await self._db.fetch(sql, *params, limit, offset)]
 
     async def list_approvals_by_age(
@@ -296,8 +303,11 @@ class PostgresStore:
         row = await self._db.fetchrow(Q.get_job, approval_id)
         return job_from_row(row) if row else None
 
-    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]:
-        return [job_from_row(r) for r in await self._db.fetch(Q.list_jobs, status.value if status else None, limit)]
+    async def list_jobs(
+        self, status: JobStatus | None = None, limit: int = 100, *, agent: str | None = None
+    ) -> list[ResumeJob]:
+        rows = await self._db.fetch(Q.list_jobs, status.value if status else None, limit, agent)
+        return [job_from_row(r) for r in rows]
 
     async def count_jobs_by_status(self) -> dict[str, int]:
         return {r["status"]: int(r["n"]) for r in await self._db.fetch(Q.count_jobs_by_status)}
@@ -338,7 +348,36 @@ class PostgresStore:
         async with self._db.tx() as conn:
             marks = await conn.execute(Q.prune_inbound, to_ts(inbound_before), limit)
             prompts = await conn.execute(Q.prune_prompts, to_ts(now))
-        return affected(marks) + affected(prompts)
+            sessions = await conn.execute(Q.prune_sessions, to_ts(now))
+        return affected(marks) + affected(prompts) + affected(sessions)
+
+    # ---------------------------------------------------------------- run owners (migration v11)
+    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
+        async with self._db.tx() as conn:
+            if affected(await conn.execute(Q.claim_run, run_id, owner, to_ts(now))) == 1:  # a racing claim
+                return owner  # waits for this one, then inserts nothing
+            return str(await conn.fetchval(Q.run_owner, run_id))
+
+    async def run_owner(self, run_id: str) -> str | None:
+        row = await self._db.fetchrow(Q.run_owner, run_id)
+        return None if row is None else str(row["owner"])
+
+    # ---------------------------------------------------------------- web sessions (migration v11)
+    async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:
+        async with self._db.tx() as conn:
+            await conn.execute(Q.create_session, session_id, user, to_ts(now), to_ts(expires_at))
+
+    async def session_user(self, session_id: str, now: datetime) -> str | None:
+        row = await self._db.fetchrow(Q.session_user, session_id, to_ts(now))
+        return None if row is None else str(row["user_name"])
+
+    async def delete_session(self, session_id: str) -> bool:
+        return await self._changed(Q.delete_session, session_id)
+
+    async def delete_sessions(self, keep_users: Collection[str]) -> int:
+        async with self._db.tx() as conn:
+            gone = [r["user_name"] for r in await conn.fetch(Q.session_users) if r["user_name"] not in keep_users]
+            return sum([affected(await conn.execute(Q.delete_user_sessions, u)) for u in gone])
 
     # ---------------------------------------------------------------- prompts (migration v2)
     async def save_prompt(self, prompt: Prompt) -> None:

@@ -109,13 +109,15 @@ def approvals_sql(
     order: Literal["newest", "oldest"],
     *,
     offset: bool = False,
+    agent: str | None = None,
 ) -> tuple[str, list[Any]]:
     """`SELECT * FROM approvals` with the inbox/API filters, its ORDER BY, and `LIMIT` (and
     `OFFSET`) as its last marks: the one statement composed of parts, because a filter left out
     keeps the index plan simple (a `$1 IS NULL OR ...` form would not).
 
     `channel` matches an approval whose `channels` JSON list holds the address, or any address
-    of that kind when it has no target ('telegram')."""
+    of that kind when it has no target ('telegram'); `agent` keeps only the approvals that
+    principal created."""
     where: list[str] = []
     params: list[Any] = []
 
@@ -134,6 +136,8 @@ def approvals_sql(
         where.append(f"status = {mark(status.value)}")
     if run_id is not None:
         where.append(f"run_id = {mark(run_id)}")
+    if agent is not None:
+        where.append(f"agent = {mark(agent)}")
     sql = "SELECT * FROM approvals" + (" WHERE " + " AND ".join(where) if where else "")
     sql += " ORDER BY created_at DESC, id" if order == "newest" else " ORDER BY created_at, id"
     n = len(params)

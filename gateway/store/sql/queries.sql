@@ -10,10 +10,10 @@
 INSERT INTO approvals (
     id, idempotency_key, run_id, step, title, summary, args, state, channels, approvers, policy,
     worker, requested_by, status, version, created_at, deadline, wake_at, votes, decision,
-    escalations, reminders_sent, args_hash, sealed
+    escalations, reminders_sent, args_hash, sealed, agent
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-    $21, $22, $23, $24
+    $21, $22, $23, $24, $25
 ) ON CONFLICT (idempotency_key) DO NOTHING;
 
 -- name: approval_by_key
@@ -29,9 +29,9 @@ UPDATE approvals SET
     idempotency_key = $1, run_id = $2, step = $3, title = $4, summary = $5, args = $6, state = $7,
     channels = $8, approvers = $9, policy = $10, worker = $11, requested_by = $12, status = $13,
     version = $14, created_at = $15, deadline = $16, wake_at = $17, votes = $18, decision = $19,
-    escalations = $20, reminders_sent = $21, args_hash = $22, sealed = $23,
+    escalations = $20, reminders_sent = $21, args_hash = $22, sealed = $23, agent = $24,
     wake_owner = NULL, wake_lease_until = NULL
-WHERE id = $24 AND version = $25;
+WHERE id = $25 AND version = $26;
 
 -- name: save_policy_transition
 -- The scheduler's CAS: only what a timeout, escalation or reminder changes (rows.POLICY_COLUMNS,
@@ -124,8 +124,12 @@ UPDATE resume_jobs SET lease_until = $1 WHERE id = $2 AND claimed_by = $3 AND st
 SELECT * FROM resume_jobs WHERE approval_id = $1;
 
 -- name: list_jobs
--- $1: a status, or NULL for every job.
-SELECT * FROM resume_jobs WHERE (CAST($1 AS TEXT) IS NULL OR status = $1) ORDER BY id DESC LIMIT $2;
+-- $1: a status, or NULL for every job; $3: a principal, whose approvals' jobs alone are listed,
+-- or NULL for everyone's.
+SELECT * FROM resume_jobs
+WHERE (CAST($1 AS TEXT) IS NULL OR status = $1)
+    AND (CAST($3 AS TEXT) IS NULL OR approval_id IN (SELECT id FROM approvals WHERE agent = $3))
+ORDER BY id DESC LIMIT $2;
 
 -- name: count_jobs_by_status
 SELECT status, COUNT(*) AS n FROM resume_jobs GROUP BY status;
@@ -179,6 +183,36 @@ INSERT INTO prompts (key, approval_id, actor, purpose, created_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (key) DO UPDATE SET approval_id = excluded.approval_id, actor = excluded.actor,
     purpose = excluded.purpose, created_at = excluded.created_at, expires_at = excluded.expires_at;
+
+-------------------------------------------------------------------------- run owners (migration 11)
+
+-- name: claim_run
+-- The first agent to use a run id owns it; '' is a run from before v11, which nobody owns.
+INSERT INTO runs (run_id, owner, created_at) VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING;
+
+-- name: run_owner
+SELECT owner FROM runs WHERE run_id = $1;
+
+-------------------------------------------------------------------------- web sessions (migration 11)
+
+-- name: create_session
+-- `id` is a hash of the cookie's session id, never the cookie itself.
+INSERT INTO web_sessions (id, user_name, created_at, expires_at) VALUES ($1, $2, $3, $4);
+
+-- name: session_user
+SELECT user_name FROM web_sessions WHERE id = $1 AND expires_at > $2;
+
+-- name: delete_session
+DELETE FROM web_sessions WHERE id = $1;
+
+-- name: session_users
+SELECT DISTINCT user_name FROM web_sessions;
+
+-- name: delete_user_sessions
+DELETE FROM web_sessions WHERE user_name = $1;
+
+-- name: prune_sessions
+DELETE FROM web_sessions WHERE expires_at <= $1;
 
 -------------------------------------------------------------------------- migrations
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import from_ts, to_ts
+from gateway.core.errors import RunNotFound
 from gateway.core.models import (
     Approval,
     Card,
@@ -23,7 +24,7 @@ from gateway.core.models import (
     Status,
     StepRecord,
 )
-from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
+from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
 from gateway.store.rows import (
     approval_from_row,
     approval_values,
@@ -105,6 +106,13 @@ class SQLiteStore:
         values = approval_values(approval)  # encoded on the caller's thread, not the writer's
 
         def op(conn: sqlite3.Connection) -> tuple[Approval, bool]:
+            if claims_run(approval.agent):  # before anything is written: raising leaves no trace
+                claim = conn.execute(Q.claim_run, (approval.run_id, approval.agent, to_ts(approval.created_at)))
+                if (
+                    claim.rowcount != 1
+                    and conn.execute(Q.run_owner, (approval.run_id,)).fetchone()[0] != approval.agent
+                ):
+                    raise RunNotFound(approval.run_id, str(approval.agent))
             # Insert first (one statement in the common case); read the winner only on a conflict.
             try:
                 inserted = conn.execute(Q.insert_approval, values).rowcount == 1
@@ -129,8 +137,9 @@ class SQLiteStore:
         run_id: str | None = None,
         limit: int = 100,
         offset: int = 0,
+        agent: str | None = None,
     ) -> list[Approval]:
-        sql, params = approvals_sql("sqlite", status, run_id, None, "newest", offset=True)
+        sql, params = approvals_sql("sqlite", status, run_id, None, "newest", offset=True, agent=agent)
         return [approval_from_row(r) for r in await self._rows(sql, [*params, limit, offset])]
 
     async def list_approvals_by_age(
@@ -283,8 +292,10 @@ class SQLiteStore:
         row = await self._row(Q.get_job, (approval_id,))
         return job_from_row(row) if row else None
 
-    async def list_jobs(self, status: JobStatus | None = None, limit: int = 100) -> list[ResumeJob]:
-        rows = await self._rows(Q.list_jobs, (status.value if status else None, limit))
+    async def list_jobs(
+        self, status: JobStatus | None = None, limit: int = 100, *, agent: str | None = None
+    ) -> list[ResumeJob]:
+        rows = await self._rows(Q.list_jobs, (status.value if status else None, limit, agent))
         return [job_from_row(r) for r in rows]
 
     async def count_jobs_by_status(self) -> dict[str, int]:
@@ -328,7 +339,39 @@ class SQLiteStore:
     async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:
         def op(conn: sqlite3.Connection) -> int:
             marks = conn.execute(Q.prune_inbound, (to_ts(inbound_before), limit)).rowcount
-            return marks + conn.execute(Q.prune_prompts, (to_ts(now),)).rowcount
+            prompts = conn.execute(Q.prune_prompts, (to_ts(now),)).rowcount
+            return marks + prompts + conn.execute(Q.prune_sessions, (to_ts(now),)).rowcount
+
+        return await self._write(op)
+
+    # ---------------------------------------------------------------- run owners (migration v11)
+    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
+        def op(conn: sqlite3.Connection) -> str:
+            if conn.execute(Q.claim_run, (run_id, owner, to_ts(now))).rowcount == 1:
+                return owner
+            return str(conn.execute(Q.run_owner, (run_id,)).fetchone()[0])
+
+        return await self._write(op)
+
+    async def run_owner(self, run_id: str) -> str | None:
+        row = await self._row(Q.run_owner, (run_id,))
+        return None if row is None else str(row[0])
+
+    # ---------------------------------------------------------------- web sessions (migration v11)
+    async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:
+        await self._write(lambda c: c.execute(Q.create_session, (session_id, user, to_ts(now), to_ts(expires_at))))
+
+    async def session_user(self, session_id: str, now: datetime) -> str | None:
+        row = await self._row(Q.session_user, (session_id, to_ts(now)))
+        return None if row is None else str(row[0])
+
+    async def delete_session(self, session_id: str) -> bool:
+        return await self._changed(Q.delete_session, (session_id,))
+
+    async def delete_sessions(self, keep_users: Collection[str]) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            gone = [u for (u,) in conn.execute(Q.session_users).fetchall() if u not in keep_users]
+            return sum(conn.execute(Q.delete_user_sessions, (u,)).rowcount for u in gone)
 
         return await self._write(op)
 

@@ -1,0 +1,75 @@
+"""Which policy a suspend gets: a named one, a named one with the agent's bounded choices, or an
+inline one as `security.inline_policies` allows (the pure rules are in gateway.core.policy_bounds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from gateway.config import Settings
+from gateway.core.errors import UnknownPolicy, ValidationError
+from gateway.core.models import Policy
+from gateway.core.policy import parse_policy
+from gateway.core.policy_bounds import (
+    ANY_CHOICE,
+    NO_CHOICE,
+    AgentBounds,
+    check_inline,
+    choose,
+    exact_timeout,
+    with_deadline,
+)
+from gateway.core.principals import Principal
+
+PolicyValue = str | Policy | Mapping[str, Any] | None
+
+
+def resolve_policy(
+    settings: Settings,
+    value: PolicyValue,
+    *,
+    deadline: datetime | None = None,
+    principal: Principal | None = None,
+    now: datetime,
+) -> Policy:
+    """The policy for a suspend's `policy` (and `deadline`), or PolicyNotAllowed (403),
+    ValidationError (400) or UnknownPolicy (400) naming the field. Operators are trusted with
+    policies; every other caller (agents, in-process callers) is held to the config."""
+    trusted = principal is not None and principal.is_operator
+    if isinstance(value, Policy):  # built in process: an inline policy
+        if deadline is not None:
+            with_deadline({}, deadline, now)  # checks that it is in the future
+            value = dataclasses.replace(value, timeout=deadline - now)
+        return _inline(settings, value, trusted)
+    if isinstance(value, Mapping):
+        name = value.get("name")
+        if isinstance(name, str) and name in settings.policies:  # the named policy, with choices
+            choices = {k: v for k, v in value.items() if k != "name"}
+            return choose(settings.policies[name], _bounds(settings, name, trusted), choices, deadline, now)
+        data = with_deadline(value, deadline, now)
+        return _inline(
+            settings, exact_timeout(parse_policy(data, name="inline", prefix="policy."), deadline, now), trusted
+        )
+    if value is not None and not isinstance(value, str):
+        raise ValidationError("policy", "must be a policy name or an inline policy object")
+    name = value or "default"
+    base = settings.policies.get(name)
+    if base is None:
+        raise UnknownPolicy(f"policy: unknown policy {name!r}", policy=name)
+    return choose(base, _bounds(settings, name, trusted), {}, deadline, now)
+
+
+def _bounds(settings: Settings, name: str, trusted: bool) -> AgentBounds:
+    return ANY_CHOICE if trusted else settings.policy_bounds.get(name, NO_CHOICE)
+
+
+def _inline(settings: Settings, policy: Policy, trusted: bool) -> Policy:
+    if not trusted:
+        check_inline(policy, settings.security.inline_policies, settings.policies["default"])
+    return policy
+
+
+__all__ = ["PolicyValue", "resolve_policy"]
