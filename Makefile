@@ -13,7 +13,7 @@ SDK_EXTRAS := langgraph,openai-agents,pydantic-ai,claude-agent-sdk
 $(STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,postgres,mcp]'
+	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,postgres,mcp,email]'
 	touch $(STAMP)
 
 ## make run: the gateway on ./var/hitl-gateway.db, web inbox on, no chat tokens needed.

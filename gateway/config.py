@@ -7,10 +7,11 @@ Every problem is a `ConfigError` naming the key.
 
 from __future__ import annotations
 
+import keyword
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -19,13 +20,15 @@ from urllib.parse import urlsplit
 
 from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import ConfigError, ValidationError
+from gateway.core.identity import BUILT_IN, NAMES, WEB, Identities, IdSyntax
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
 from gateway.core.policy_bounds import BOUND_KEYS, INLINE_MODES, AgentBounds, parse_bounds
 from gateway.core.principals import Principal, Principals, check_principals, principal_entries
+from gateway.delivery.registry import installed
+from gateway.delivery.spec import ChannelSpec, Coerce
 
 DEFAULT_PATH = "hitl-gateway.toml"
-_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,33 +82,6 @@ class SecuritySettings:
 
 
 @dataclass(frozen=True, slots=True)
-class TelegramSettings:
-    bot_token: str = ""
-    webhook_secret: str = ""
-    base_url: str = "https://api.telegram.org/bot"
-    approvers: tuple[int, ...] = ()
-    # After a post whose outcome is unknown (crash or read timeout mid-call): false = never post
-    # twice (the card is `uncertain` until pressed); true = post again (a duplicate is possible).
-    resend_uncertain: bool = False
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.bot_token)
-
-
-@dataclass(frozen=True, slots=True)
-class SlackSettings:
-    bot_token: str = ""
-    signing_secret: str = ""
-    base_url: str = "https://slack.com/api/"
-    approvers: tuple[str, ...] = ()
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.bot_token)
-
-
-@dataclass(frozen=True, slots=True)
 class WorkerSettings:
     name: str
     command: tuple[str, ...] = ()
@@ -149,8 +125,20 @@ class SchedulerSettings:
 
 @dataclass(frozen=True, slots=True)
 class RedactionSettings:
-    defaults: bool = True  # emails, Luhn-checked card numbers, phone numbers, IBANs, bearer tokens
+    defaults: bool = True  # mail addresses, Luhn-checked card numbers, phone numbers, IBANs, bearer tokens
     patterns: tuple[str, ...] = ()  # extra regular expressions, replaced by [redacted]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelConfig:
+    """One installed channel kind: its spec and its `[<kind>]` section."""
+
+    spec: ChannelSpec
+    section: Any
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.spec.enabled(self.section))
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,37 +169,39 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     store: StoreSettings = field(default_factory=StoreSettings)
     security: SecuritySettings = field(default_factory=SecuritySettings)
-    telegram: TelegramSettings = field(default_factory=TelegramSettings)
-    slack: SlackSettings = field(default_factory=SlackSettings)
     policies: Mapping[str, Policy] = field(default_factory=lambda: {"default": Policy()})
     workers: Mapping[str, WorkerSettings] = field(default_factory=dict)
     web: WebSettings = field(default_factory=WebSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     redaction: RedactionSettings = field(default_factory=RedactionSettings)
+    # Every installed channel kind (besides the web) with its section, whether it is on or not.
+    channels: Mapping[str, ChannelConfig] = field(default_factory=dict)
+    # `[people.NAME]`: one person's identities across kinds, canonical.
+    people: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    identities: Identities = field(default_factory=Identities)
     mcp: McpSettings = field(default_factory=McpSettings)
     mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
     # What each named policy lets the agent choose (agent_may_set, max_timeout, min_timeout).
     policy_bounds: Mapping[str, AgentBounds] = field(default_factory=dict)
 
+    def channel(self, kind: str) -> Any:
+        """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""
+        return self.channels[kind].section
+
     def enabled_channels(self) -> frozenset[str]:
-        kinds = {"web"}
-        if self.telegram.enabled:
-            kinds.add("telegram")
-        if self.slack.enabled:
-            kinds.add("slack")
-        return frozenset(kinds)
+        return frozenset({WEB, *(kind for kind, c in self.channels.items() if c.enabled)})
 
 
 # ---------------------------------------------------------------- value coercion
 
 
-def _str(key: str, v: Any) -> str:
+def string(key: str, v: Any) -> str:
     if isinstance(v, str):
         return v
     raise ConfigError(key, f"expected a string, got {type(v).__name__}")
 
 
-def _int(key: str, v: Any) -> int:
+def integer(key: str, v: Any) -> int:
     if isinstance(v, str):
         try:
             return int(v.strip())
@@ -222,7 +212,7 @@ def _int(key: str, v: Any) -> int:
     raise ConfigError(key, f"expected an integer, got {type(v).__name__}")
 
 
-def _bool(key: str, v: Any) -> bool:
+def boolean(key: str, v: Any) -> bool:
     if isinstance(v, bool):
         return v
     if isinstance(v, str) and v.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
@@ -230,14 +220,14 @@ def _bool(key: str, v: Any) -> bool:
     raise ConfigError(key, f"expected true or false, got {v!r}")
 
 
-def _duration(key: str, v: Any) -> timedelta:
+def duration(key: str, v: Any) -> timedelta:
     try:
         return parse_duration(v)
     except ValueError as exc:
         raise ConfigError(key, str(exc)) from None
 
 
-def _list(key: str, v: Any) -> list[Any]:
+def listing(key: str, v: Any) -> list[Any]:
     if isinstance(v, str):
         text = v.strip()
         if text.startswith("["):
@@ -252,15 +242,15 @@ def _list(key: str, v: Any) -> list[Any]:
     raise ConfigError(key, f"expected a list, got {type(v).__name__}")
 
 
-def _strs(key: str, v: Any) -> tuple[str, ...]:
-    return tuple(_str(f"{key}[{i}]", x) for i, x in enumerate(_list(key, v)))
+def strings(key: str, v: Any) -> tuple[str, ...]:
+    return tuple(string(f"{key}[{i}]", x) for i, x in enumerate(listing(key, v)))
 
 
-def _ints(key: str, v: Any) -> tuple[int, ...]:
-    return tuple(_int(f"{key}[{i}]", x) for i, x in enumerate(_list(key, v)))
+def integers(key: str, v: Any) -> tuple[int, ...]:
+    return tuple(integer(f"{key}[{i}]", x) for i, x in enumerate(listing(key, v)))
 
 
-def _str_map(key: str, v: Any) -> dict[str, str]:
+def table(key: str, v: Any) -> dict[str, str]:
     """A TOML table of strings, or from the environment 'name=value,name=value'."""
     if isinstance(v, str):
         pairs = [p.strip().partition("=") for p in v.split(",") if p.strip()]
@@ -268,61 +258,52 @@ def _str_map(key: str, v: Any) -> dict[str, str]:
             raise ConfigError(key, "expected 'name=value,name=value'")
         return {name.strip(): value.strip() for name, _, value in pairs}
     if isinstance(v, dict):
-        return {str(name): _str(f"{key}.{name}", value) for name, value in v.items()}
+        return {str(name): string(f"{key}.{name}", value) for name, value in v.items()}
     raise ConfigError(key, f"expected a table, got {type(v).__name__}")
 
 
-Coerce = Callable[[str, Any], Any]
 _SPEC: dict[str, dict[str, Coerce]] = {
     "server": {
-        "host": _str,
-        "port": _int,
-        "public_url": _str,
-        "max_body_bytes": _int,
-        "shutdown_timeout": _duration,
-        "log_level": _str,
-        "header_timeout": _duration,
-        "body_timeout": _duration,
-        "keepalive_timeout": _duration,
+        "host": string,
+        "port": integer,
+        "public_url": string,
+        "max_body_bytes": integer,
+        "shutdown_timeout": duration,
+        "log_level": string,
+        "header_timeout": duration,
+        "body_timeout": duration,
+        "keepalive_timeout": duration,
     },
-    "store": {"url": _str, "lease": _duration},
+    "store": {"url": string, "lease": duration},
     "security": {
-        "secret_keys": _strs,
-        "api_keys": _strs,
-        "token_grace": _duration,
-        "token_max_age": _duration,
-        "token_decisions": _bool,
-        "operator_keys": _strs,
-        "agents": _str_map,
-        "operators": _str_map,
-        "inline_policies": _str,
+        "secret_keys": strings,
+        "api_keys": strings,
+        "token_grace": duration,
+        "token_max_age": duration,
+        "token_decisions": boolean,
+        "operator_keys": strings,
+        "agents": table,
+        "operators": table,
+        "inline_policies": string,
     },
-    "telegram": {
-        "bot_token": _str,
-        "webhook_secret": _str,
-        "base_url": _str,
-        "approvers": _ints,
-        "resend_uncertain": _bool,
-    },
-    "slack": {"bot_token": _str, "signing_secret": _str, "base_url": _str, "approvers": _strs},
     "web": {
-        "approvers": _strs,
-        "viewers": _strs,
-        "passwords": _str_map,
-        "session_max_age": _duration,
-        "login_link_max_age": _duration,
+        "approvers": strings,
+        "viewers": strings,
+        "passwords": table,
+        "session_max_age": duration,
+        "login_link_max_age": duration,
     },
-    "scheduler": {"poll_interval": _duration, "batch": _int},
-    "redaction": {"defaults": _bool, "patterns": _strs},
-    "mcp": {"channels": _strs, "approvers": _strs, "policy": _str},
+    "scheduler": {"poll_interval": duration, "batch": integer},
+    "redaction": {"defaults": boolean, "patterns": strings},
+    "mcp": {"channels": strings, "approvers": strings, "policy": string},
     "mcp_gate": {
-        "upstream": _strs,
-        "upstream_headers": _str_map,
-        "require_approval": _strs,
-        "channels": _strs,
-        "approvers": _strs,
-        "policy": _str,
-        "wait_seconds": _int,
+        "upstream": strings,
+        "upstream_headers": table,
+        "require_approval": strings,
+        "channels": strings,
+        "approvers": strings,
+        "policy": string,
+        "wait_seconds": integer,
     },
 }
 _POLICY_KEYS = (
@@ -336,33 +317,21 @@ _POLICY_KEYS = (
     *BOUND_KEYS,
 )
 _WORKER_SPEC: dict[str, Coerce] = {
-    "command": _strs,
-    "entrypoint": _str,
-    "url": _str,
-    "timeout": _duration,
-    "max_attempts": _int,
-    "allowed_hosts": _strs,
-    "secret": _str,
-    "pool_size": _int,
-    "retry_base": _duration,
+    "command": strings,
+    "entrypoint": string,
+    "url": string,
+    "timeout": duration,
+    "max_attempts": integer,
+    "allowed_hosts": strings,
+    "secret": string,
+    "pool_size": integer,
+    "retry_base": duration,
 }
 _POLICY_LISTS = {"escalate_to", "remind", "agent_may_set"}
 SECRET_KEYS = frozenset(
-    {
-        "bot_token",
-        "webhook_secret",
-        "signing_secret",
-        "secret_keys",
-        "api_keys",
-        "operator_keys",
-        "agents",
-        "operators",
-        "passwords",
-        "secret",
-        "upstream_headers",
-    }
+    {"secret_keys", "api_keys", "operator_keys", "agents", "operators", "passwords", "secret", "upstream_headers"}
 )
-_WEB_NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_GROUPS = ("policies", "workers", "people")
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
 
 
@@ -381,14 +350,16 @@ def _read_toml(path: Path | None) -> dict[str, Any]:
         raise ConfigError("--config", f"{path} is not valid TOML: {exc}") from None
 
 
-def _env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any]:
+def _env_overrides(
+    raw: dict[str, Any], env: Mapping[str, str], sections: Mapping[str, Mapping[str, Coerce]], kinds: Iterable[str]
+) -> dict[str, Any]:
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
-    for section, keys in _SPEC.items():
+    for section, keys in sections.items():
         for key in keys:
             name = f"HITL_{section}_{key}".upper()
             if name in env:
                 out.setdefault(section, {})[key] = env[name]
-    groups: tuple[tuple[str, tuple[str, ...]], ...] = (("policies", _POLICY_KEYS), ("workers", tuple(_WORKER_SPEC)))
+    groups = (("policies", _POLICY_KEYS), ("workers", tuple(_WORKER_SPEC)), ("people", tuple(kinds)))
     for group, names in groups:
         prefix = f"HITL_{group.upper()}_"
         table = {k: dict(v) for k, v in out.get(group, {}).items()} if isinstance(out.get(group), dict) else {}
@@ -407,17 +378,70 @@ def _env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> dict[str, Any
     return out
 
 
-def _section(raw: dict[str, Any], section: str) -> dict[str, Any]:
+def _section(raw: dict[str, Any], section: str, spec: Mapping[str, Coerce]) -> dict[str, Any]:
     data = raw.get(section, {})
     if not isinstance(data, dict):
         raise ConfigError(section, "expected a table")
-    spec = _SPEC[section]
     values: dict[str, Any] = {}
     for key, value in data.items():
         if key not in spec:
             raise ConfigError(f"{section}.{key}", f"unknown key (known: {', '.join(spec)})")
         values[key] = spec[key](f"{section}.{key}", value)
     return values
+
+
+def attribute(key: str) -> str:
+    """The attribute of a section that holds `key`: a Python keyword (`from`) gets a trailing
+    underscore (`from_`), as PEP 8 has it."""
+    return f"{key}_" if keyword.iskeyword(key) else key
+
+
+def _channels(raw: dict[str, Any], specs: Mapping[str, ChannelSpec], check: bool = True) -> dict[str, ChannelConfig]:
+    """Each installed channel's section, built by its spec and checked by it (unless `check` is
+    false), and its allowlist checked against the spec's id syntax."""
+    out: dict[str, ChannelConfig] = {}
+    for kind, spec in specs.items():
+        values = {attribute(k): v for k, v in _section(raw, kind, spec.schema).items()}
+        config = ChannelConfig(spec, spec.settings(**values))
+        if check:
+            spec.check(config.section)
+        for i, ident in enumerate(spec.approvers(config.section)):
+            if spec.identity.canonical(str(ident)) is None:
+                raise ConfigError(f"{kind}.approvers[{i}]", f"expected {spec.identity.hint}")
+        out[kind] = config
+    return out
+
+
+def _identity_kinds(specs: Mapping[str, ChannelSpec]) -> dict[str, IdSyntax]:
+    return {**BUILT_IN, **{kind: spec.identity for kind, spec in specs.items()}}
+
+
+def _people(raw: dict[str, Any], kinds: Mapping[str, IdSyntax]) -> Identities:
+    """`[people.NAME]`: `<kind> = id` (or a list of ids) per identity kind."""
+    table = raw.get("people", {})
+    if not isinstance(table, dict):
+        raise ConfigError("people", "expected a table of people, [people.NAME]")
+    bare = Identities(kinds)
+    people: dict[str, list[str]] = {}
+    for name, body in table.items():
+        if not isinstance(body, dict):
+            raise ConfigError(f"people.{name}", "expected a table like { web = 'alice', <kind> = '<id>' }")
+        ids = people.setdefault(name, [])
+        for kind, value in body.items():
+            key = f"people.{name}.{kind}"
+            if kind not in kinds:
+                raise ConfigError(key, f"unknown identity kind (known: {', '.join(sorted(kinds))})")
+            for one in value if isinstance(value, list) else listing(key, value) if isinstance(value, str) else [value]:
+                if isinstance(one, bool) or not isinstance(one, str | int):
+                    raise ConfigError(key, f"expected an id (a string or a number), got {type(one).__name__}")
+                try:
+                    ids.append(bare.canonical(f"{kind}:{one}", key))
+                except ValidationError as exc:
+                    raise ConfigError(key, exc.message.split(": ", 1)[-1]) from None
+    try:
+        return Identities(kinds, people)
+    except ValidationError as exc:
+        raise ConfigError(exc.field, exc.message.split(": ", 1)[-1]) from None
 
 
 def _policies(raw: dict[str, Any]) -> tuple[dict[str, Policy], dict[str, AgentBounds]]:
@@ -432,9 +456,9 @@ def _policies(raw: dict[str, Any]) -> tuple[dict[str, Policy], dict[str, AgentBo
         body = dict(body)
         for key in _POLICY_LISTS & body.keys():
             if isinstance(body[key], str):
-                body[key] = _list(f"policies.{name}.{key}", body[key])
+                body[key] = listing(f"policies.{name}.{key}", body[key])
         if isinstance(body.get("quorum"), str):
-            body["quorum"] = _int(f"policies.{name}.quorum", body["quorum"])
+            body["quorum"] = integer(f"policies.{name}.quorum", body["quorum"])
         try:
             bounds[name] = parse_bounds({k: body.pop(k) for k in BOUND_KEYS if k in body})
             policies[name] = parse_policy(body, name=name)
@@ -513,10 +537,16 @@ def _check(settings: Settings) -> None:
 
 
 def _check_web(web: WebSettings) -> None:
+    seen: dict[str, str] = {}
     for key in ("approvers", "viewers"):
         for i, name in enumerate(getattr(web, key)):
-            if not _WEB_NAME_RE.match(name):
+            if NAMES.canonical(name) is None:
                 raise ConfigError(f"web.{key}[{i}]", "1-64 characters of A-Z, a-z, 0-9, _ . @ and -")
+            # web names are case-insensitive identities (web:alice): two spellings are one user
+            folded = name.lower()
+            if seen.get(folded, name) != name:
+                raise ConfigError(f"web.{key}[{i}]", f"{name!r} and {seen[folded]!r} are the same web user")
+            seen[folded] = name
     for name, hashed in web.passwords.items():
         if web.role(name) is None:
             raise ConfigError(f"web.passwords.{name}", "not listed in web.approvers or web.viewers")
@@ -541,15 +571,16 @@ def _check_security(settings: Settings) -> None:
 
 
 def _check_channels(settings: Settings) -> None:
-    tg = settings.telegram
-    if tg.webhook_secret and not _SECRET_RE.match(tg.webhook_secret):
-        raise ConfigError("telegram.webhook_secret", "1-256 characters of A-Z, a-z, 0-9, _ and -")
-    if settings.slack.enabled and not settings.slack.signing_secret:
-        raise ConfigError("slack.signing_secret", "required when slack.bot_token is set")
     for name, policy in settings.policies.items():
         for target in policy.escalate_to:
             if target.split(":", 1)[0] not in settings.enabled_channels():
                 raise ConfigError(f"policies.{name}.escalate_to", f"channel {target!r} is not enabled")
+
+
+def sections(specs: Mapping[str, ChannelSpec] | None = None) -> dict[str, Mapping[str, Coerce]]:
+    """Every plain section and its keys: the core's, then each installed channel's."""
+    specs = installed() if specs is None else specs
+    return {**_SPEC, **{kind: spec.schema for kind, spec in specs.items()}}
 
 
 def load_settings(
@@ -558,21 +589,26 @@ def load_settings(
     *,
     defaults: Mapping[str, Mapping[str, Any]] | None = None,
     tables: Mapping[str, Mapping[str, Any]] | None = None,
+    specs: Mapping[str, ChannelSpec] | None = None,
     validate: bool = True,
 ) -> Settings:
     """Build Settings from defaults < file < env. Raises ConfigError naming the bad key.
+    `specs`: the channel kinds to know (default: every installed one, `registry.installed()`).
 
     `validate=False` skips the gateway's own checks (secret keys, store URL, channels): for the
     agent-side commands (`mcp`, `mcp-gate`), which only read `[server]`, `[mcp]` and `[mcp_gate]`
     and run where the gateway's secrets are not."""
     env = os.environ if env is None else env
+    specs = installed() if specs is None else specs
+    known = sections(specs)
+    kinds = _identity_kinds(specs)
     if path is None and env.get("HITL_CONFIG"):
         path = env["HITL_CONFIG"]
     if path is None and env is os.environ and Path(DEFAULT_PATH).exists():
         path = DEFAULT_PATH
     raw = _read_toml(Path(path) if path is not None else None)
     for section in raw:
-        if section not in _SPEC and section not in ("policies", "workers"):
+        if section not in known and section not in _GROUPS:
             raise ConfigError(section, "unknown section")
     for section, values in (defaults or {}).items():
         given = raw.get(section, {})
@@ -580,30 +616,32 @@ def load_settings(
             raw[section] = {**values, **given}
     for group, table in (tables or {}).items():  # named policies/workers given in code
         raw.setdefault(group, {}).update(table)
-    raw = _env_overrides(raw, env)
+    raw = _env_overrides(raw, env, known, kinds)
+    identities = _people(raw, kinds)
     policies, bounds = _policies(raw)
     settings = Settings(
-        server=ServerSettings(**_section(raw, "server")),
-        store=StoreSettings(**_section(raw, "store")),
-        security=SecuritySettings(**_section(raw, "security")),
-        telegram=TelegramSettings(**_section(raw, "telegram")),
-        slack=SlackSettings(**_section(raw, "slack")),
+        server=ServerSettings(**_section(raw, "server", _SPEC["server"])),
+        store=StoreSettings(**_section(raw, "store", _SPEC["store"])),
+        security=SecuritySettings(**_section(raw, "security", _SPEC["security"])),
         policies=policies,
         policy_bounds=bounds,
         workers=_workers(raw),
-        web=WebSettings(**_section(raw, "web")),
-        scheduler=SchedulerSettings(**_section(raw, "scheduler")),
-        redaction=RedactionSettings(**_section(raw, "redaction")),
-        mcp=McpSettings(**_section(raw, "mcp")),
-        mcp_gate=McpGateSettings(**_section(raw, "mcp_gate")),
+        web=WebSettings(**_section(raw, "web", _SPEC["web"])),
+        scheduler=SchedulerSettings(**_section(raw, "scheduler", _SPEC["scheduler"])),
+        redaction=RedactionSettings(**_section(raw, "redaction", _SPEC["redaction"])),
+        mcp=McpSettings(**_section(raw, "mcp", _SPEC["mcp"])),
+        mcp_gate=McpGateSettings(**_section(raw, "mcp_gate", _SPEC["mcp_gate"])),
+        channels=_channels(raw, specs, check=validate),
+        people=identities.people,
+        identities=identities,
     )
     if validate:
         _check(settings)
     return settings
 
 
-def _mask(key: str, value: Any) -> Any:
-    if key not in SECRET_KEYS:
+def _mask(key: str, value: Any, secrets: frozenset[str] = SECRET_KEYS) -> Any:
+    if key not in secrets:
         return value
     if isinstance(value, list | tuple):
         return [f"***({len(v)} chars)" for v in value]
@@ -626,6 +664,11 @@ def effective_config(settings: Settings) -> dict[str, Any]:
     for section in _SPEC:
         obj = getattr(settings, section)
         out[section] = {k: _mask(k, _plain(getattr(obj, k))) for k in _SPEC[section]}
+    for kind, channel in settings.channels.items():
+        secrets = channel.spec.secrets
+        section = channel.section
+        out[kind] = {k: _mask(k, _plain(getattr(section, attribute(k))), secrets) for k in channel.spec.schema}
+    out["people"] = {n: list(ids) for n, ids in settings.people.items()}
     out["policies"] = {
         n: p.to_json() | (settings.policy_bounds[n].to_json() if n in settings.policy_bounds else {})
         for n, p in settings.policies.items()

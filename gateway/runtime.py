@@ -12,13 +12,17 @@ import traceback
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+import aiohttp
+
 from gateway.config import Settings
 from gateway.core.clock import Clock, SystemClock, from_ts
+from gateway.core.identity import WEB
 from gateway.core.tokens import TokenSigner
-from gateway.delivery.channels import Channel, load_channel
+from gateway.delivery.channels import Channel, WebChannel
 from gateway.delivery.outbox import OutboxRunner
+from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
-from gateway.service import Service
+from gateway.service import Inbound, Service
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
 from gateway.store import Store, open_store
@@ -55,7 +59,11 @@ class Runtime:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}"
         self.signer = TokenSigner(settings.security.secret_keys)
         self.service = Service(settings, self.store, self.clock, self.signer)
-        self.channels: dict[str, Channel] = {k: load_channel(k, self) for k in sorted(settings.enabled_channels())}
+        self.inbound = Inbound(self.service)
+        self._http: aiohttp.ClientSession | None = None
+        self.channels: dict[str, Channel] = {WEB: WebChannel()}
+        for kind in sorted(settings.enabled_channels() - {WEB}):
+            self.channels[kind] = settings.channels[kind].spec.create(self.channel_context(kind))
         self.service.channels = self.channels
         self.outbox = OutboxRunner(self.store, self.channels, self.clock, self.owner, lease=settings.store.lease)
         self.service.hooks.outbox.append(self.outbox.notify)
@@ -79,6 +87,25 @@ class Runtime:
         self.loops.append(self.housekeeper.run_forever)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
+
+    def channel_context(self, kind: str) -> ChannelContext:
+        """What the channel `kind` may use: its section, the signer, the clock, the inbound use
+        cases and the shared HTTP client session (never the store or the runtime itself)."""
+        return ChannelContext(
+            kind=kind,
+            settings=self.settings.channel(kind),
+            public_url=self.settings.server.public_url.rstrip("/"),
+            signer=self.signer,
+            clock=self.clock,
+            inbound=self.inbound,
+            http=self.http_session,
+        )
+
+    def http_session(self) -> aiohttp.ClientSession:
+        """One client session shared by the channels (opened on first use, in the running loop)."""
+        if self._http is None or self._http.closed:
+            self._http = aiohttp.ClientSession()
+        return self._http
 
     async def start(self, *, background: bool = True) -> None:
         await self.store.open()
@@ -130,6 +157,9 @@ class Runtime:
         for channel in self.channels.values():
             with contextlib.suppress(Exception):
                 await channel.close()
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
         if self._started:
             await self.store.close()
             self._started = False

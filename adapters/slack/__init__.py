@@ -1,19 +1,8 @@
 """Slack channel: Block Kit cards, signed interactivity, reject-with-reason modal, outcome sync.
 
-`gateway.channels.load_channel("slack", runtime)` imports this package and calls `create_channel`.
+The registry (`gateway.delivery.registry`) finds `SPEC`; `SPEC.create(ctx)` builds the channel.
 """
 
-from __future__ import annotations
+from adapters.slack.spec import SPEC, SlackSettings
 
-from typing import TYPE_CHECKING
-
-from adapters.slack.channel import SlackChannel
-
-if TYPE_CHECKING:
-    from gateway.runtime import Runtime
-
-__all__ = ["SlackChannel", "create_channel"]
-
-
-def create_channel(runtime: Runtime) -> SlackChannel:
-    return SlackChannel(runtime)
+__all__ = ["SPEC", "SlackSettings"]

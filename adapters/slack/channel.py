@@ -1,8 +1,9 @@
 """The one I/O class: slack_sdk's AsyncWebClient on ONE shared aiohttp session.
 
-Implements `gateway.channels.Channel`. Failures become `DeliveryError` (see `errors.py`); the
-client's own retry handlers are off, so a `chat.postMessage` is never re-sent behind the
-outbox's back (the outbox decides, and waits exactly `Retry-After`).
+Implements `gateway.delivery.channels.Channel` on the runtime's shared client session. Failures
+become `DeliveryError` (see `errors.py`); the client's own retry handlers are off, so a
+`chat.postMessage` is never re-sent behind the outbox's back (the outbox decides, and waits
+exactly `Retry-After`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -22,12 +22,10 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from adapters.slack import once, render
 from adapters.slack.errors import classify, network_error
 from adapters.slack.parse import make_ref
+from adapters.slack.spec import SlackSettings
 from adapters.slack.webhook import PATH, InteractionHandler
-from gateway.core.models import Approval, NewEvent
-from gateway.delivery.outbox import ATTEMPT_EVENT
-
-if TYPE_CHECKING:
-    from gateway.runtime import Runtime
+from gateway.delivery.channels import Attempt, OutgoingCard
+from gateway.delivery.spec import ChannelContext
 
 log = logging.getLogger("adapters.slack")
 TIMEOUT_SECONDS = 10
@@ -48,19 +46,22 @@ def _header(headers: Any, name: str) -> str | None:
 
 class SlackChannel:
     kind = "slack"
+    # An earlier attempt is looked up in the channel's history before posting again (once.py).
+    resend_unknown = True
+    posts_in_flight: int | None = None
 
-    def __init__(self, runtime: Runtime) -> None:
-        settings = runtime.settings.slack
-        self._settings, self._signer, self._store = settings, runtime.signer, runtime.store
+    def __init__(self, ctx: ChannelContext) -> None:
+        settings: SlackSettings = ctx.settings
+        self._ctx, self._settings, self._signer = ctx, settings, ctx.signer
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.webhook = InteractionHandler(runtime, self, settings.signing_secret)
+        self.webhook = InteractionHandler(ctx, self, settings.signing_secret)
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS))
+            self._session = self._ctx.http()  # shared; every call sets its own timeout
             self._client = AsyncWebClient(
                 token=self._settings.bot_token,
                 base_url=self._settings.base_url,
@@ -71,9 +72,7 @@ class SlackChannel:
 
     async def close(self) -> None:
         await self.settle()
-        if self._session is not None:
-            await self._session.close()
-        self._session = self._client = None
+        self._session = self._client = None  # the runtime closes the shared session
 
     def routes(self) -> Sequence[web.AbstractRouteDef]:
         return [web.post(PATH, self.webhook.handle)]
@@ -98,15 +97,13 @@ class SlackChannel:
             raise network_error(method, exc) from None
         return dict(response.data) if isinstance(response.data, dict) else {}
 
-    async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
-        address = f"slack:{target}"
-        since = once.earlier_attempt(await self._store.list_events(approval.id), address)
-        if since is not None:
-            found = await once.find_posted(self.call, target, approval.id, since)
+    async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
+        approval, target = card.approval, card.target
+        if attempts:
+            found = await once.find_posted(self.call, target, approval.id, attempts[0].at)
             if found is not None:
                 log.warning("slack: card of %s was already posted; adopting it", approval.id)
                 return f"{target}:{found}"
-        await self._store.append_events([NewEvent(approval.id, ATTEMPT_EVENT, now, channel=address)])
         data = await self.call(
             "chat.postMessage",
             channel=target,
@@ -117,8 +114,10 @@ class SlackChannel:
         )
         return f"{data.get('channel', target)}:{data.get('ts', '')}"
 
-    async def update_card(self, target: str, ref: str, approval: Approval, now: datetime) -> None:
-        channel, ts = split_ref(ref)
+    async def update_card(self, card: OutgoingCard) -> None:
+        assert card.ref is not None
+        approval = card.approval
+        channel, ts = split_ref(card.ref)
         await self.call(
             "chat.update",
             channel=channel,
@@ -127,11 +126,11 @@ class SlackChannel:
             blocks=render.card_blocks(approval, make_ref(self._signer, approval.id)),
         )
 
-    async def send_reminder(self, target: str, ref: str | None, approval: Approval, now: datetime) -> None:
+    async def send_reminder(self, card: OutgoingCard) -> None:
         """A threaded reply under the card (or a plain message if the card is unknown)."""
-        body: dict[str, Any] = {"channel": target, "text": render.reminder_text(approval)}
-        if ref:
-            body["channel"], body["thread_ts"] = split_ref(ref)
+        body: dict[str, Any] = {"channel": card.target, "text": render.reminder_text(card.approval)}
+        if card.ref:
+            body["channel"], body["thread_ts"] = split_ref(card.ref)
         await self.call("chat.postMessage", **body)
 
     # ---------------------------------------------------------------- after the ack

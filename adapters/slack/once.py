@@ -2,9 +2,9 @@
 
 Slack has no idempotency key for `chat.postMessage`. If the process dies (or the connection
 drops) after Slack posted the card but before the outbox recorded it, a blind retry would post
-a second card. So every post first writes a durable `post_attempt` event; a later attempt that
-finds an earlier marker looks the card up by its message metadata (`hitl_card` +
-`approval_id`, via `conversations.history`) and adopts it instead of posting again.
+a second card. The outbox writes a durable marker before every post and hands the channel the
+earlier attempts; a post with earlier attempts first looks the card up by its message metadata
+(`hitl_card` + `approval_id`, via `conversations.history`) and adopts it instead of posting again.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from gateway.core.models import Event
 from gateway.delivery.channels import DeliveryError
-from gateway.delivery.outbox import ATTEMPT_EVENT as ATTEMPT
 
 log = logging.getLogger("adapters.slack")
 CARD_EVENT = "hitl_card"
@@ -28,12 +26,6 @@ Call = Callable[..., Awaitable[dict[str, Any]]]
 
 def card_metadata(approval_id: str) -> dict[str, Any]:
     return {"event_type": CARD_EVENT, "event_payload": {"approval_id": approval_id}}
-
-
-def earlier_attempt(events: Iterable[Event], channel: str) -> datetime | None:
-    """When the first earlier post of this card was tried, if any (pure)."""
-    times = [e.at for e in events if e.kind == ATTEMPT and e.channel == channel]
-    return min(times) if times else None
 
 
 def match_card(messages: Iterable[Mapping[str, Any]], approval_id: str) -> str | None:

@@ -65,13 +65,24 @@ def _code(text: str) -> str:
 
 
 def who(actor: str) -> str:
-    """How a decider is shown: Slack users are mentioned, others named with their channel."""
+    """How an identity is shown: Slack users are mentioned, others named with their kind."""
     kind, _, name = actor.partition(":")
     if kind == "slack" and name:
         return f"<@{escape(name)}>"
-    if name and kind in ("telegram", "web"):
-        return f"{escape(name)} ({kind})"
+    if name:
+        return f"{escape(name)} ({escape(kind)})"
     return escape(actor)
+
+
+def decider(d: Decision) -> str:
+    """Who decided: the person (`[people]`), else a Slack mention, else the platform's name or
+    the id with its kind. Always escaped: a name is user input."""
+    if d.person:
+        return escape(d.person)
+    kind = d.decided_by.partition(":")[0]
+    if d.name and kind != "slack":
+        return f"{escape(d.name)} ({escape(kind)})"
+    return who(d.decided_by)
 
 
 def when(at: datetime) -> str:
@@ -130,10 +141,10 @@ def _outcome_head(status: Status, d: Decision) -> str:
         verb = "approved" if d.outcome is Outcome.APPROVE else "rejected"
         return f":hourglass: *Timed out*: {verb} by policy"
     if status is Status.CANCELLED:
-        return f":no_entry_sign: *Cancelled* by {who(d.decided_by)}"
+        return f":no_entry_sign: *Cancelled* by {decider(d)}"
     if d.outcome is Outcome.APPROVE:
-        return f":white_check_mark: *Approved* by {who(d.decided_by)}"
-    return f":x: *Rejected* by {who(d.decided_by)}"
+        return f":white_check_mark: *Approved* by {decider(d)}"
+    return f":x: *Rejected* by {decider(d)}"
 
 
 def _button(verb: str, text: str, ref: str, style: str | None = None) -> Block:
@@ -187,12 +198,14 @@ def card_blocks(approval: Approval, ref: str) -> list[Block]:
 
 
 def card_text(approval: Approval) -> str:
-    """The notification / fallback text of the card."""
-    title = cut(approval.title or "Approval requested", 300)
+    """The notification / fallback text of the card: escaped like the blocks, so that a title
+    cannot mention `<!channel>` or hide a link in a phone's notification."""
+    title = fit(approval.title or "Approval requested", 300)
     d = approval.decision
     if d is None:
         return f"Approval needed: {title}"
-    return f"{title}: {approval.status.value.replace('_', ' ')} ({d.outcome.value}) by {d.decided_by}"
+    by = "policy" if d.source is Source.POLICY else decider(d)
+    return f"{title}: {approval.status.value.replace('_', ' ')} ({d.outcome.value}) by {by}"
 
 
 def reminder_text(approval: Approval) -> str:
@@ -234,5 +247,4 @@ def already_text(approval: Approval) -> str:
         return "This approval is already decided; nothing changed."
     if approval.status is Status.TIMED_OUT:
         return f"Already timed out ({d.outcome.value} by policy); nothing changed."
-    verb = {Status.APPROVED: "approved", Status.REJECTED: "rejected", Status.CANCELLED: "cancelled"}
-    return f"Already {verb.get(approval.status, approval.status.value)} by {who(d.decided_by)}; nothing changed."
+    return f"Already {approval.status.verb} by {decider(d)}; nothing changed."

@@ -1,33 +1,38 @@
 """POST /webhooks/slack/interactions: verify, commit, ack, then the slow work.
 
-Order matters. The signature is checked on the raw bytes (401, nothing happens). A decision
-is committed by `service.decide` (one group-committed transaction, which also queues the card
-syncs in the outbox) BEFORE the 200 is returned, so a press acked is a press kept even if the
-process dies right after. Ephemeral replies and `views.open` run after the ack.
+Order matters. The signature is checked on the raw bytes (401, nothing happens). A press goes
+through the press use case (`Inbound.press`: one group-committed transaction, which also queues
+the card syncs in the outbox) BEFORE the 200 is returned, so a press acked is a press kept even
+if the process dies right after. The presser's ephemeral reply says what was committed; it and
+`views.open` run after the ack.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from adapters.slack import render
 from adapters.slack.parse import BadPayload, Press, Submission, make_ref, parse
 from adapters.slack.verify import is_valid
-from gateway.core import policy as rules
-from gateway.core.errors import AlreadyDecided, Conflict, Forbidden, NotFound, Unauthorized, ValidationError
+from gateway.core.errors import Unauthorized, ValidationError
 from gateway.core.models import Outcome
+from gateway.delivery.spec import ChannelContext
 from gateway.http.middleware import error_response
-
-if TYPE_CHECKING:
-    from gateway.runtime import Runtime
+from gateway.service import presses
 
 log = logging.getLogger("adapters.slack")
 PATH = "/webhooks/slack/interactions"
 NOT_AUTHORISED = "You are not authorised to decide this approval; nothing changed."
+_REPLIES = {
+    presses.PressResult.DENIED: NOT_AUTHORISED,
+    presses.PressResult.UNKNOWN: "This approval no longer exists.",
+    presses.PressResult.BUSY: "Too many people pressed at once; please press again.",
+    presses.PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals.",
+}
 
 
 class Responder(Protocol):
@@ -38,19 +43,29 @@ class Responder(Protocol):
     async def open_modal(self, trigger_id: str, view: dict[str, Any], response_url: str) -> None: ...
 
 
+def reply_text(verdict: presses.Verdict) -> str | None:
+    """What to tell the presser, from what was committed; None when their card says it all."""
+    approval = verdict.approval
+    if verdict.result is presses.PressResult.ALREADY_DECIDED and approval is not None:
+        return render.already_text(approval)
+    if verdict.result is presses.PressResult.VOTE and approval is not None:
+        return f"Your approval is recorded: {render.progress(approval)}."
+    return _REPLIES.get(verdict.result)
+
+
 class InteractionHandler:
-    def __init__(self, runtime: Runtime, responder: Responder, signing_secret: str) -> None:
-        self._rt, self._out, self._secret = runtime, responder, signing_secret
+    def __init__(self, ctx: ChannelContext, responder: Responder, signing_secret: str) -> None:
+        self._ctx, self._out, self._secret = ctx, responder, signing_secret
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         ts = request.headers.get("X-Slack-Request-Timestamp")
         signature = request.headers.get("X-Slack-Signature")
-        if not is_valid(self._secret, body, ts, signature, self._rt.clock.now().timestamp()):
+        if not is_valid(self._secret, body, ts, signature, self._ctx.clock.now().timestamp()):
             log.warning("slack: interaction refused: bad or stale signature")
             return error_response(InvalidSignature("invalid or stale Slack signature"))
         try:
-            interaction = parse(body, self._rt.signer)
+            interaction = parse(body, self._ctx.signer)
         except BadPayload as exc:
             log.warning("slack: unreadable interaction: %s", exc)
             return error_response(ValidationError("payload", str(exc)))
@@ -73,19 +88,12 @@ class InteractionHandler:
 
     async def _open_reason(self, press: Press) -> str | None:
         """Check that the presser may decide now, then open the modal after the ack."""
-        actor = f"slack:{press.user_id}"
-        try:
-            approval = await self._rt.service.get(press.approval_id)
-        except NotFound:
-            return "This approval no longer exists."
-        if approval.status.final:
-            return render.already_text(approval)
-        try:
-            rules.check_may_decide(actor, approval, self._rt.service.allowlist(actor))
-        except Forbidden as exc:
-            await self._rt.service.record_denied(approval.id, actor, f"slack:{press.channel_id}", exc.code)
-            return NOT_AUTHORISED
-        view = render.reason_modal(approval, make_ref(self._rt.signer, approval.id), press.channel_id)
+        verdict = await self._ctx.inbound.may_ask_reason(
+            presses.Press(press.approval_id, Outcome.REJECT, f"slack:{press.user_id}", _where(press.channel_id))
+        )
+        if verdict.result is not presses.PressResult.ASK or verdict.approval is None:
+            return reply_text(verdict)
+        view = render.reason_modal(verdict.approval, make_ref(self._ctx.signer, press.approval_id), press.channel_id)
         self._out.spawn(self._out.open_modal(press.trigger_id, view, press.response_url))
         return None
 
@@ -108,19 +116,12 @@ class InteractionHandler:
         comment: str | None = None,
     ) -> str | None:
         """Commit the vote; return what to tell the presser, or None when the card says it all."""
-        actor, channel = f"slack:{user_id}", f"slack:{channel_id}" if channel_id else "slack"
-        try:
-            approval = await self._rt.service.decide(approval_id, outcome, actor, comment=comment, channel=channel)
-        except Forbidden as exc:
-            await self._rt.service.record_denied(approval_id, actor, channel, exc.code)
-            return NOT_AUTHORISED
-        except AlreadyDecided:
-            return render.already_text(await self._rt.service.get(approval_id))
-        except NotFound:
-            return "This approval no longer exists."
-        except Conflict:
-            return "Too many people pressed at once; please press again."
-        return None if approval.status.final else f"Your approval is recorded: {render.progress(approval)}."
+        press = presses.Press(approval_id, outcome, f"slack:{user_id}", _where(channel_id), comment=comment)
+        return reply_text(await self._ctx.inbound.press(press))
+
+
+def _where(channel_id: str) -> str:
+    return f"slack:{channel_id}" if channel_id else "slack"
 
 
 class InvalidSignature(Unauthorized):

@@ -1,48 +1,33 @@
 """The one I/O class: a python-telegram-bot `Bot` (base_url from config) behind the Channel protocol.
 
-Telegram errors become `DeliveryError`s for the outbox. Order matters: `RetryAfter` is not a
-`NetworkError`, while `BadRequest` and `TimedOut` are, so they are tested first.
+Telegram errors become `DeliveryError`s for the outbox (`errors.py`). The outbox writes the
+attempt markers and decides what a post with an unknown outcome becomes; this class only talks
+to the Bot API.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from aiohttp import web
 from telegram import Bot, ForceReply, Message, ReplyParameters
 from telegram.constants import ParseMode
-from telegram.error import (
-    BadRequest,
-    ChatMigrated,
-    Forbidden,
-    InvalidToken,
-    RetryAfter,
-    TelegramError,
-)
-from telegram.warnings import PTBDeprecationWarning
+from telegram.error import ChatMigrated, TelegramError
 
-from adapters.telegram import once, render
+from adapters.telegram import render
 from adapters.telegram.callback import CallbackTooLong
+from adapters.telegram.errors import delivery_error, not_modified
 from adapters.telegram.parse import card_ref, chat_id, parse_ref
 from adapters.telegram.request import AiohttpRequest
-from adapters.telegram.updates import press_names
-from gateway.core.models import Approval, Event, NewEvent
-from gateway.delivery.channels import DeliveryError
-from gateway.delivery.outbox import ATTEMPT_EVENT
-
-if TYPE_CHECKING:
-    from adapters.telegram.updates import TelegramUpdates
-    from gateway.runtime import Runtime
+from adapters.telegram.spec import TelegramSettings
+from adapters.telegram.updates import TelegramUpdates
+from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard
+from gateway.delivery.spec import ChannelContext
 
 log = logging.getLogger("adapters.telegram")
-# PTB 22 warns on every RetryAfter unless time periods are opted in as timedelta (its future default).
-os.environ.setdefault("PTB_TIMEDELTA", "true")
 T = TypeVar("T")
 WEBHOOK_PATH = "/webhooks/telegram"
 ALLOWED_UPDATES = ("callback_query", "message")
@@ -52,38 +37,13 @@ POSTS_IN_FLIGHT = 8  # sendMessage calls for cards at a time: the rest of the po
 READ_TIMEOUT = 25.0  # seconds; under the outbox's cut at half its lease (30 s by default)
 
 
-def retry_after_seconds(exc: RetryAfter) -> float:
-    """The server's delay, exactly (PTB 22 warns when the attribute is read as an int)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value = exc.retry_after
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)
-
-
-def not_modified(exc: TelegramError) -> bool:
-    return isinstance(exc, BadRequest) and "message is not modified" in exc.message.lower()
-
-
-def delivery_error(exc: TelegramError) -> DeliveryError:
-    """Map a Bot API error: flood control and network trouble retry, the rest is terminal.
-    Whether Telegram may have acted anyway (a read timeout) is carried for the outbox."""
-    message, sent = f"telegram: {exc.message}", not once.unsent(exc)
-    if isinstance(exc, RetryAfter):
-        return DeliveryError(message, transient=True, retry_after=retry_after_seconds(exc), unsent=True)
-    if isinstance(exc, Forbidden | BadRequest | InvalidToken | ChatMigrated):
-        return DeliveryError(message, transient=False, unsent=True)
-    # 5xx, TimedOut, connection errors; Conflict and the like
-    return DeliveryError(message, transient=True, unsent=not sent, uncertain=sent)
-
-
 class TelegramChannel:
     kind = "telegram"
+    posts_in_flight = POSTS_IN_FLIGHT
 
-    def __init__(self, runtime: Runtime) -> None:
-        from adapters.telegram.updates import TelegramUpdates
-
-        self.runtime = runtime
-        self.settings = runtime.settings.telegram
+    def __init__(self, ctx: ChannelContext) -> None:
+        self.ctx = ctx
+        self.settings: TelegramSettings = ctx.settings
         self.bot = Bot(
             self.settings.bot_token,
             base_url=self.settings.base_url,
@@ -92,8 +52,13 @@ class TelegramChannel:
             request=AiohttpRequest(POOL_SIZE, READ_TIMEOUT),
             get_updates_request=AiohttpRequest(1, 40),
         )
-        self.updates: TelegramUpdates = TelegramUpdates(runtime, self)
-        self._posting = asyncio.Semaphore(POSTS_IN_FLIGHT)
+        self.updates = TelegramUpdates(ctx, self)
+
+    @property
+    def resend_unknown(self) -> bool:
+        """No idempotency key and no lookup: a card whose post had no answer is sent again only
+        when the operator accepts a possible duplicate (`telegram.resend_uncertain`)."""
+        return self.settings.resend_uncertain
 
     async def start(self) -> None:
         try:
@@ -115,51 +80,18 @@ class TelegramChannel:
         except TelegramError as exc:
             raise delivery_error(exc) from None
 
-    async def _names(self, approval: Approval) -> Mapping[str, str]:
-        """Display names for the decision line; a card with no decision shows none (no read)."""
-        return {} if approval.decision is None else await self.updates.names(approval.id)
-
     # ---------------------------------------------------------------- Channel protocol
-    async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
-        events = await self.runtime.store.list_events(approval.id)
-        text = render.render_card(approval, now, press_names(events) if approval.decision else {})
+    async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
+        text = render.render_card(card.approval, card.now)
         try:
-            markup = render.keyboard(approval, self.runtime.signer)
+            markup = render.keyboard(card.approval, self.ctx.signer)
         except CallbackTooLong as exc:
             raise DeliveryError(f"telegram: {exc}", transient=False, unsent=True) from None
 
         async def send(chat: int | str) -> Message:
             return await self.bot.send_message(chat, text, parse_mode=ParseMode.HTML, reply_markup=markup)
 
-        # At most one card per approval and chat (see once.py): a durable marker before the call.
-        # Only POSTS_IN_FLIGHT posts hold a marker at a time, so that a marked post goes out at
-        # once instead of queueing for a connection (a crash there would lose a card never sent).
-        address = f"telegram:{target}"
-        earlier = once.unresolved_attempt(events, address)
-        async with self._posting:
-            return await self._post_once(approval, target, address, earlier, send, now)
-
-    async def _post_once(
-        self,
-        approval: Approval,
-        target: str,
-        address: str,
-        earlier: Event | None,
-        send: Callable[[int | str], Awaitable[Message]],
-        now: datetime,
-    ) -> str:
-        if earlier is not None:
-            if not self.settings.resend_uncertain:
-                raise DeliveryError(
-                    f"telegram: the card may already be in the chat (a sendMessage at {earlier.at.isoformat()}"
-                    " had no recorded answer); not sent again. A press on it adopts it;"
-                    " `hitl-gateway cards resend` posts a new one",
-                    transient=False,
-                    uncertain=True,
-                )
-            log.warning("telegram: posting the card of %s again after an unanswered attempt", approval.id)
-        await self.runtime.store.append_events([NewEvent(approval.id, ATTEMPT_EVENT, now, channel=address)])
-        chat = chat_id(target)
+        chat = chat_id(card.target)
         try:
             message = await send(chat)
         except ChatMigrated as exc:  # the group became a supergroup: follow it
@@ -170,10 +102,12 @@ class TelegramChannel:
             raise delivery_error(exc) from None
         return card_ref(message.chat.id, message.message_id)
 
-    async def update_card(self, target: str, ref: str, approval: Approval, now: datetime) -> None:
-        chat, message_id = parse_ref(ref)
-        text = render.render_card(approval, now, await self._names(approval))
-        markup = None if approval.status.final else render.keyboard(approval, self.runtime.signer)
+    async def update_card(self, card: OutgoingCard) -> None:
+        assert card.ref is not None
+        chat, message_id = parse_ref(card.ref)
+        approval = card.approval
+        text = render.render_card(approval, card.now)
+        markup = None if approval.status.final else render.keyboard(approval, self.ctx.signer)
         try:
             await self.bot.edit_message_text(
                 text, chat_id=chat, message_id=message_id, parse_mode=ParseMode.HTML, reply_markup=markup
@@ -183,15 +117,15 @@ class TelegramChannel:
                 return
             raise delivery_error(exc) from None
 
-    async def send_reminder(self, target: str, ref: str | None, approval: Approval, now: datetime) -> None:
-        chat, reply = (chat_id(target), None) if ref is None else parse_ref(ref)
+    async def send_reminder(self, card: OutgoingCard) -> None:
+        chat, reply = (chat_id(card.target), None) if card.ref is None else parse_ref(card.ref)
         params = None if reply is None else ReplyParameters(reply, allow_sending_without_reply=True)
-        text = render.render_reminder(approval, now)
+        text = render.render_reminder(card.approval, card.now)
         await self._call(lambda: self.bot.send_message(chat, text, parse_mode=ParseMode.HTML, reply_parameters=params))
 
     # ---------------------------------------------------------------- used by the update handler
     async def answer(self, query_id: str, text: str, *, alert: bool = False) -> None:
-        """Answer a press; a failure (e.g. 'query is too old') must not stop the decision."""
+        """Answer a press; a failure (e.g. 'query is too old') must not stop anything."""
         try:
             await self.bot.answer_callback_query(query_id, text=render.cut(text, 200), show_alert=alert)
         except TelegramError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 from adapters.telegram import callback
 from gateway.core.durations import humanize
 from gateway.core.models import Approval, OnTimeout, Outcome, Status
+from gateway.service.presses import PressResult, Verdict
 
 MAX_TEXT = 4096
 MAX_TITLE = 256
@@ -83,7 +84,7 @@ def quorum_words(approval: Approval) -> str:
     return f"{n} of {required} approval{'s' if required != 1 else ''}"
 
 
-def _status_lines(approval: Approval, now: datetime, names: Mapping[str, str], note_limit: int) -> list[str]:
+def _status_lines(approval: Approval, now: datetime, note_limit: int) -> list[str]:
     if approval.status is Status.WAITING:
         deadline = f"{esc(when(approval.deadline))} · " if approval.deadline else ""
         lines = [f"⏳ {deadline}{esc(timeout_words(approval, now))}"]
@@ -97,7 +98,7 @@ def _status_lines(approval: Approval, now: datetime, names: Mapping[str, str], n
     if approval.status is Status.TIMED_OUT:
         lines = [f"{head}: {esc(d.outcome.value)}ed by policy · {esc(when(d.decided_at))}"]
     else:
-        lines = [f"{head} by {esc(names.get(d.decided_by, d.decided_by))} · {esc(when(d.decided_at))}"]
+        lines = [f"{head} by {esc(d.shown_as)} · {esc(when(d.decided_at))}"]
     if d.reason:
         lines.append(f"<i>{esc(cut(d.reason, min(300, note_limit)))}</i>")
     if d.comment:
@@ -105,9 +106,7 @@ def _status_lines(approval: Approval, now: datetime, names: Mapping[str, str], n
     return lines
 
 
-def _compose(
-    approval: Approval, now: datetime, names: Mapping[str, str], summary_limit: int, value_limit: int, note_limit: int
-) -> str:
+def _compose(approval: Approval, now: datetime, summary_limit: int, value_limit: int, note_limit: int) -> str:
     parts: list[str] = []
     if approval.status is Status.WAITING:
         parts.append("🔔 <b>Approval needed</b>")
@@ -118,17 +117,17 @@ def _compose(
     table = args_table(approval.args, value_limit) if value_limit else ""
     if table:
         parts.append(table)
-    parts.extend(_status_lines(approval, now, names, note_limit))
+    parts.extend(_status_lines(approval, now, note_limit))
     parts.append(f"<i>id {esc(approval.id)}</i>")
     return "\n".join(parts)
 
 
-def render_card(approval: Approval, now: datetime, names: Mapping[str, str] | None = None) -> str:
+def render_card(approval: Approval, now: datetime) -> str:
     """The card text: the question while waiting, the outcome (who, when, comment) once decided.
-    `names` maps approver ids ('telegram:42') to display names ('@alice') where known."""
+    The decider is shown as the person (`[people]`), their Telegram name ('@alice'), or the id."""
     text = ""
     for limits in _SHRINK:
-        text = _compose(approval, now, names or {}, *limits)
+        text = _compose(approval, now, *limits)
         if len(text) <= MAX_TEXT:
             return text
     return _plain_fallback(text)
@@ -172,14 +171,8 @@ def reason_prompt(user_id: int, who: str) -> str:
     return f"{mention}, why reject? Reply to this message with a reason within 10 min."
 
 
-def answer_text(event: str, data: dict[str, Any]) -> str:
-    """The short toast shown to the presser (at most 200 characters)."""
-    if event == "approved":
-        return "Approved"
-    if event == "rejected":
+def answer_text(verdict: Verdict, *, asks_reason: bool = False) -> str:
+    """The short toast shown to the presser (at most 200 characters), from what was committed."""
+    if verdict.result is PressResult.REJECTED and asks_reason:
         return "Rejected. Reply to my question with a reason, if you like."
-    if event == "vote":
-        return f"Vote recorded: {data.get('approvals')} of {data.get('required')} approvals"
-    if event == "duplicate_vote":
-        return "You already approved; waiting for more approvals"
-    return cut(event, 200)
+    return cut(verdict.text(), 200)

@@ -16,7 +16,7 @@ def add_parser(sub: Any) -> None:
         help="post the card again (after a post failed for good, or is 'uncertain': it may be in the chat already)",
     )
     resend.add_argument("id", help="the approval id")
-    resend.add_argument("channel", help="the card's channel, e.g. telegram:-100123")
+    resend.add_argument("channel", help="the card's channel address, as listed under cards in approvals show")
     resend.add_argument("--by", help="whom you act for (kept as on_behalf_of)")
     sub.choices["cards"].set_defaults(handler=run)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import gc
 import json
 import os
@@ -19,6 +20,9 @@ from gateway.cli.common import dump, with_runtime
 from gateway.config import Settings, effective_config, load_settings
 from gateway.core.errors import ConfigError, GatewayError
 from gateway.core.models import Outcome, Status
+from gateway.delivery.registry import installed
+from gateway.delivery.spec import ChannelSpec
+from gateway.delivery.spec import Command as ChannelCommand
 from gateway.telemetry.logs import setup_logging
 
 DEV_SECRETS = Path("var/dev-secrets.json")
@@ -88,7 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("id")
     c.add_argument("--by", help="whom you act for (kept as on_behalf_of)")
     c.add_argument("--reason")
-    _adapter_parser(sub, "telegram")
+    for spec in installed().values():
+        _channel_commands(sub, spec)
     web_cli.register(sub)
     from gateway.cli.cards import add_parser as add_cards
     from gateway.cli.jobs import add_parser as add_jobs
@@ -101,12 +106,31 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _adapter_parser(sub: Any, kind: str) -> None:
-    """An adapter's own subcommands (`adapters.<kind>.cli`: add_parser + run), loaded by name."""
-    import importlib
+def _channel_commands(sub: Any, spec: ChannelSpec) -> None:
+    """A channel's own subcommands (`ChannelSpec.commands`): `hitl-gateway <kind> <name>`."""
+    if not spec.commands:
+        return
+    actions = sub.add_parser(spec.kind, help=spec.summary).add_subparsers(dest="action", required=True)
+    for command in spec.commands:
+        parser = actions.add_parser(command.name, help=command.help)
+        command.arguments(parser)
+        parser.set_defaults(handler=functools.partial(_run_channel_command, spec, command))
 
-    module = importlib.import_module(f"adapters.{kind}.cli")
-    module.add_parser(sub).set_defaults(handler=module.run)
+
+async def _run_channel_command(
+    spec: ChannelSpec, command: ChannelCommand, args: argparse.Namespace, settings: Settings
+) -> int:
+    from gateway.runtime import Runtime
+
+    if spec.kind not in settings.enabled_channels():
+        print(f"hitl-gateway: {spec.disabled_hint or f'the {spec.kind} channel is not enabled'}", file=sys.stderr)
+        return 2
+    rt = Runtime(settings)
+    await rt.start(background=command.background)  # e.g. a poller also delivers cards (the outbox loop)
+    try:
+        return await command.run(args, rt.channels[spec.kind])
+    finally:
+        await rt.stop()
 
 
 def _load(args: argparse.Namespace) -> Settings:
@@ -134,17 +158,16 @@ def _load(args: argparse.Namespace) -> Settings:
 def _logging(settings: Settings) -> None:
     """Every command logs through the redacting handler (libraries put tokens in messages)."""
     sec = settings.security
-    setup_logging(
-        settings.server.log_level,
-        [
-            *sec.secret_keys,
-            *sec.keys,
-            settings.telegram.bot_token,
-            settings.telegram.webhook_secret,
-            settings.slack.bot_token,
-            settings.slack.signing_secret,
-        ],
-    )
+    secrets: list[str] = [*sec.secret_keys, *sec.keys]
+    patterns: list[str] = []
+    quiet: list[str] = []
+    for channel in settings.channels.values():
+        for key in channel.spec.secrets:
+            value = getattr(channel.section, key)
+            secrets.extend([value] if isinstance(value, str) else value)
+        patterns.extend(channel.spec.secret_patterns)
+        quiet.extend(channel.spec.quiet_loggers)
+    setup_logging(settings.server.log_level, secrets, patterns, quiet)
 
 
 def _serve(settings: Settings) -> int:
@@ -218,7 +241,12 @@ async def _migrate(settings: Settings) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        parser = _parser()  # loads the channel plugins, which add their subcommands
+    except ConfigError as exc:
+        print(f"hitl-gateway: {exc.message}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     standalone = getattr(args, "standalone", None)
     if standalone is not None:  # agent-side commands (mcp, mcp-gate): they load their own settings
         return int(standalone(args))

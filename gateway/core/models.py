@@ -54,6 +54,11 @@ class Status(StrEnum):
     def final(self) -> bool:
         return self is not Status.WAITING
 
+    @property
+    def verb(self) -> str:
+        """How people say it: 'approved', 'timed out', 'waiting'."""
+        return "waiting" if self is Status.WAITING else self.value.replace("_", " ")
+
 
 class OnTimeout(StrEnum):
     APPROVE = "approve"
@@ -100,8 +105,18 @@ class Policy:
         )
 
 
+def _who(person: str | None, name: str | None) -> dict[str, str]:
+    """The optional display fields of a vote or decision, stored only when known."""
+    out = {"person": person} if person else {}
+    return out | ({"name": name} if name else {})
+
+
 @dataclass(frozen=True, slots=True)
 class Vote:
+    """One person's vote. `approver` is a canonical identity; `person` the `[people]` name it
+    belongs to (one party in the quorum, whatever identity voted); `name` how the platform shows
+    the voter (e.g. '@alice'), for cards."""
+
     approver: str
     outcome: Outcome
     at: datetime
@@ -109,9 +124,16 @@ class Vote:
     channel: str | None = None
     # An operator's note of whom it acted for (the API's `by`): recorded, never the approver.
     on_behalf_of: str | None = None
+    person: str | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
         _aware("at", self.at)
+
+    @property
+    def party(self) -> str:
+        """Who this vote counts as: the person, else the identity (a name has no ':')."""
+        return self.person or self.approver
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -120,6 +142,7 @@ class Vote:
             "at": to_ts(self.at),
             "comment": self.comment,
             "channel": self.channel,
+            **_who(self.person, self.name),
         }
         if self.on_behalf_of is not None:
             out["on_behalf_of"] = self.on_behalf_of
@@ -129,7 +152,16 @@ class Vote:
     def from_json(cls, d: dict[str, Any]) -> Vote:
         at = from_ts(d["at"])
         assert at is not None
-        return cls(d["approver"], Outcome(d["outcome"]), at, d.get("comment"), d.get("channel"), d.get("on_behalf_of"))
+        return cls(
+            d["approver"],
+            Outcome(d["outcome"]),
+            at,
+            d.get("comment"),
+            d.get("channel"),
+            on_behalf_of=d.get("on_behalf_of"),
+            person=d.get("person"),
+            name=d.get("name"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +216,8 @@ class Approval:
 
     @property
     def approvals_count(self) -> int:
-        return len({v.approver for v in self.votes if v.outcome is Outcome.APPROVE})
+        """Distinct parties who approved: a person's identities on several channels count once."""
+        return len({v.party for v in self.votes if v.outcome is Outcome.APPROVE})
 
     @property
     def quorum_text(self) -> str:
@@ -274,7 +307,7 @@ class DeliveryStatus(StrEnum):
     DONE = "done"
     FAILED = "failed"
     # A post whose outcome cannot be known (the platform may have shown it): it is not retried,
-    # so that a card is never posted twice; a press on the card adopts it (see docs/telegram.md).
+    # so that a card is never posted twice; a press on the card adopts it (see docs/channels.md).
     UNCERTAIN = "uncertain"
 
 

@@ -5,7 +5,7 @@ Nothing here does I/O or reads a clock: every function that needs the time takes
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -18,6 +18,7 @@ from gateway.core.errors import (
     RequesterCannotDecide,
     ValidationError,
 )
+from gateway.core.events import EventKind
 from gateway.core.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
 
 _POLICY_FIELDS = {
@@ -53,7 +54,7 @@ def _enum(field: str, value: Any, allowed: tuple[str, ...]) -> str:
 
 def _channels(field: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(c, str) and c for c in value):
-        raise ValidationError(field, "must be a list of channels like 'slack:<id>', 'telegram:<chat_id>' or 'web'")
+        raise ValidationError(field, "must be a list of channel addresses like 'web' or '<kind>:<target>'")
     return tuple(dict.fromkeys(value))
 
 
@@ -197,18 +198,31 @@ def reminders_view(approval: Approval) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------- who may decide
 
 
-def check_may_decide(approver: str, approval: Approval, allowlist: Collection[str]) -> None:
-    """Raise unless `approver` may decide: never the requester; the channel's configured
-    allowlist, narrowed to the approval's own approvers when it names any. The agent that
-    suspends chooses `approvers`, so they may narrow the operator's allowlist, never widen it;
-    only a channel with no configured allowlist takes the approval's list as it is."""
-    if approval.requested_by and approver == approval.requested_by:
+def _itself(identity: str) -> str:
+    return identity
+
+
+def check_may_decide(
+    approver: str, approval: Approval, allowlist: Collection[str], party: Callable[[str], str] = _itself
+) -> None:
+    """Raise unless `approver` may decide: never the requester, under any of the requester's
+    identities; the channel's configured allowlist, narrowed to the approval's own approvers when
+    it names any. The agent that suspends chooses `approvers`, so they may narrow the operator's
+    allowlist, never widen it; only a channel with no configured allowlist takes the approval's
+    list as it is. `party(identity)` says who an identity stands for (`Identities.party`: one
+    person's identities are one party), so a person named under one identity is matched under
+    any of theirs. All identities are canonical: nothing here compares free text."""
+    me = party(approver)
+    if approval.requested_by and party(approval.requested_by) == me:
         raise RequesterCannotDecide(f"{approver} requested this approval and cannot decide it")
+    named = {party(a) for a in approval.approvers}
     if approval.approvers and allowlist:
-        allowed: Collection[str] = set(approval.approvers) & set(allowlist)
+        allowed = approver in allowlist and me in named
+    elif approval.approvers:
+        allowed = me in named
     else:
-        allowed = approval.approvers or tuple(allowlist)
-    if approver not in allowed:
+        allowed = approver in allowlist
+    if not allowed:
         raise NotAnApprover(f"{approver} is not an approver of this approval")
 
 
@@ -220,7 +234,7 @@ class Transition:
     """The result of a pure decision: the new approval and the event that records it."""
 
     approval: Approval
-    event: str
+    event: EventKind
     final: bool
     data: Mapping[str, Any]
 
@@ -241,28 +255,43 @@ def apply_vote(approval: Approval, vote: Vote) -> Transition:
         comment=vote.comment,
         channel=vote.channel,
         on_behalf_of=vote.on_behalf_of,
+        person=vote.person,
+        name=vote.name,
     )
+    by = _by(vote.approver, vote.person)
     if vote.outcome is Outcome.REJECT:
         new = _finish(approval.evolve(votes=(*approval.votes, vote)), Status.REJECTED, decision)
-        return Transition(new, "rejected", True, {"by": vote.approver, "comment": vote.comment})
-    if any(v.approver == vote.approver and v.outcome is Outcome.APPROVE for v in approval.votes):
-        return Transition(approval, "duplicate_vote", False, {"by": vote.approver})
+        return Transition(new, EventKind.REJECTED, True, {**by, "comment": vote.comment})
+    if any(v.party == vote.party and v.outcome is Outcome.APPROVE for v in approval.votes):
+        return Transition(approval, EventKind.DUPLICATE_VOTE, False, by)
     voted = approval.evolve(votes=(*approval.votes, vote))
     count, needed = voted.approvals_count, approval.policy.quorum
     if count >= needed:
-        return Transition(_finish(voted, Status.APPROVED, decision), "approved", True, {"by": vote.approver})
+        return Transition(_finish(voted, Status.APPROVED, decision), EventKind.APPROVED, True, by)
     new = voted.evolve(version=approval.version + 1)
-    return Transition(new, "vote", False, {"by": vote.approver, "approvals": count, "required": needed})
+    return Transition(new, EventKind.VOTE, False, {**by, "approvals": count, "required": needed})
+
+
+def _by(actor: str, person: str | None) -> dict[str, Any]:
+    """Who acted, for the audit trail: the identity, and the person's name when there is one."""
+    return {"by": actor, "person": person} if person else {"by": actor}
 
 
 def cancel(
-    approval: Approval, by: str, reason: str | None, now: datetime, on_behalf_of: str | None = None
+    approval: Approval,
+    by: str,
+    reason: str | None,
+    now: datetime,
+    on_behalf_of: str | None = None,
+    person: str | None = None,
 ) -> Transition:
     if approval.status.final:
         raise already_decided(approval)
-    decision = Decision(Outcome.REJECT, by, now, Source.CANCEL, comment=reason, on_behalf_of=on_behalf_of)
-    data = {"by": by, "reason": reason} | ({"on_behalf_of": on_behalf_of} if on_behalf_of else {})
-    return Transition(_finish(approval, Status.CANCELLED, decision), "cancelled", True, data)
+    decision = Decision(
+        Outcome.REJECT, by, now, Source.CANCEL, comment=reason, on_behalf_of=on_behalf_of, person=person
+    )
+    data = {**_by(by, person), "reason": reason} | ({"on_behalf_of": on_behalf_of} if on_behalf_of else {})
+    return Transition(_finish(approval, Status.CANCELLED, decision), EventKind.CANCELLED, True, data)
 
 
 def time_out(approval: Approval, now: datetime) -> Transition:
@@ -286,14 +315,14 @@ def time_out(approval: Approval, now: datetime) -> Transition:
         )
         escalated = escalated.evolve(wake_at=next_wake(escalated))
         data = {"to": list(policy.escalate_to), "deadline": iso(deadline), "policy": policy.name, "elapsed": elapsed}
-        return Transition(escalated, "escalated", False, data)
+        return Transition(escalated, EventKind.ESCALATED, False, data)
     outcome = policy.after_escalation if approval.escalations else Outcome(policy.on_timeout.value)
     reason = f"policy '{policy.name}': no decision after {elapsed}"
     if approval.escalations:
         reason += " (after escalation)"
     decision = Decision(outcome, "policy", now, Source.POLICY, reason=reason)
     data = {"outcome": outcome.value, "reason": reason, "policy": policy.name, "elapsed": elapsed}
-    return Transition(_finish(approval, Status.TIMED_OUT, decision), "timed_out", True, data)
+    return Transition(_finish(approval, Status.TIMED_OUT, decision), EventKind.TIMED_OUT, True, data)
 
 
 def remind(approval: Approval, now: datetime | None = None) -> Transition:
@@ -317,7 +346,7 @@ def remind(approval: Approval, now: datetime | None = None) -> Transition:
         "skipped": len(due) - 1,
         "left": humanize(left) if left is not None else None,
     }
-    return Transition(new, "reminded", False, data)
+    return Transition(new, EventKind.REMINDED, False, data)
 
 
 def due_action(approval: Approval, now: datetime) -> str | None:
@@ -346,14 +375,8 @@ def already_decided(approval: Approval) -> AlreadyDecided:
     d = approval.decision
     if d is None:
         return AlreadyDecided(f"already {approval.status.value}")
-    verb = {
-        Status.APPROVED: "approved",
-        Status.REJECTED: "rejected",
-        Status.TIMED_OUT: "timed out",
-        Status.CANCELLED: "cancelled",
-    }.get(approval.status, approval.status.value)
     msg = (
-        f"already {verb} by {d.decided_by}"
+        f"already {approval.status.verb} by {d.decided_by}"
         if approval.status is not Status.TIMED_OUT
         else (f"already timed out ({d.outcome.value} by policy)")
     )

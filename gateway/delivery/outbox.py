@@ -1,30 +1,52 @@
 """Durable card deliveries: claim due outbox rows, send them through their channel, record.
 
-A row is never dropped: transient errors retry (after the server's delay when it gave one,
-else with backoff), terminal ones are recorded as `failed` with an event visible in the API.
+The outbox owns a delivery end to end. A row is never dropped: transient errors retry (after the
+server's delay when it gave one, else with backoff), terminal ones are recorded as `failed` with
+an event visible in the API. Before each post it writes a durable `post_attempt` marker, so that
+a post cut short (a crash, a read timeout) is known afterwards: the channel gets the earlier
+attempts, and a post whose outcome nobody knows is recorded `uncertain` rather than sent again,
+unless the channel can send it again without showing it twice (`Channel.resend_unknown`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 
 from gateway.core import loops
 from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound, UnknownChannel
-from gateway.core.models import DeliveryStatus, NewEvent, OutboxItem, OutboxKind
+from gateway.core.events import EventKind
+from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
 from gateway.core.retry import backoff
-from gateway.delivery.channels import Channel, DeliveryError, parse_address
+from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.store import CardUpdate, Store
 
 log = logging.getLogger("gateway.outbox")
-# Channels with no idempotency key write ATTEMPT_EVENT before each post (adapters/*/once.py);
-# RESEND_EVENT is an operator's "send again", which such a channel honours.
-ATTEMPT_EVENT = "post_attempt"
-RESEND_EVENT = "post_resend"
+_RESOLVING = frozenset({EventKind.DELIVERY_RETRY, EventKind.DELIVERY_FAILED})
+
+
+def earlier_attempts(events: Iterable[Event], address: str) -> list[Attempt]:
+    """The tries at posting the card of `address` so far, oldest first (pure). A try is `unsent`
+    once the channel answered it with a classified error (a later retry or failure of the post)
+    that does not say the platform may have acted; one cut short by a crash, or by the outbox's
+    own timeout, stays unknown. An operator's "post again" (`post_resend`) or a recorded post
+    closes the list."""
+    attempts: list[Attempt] = []
+    for e in events:
+        if e.channel != address:
+            continue
+        if e.kind == EventKind.POST_ATTEMPT:
+            attempts.append(Attempt(e.at))
+        elif e.kind in (EventKind.POST_RESEND, EventKind.CARD_POSTED):
+            attempts = []
+        elif attempts and e.kind in _RESOLVING and e.data.get("kind") == "post" and not e.data.get("uncertain"):
+            attempts[-1] = Attempt(attempts[-1].at, unsent=True)
+    return attempts
 
 
 async def resend_card(
@@ -38,7 +60,7 @@ async def resend_card(
     if address not in approval.channels and address not in approval.policy.escalate_to:
         raise UnknownChannel(f"channel: {address!r} is not a channel of this approval", channel=address)
     event = NewEvent(
-        approval_id, RESEND_EVENT, now, by, address, {"on_behalf_of": on_behalf_of} if on_behalf_of else {}
+        approval_id, EventKind.POST_RESEND, now, by, address, {"on_behalf_of": on_behalf_of} if on_behalf_of else {}
     )
     if not await store.requeue_post(approval_id, address, now, [event]):
         card = await store.get_card(approval_id, address)
@@ -61,6 +83,7 @@ class OutboxRunner:
         self.store, self.channels, self.clock, self.owner = store, channels, clock, owner
         self.lease, self.batch, self.poll_interval = lease, batch, poll_interval
         self._wake = asyncio.Event()
+        self._posting: dict[str, asyncio.Semaphore] = {}  # per channel kind: its posts_in_flight
         # Observers (metrics): called with the row and its result event after each recorded delivery.
         self.listeners: list[Callable[[OutboxItem, str], None]] = []
 
@@ -110,7 +133,7 @@ class OutboxRunner:
                     DeliveryStatus.PENDING,
                     "delivery timed out",
                     retry_in=delay,
-                    event="delivery_retry",
+                    event=EventKind.DELIVERY_RETRY,
                     data={"error": "timed out", "retry_in": round(delay, 3)},
                 )
             except Exception:
@@ -125,8 +148,8 @@ class OutboxRunner:
         *,
         retry_in: float | None = None,
         card: CardUpdate | None = None,
-        event: str | None = None,
-        data: dict[str, object] | None = None,
+        event: EventKind | None = None,
+        data: Mapping[str, object] | None = None,
         count_attempt: bool = True,
     ) -> None:
         now = self.clock.now()
@@ -156,36 +179,56 @@ class OutboxRunner:
         channel = self.channels.get(kind)
         if approval is None or channel is None:
             why = "approval not found" if approval is None else f"channel {kind!r} is not enabled"
-            await self._finish(item, DeliveryStatus.FAILED, why, event="delivery_failed", data={"error": why})
+            await self._finish(item, DeliveryStatus.FAILED, why, event=EventKind.DELIVERY_FAILED, data={"error": why})
             return
         now: datetime = self.clock.now()
         card = await self.store.get_card(item.approval_id, item.channel)
+        outgoing = OutgoingCard(item.channel, target, approval, now, card.ref if card else None, item.data)
         try:
             if item.kind is OutboxKind.POST:
                 if card is not None and card.status is DeliveryStatus.DONE:
                     await self._finish(item, DeliveryStatus.DONE, count_attempt=False)
                     return
-                ref = await channel.post_card(target, approval, now)
-                update = CardUpdate(item.channel, ref, DeliveryStatus.DONE)
-                await self._finish(item, DeliveryStatus.DONE, card=update, event="card_posted", data={"ref": ref})
+                await self._post(item, channel, outgoing)
             elif item.kind is OutboxKind.SYNC:
-                if card is None or card.ref is None:
+                if outgoing.ref is None:
                     await self._sync_without_card(item)
                     return
-                await channel.update_card(target, card.ref, approval, now)
+                await channel.update_card(outgoing)
                 update = CardUpdate(item.channel, None, DeliveryStatus.DONE)
-                await self._finish(
-                    item,
-                    DeliveryStatus.DONE,
-                    card=update,
-                    event="card_synced",
-                    data={"status": approval.status.value},
-                )
+                data = {"status": approval.status.value}
+                await self._finish(item, DeliveryStatus.DONE, card=update, event=EventKind.CARD_SYNCED, data=data)
             else:
-                await channel.send_reminder(target, card.ref if card else None, approval, now)
-                await self._finish(item, DeliveryStatus.DONE, event="reminder_sent", data=dict(item.data))
+                await channel.send_reminder(outgoing)
+                await self._finish(item, DeliveryStatus.DONE, event=EventKind.REMINDER_SENT, data=dict(item.data))
         except DeliveryError as exc:
             await self._failed(item, exc)
+
+    async def _post(self, item: OutboxItem, channel: Channel, card: OutgoingCard) -> None:
+        """Mark, then post. Only `posts_in_flight` posts of a channel hold a marker at a time, so
+        that a marked post goes out at once instead of queueing for a connection (a crash there
+        would leave a card never sent looking `uncertain`)."""
+        attempts = earlier_attempts(await self.store.list_events(item.approval_id), item.channel)
+        unknown = [a for a in attempts if not a.unsent]
+        if unknown and not getattr(channel, "resend_unknown", False):  # default: never twice
+            await self._failed(item, _unknown_outcome(channel.kind, unknown[-1]))
+            return
+        if unknown:
+            log.warning("%s: posting the card of %s again after an unanswered attempt", channel.kind, item.approval_id)
+        async with self._slots(channel):
+            mark = NewEvent(item.approval_id, EventKind.POST_ATTEMPT, card.now, channel=item.channel)
+            await self.store.append_events([mark])
+            ref = await channel.post_card(card, attempts)
+        update = CardUpdate(item.channel, ref, DeliveryStatus.DONE)
+        await self._finish(item, DeliveryStatus.DONE, card=update, event=EventKind.CARD_POSTED, data={"ref": ref})
+
+    def _slots(self, channel: Channel) -> contextlib.AbstractAsyncContextManager[object]:
+        limit = getattr(channel, "posts_in_flight", None)
+        if not limit:
+            return contextlib.nullcontext()
+        if channel.kind not in self._posting:
+            self._posting[channel.kind] = asyncio.Semaphore(limit)
+        return self._posting[channel.kind]
 
     async def _sync_without_card(self, item: OutboxItem) -> None:
         """The card is not posted yet: wait for the post (it renders the latest state anyway),
@@ -204,6 +247,8 @@ class OutboxRunner:
         # `kind` and `unsent` let a channel tell a post that certainly did not reach the platform
         # (safe to send again) from one that may have (see DeliveryError).
         facts: dict[str, object] = {"error": error, "kind": item.kind.value, "unsent": exc.unsent}
+        if exc.uncertain:
+            facts["uncertain"] = True
         if exc.uncertain and item.kind is OutboxKind.POST:
             log.error(
                 "post of %s to %s may or may not have reached the chat; it is not sent again (%s)",
@@ -213,7 +258,7 @@ class OutboxRunner:
             )
             unknown = CardUpdate(item.channel, None, DeliveryStatus.UNCERTAIN, error)
             await self._finish(
-                item, DeliveryStatus.UNCERTAIN, error, card=unknown, event="delivery_uncertain", data=facts
+                item, DeliveryStatus.UNCERTAIN, error, card=unknown, event=EventKind.DELIVERY_UNCERTAIN, data=facts
             )
             return
         if exc.transient:
@@ -231,7 +276,7 @@ class OutboxRunner:
                 DeliveryStatus.PENDING,
                 error,
                 retry_in=delay,
-                event="delivery_retry",
+                event=EventKind.DELIVERY_RETRY,
                 data={**facts, "retry_in": round(delay, 3), "attempt": item.attempts + 1},
             )
             return
@@ -243,4 +288,13 @@ class OutboxRunner:
             error,
         )
         card = CardUpdate(item.channel, None, DeliveryStatus.FAILED, error) if item.kind is OutboxKind.POST else None
-        await self._finish(item, DeliveryStatus.FAILED, error, card=card, event="delivery_failed", data=facts)
+        await self._finish(item, DeliveryStatus.FAILED, error, card=card, event=EventKind.DELIVERY_FAILED, data=facts)
+
+
+def _unknown_outcome(kind: str, attempt: Attempt) -> DeliveryError:
+    return DeliveryError(
+        f"{kind}: the card may already be in the chat (a post at {attempt.at.isoformat()} had no recorded"
+        " answer); not sent again. A press on it adopts it; `hitl-gateway cards resend` posts a new one",
+        transient=False,
+        uncertain=True,
+    )

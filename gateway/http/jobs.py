@@ -42,7 +42,7 @@ async def retry(request: web.Request) -> web.Response:
 
 @routes.post("/v1/approvals/{id}/cards/resend")
 async def resend(request: web.Request) -> web.Response:
-    """Post a card again whose post failed for good or is `uncertain` (see docs/telegram.md)."""
+    """Post a card again whose post failed for good or is `uncertain` (see docs/channels.md)."""
     rt, caller = request.app[RUNTIME], operator(request)
     channel, by = schemas.parse_resend(await schemas.read_json(request))
     await resend_card(rt.store, request.match_info["id"], channel, caller.identity, rt.clock.now(), on_behalf_of=by)

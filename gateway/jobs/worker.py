@@ -20,6 +20,7 @@ from gateway.config import WorkerSettings
 from gateway.core import loops
 from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound
+from gateway.core.events import EventKind
 from gateway.core.models import JobStatus, NewEvent, ResumeJob
 from gateway.core.redact import Redactor
 from gateway.core.retry import backoff
@@ -135,7 +136,7 @@ class WorkerRunner:
             return
         now = self.clock.now()
         await self.store.append_events(
-            [NewEvent(job.approval_id, "job_started", now, self.owner, data={"attempt": job.attempts})]
+            [NewEvent(job.approval_id, EventKind.JOB_STARTED, now, self.owner, data={"attempt": job.attempts})]
         )
         log.info("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
         launch = Launch(
@@ -179,14 +180,14 @@ class WorkerRunner:
         data: dict[str, object] = {"attempt": job.attempts, "worker": job.worker}
         retry_at = None
         if result.verdict is Verdict.SUCCEEDED:
-            status, kind = JobStatus.SUCCEEDED, "job_succeeded"
+            status, kind = JobStatus.SUCCEEDED, EventKind.JOB_SUCCEEDED
         elif result.verdict is Verdict.TRANSIENT and cfg is not None and job.attempts < cfg.max_attempts:
             delay = backoff(job.attempts, base=cfg.retry_base.total_seconds(), cap=3600)
             retry_at = now + timedelta(seconds=delay)
-            status, kind = JobStatus.QUEUED, "job_retrying"
+            status, kind = JobStatus.QUEUED, EventKind.JOB_RETRYING
             data["retry_in"] = round(delay, 3)
         else:
-            status, kind = JobStatus.FAILED, "job_failed"
+            status, kind = JobStatus.FAILED, EventKind.JOB_FAILED
         if result.error:
             data["error"] = result.error
         event = NewEvent(job.approval_id, kind, now, self.owner, data=data)
@@ -214,7 +215,7 @@ async def retry_job(service: Service, approval_id: str, by: str, *, on_behalf_of
         await service.get(approval_id)  # 404 if the approval does not exist either
         raise NotFound(f"approval {approval_id!r} has no resume job")
     data = {"previous_error": job.last_error} | ({"on_behalf_of": on_behalf_of} if on_behalf_of else {})
-    event = NewEvent(approval_id, "job_requeued", service.clock.now(), by, data=data)
+    event = NewEvent(approval_id, EventKind.JOB_REQUEUED, service.clock.now(), by, data=data)
     if not await service.store.requeue_job(approval_id, service.clock.now(), [event]):
         raise Conflict(f"the resume job is {job.status.value}, only a failed job can be retried")
     for fn in service.hooks.jobs:

@@ -1,5 +1,21 @@
-"""The use cases. Handlers, the scheduler, the worker and the outbox are thin shells around them."""
+"""The use cases. Handlers, the scheduler, the worker and the outbox are thin shells around them.
+
+`approvals`: suspend, decide, cancel, apply_due, tokens, rehydrate. `presses`: what channels call
+(a press, a reason, de-duplication).
+"""
 
 from gateway.service.approvals import AlreadyDecided, Hooks, Service, SuspendRequest, new_id
+from gateway.service.presses import Inbound, Press, PressResult, Reply, Verdict
 
-__all__ = ["AlreadyDecided", "Hooks", "Service", "SuspendRequest", "new_id"]
+__all__ = [
+    "AlreadyDecided",
+    "Hooks",
+    "Inbound",
+    "Press",
+    "PressResult",
+    "Reply",
+    "Service",
+    "SuspendRequest",
+    "Verdict",
+    "new_id",
+]

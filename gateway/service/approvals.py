@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from gateway.config import Settings
 from gateway.core import policy as rules
@@ -30,6 +30,8 @@ from gateway.core.errors import (
     UnknownWorker,
     ValidationError,
 )
+from gateway.core.events import EventKind
+from gateway.core.identity import WEB
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
 from gateway.core.principals import Principal
@@ -43,6 +45,7 @@ from gateway.store import NewJob, Store, TransitionWrite
 log = logging.getLogger("gateway.service")
 _CAS_RETRIES = 64
 DENIED_KEPT = 5  # `denied` events kept per person and approval
+TOKEN_ACTOR = "token"  # who decided by holding the resume token (`decide_by_token`): no identity
 
 
 def new_id() -> str:
@@ -90,9 +93,23 @@ class Service:
         self.hooks = Hooks()
         self.redactor = Redactor.build(defaults=settings.redaction.defaults, patterns=settings.redaction.patterns)
         self.sealer = Sealer(settings.security.secret_keys)
-        self._enabled = settings.enabled_channels()  # settings are frozen: once, not per suspend
+        # settings are frozen: computed once, not per suspend or press
+        self._enabled = settings.enabled_channels()
+        self._targets = {kind: c.spec.target for kind, c in settings.channels.items()}
+        self.identities = settings.identities
+        self._allowlists = self._build_allowlists()
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
         self.channels: Mapping[str, Channel] = {}
+
+    def _build_allowlists(self) -> dict[str, frozenset[str]]:
+        """Each kind's configured approvers as canonical identities (`web.approvers`, and every
+        channel section's `approvers`)."""
+        raw = {WEB: self.settings.web.approvers}
+        raw |= {kind: tuple(str(i) for i in c.spec.approvers(c.section)) for kind, c in self.settings.channels.items()}
+        return {
+            kind: frozenset(self.identities.canonical(f"{kind}:{i}", f"{kind}.approvers") for i in ids)
+            for kind, ids in raw.items()
+        }
 
     # ---------------------------------------------------------------- suspend
     def resolve_policy(
@@ -106,31 +123,40 @@ class Service:
         the caller may not choose it. `now` is the suspend's instant (a deadline lands on it)."""
         return resolve_policy(self.settings, value, deadline=deadline, principal=principal, now=now or self.clock.now())
 
-    def _validate(self, req: SuspendRequest, principal: Principal | None, now: datetime) -> Policy:
-        enabled = self._enabled
-        for address in req.channels:
-            check_address(address, enabled)
+    def _validate(self, req: SuspendRequest, principal: Principal | None, now: datetime) -> _Checked:
+        """The request's policy, addresses and identities in canonical form; or a 400 (403 for a
+        policy the caller may not choose)."""
+        targets, enabled = self._targets, self._enabled
+        channels = tuple(dict.fromkeys([check_address(a, targets, enabled) for a in req.channels]))
         if req.worker is not None and req.worker not in self.settings.workers:
             raise UnknownWorker(f"worker: unknown worker {req.worker!r}", worker=req.worker)
         policy = self.resolve_policy(req.policy, req.deadline, principal, now)
-        for address in policy.escalate_to:
-            check_address(address, enabled, field="policy.escalate_to")
-        approvers = set(req.approvers)
-        if approvers and policy.quorum > len(approvers):
-            raise ValidationError(
-                "policy.quorum", f"needs {policy.quorum} distinct approvers but only {len(approvers)} are named"
-            )
-        return policy
+        if policy.escalate_to:
+            escalate = tuple(check_address(a, targets, enabled, field="policy.escalate_to") for a in policy.escalate_to)
+            if escalate != policy.escalate_to:
+                policy = replace(policy, escalate_to=tuple(dict.fromkeys(escalate)))
+        canonical = self.identities.canonical
+        approvers: tuple[str, ...] = ()
+        requested_by = None if req.requested_by is None else canonical(req.requested_by, "requested_by")
+        if req.approvers:
+            approvers = tuple(dict.fromkeys([canonical(a, f"approvers[{i}]") for i, a in enumerate(req.approvers)]))
+            parties = len({self.identities.party(a) for a in approvers})
+            if policy.quorum > parties:
+                raise ValidationError(
+                    "policy.quorum", f"needs {policy.quorum} distinct approvers but only {parties} are named"
+                )
+        return _Checked(policy, channels, approvers, requested_by)
 
     async def suspend(self, req: SuspendRequest, principal: Principal | None = None) -> tuple[Approval, bool]:
         """Create the approval (idempotent by key, per principal) with its cards queued in the
         same commit. An agent's run id must be its own: the first agent to use one owns it."""
         now = self.clock.now()
-        policy = self._validate(req, principal, now)
+        checked = self._validate(req, principal, now)
+        policy = checked.policy
         encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         agent = principal.identity if principal is not None else None  # an agent's run is claimed on create
-        channels = tuple(dict.fromkeys(req.channels))
+        channels = checked.channels
         deadline = rules.deadline_for(policy, now)
         approval = Approval(
             id=new_id(),
@@ -144,10 +170,10 @@ class Service:
             # raw, for the worker only: canonical_json({"args": ..., "state": ...}), byte for byte
             sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{state}}}'),
             channels=channels,
-            approvers=tuple(dict.fromkeys(req.approvers)),
+            approvers=checked.approvers,
             policy=policy,
             worker=req.worker,
-            requested_by=req.requested_by,
+            requested_by=checked.requested_by,
             status=Status.WAITING,
             created_at=now,
             deadline=deadline,
@@ -157,11 +183,11 @@ class Service:
         )
         event = NewEvent(
             approval.id,
-            "suspended",
+            EventKind.SUSPENDED,
             now,
-            actor=agent or req.requested_by,  # who suspended: the principal (requested_by is in the data)
+            actor=agent or checked.requested_by,  # who suspended: the principal (requested_by is in the data)
             data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name}
-            | ({"requested_by": req.requested_by} if req.requested_by else {}),
+            | ({"requested_by": checked.requested_by} if checked.requested_by else {}),
         )
         posts, events = self._posts(approval, channels, now)
         stored, created = await self.store.create_approval(approval, [event, *events], posts)
@@ -198,7 +224,7 @@ class Service:
             if posts_inline(self.channels.get(parse_address(c)[0])):
                 ref = web_card_ref(approval.id)
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST, ref=ref, posted_at=now))
-                events.append(NewEvent(approval.id, "card_posted", now, channel=c, data={"ref": ref}))
+                events.append(NewEvent(approval.id, EventKind.CARD_POSTED, now, channel=c, data={"ref": ref}))
             else:
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST))
         return posts, events
@@ -221,15 +247,13 @@ class Service:
         return approval
 
     # ---------------------------------------------------------------- decisions
-    def allowlist(self, actor: str) -> tuple[str, ...]:
-        kind, _ = parse_address(actor)
-        if kind == "telegram":
-            return tuple(f"telegram:{u}" for u in self.settings.telegram.approvers)
-        if kind == "slack":
-            return tuple(f"slack:{u}" for u in self.settings.slack.approvers)
-        if kind == "web":
-            return tuple(f"web:{u}" for u in self.settings.web.approvers)
-        return ()
+    def allowlist(self, actor: str) -> frozenset[str]:
+        """The configured approvers of `actor`'s kind (canonical identities)."""
+        return self._allowlists.get(parse_address(actor)[0], frozenset())
+
+    def check_may_decide(self, actor: str, approval: Approval) -> None:
+        """NotAnApprover or RequesterCannotDecide unless `actor` (canonical) may decide."""
+        rules.check_may_decide(actor, approval, self.allowlist(actor), self.identities.party)
 
     async def decide(
         self,
@@ -244,46 +268,79 @@ class Service:
         on_behalf_of: str | None = None,
     ) -> Approval:
         """A person's vote. `trusted` callers (operators) may decide where the approval names no
-        approvers; chat users must be on the channel's allowlist. `on_behalf_of` (an operator's
-        note of whom it acted for) is recorded, never taken as the approver. The comment is
-        redacted before it is stored or shown."""
-        comment = self.redactor.text(comment) if comment else comment
+        approvers; chat users must be on the channel's allowlist. `actor` must be a canonical
+        identity (a ValidationError naming `by` otherwise). `on_behalf_of` (an operator's note of
+        whom it acted for) is recorded, never taken as the approver. The comment is redacted
+        before it is stored or shown."""
+        ballot = _Ballot(comment, channel, None, trusted, check_approver, on_behalf_of)
+        return (await self._vote(approval_id, outcome, actor, ballot))[0]
+
+    async def vote(
+        self, approval_id: str, outcome: Outcome, actor: str, *, channel: str, comment: str | None, name: str | None
+    ) -> tuple[Approval, EventKind]:
+        """A press: `decide` for someone on a channel's allowlist, returning also what the vote
+        did (approved, rejected, vote, duplicate_vote), so that the presser is told what was
+        committed. `name` is how the platform shows them, for cards."""
+        return await self._vote(approval_id, outcome, actor, _Ballot(comment, channel, name))
+
+    async def _vote(self, approval_id: str, outcome: Outcome, actor: str, b: _Ballot) -> tuple[Approval, EventKind]:
+        if b.check_approver:
+            actor = self.identities.canonical(actor, "by")
+        person = self.identities.person(actor)
+        comment = self.redactor.text(b.comment) if b.comment else b.comment
+        on_behalf_of = b.on_behalf_of
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
             if approval.status.final:
                 raise rules.already_decided(approval)
-            if check_approver:
-                allowlist = (actor,) if trusted else self.allowlist(actor)
-                rules.check_may_decide(actor, approval, allowlist)
-            vote = Vote(actor, outcome, self.clock.now(), comment, channel, on_behalf_of)
+            if b.check_approver:
+                allowlist = (actor,) if b.trusted else self.allowlist(actor)
+                rules.check_may_decide(actor, approval, allowlist, self.identities.party)
+            vote = Vote(
+                actor,
+                outcome,
+                self.clock.now(),
+                comment,
+                b.channel,
+                on_behalf_of=on_behalf_of,
+                person=person,
+                name=b.name,
+            )
             transition = rules.apply_vote(approval, vote)
             if on_behalf_of:
                 transition = replace(transition, data={**transition.data, "on_behalf_of": on_behalf_of})
             if transition.approval is approval:  # the same person approving twice counts once
                 await self.store.append_events(
-                    [NewEvent(approval.id, transition.event, vote.at, actor, channel, dict(transition.data))]
+                    [NewEvent(approval.id, transition.event, vote.at, actor, b.channel, dict(transition.data))]
                 )
-                return approval
-            if await self._commit(approval, transition, actor, channel):
-                return transition.approval
+                return approval, transition.event
+            if await self._commit(approval, transition, actor, b.channel):
+                return transition.approval, transition.event
         raise Conflict("too much contention on this approval, retry")
 
     async def record_denied(self, approval_id: str, actor: str, channel: str | None, reason: str) -> bool:
-        """A press from someone who may not decide: nothing changes, but it is on the record, up
-        to DENIED_KEPT times per person and approval (the events table is append-only: a
-        stranger pressing in a loop must not grow it without bound). True if recorded."""
+        """A press from someone who may not decide: nothing changes, but it is on the record, at
+        most DENIED_KEPT times per person and approval, whether it waits or is decided (the events
+        table is append-only: a stranger pressing in a loop must not grow it). Concurrent presses
+        take numbered slots through the inbound marks (an atomic insert-once on every backend), so
+        the bound holds across replicas too. True if recorded."""
+        party = self.identities.party(actor)
         events = await self.store.list_events(approval_id)
-        if sum(1 for e in events if e.kind == "denied" and e.actor == actor) >= DENIED_KEPT:
-            log.debug("approval %s: denied %s again (not recorded: %d already)", approval_id, actor, DENIED_KEPT)
-            return False
+        kept = sum(1 for e in events if e.kind == EventKind.DENIED and self.identities.party(e.actor or "") == party)
         now = self.clock.now()
-        log.warning("approval %s: denied %s on %s: %s", approval_id, actor, channel, reason)
-        await self.store.append_events([NewEvent(approval_id, "denied", now, actor, channel, {"reason": reason})])
-        return True
+        for slot in range(kept + 1, DENIED_KEPT + 1):
+            if await self.store.remember_inbound(f"denied:{approval_id}:{party}:{slot}", now):
+                log.warning("approval %s: denied %s on %s: %s", approval_id, actor, channel, reason)
+                data = {"reason": reason, **({"person": party} if party != actor else {})}
+                await self.store.append_events([NewEvent(approval_id, EventKind.DENIED, now, actor, channel, data)])
+                return True
+        log.debug("approval %s: denied %s again (not recorded: %d already)", approval_id, actor, DENIED_KEPT)
+        return False
 
     async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
         """The person who decided explains it afterwards (e.g. the reason asked for after a
         Reject press): the comment (redacted) goes on the decision and every card is synced."""
+        actor = self.identities.canonical(actor, "by")
         comment = self.redactor.text(comment)
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
@@ -291,7 +348,7 @@ class Service:
             if decision is None or decision.decided_by != actor:
                 raise Forbidden(f"{actor} did not decide this approval")
             after = approval.evolve(decision=replace(decision, comment=comment), version=approval.version + 1)
-            transition = rules.Transition(after, "comment_added", False, {"by": actor, "comment": comment})
+            transition = rules.Transition(after, EventKind.COMMENT_ADDED, False, {"by": actor, "comment": comment})
             syncs = [NewOutbox(approval.id, c, OutboxKind.SYNC) for c in approval.channels]
             if await self._commit(approval, transition, actor, channel, syncs):
                 return after
@@ -300,10 +357,12 @@ class Service:
     async def cancel(
         self, approval_id: str, by: str, reason: str | None = None, *, on_behalf_of: str | None = None
     ) -> Approval:
+        by = self.identities.canonical(by, "by")
+        person = self.identities.person(by)
         reason = self.redactor.text(reason) if reason else reason
         for _ in range(_CAS_RETRIES):
             approval = await self.get(approval_id)
-            transition = rules.cancel(approval, by, reason, self.clock.now(), on_behalf_of)
+            transition = rules.cancel(approval, by, reason, self.clock.now(), on_behalf_of, person)
             if await self._commit(approval, transition, by, None):
                 return transition.approval
         raise Conflict("too much contention on this approval, retry")
@@ -370,11 +429,11 @@ class Service:
         events = [NewEvent(after.id, transition.event, now, actor, channel, dict(transition.data))]
         outbox = list(extra_outbox)
         job = None
-        if transition.final or transition.event == "vote":
+        if transition.final or transition.event is EventKind.VOTE:
             outbox += [NewOutbox(after.id, c, OutboxKind.SYNC) for c in after.channels]
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
-            events.append(NewEvent(after.id, "job_queued", now, data={"worker": after.worker}))
+            events.append(NewEvent(after.id, EventKind.JOB_QUEUED, now, data={"worker": after.worker}))
         return TransitionWrite(after, before.version, events, outbox, job)
 
     async def _commit(
@@ -416,6 +475,10 @@ class Service:
         if transition.final:
             for fn in self.hooks.decided:
                 fn(after)
+
+    def wake_outbox(self) -> None:
+        """Deliveries were queued outside a transition (e.g. a card adopted by a press)."""
+        self._fire(outbox=True)
 
     def _fire(self, *, outbox: bool = False, jobs: bool = False, wake: datetime | None = None) -> None:
         if outbox:
@@ -479,7 +542,31 @@ class Service:
         if not self.settings.security.token_decisions:
             raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
         approval = await self.approval_for_token(token)
-        return await self.decide(approval.id, outcome, "token", comment=comment, channel="token", check_approver=False)
+        return await self.decide(
+            approval.id, outcome, TOKEN_ACTOR, comment=comment, channel=TOKEN_ACTOR, check_approver=False
+        )
+
+
+class _Checked(NamedTuple):
+    """A suspend's policy, channels and identities once validated, in canonical form."""
+
+    policy: Policy
+    channels: tuple[str, ...]
+    approvers: tuple[str, ...]
+    requested_by: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Ballot:
+    """How a vote came: its comment and channel, the platform's name for the voter, and whether
+    the caller is an operator (`trusted`) or needs no check at all (a resume token)."""
+
+    comment: str | None
+    channel: str | None
+    name: str | None
+    trusted: bool = False
+    check_approver: bool = True
+    on_behalf_of: str | None = None
 
 
 def _encoded(req: SuspendRequest) -> tuple[str, str]:
@@ -509,11 +596,11 @@ def _align(
 def _due_outbox(before: Approval, transition: rules.Transition) -> list[NewOutbox]:
     """Deliveries of a scheduler transition (a final one gets its card syncs in `_commit`)."""
     after = transition.approval
-    if transition.event == "escalated":
+    if transition.event is EventKind.ESCALATED:
         syncs = [NewOutbox(after.id, c, OutboxKind.SYNC) for c in before.channels]
         posts = [NewOutbox(after.id, c, OutboxKind.POST) for c in after.channels if c not in before.channels]
         return syncs + posts
-    if transition.event == "reminded":
+    if transition.event is EventKind.REMINDED:
         data = {"number": after.reminders_sent, "escalations": after.escalations}
         return [NewOutbox(after.id, c, OutboxKind.REMIND, data) for c in after.channels]
     return []

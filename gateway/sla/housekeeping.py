@@ -1,9 +1,9 @@
 """Housekeeping: the tables that only grow are pruned in the background.
 
-The webhooks remember every Telegram update and callback id, and every Slack interaction, to
-drop redeliveries (`inbound`). Telegram keeps an unconfirmed update for at most 24 hours and
-Slack retries within minutes, so a mark older than `INBOUND_KEEP` can never match again. Reason
-prompts that expired unanswered go too. Deletes run in slices, so that no write transaction
+The channels remember every inbound delivery (an update, a callback, an interaction) to drop
+redeliveries (`inbound`, `Inbound.first_time`). The chat platforms built in redeliver for at most
+24 hours, so a mark older than `INBOUND_KEEP` can never match again. Reason prompts that expired
+unanswered go too. Deletes run in slices, so that no write transaction
 holds the database for long.
 """
 

@@ -45,7 +45,7 @@ class CardUpdate:
 class Prompt:
     """A question the gateway asked someone (e.g. "why reject?"), waiting for their reply."""
 
-    key: str  # where the reply will point, e.g. "telegram:<chat_id>:<prompt_message_id>"
+    key: str  # where the reply will point, e.g. "<kind>:<chat_id>:<prompt_message_id>"
     approval_id: str
     actor: str  # only this person's reply answers it
     purpose: str  # e.g. "reject_reason"
@@ -109,8 +109,8 @@ class Store(Protocol):
         channel: str | None = None,
         limit: int = 100,
     ) -> list[Approval]:
-        """Oldest first (the web inbox). `channel` matches an address ('telegram:-100') or a
-        kind ('telegram' matches every telegram chat)."""
+        """Oldest first (the web inbox). `channel` matches an address ('<kind>:<target>') or a
+        kind alone (every address of that kind)."""
         ...
 
     async def list_approvals(

@@ -9,14 +9,13 @@ from collections.abc import Iterable
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
-# Signed tokens (base64url payload '.' base64url signature), bearer credentials, and
-# Telegram bot tokens (digits ':' 35 chars) are masked whatever their source.
+# Signed tokens (base64url payload '.' base64url signature) and bearer credentials are masked
+# whatever their source; channels add the shapes of their own tokens (ChannelSpec.secret_patterns).
 _PATTERNS = (
     re.compile(r"\.?[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{20,}"),
     re.compile(r"(?i)(bearer\s+)[^\s\"',]+"),
-    re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b"),
-    re.compile(r"(?i)(xox[abpr]-)[A-Za-z0-9-]+"),
 )
+_QUIET = ("httpx", "httpcore", "apscheduler", "asyncio")
 # Every character that does not print (controls C0, DEL and C1, line and paragraph separators,
 # bidirectional overrides and other format characters, surrogates, unassigned code points): from
 # user input (a run id, a comment, a header) any of them could end a line, rewrite the terminal,
@@ -45,14 +44,15 @@ def escape_controls(text: str) -> str:
 class Redactor(logging.Filter):
     """Masks configured secrets and anything shaped like a token in every record."""
 
-    def __init__(self, secrets: Iterable[str] = ()) -> None:
+    def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
         super().__init__()
         self.secrets = sorted({s for s in secrets if len(s) >= 6}, key=len, reverse=True)
+        self.patterns = (*_PATTERNS, *(re.compile(p) for p in patterns))
 
     def redact(self, text: str) -> str:
         for secret in self.secrets:
             text = text.replace(secret, "[REDACTED]")
-        for pattern in _PATTERNS:
+        for pattern in self.patterns:
             text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + "[REDACTED]", text)
         return text
 
@@ -69,8 +69,11 @@ class Redactor(logging.Filter):
         return True
 
 
-def setup_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redactor:
-    redactor = Redactor(secrets)
+def setup_logging(
+    level: str = "INFO", secrets: Iterable[str] = (), patterns: Iterable[str] = (), quiet: Iterable[str] = ()
+) -> Redactor:
+    """`patterns`: more token shapes to mask; `quiet`: client libraries' loggers kept at WARNING."""
+    redactor = Redactor(secrets, patterns)
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-5s %(name)s [%(request_id)s] %(message)s"))
     handler.addFilter(redactor)
@@ -79,6 +82,6 @@ def setup_logging(level: str = "INFO", secrets: Iterable[str] = ()) -> Redactor:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-    for noisy in ("httpx", "httpcore", "telegram", "slack_sdk", "apscheduler", "asyncio"):
+    for noisy in (*_QUIET, *quiet):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     return redactor

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
+from gateway.core.events import FINAL, EventKind
 from gateway.core.models import Approval, OutboxItem, OutboxKind, Status
 from gateway.delivery.channels import parse_address
 
@@ -23,19 +24,19 @@ if TYPE_CHECKING:
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: 1s .. 1 week. Human decisions take minutes to days.
 DECISION_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400)
-_FINAL_EVENTS = frozenset({"approved", "rejected", "timed_out", "cancelled"})
-_DELIVERY_RESULTS = {
-    "card_posted": "ok",
-    "card_synced": "ok",
-    "reminder_sent": "ok",
-    "delivery_retry": "retry",
-    "delivery_failed": "failed",
-    "delivery_uncertain": "uncertain",
+_FINAL_EVENTS = FINAL
+_DELIVERY_RESULTS: dict[str, str] = {
+    EventKind.CARD_POSTED: "ok",
+    EventKind.CARD_SYNCED: "ok",
+    EventKind.REMINDER_SENT: "ok",
+    EventKind.DELIVERY_RETRY: "retry",
+    EventKind.DELIVERY_FAILED: "failed",
+    EventKind.DELIVERY_UNCERTAIN: "uncertain",
 }
 
 
 def _kind(address: str | None) -> str:
-    """Bounded label values: the channel kind ('telegram'), never the chat id."""
+    """Bounded label values: the channel kind, never the target (a chat id, an address)."""
     return parse_address(address)[0] if address else "none"
 
 
@@ -95,13 +96,13 @@ class Metrics:
 
     # ---------------------------------------------------------------- hooks
     def on_transition(self, approval: Approval, event: str) -> None:
-        if event == "escalated":
+        if event == EventKind.ESCALATED:
             self.timeouts.labels("escalate").inc()
             return
         decision = approval.decision
         if event not in _FINAL_EVENTS or decision is None:
             return
-        if event == "timed_out":
+        if event == EventKind.TIMED_OUT:
             self.timeouts.labels(decision.outcome.value).inc()
         self.decisions.labels(decision.outcome.value, _kind(decision.channel), decision.source.value).inc()
         elapsed = (decision.decided_at - approval.created_at).total_seconds()

@@ -54,6 +54,8 @@ class Decision:
     args: dict[str, Any] | None = None
     original_args: dict[str, Any] | None = None
     patch: list[dict[str, Any]] | None = None
+    person: str | None = None  # the gateway's `[people]` name of `decided_by`, if any
+    name: str | None = None  # how the chat platform shows the decider (e.g. '@alice')
     # Whom an operator said it acted for (the API's `by`): a note, never who decided. Omitted from
     # the JSON when unset, like the edit fields.
     on_behalf_of: str | None = None
@@ -61,6 +63,11 @@ class Decision:
     def __post_init__(self) -> None:
         if self.decided_at.tzinfo is None:
             raise ValueError("decided_at must be timezone-aware")
+
+    @property
+    def shown_as(self) -> str:
+        """Who decided, as people should read it: the person, the platform's name, or the id."""
+        return self.person or self.name or self.decided_by
 
     @property
     def approved(self) -> bool:
@@ -94,6 +101,7 @@ class Decision:
         }
         if self.args is not None or self.original_args is not None or self.patch is not None:
             data.update({name: getattr(self, name) for name in _EDIT_FIELDS})
+        data.update({k: v for k, v in (("person", self.person), ("name", self.name)) if v})
         if self.on_behalf_of is not None:
             data["on_behalf_of"] = self.on_behalf_of
         return data
@@ -116,6 +124,8 @@ class Decision:
             args=d.get("args"),
             original_args=d.get("original_args"),
             patch=d.get("patch"),
+            person=d.get("person"),
+            name=d.get("name"),
             on_behalf_of=d.get("on_behalf_of"),
         )
 

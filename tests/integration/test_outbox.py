@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from aiohttp import web
 
 from gateway.core.models import Approval, Outcome
-from gateway.delivery.channels import DeliveryError
+from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 
@@ -18,6 +17,8 @@ class ScriptedChannel:
     """A channel whose next results are scripted: a value to return or a DeliveryError to raise."""
 
     kind = "web"
+    resend_unknown = False
+    posts_in_flight = None
 
     def __init__(self) -> None:
         self.script: list[DeliveryError | None] = []
@@ -33,17 +34,17 @@ class ScriptedChannel:
             if err is not None:
                 raise err
 
-    async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
-        self.calls.append(("post", approval.id, approval.status.value))
+    async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
+        self.calls.append(("post", card.approval.id, card.approval.status.value))
         self._next()
-        return f"msg-{approval.id}"
+        return f"msg-{card.approval.id}"
 
-    async def update_card(self, target: str, ref: str, approval: Approval, now: datetime) -> None:
-        self.calls.append(("update", ref, approval.status.value))
+    async def update_card(self, card: OutgoingCard) -> None:
+        self.calls.append(("update", card.ref or "", card.approval.status.value))
         self._next()
 
-    async def send_reminder(self, target: str, ref: str | None, approval: Approval, now: datetime) -> None:
-        self.calls.append(("remind", ref or "", approval.status.value))
+    async def send_reminder(self, card: OutgoingCard) -> None:
+        self.calls.append(("remind", card.ref or "", card.approval.status.value))
 
     def routes(self) -> Sequence[web.AbstractRouteDef]:
         return ()
@@ -99,7 +100,7 @@ async def test_sync_after_decision_renders_the_outcome_once_posted(runtime: Runt
     channel = scripted(runtime)
     a = await _suspend(runtime)
     # decided before the card went out: the post renders the outcome, the sync edits it again
-    await runtime.service.decide(a.id, Outcome.APPROVE, "ops", trusted=True)
+    await runtime.service.decide(a.id, Outcome.APPROVE, "operator:ops", trusted=True)
     await runtime.outbox.drain()
     assert [c[0] for c in channel.calls] == ["post", "update"]
     assert channel.calls[-1][2] == "approved"
@@ -126,8 +127,8 @@ async def test_a_delivery_slower_than_half_its_lease_is_cut_and_retried(runtime:
     channel = scripted(runtime)
     stuck = asyncio.Event()
 
-    async def slow_post(target: str, approval: Approval, now: datetime) -> str:
-        channel.calls.append(("post", approval.id, approval.status.value))
+    async def slow_post(card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
+        channel.calls.append(("post", card.approval.id, card.approval.status.value))
         await stuck.wait()  # a platform that never answers
         return "never"
 

@@ -156,7 +156,7 @@ async def test_an_agent_inbox_interrupt_resumes_with_a_human_response(
         {"env": "prod"},
     )
     if decide == "cancel":
-        await gw.rt.service.cancel(approval.id, "api", "release frozen")
+        await gw.rt.service.cancel(approval.id, "operator:api", "release frozen")
     else:
         comment = "not today" if decide == "reject" else None
         await gw.rt.service.decide(approval.id, Outcome(decide), "web:bob", comment=comment, trusted=True)

@@ -55,9 +55,9 @@ async def test_rejection_resumes_and_compensates(
     async with await DurableRun.open("inv-2", gateway_url=env.url, api_key=API_KEY) as run:  # HTTP journal
         with pytest.raises(Suspended) as suspended:
             await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
-    await env.rt.service.cancel(suspended.value.approval_id, "api", "customer left")
+    await env.rt.service.cancel(suspended.value.approval_id, "operator:api", "customer left")
     await env.rt.worker.drain()
     assert env.effects.read_text().split() == ["research", "validate", "draft", "email"]
     assert env.payments.charges == {}
     journal = {s.name: s for s in await env.rt.store.get_steps("inv-2")}
-    assert journal["email"].output["body"] == "Not charged (api)."
+    assert journal["email"].output["body"] == "Not charged (operator:api)."

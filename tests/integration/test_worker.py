@@ -88,7 +88,7 @@ async def test_every_outcome_resumes_the_run(make_rt: MakeRt, tmp_path: Path, cl
     if outcome == "reject":
         await rt.service.decide(approval.id, Outcome.REJECT, "web:bob", trusted=True)
     elif outcome == "cancel":
-        await rt.service.cancel(approval.id, "api", "not needed")
+        await rt.service.cancel(approval.id, "operator:api", "not needed")
     else:
         clock.advance(hours=1)
         await rt.service.apply_due(approval.id, clock.now())

@@ -180,7 +180,7 @@ async def test_every_decision_source_syncs_the_slack_card(slack: SlackEnv, sourc
     elif source == "cancel":
         resp = await slack.client.post(f"/v1/approvals/{aid}/cancel", json={"by": "web:ops"}, headers=OPERATOR)
         assert resp.status == 200, await resp.text()
-        expected = "*Cancelled* by operator:test"
+        expected = "*Cancelled* by test (operator)"  # who decided, named with their kind
     else:
         slack.clock.advance(timedelta(hours=1).total_seconds())
         assert await slack.rt.service.apply_due(aid, slack.clock.now()) == "timed_out"

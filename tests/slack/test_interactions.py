@@ -217,3 +217,15 @@ async def test_a_failed_views_open_tells_the_presser(slack: SlackEnv) -> None:
     await slack.channel.settle()
     assert "press the button again" in slack.fake.replies("UBOB")[0]["text"]
     assert (await slack.rt.service.get(aid)).status is Status.WAITING
+
+
+async def test_a_press_from_an_id_that_is_no_member_id_is_refused_not_a_400(slack: SlackEnv) -> None:
+    """Identities are parsed per kind: a bot id (B…) is no Slack member id; nobody decides as it."""
+    approval_id = await slack.suspend()
+    await slack.posted(approval_id)
+    resp = await slack.press("B0BOT", "approve", approval_id)
+    assert resp.status == 200
+    await slack.channel.settle()
+    assert "not authorised" in slack.fake.replies("B0BOT")[0]["text"]
+    assert (await slack.api(approval_id))["status"] == "waiting_approval"
+    assert "denied" not in await slack.event_kinds(approval_id)  # no record of a non-identity

@@ -17,7 +17,7 @@ async def test_list_approvals_by_age_filters(runtime: Runtime, clock: FakeClock)
         approval, _ = await svc.suspend(SuspendRequest(run, "s", f"t-{run}", channels=channels))
         ids.append(approval.id)
         clock.advance(seconds=5)
-    await svc.decide(ids[1], Outcome.APPROVE, "cli", trusted=True)
+    await svc.decide(ids[1], Outcome.APPROVE, "operator:cli", trusted=True)
     store = runtime.store
     assert [a.id for a in await store.list_approvals_by_age()] == ids  # oldest first
     assert [a.id for a in await store.list_approvals_by_age(status=Status.WAITING)] == [ids[0], ids[2]]
@@ -52,5 +52,5 @@ async def test_step_stats_and_job_counts(runtime: Runtime, clock: FakeClock) -> 
     assert fetch["mean_seconds"] == 3.0 and fetch["total_seconds"] == 6.0
     assert await store.count_jobs_by_status() == {}
     approval, _ = await runtime.service.suspend(SuspendRequest("r9", "s", "t", worker="agent"))
-    await runtime.service.decide(approval.id, Outcome.APPROVE, "cli", trusted=True)
+    await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:cli", trusted=True)
     assert await store.count_jobs_by_status() == {JobStatus.QUEUED.value: 1}

@@ -1,8 +1,9 @@
-"""kill -9 while a press is being handled: Telegram redelivers the update, and it must count.
+"""kill -9 while a press is being handled: Telegram redelivers the update, and it must count once.
 
-The webhook remembers an update id before it decides (to drop Telegram's redeliveries). A
-gateway killed in between never answered 2xx, so Telegram sends the same update again: that
-redelivery must still make the decision, not be dropped as a duplicate.
+The webhook remembers an update id before it decides (to drop Telegram's redeliveries), and
+answers the press after the decision's commit (so the answer tells what was committed). A gateway
+killed before its 2xx gets the same update again: a redelivery after the commit changes nothing
+more, and one whose first delivery died between the mark and the commit must still decide.
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ def _gateway(tmp_path: Path, tg_api: FakeTelegramAPI, extra: str = "", env: dict
     return Gateway(write_config(tmp_path / "gw.toml", db, port, telegram + extra), port, tmp_path / "gw.log", env)
 
 
+_BODY = {"run_id": "r", "step": "pay", "title": "Pay", "channels": [f"telegram:{CHAT}"]}
+
+
 async def _suspend(http: aiohttp.ClientSession, gw: Gateway) -> str:
-    body = {"run_id": "r", "step": "pay", "title": "Pay", "channels": [f"telegram:{CHAT}"]}
-    async with http.post(f"{gw.url}/v1/suspend", json=body, headers=AUTH) as resp:
+    async with http.post(f"{gw.url}/v1/suspend", json=_BODY, headers=AUTH) as resp:
         assert resp.status == 201
         return str((await resp.json())["id"])
 
@@ -48,7 +51,7 @@ async def test_a_press_killed_mid_flight_is_decided_on_redelivery(
     gw = _gateway(tmp_path, tg_api, f"approvers = [{ALICE}]\n").start()
     db = f"sqlite:///{tmp_path / 'crash.db'}"
     helper = TG(None, None, tg_api, None)  # type: ignore[arg-type]
-    release = tg_api.hold("answerCallbackQuery")  # the press hangs after it was remembered
+    release = tg_api.hold("answerCallbackQuery")  # the press hangs after its commit, before its 2xx
     try:
         async with aiohttp.ClientSession() as http:
             approval_id = await _suspend(http, gw)
@@ -72,16 +75,27 @@ async def test_a_press_killed_mid_flight_is_decided_on_redelivery(
     )
     rt = Runtime(settings, clock=FakeClock(datetime.now(UTC)), owner="restarted")
     client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
-    assert (await rt.service.get(approval_id)).status is Status.WAITING  # the decision was not committed
-    resp = await client.post("/webhooks/telegram", data=json.dumps(update), headers=HEADERS)
-    assert resp.status == 200
-    approval = await rt.service.get(approval_id)
+    assert (await rt.service.get(approval_id)).status is Status.APPROVED  # committed before the answer
+    answered = len(tg_api.calls_to("answerCallbackQuery"))
+    for _ in range(2):  # redeliveries after the commit change nothing more, and are not answered again
+        assert (await client.post("/webhooks/telegram", data=json.dumps(update), headers=HEADERS)).status == 200
+    decided = [e for e in await rt.store.list_events(approval_id) if e.kind == "approved"]
+    assert len(decided) == 1 and len(tg_api.calls_to("answerCallbackQuery")) == answered
+
+    # A first delivery that died between its de-duplication marks and the commit: its redelivery decides.
+    resp = await client.post("/v1/suspend", json={**_BODY, "step": "pay-2"}, headers=AUTH)
+    second = str((await resp.json())["id"])
+    rt.clock.advance(1)  # type: ignore[attr-defined]  # the store stamps new rows with the wall clock
+    await rt.outbox.drain()
+    mid2 = max(m for (_, m) in tg_api.messages)
+    update2 = helper.press(ALICE, helper.data(mid2, "Approve"), mid2)
+    now = rt.clock.now()
+    await rt.store.remember_inbound(f"telegram:update:{update2['update_id']}", now)
+    await rt.store.remember_inbound(f"telegram:callback:{update2['callback_query']['id']}", now)
+    assert (await client.post("/webhooks/telegram", data=json.dumps(update2), headers=HEADERS)).status == 200
+    approval = await rt.service.get(second)
     assert approval.status is Status.APPROVED
     assert approval.decision is not None and approval.decision.decided_by == f"telegram:{ALICE}"
-    # a second redelivery after success changes nothing more
-    assert (await client.post("/webhooks/telegram", data=json.dumps(update), headers=HEADERS)).status == 200
-    decided = [e for e in await rt.store.list_events(approval_id) if e.kind == "approved"]
-    assert len(decided) == 1
 
 
 async def _card(http: aiohttp.ClientSession, url: str, approval_id: str, status: str) -> dict[str, Any]:

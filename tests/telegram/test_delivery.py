@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from adapters.telegram.cli import poll_once, set_webhook
 from adapters.telegram.parse import parse_ref
 from gateway.core.models import DeliveryStatus, Status
+from gateway.delivery.channels import OutgoingCard
 from tests.conftest import AUTH, OPERATOR, suspend_body
 from tests.telegram.conftest import ALICE, CHAT, SECRET, TG
 
@@ -114,7 +117,8 @@ async def test_not_modified_counts_as_success(tg: TG) -> None:
     channel = tg.rt.channels["telegram"]
     card = await tg.rt.store.get_card(approval_id, f"telegram:{CHAT}")
     assert card is not None and card.ref is not None
-    await channel.update_card(str(CHAT), card.ref, approval, tg.clock.now())  # identical content: 400 inside
+    outgoing = OutgoingCard(f"telegram:{CHAT}", str(CHAT), approval, tg.clock.now(), card.ref)
+    await channel.update_card(outgoing)  # identical content: 400 inside
     assert len(tg.api.calls_to("editMessageText")) == 1
 
 
@@ -141,7 +145,7 @@ async def test_poll_feeds_the_same_handler(tg: TG) -> None:
 
 async def test_set_webhook_sends_secret_and_allowed_updates(tg: TG) -> None:
     channel = tg.rt.channels["telegram"]
-    assert await set_webhook(channel, tg.rt.settings) == 0  # type: ignore[arg-type]
+    assert await set_webhook(argparse.Namespace(), channel) == 0
     params = tg.api.calls_to("setWebhook")[-1].params
     assert params["url"] == tg.rt.settings.server.public_url.rstrip("/") + "/webhooks/telegram"
     assert params["secret_token"] == SECRET
@@ -162,7 +166,7 @@ async def test_fake_refuses_oversized_callback_data_and_that_is_terminal(tg: TG)
     from telegram import InlineKeyboardButton, InlineKeyboardMarkup
     from telegram.error import BadRequest
 
-    from adapters.telegram.channel import delivery_error
+    from adapters.telegram.errors import delivery_error
 
     channel = tg.rt.channels["telegram"]
     markup = InlineKeyboardMarkup([[InlineKeyboardButton("x", callback_data="x" * 65)]])

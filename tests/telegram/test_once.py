@@ -16,11 +16,13 @@ import httpx
 import pytest
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError, TimedOut
 
-from adapters.telegram import once
+from adapters.telegram.errors import unsent as telegram_unsent
 from adapters.telegram.request import AiohttpRequest
 from gateway.config import Settings
+from gateway.core.events import EventKind
 from gateway.core.models import DeliveryStatus, Event, Outcome, Status
-from gateway.delivery.outbox import OutboxRunner
+from gateway.delivery.channels import Attempt
+from gateway.delivery.outbox import OutboxRunner, earlier_attempts
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock
@@ -38,22 +40,27 @@ def _event(event_kind: str, channel: str = ADDRESS, **data: object) -> Event:
 
 
 def test_an_attempt_is_resolved_only_by_a_known_outcome() -> None:
-    attempt = _event(once.ATTEMPT)
-    assert once.unresolved_attempt([], ADDRESS) is None
-    assert once.unresolved_attempt([attempt], ADDRESS) is attempt
-    assert once.unresolved_attempt([attempt], "telegram:1") is None  # another chat
-    assert once.unresolved_attempt([attempt, _event("card_posted")], ADDRESS) is None
+    """The outbox's reading of the attempt markers (it owns them since the channels became
+    plugins): an attempt is `unsent` only once a later retry or failure of the post says so."""
+    attempt = _event(EventKind.POST_ATTEMPT)
+    at = attempt.at
+    unknown, known = [Attempt(at)], [Attempt(at, unsent=True)]
+    assert earlier_attempts([], ADDRESS) == []
+    assert earlier_attempts([attempt], ADDRESS) == unknown
+    assert earlier_attempts([attempt], "telegram:1") == []  # another chat
+    assert earlier_attempts([attempt, _event("card_posted")], ADDRESS) == []
     unsent = _event("delivery_retry", kind="post", unsent=True)
-    assert once.unresolved_attempt([attempt, unsent], ADDRESS) is None
-    maybe = _event("delivery_retry", kind="post", unsent=False)
-    assert once.unresolved_attempt([attempt, maybe], ADDRESS) is attempt
+    assert earlier_attempts([attempt, unsent], ADDRESS) == known
+    maybe = _event("delivery_retry", kind="post", unsent=False, uncertain=True)
+    assert earlier_attempts([attempt, maybe], ADDRESS) == unknown
+    classified = _event("delivery_failed", kind="post", unsent=False)  # the channel answered: not sent
+    assert earlier_attempts([attempt, classified], ADDRESS) == known
     cut = _event("delivery_retry", error="timed out")  # the outbox cut the call short
-    assert once.unresolved_attempt([attempt, cut], ADDRESS) is attempt
+    assert earlier_attempts([attempt, cut], ADDRESS) == unknown
     sync = _event("delivery_retry", kind="sync", unsent=True)
-    assert once.unresolved_attempt([attempt, sync], ADDRESS) is attempt
-    assert once.unresolved_attempt([attempt, _event("post_resend")], ADDRESS) is None
-    again = _event(once.ATTEMPT)
-    assert once.unresolved_attempt([attempt, unsent, again], ADDRESS) is again
+    assert earlier_attempts([attempt, sync], ADDRESS) == unknown
+    assert earlier_attempts([attempt, _event("post_resend")], ADDRESS) == []
+    assert earlier_attempts([attempt, unsent, _event(EventKind.POST_ATTEMPT)], ADDRESS) == [*known, *unknown]
 
 
 def _wrapped(exc: NetworkError, cause: Exception) -> NetworkError:
@@ -80,7 +87,7 @@ def _wrapped(exc: NetworkError, cause: Exception) -> NetworkError:
     ],
 )
 def test_which_errors_prove_telegram_did_not_act(exc: NetworkError, unsent: bool) -> None:
-    assert once.unsent(exc) is unsent
+    assert telegram_unsent(exc) is unsent
 
 
 async def _cut_post(tg: TG) -> str:
@@ -129,7 +136,7 @@ async def test_a_press_on_an_uncertain_card_adopts_it_and_decides(tg: TG) -> Non
 async def test_an_uncertain_card_decided_elsewhere_is_synced_at_its_first_press(tg: TG) -> None:
     approval_id = await _cut_post(tg)
     ((_, mid),) = tg.api.messages
-    await tg.rt.service.decide(approval_id, Outcome.REJECT, "ops", trusted=True)
+    await tg.rt.service.decide(approval_id, Outcome.REJECT, "operator:ops", trusted=True)
     await tg.rt.outbox.drain()
     assert tg.buttons(mid)  # unknown to the outbox: nothing to edit yet
     assert await tg.send(tg.press(ALICE, tg.data(mid, "Approve"), mid)) == 200
@@ -146,7 +153,7 @@ async def test_a_second_press_adopts_nothing_more(tg: TG) -> None:
 
 
 async def test_resend_uncertain_true_posts_again(tg: TG) -> None:
-    object.__setattr__(tg.rt.settings.telegram, "resend_uncertain", True)
+    object.__setattr__(tg.rt.settings.channel("telegram"), "resend_uncertain", True)
     approval_id = await _cut_post(tg)
     assert len(tg.api.calls_to("sendMessage")) == 2  # the documented duplicate
     card = await tg.rt.store.get_card(approval_id, ADDRESS)
@@ -170,17 +177,17 @@ async def test_the_aiohttp_transport_tells_unsent_from_unknown(tg_api: FakeTeleg
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/bot{TOKEN}/getMe"
     refused = await _error_of(AiohttpRequest(1, 5.0), dead)
-    assert isinstance(refused, NetworkError) and once.unsent(refused)
+    assert isinstance(refused, NetworkError) and telegram_unsent(refused)
 
     release = tg_api.hold_answer("getMe")
     try:
         slow = await _error_of(AiohttpRequest(1, 0.2), f"{tg_api.base_url}{TOKEN}/getMe")
     finally:
         release.set()
-    assert isinstance(slow, TimedOut) and not once.unsent(slow)
+    assert isinstance(slow, TimedOut) and not telegram_unsent(slow)
 
     answered = await _error_of(AiohttpRequest(1, 5.0), f"{tg_api.base_url}{TOKEN}/noSuchMethod")
-    assert once.unsent(answered)  # an HTTP answer (404): Telegram says it did nothing
+    assert telegram_unsent(answered)  # an HTTP answer (404): Telegram says it did nothing
 
 
 async def test_an_operator_reposts_an_uncertain_card_through_the_api(tg: TG) -> None:
@@ -219,7 +226,9 @@ async def tg_web(
     clock: FakeClock,
 ) -> TG:
     """The Telegram fixture with the web inbox signed in as alice (an approver)."""
-    telegram = {k: getattr(tg_settings.telegram, k) for k in ("bot_token", "webhook_secret", "base_url", "approvers")}
+    telegram = {
+        k: getattr(tg_settings.channel("telegram"), k) for k in ("bot_token", "webhook_secret", "base_url", "approvers")
+    }
     settings = settings_factory(telegram={**telegram, "approvers": list(telegram["approvers"])}, web=WEB)
     rt = Runtime(settings, clock=clock, owner="test")
     tg = TG(rt, await aiohttp_client(create_app(settings, runtime=rt, background=False)), tg_api, clock)

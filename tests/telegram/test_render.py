@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from adapters.telegram import callback, render
-from adapters.telegram.updates import precheck
 from gateway.core.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
 from gateway.core.tokens import TokenSigner
+from gateway.service.presses import PressResult, Verdict
 from gateway.testing import TEST_SECRET
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -69,12 +69,16 @@ def test_quorum_progress() -> None:
 
 
 def test_decided_card_shows_outcome_who_when_comment_and_no_keyboard() -> None:
-    d = Decision(Outcome.APPROVE, "telegram:42", NOW + timedelta(minutes=3), Source.HUMAN, comment="ok <3")
+    d = Decision(
+        Outcome.APPROVE, "telegram:42", NOW + timedelta(minutes=3), Source.HUMAN, comment="ok <3", name="@alice"
+    )
     a = approval(status=Status.APPROVED, decision=d)
-    text = render.render_card(a, NOW, {"telegram:42": "@alice"})
+    text = render.render_card(a, NOW)
     assert "✅ <b>Approved</b> by @alice · 2030-01-01 12:03 UTC" in text
     assert "💬 ok &lt;3" in text and "auto-reject" not in text
     assert render.keyboard(a, SIGNER) is None
+    person = approval(status=Status.APPROVED, decision=replace(d, person="Alice <CFO>"))
+    assert "<b>Approved</b> by Alice &lt;CFO&gt; ·" in render.render_card(person, NOW)  # the person, escaped
 
 
 def test_huge_card_fits_4096() -> None:
@@ -111,14 +115,15 @@ def test_callback_data_is_refused_when_forged_or_signed_by_another_key() -> None
     assert callback.parse(rotated, data) is not None  # old buttons keep working after key rotation
 
 
-def test_precheck_answers() -> None:
-    allow = ("telegram:1", "telegram:2")
-    assert precheck(approval(), "telegram:1", Outcome.APPROVE, allow, NOW).text == "Approved"
-    denied = precheck(approval(), "telegram:9", Outcome.APPROVE, allow, NOW)
-    assert denied.text == "Not authorised" and denied.denied and not denied.decide
-    d = Decision(Outcome.APPROVE, "telegram:2", NOW)
-    done = precheck(approval(status=Status.APPROVED, decision=d), "telegram:1", Outcome.REJECT, allow, NOW)
-    assert done.text == "Already approved by telegram:2" and not done.decide
+def test_answers_say_what_was_committed() -> None:
+    waiting = approval(policy=Policy(quorum=2), votes=(Vote("telegram:1", Outcome.APPROVE, NOW),))
+    assert render.answer_text(Verdict(PressResult.APPROVED, approval())) == "Approved"
+    assert render.answer_text(Verdict(PressResult.REJECTED, approval()), asks_reason=True).startswith("Rejected. ")
+    assert render.answer_text(Verdict(PressResult.VOTE, waiting)) == "Vote recorded: 1 of 2 approvals"
+    assert render.answer_text(Verdict(PressResult.DENIED, approval())) == "Not authorised"
+    d = Decision(Outcome.APPROVE, "telegram:2", NOW, name="@bob")
+    done = Verdict(PressResult.ALREADY_DECIDED, approval(status=Status.APPROVED, decision=d))
+    assert render.answer_text(done) == "Already approved by @bob" and done.refused
 
 
 def _well_formed(text: str) -> bool:

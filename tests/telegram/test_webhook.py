@@ -6,6 +6,7 @@ import asyncio
 import json
 
 from gateway.core.models import Outcome, Status
+from gateway.delivery.channels import OutgoingCard
 from gateway.service.approvals import DENIED_KEPT
 from tests.helpers import table_counts
 from tests.telegram.conftest import ALICE, BOB, CHAT, MALLORY, SECRET, TG
@@ -178,18 +179,26 @@ async def test_a_press_on_a_duplicate_card_closes_it(tg: TG) -> None:
     is decided, removes its buttons."""
     approval_id, mid = await tg.posted()
     approval = await tg.rt.service.get(approval_id)
-    orphan_ref = await tg.rt.channels["telegram"].post_card(str(CHAT), approval, tg.clock.now())
+    copy = OutgoingCard(f"telegram:{CHAT}", str(CHAT), approval, tg.clock.now())
+    orphan_ref = await tg.rt.channels["telegram"].post_card(copy, [])
     orphan = int(orphan_ref.rsplit(":", 1)[1])
     assert orphan != mid and tg.buttons(orphan)
-    await tg.rt.service.decide(approval_id, Outcome.APPROVE, "ops", trusted=True)
+    data = tg.data(orphan, "Approve")
+    await tg.rt.service.decide(approval_id, Outcome.APPROVE, "operator:ops", trusted=True)
     await tg.rt.outbox.drain()
     assert tg.api.message(CHAT, mid).get("reply_markup") is None  # the recorded card is synced
     assert tg.buttons(orphan)  # the duplicate is not known to the outbox
-    assert await tg.send(tg.press(BOB, tg.data(orphan, "Approve"), orphan)) == 200
+    assert await tg.send(tg.press(BOB, data, orphan)) == 200
     assert tg.answers()[-1].startswith("Already approved")
     assert tg.api.message(CHAT, orphan).get("reply_markup") is None
     assert "Approved" in tg.api.message(CHAT, orphan)["text"]
     assert "orphan_card_synced" in [e.kind for e in await tg.rt.store.list_events(approval_id)]
+    edits = len(tg.api.calls_to("editMessageText"))
+    for user in (BOB, ALICE, MALLORY):  # later presses on the closed copy edit nothing
+        assert await tg.send(tg.press(user, data, orphan)) == 200
+    assert len(tg.api.calls_to("editMessageText")) == edits
+    kinds = [e.kind for e in await tg.rt.store.list_events(approval_id)]
+    assert kinds.count("orphan_card_synced") == 1
 
 
 async def test_a_forged_callback_with_non_ascii_mac_is_refused_not_a_500(tg: TG) -> None:

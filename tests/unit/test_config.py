@@ -60,8 +60,8 @@ def test_loads_every_section(tmp_path: Path) -> None:
     s = load_settings(write(tmp_path, GOOD), env={})
     assert s.server.port == 9000 and s.server.public_url == "https://hitl.example.com"
     assert s.security.secret_keys[-1] == "new-secret-0123456789"
-    assert s.telegram.approvers == (111, 222) and s.telegram.enabled
-    assert s.slack.approvers == ("U111",)
+    assert s.channel("telegram").approvers == (111, 222) and s.channel("telegram").enabled
+    assert s.channel("slack").approvers == ("U111",)
     pay = s.policies["payments"]
     assert pay.timeout == timedelta(hours=1) and pay.on_timeout is OnTimeout.ESCALATE and pay.quorum == 2
     assert s.workers["billing"].command == ("python", "agent.py") and s.workers["billing"].max_attempts == 3
@@ -80,7 +80,7 @@ def test_env_overrides_every_kind_of_key(tmp_path: Path) -> None:
     s = load_settings(write(tmp_path, GOOD), env=env)
     assert s.server.port == 9100
     assert s.security.api_keys == ("k1-0123456789abcdef", "k2-0123456789abcdef")
-    assert s.telegram.approvers == (5, 6)
+    assert s.channel("telegram").approvers == (5, 6)
     assert s.policies["payments"].timeout == timedelta(hours=2)
     assert s.policies["fast_lane"].timeout == timedelta(minutes=5)
     assert s.workers["billing"].max_attempts == 7

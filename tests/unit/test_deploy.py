@@ -44,9 +44,9 @@ def _hitl(env: dict[str, str]) -> dict[str, str]:
 def _loads(env: dict[str, str]) -> Any:
     """Every HITL_* name is a real config key and every value is accepted: load_settings would
     raise ConfigError naming the key otherwise. Unknown HITL_* names are caught here too."""
-    from gateway.config import _SPEC
+    from gateway.config import sections
 
-    known = {f"HITL_{s}_{k}".upper() for s, keys in _SPEC.items() for k in keys}
+    known = {f"HITL_{s}_{k}".upper() for s, keys in sections().items() for k in keys}
     unknown = {k for k in env if k not in known and not k.startswith(("HITL_POLICIES_", "HITL_WORKERS_"))}
     assert not unknown, f"not config keys: {sorted(unknown)}"
     return load_settings(None, env=env)
@@ -119,7 +119,7 @@ def test_dockerfile_runs_as_non_root_with_a_healthcheck() -> None:
     health = re.search(r"HEALTHCHECK[^\n]*\\\n\s*CMD (.*)", text)
     assert health is not None and f"127.0.0.1:{settings.server.port}/healthz" in health[1]
     assert "/healthz" in _routes()
-    assert "[postgres]" in text  # the image can talk to PostgreSQL
+    assert "[postgres,email]" in text  # the image can talk to PostgreSQL and send e-mail
 
 
 def test_systemd_unit_and_env_agree_with_config() -> None:

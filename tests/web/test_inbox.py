@@ -157,3 +157,19 @@ async def test_every_web_route_is_in_the_openapi_spec(web: Any) -> None:
         if route.method == "HEAD" or not path:
             continue
         assert route.method.lower() in spec["paths"].get(path, {}), f"{route.method} {path} missing"
+
+
+async def test_the_approval_page_names_the_person(aiohttp_client: Any, settings_factory: Any, clock: FakeClock) -> None:
+    """`[people]`: the page shows who decided as the person, with the identity that did it."""
+    from gateway.http.app import create_app
+    from tests.web.conftest import WEB
+
+    settings = settings_factory(web=WEB, people={"Alice": {"web": "alice", "telegram": 111}})
+    rt = Runtime(settings, clock=clock, owner="test")
+    web = await aiohttp_client(create_app(settings, runtime=rt, background=False))
+    approval = await _suspend(rt, "Pay ACME")
+    await rt.service.decide(approval.id, Outcome.APPROVE, "web:alice", channel="web")
+    await sign_in(web)
+    html = await (await web.get(f"/approvals/{approval.id}")).text()
+    assert "By <strong>Alice</strong> (web:alice)" in html
+    assert "by web:alice (Alice)" in html  # the audit trail

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.core.models import Approval
-from gateway.delivery.channels import DeliveryError, WebChannel
+from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard, WebChannel
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
@@ -22,11 +21,11 @@ class FlakyWeb(WebChannel):
     def __init__(self) -> None:
         self.failures = 1
 
-    async def post_card(self, target: str, approval: Approval, now: datetime) -> str:
+    async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
         if self.failures:
             self.failures -= 1
             raise DeliveryError("429 Too Many Requests", transient=True, retry_after=1.0)
-        return await super().post_card(target, approval, now)
+        return await super().post_card(card, attempts)
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

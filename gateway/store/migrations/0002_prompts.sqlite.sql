@@ -1,6 +1,6 @@
--- migration: pending prompts (telegram reject reasons)
--- Pending "why?" prompts (telegram), e.g. the reason asked for after a Reject press. `key`
--- names the prompt on its channel ("telegram:<chat_id>:<prompt_message_id>"). Types differ.
+-- migration: pending prompts (reject reasons asked in a chat)
+-- Pending "why?" prompts, e.g. the reason asked for after a Reject press in a chat. `key`
+-- names the prompt on its channel ("<kind>:<chat_id>:<prompt_message_id>"). Types differ.
 CREATE TABLE prompts (
     key         TEXT PRIMARY KEY,
     approval_id TEXT NOT NULL,

@@ -116,7 +116,7 @@ def approvals_sql(
     keeps the index plan simple (a `$1 IS NULL OR ...` form would not).
 
     `channel` matches an approval whose `channels` JSON list holds the address, or any address
-    of that kind when it has no target ('telegram'); `agent` keeps only the approvals that
+    of that kind when it has no target (a kind alone); `agent` keeps only the approvals that
     principal created."""
     where: list[str] = []
     params: list[Any] = []

@@ -1,0 +1,170 @@
+"""The one I/O class: cards, reminders and outcomes sent with aiosmtplib, and the pages of the
+confirmation flow (GET shows, POST decides).
+
+A card is a mail per addressee (`email:<address>`) with one-time Approve and Reject links. A GET
+on a link never decides: mail scanners prefetch links. It opens a confirmation page that sets a
+cookie; the page's form POSTs with a CSRF token bound to that cookie and to the link, and the
+press use case decides as the link's addressee. After any decision the outbox syncs the card,
+which for a mail means a short outcome mail in the card's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Sequence
+from email.message import EmailMessage
+
+import aiosmtplib
+from aiohttp import web
+
+from adapters.email import links, pages, render
+from adapters.email.errors import delivery_error
+from adapters.email.spec import EmailSettings
+from gateway.core.errors import InvalidToken, TokenExpired
+from gateway.core.models import Approval, Outcome
+from gateway.delivery.channels import Attempt, ChannelBase, DeliveryError, OutgoingCard
+from gateway.delivery.spec import ChannelContext
+from gateway.service.presses import Press, PressResult, already_text
+
+log = logging.getLogger("adapters.email")
+COOKIE = "hitl_email_csrf"
+POSTS_IN_FLIGHT = 4  # SMTP connections at a time
+_STATUS = {
+    PressResult.DENIED: 403,
+    PressResult.UNKNOWN: 404,
+    PressResult.ALREADY_DECIDED: 409,
+    PressResult.BUSY: 503,
+}
+
+
+class EmailChannel(ChannelBase):
+    """Nothing to start or close (ChannelBase): one SMTP connection per mail."""
+
+    kind = "email"
+    # A mail sent again after an unknown outcome keeps its Message-ID: the same message, not a second one.
+    resend_unknown = True
+    posts_in_flight = POSTS_IN_FLIGHT
+
+    def __init__(self, ctx: ChannelContext) -> None:
+        self.ctx = ctx
+        self.settings: EmailSettings = ctx.settings
+        self._secure_cookie = ctx.public_url.startswith("https://")
+
+    def routes(self) -> Sequence[web.AbstractRouteDef]:
+        path = links.PATH + "{token}"
+        return (web.get(path, self.page), web.post(path, self.confirm))
+
+    # ---------------------------------------------------------------- Channel protocol
+    async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
+        msg = render.card(card.approval, self.settings.from_, card.target, self._links(card.approval, card.target))
+        await self._send(msg)
+        return str(msg["Message-ID"])
+
+    async def update_card(self, card: OutgoingCard) -> None:
+        """A sent mail cannot change: once decided, the addressee gets the outcome instead."""
+        if card.approval.status.final:
+            await self._send(render.outcome(card.approval, self.settings.from_, card.target))
+
+    async def send_reminder(self, card: OutgoingCard) -> None:
+        number = card.data.get("number", 1)
+        approval = card.approval
+        links_ = self._links(approval, card.target)
+        await self._send(render.reminder(approval, self.settings.from_, card.target, links_, int(number)))
+
+    def _links(self, approval: Approval, to: str) -> dict[Outcome, str]:
+        age = self.settings.link_max_age
+        return {
+            o: links.url(self.ctx.public_url, links.token(self.ctx.signer, approval, to, o, age))
+            for o in (Outcome.APPROVE, Outcome.REJECT)
+        }
+
+    async def _send(self, msg: EmailMessage) -> None:
+        s = self.settings
+        try:
+            await aiosmtplib.send(
+                msg,
+                hostname=s.host,
+                port=s.port,
+                username=s.username or None,
+                password=s.password or None,
+                use_tls=s.tls,
+                start_tls=False if s.tls else s.starttls,
+                timeout=s.timeout.total_seconds(),
+            )
+        except aiosmtplib.SMTPException as exc:
+            raise delivery_error(exc) from None
+        except OSError as exc:  # a socket error aiosmtplib did not wrap
+            raise DeliveryError(f"smtp: {type(exc).__name__}: {exc}"[:300], transient=True) from None
+
+    # ---------------------------------------------------------------- the confirmation flow
+    def _link(self, request: web.Request) -> tuple[str, links.Link | web.Response]:
+        token = request.match_info["token"]
+        try:
+            return token, links.read(self.ctx.signer, token, self.ctx.clock.now())
+        except TokenExpired:
+            return token, _html(410, "This link has expired", "Decide in the web inbox, or ask for a new request.")
+        except InvalidToken:
+            return token, _html(401, "This link is not valid", "It may have been cut or changed on the way.")
+
+    async def page(self, request: web.Request) -> web.Response:
+        """GET: show what the link would decide, and a form to confirm it. Decides nothing."""
+        token, link = self._link(request)
+        if isinstance(link, web.Response):
+            return link
+        approval = await self.ctx.inbound.approval(link.approval_id)
+        if approval is None:
+            return _html(404, "Not found", "This approval no longer exists.")
+        if approval.status.final:
+            return _html(200, "Nothing to do", already_text(approval))
+        cookie = request.cookies.get(COOKIE) or secrets.token_urlsafe(18)
+        body = pages.confirm(approval, link, links.PATH + token, links.csrf(self.ctx.signer, cookie, token))
+        resp = _page(200, body)
+        resp.set_cookie(
+            COOKIE, cookie, path=links.PATH, httponly=True, samesite="Strict", secure=self._secure_cookie, max_age=3600
+        )
+        return resp
+
+    async def confirm(self, request: web.Request) -> web.Response:
+        """POST from the page: check the CSRF token, use the link once, and press as its addressee."""
+        token, link = self._link(request)
+        if isinstance(link, web.Response):
+            return link
+        form = await request.post()
+        given, reason = form.get("csrf"), form.get("reason")
+        if not links.csrf_ok(
+            self.ctx.signer, request.cookies.get(COOKIE), token, given if isinstance(given, str) else None
+        ):
+            return _html(403, "Please confirm again", "This form was not opened from its link; open the link again.")
+        if not await self.ctx.inbound.first_time(links.use_key(link)):
+            return _html(409, "This link was already used", "Each link works once.")
+        comment = reason.strip()[:1000] if isinstance(reason, str) and link.outcome is Outcome.REJECT else ""
+        actor = f"email:{link.addressee}"
+        verdict = await self.ctx.inbound.press(
+            Press(
+                approval_id=link.approval_id,
+                outcome=link.outcome,
+                actor=actor,
+                channel=actor,
+                card_ref=render.message_id(link.approval_id, link.addressee, "card", self.settings.from_),
+                comment=comment or None,
+            )
+        )
+        return _html(_STATUS.get(verdict.result, 200), verdict.text(), _after(verdict.result))
+
+
+def _after(result: PressResult) -> str:
+    if result in (PressResult.APPROVED, PressResult.REJECTED):
+        return "Thank you: your decision is recorded, and everyone who was asked will see it."
+    if result is PressResult.VOTE:
+        return "Thank you: your approval is recorded; more approvals are needed."
+    return "Nothing was changed."
+
+
+def _page(status: int, body: str) -> web.Response:
+    headers = {"Content-Security-Policy": pages.CSP, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+    return web.Response(status=status, text=body, content_type="text/html", headers=headers)
+
+
+def _html(status: int, title: str, text: str) -> web.Response:
+    return _page(status, pages.message(title, text))

@@ -1,0 +1,59 @@
+"""Pure HTML of the confirmation flow: the page a link opens, and the answer to its form.
+
+No script, inline styles only, every value escaped. The page shows what will be decided and
+asks for a confirmation; only its POST decides (mail scanners fetch links, they do not submit).
+"""
+
+from __future__ import annotations
+
+import html
+
+from adapters.email.links import Link
+from adapters.email.render import MAX_VALUE, when
+from gateway.core.models import Approval, Outcome
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem;color:#222}"
+    "button{font-size:1rem;padding:.5rem 1.2rem;margin-top:1rem}"
+    "textarea{width:100%;min-height:5rem}code{background:#f3f3f3;padding:0 .2rem}"
+)
+
+
+def _page(title: str, body: str) -> str:
+    esc = html.escape
+    return (
+        f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{esc(title)}</title>"
+        f"<meta name='viewport' content='width=device-width, initial-scale=1'><meta name='robots' content='noindex'>"
+        f"<style>{_STYLE}</style></head><body>{body}</body></html>"
+    )
+
+
+def confirm(approval: Approval, link: Link, action: str, csrf: str) -> str:
+    """The approval, and a form that decides it as `link.addressee` when submitted."""
+    esc = html.escape
+    verb = "Approve" if link.outcome is Outcome.APPROVE else "Reject"
+    rows = "".join(
+        f"<li><b>{esc(str(k)[:80])}</b>: <code>{esc(str(v)[:MAX_VALUE])}</code></li>" for k, v in approval.args.items()
+    )
+    reason = (
+        "<p><label>Why reject? (optional)<br><textarea name='reason' maxlength='1000'></textarea></label></p>"
+        if link.outcome is Outcome.REJECT
+        else ""
+    )
+    deadline = f"Deadline: {esc(when(approval.deadline))}" if approval.deadline else "No deadline"
+    body = (
+        f"<h1>{verb} this step?</h1><h2>{esc(approval.title)}</h2>"
+        + (f"<p>{esc(approval.summary)}</p>" if approval.summary else "")
+        + f"<p>Run <code>{esc(approval.run_id)}</code> · step <code>{esc(approval.step)}</code> · {deadline}</p>"
+        + (f"<ul>{rows}</ul>" if rows else "")
+        + f"<form method='post' action='{esc(action)}'><input type='hidden' name='csrf' value='{esc(csrf)}'>"
+        + f"{reason}<p>You decide as <b>{esc(link.addressee)}</b>.</p>"
+        + f"<button type='submit' name='confirm' value='yes'>{verb}</button></form>"
+    )
+    return _page(f"{verb}: {approval.title}", body)
+
+
+def message(title: str, text: str) -> str:
+    """A short answer page (the outcome of a confirmation, or why there is nothing to do)."""
+    return _page(title, f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>")

@@ -1,0 +1,83 @@
+"""Pure classification of Bot API failures into the outbox's DeliveryError.
+
+Order matters: `RetryAfter` is not a `NetworkError`, while `BadRequest` and `TimedOut` are, so
+they are tested first. Whether Telegram may have acted anyway (a read timeout after the request
+went out) is carried for the outbox, which then never posts that card twice (see docs/telegram.md).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from datetime import timedelta
+
+import aiohttp
+import httpx
+from telegram.error import (
+    BadRequest,
+    ChatMigrated,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+    TimedOut,
+)
+from telegram.warnings import PTBDeprecationWarning
+
+from gateway.delivery.channels import DeliveryError
+
+# PTB 22 warns on every RetryAfter unless time periods are opted in as timedelta (its future default).
+os.environ.setdefault("PTB_TIMEDELTA", "true")
+
+# Transport errors raised before a single byte of the request could reach Telegram (aiohttp is
+# the gateway's transport, see request.py; httpx is PTB's default one).
+_NOT_SENT = (
+    aiohttp.ClientConnectorError,
+    aiohttp.ConnectionTimeoutError,
+    aiohttp.InvalidURL,
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.UnsupportedProtocol,
+)
+
+
+def unsent(exc: TelegramError) -> bool:
+    """Whether Telegram certainly did not act on the call that raised `exc`.
+
+    Every error built from an HTTP answer (400, 403, 429, 5xx...) is unsent: Telegram replied
+    that the call failed. Transport errors are unsent only when no connection was made; a
+    read timeout or a connection dropped mid-answer may follow a message that was posted.
+    """
+    if not isinstance(exc, NetworkError):  # BadRequest is a NetworkError, tested below
+        return True
+    cause = exc.__cause__
+    if isinstance(cause, aiohttp.ClientError | httpx.HTTPError | TimeoutError):
+        return isinstance(cause, _NOT_SENT)
+    if isinstance(exc, TimedOut):
+        return False
+    return cause is None or isinstance(cause, TelegramError)  # an HTTP status answer (maybe unparsable)
+
+
+def retry_after_seconds(exc: RetryAfter) -> float:
+    """The server's delay, exactly (PTB 22 warns when the attribute is read as an int)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value = exc.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
+def not_modified(exc: TelegramError) -> bool:
+    return isinstance(exc, BadRequest) and "message is not modified" in exc.message.lower()
+
+
+def delivery_error(exc: TelegramError) -> DeliveryError:
+    """Map a Bot API error: flood control and network trouble retry, the rest is terminal."""
+    message, sent = f"telegram: {exc.message}", not unsent(exc)
+    if isinstance(exc, RetryAfter):
+        return DeliveryError(message, transient=True, retry_after=retry_after_seconds(exc), unsent=True)
+    if isinstance(exc, Forbidden | BadRequest | InvalidToken | ChatMigrated):
+        return DeliveryError(message, transient=False, unsent=True)
+    # 5xx, TimedOut, connection errors; Conflict and the like
+    return DeliveryError(message, transient=True, unsent=not sent, uncertain=sent)

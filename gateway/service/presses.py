@@ -1,0 +1,275 @@
+"""The inbound use cases every channel shares: a press, asking for a reason, attaching a reason,
+and de-duplicating an inbound delivery.
+
+An adapter turns a platform payload into a `Press` or a `Reply`, calls one of these, and renders
+the `Verdict` as the platform's answer. It never reaches the store: the verdict is computed from
+what was committed, so the presser is told the truth (the answer is sent after the commit).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from gateway.core.errors import (
+    AlreadyDecided,
+    Conflict,
+    Forbidden,
+    NotAnApprover,
+    RequesterCannotDecide,
+    ValidationError,
+)
+from gateway.core.events import EventKind
+from gateway.core.identity import shown
+from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status
+from gateway.delivery.channels import DeliveryError, OutgoingCard, parse_address
+from gateway.store import Prompt
+
+if TYPE_CHECKING:
+    from gateway.service.approvals import Service
+
+log = logging.getLogger("gateway.presses")
+REASON_WINDOW = timedelta(minutes=10)  # how long a "why reject?" question waits for its reply
+REASON_PURPOSE = "reject_reason"
+
+
+class PressResult(StrEnum):
+    APPROVED = "approved"  # this press approved it (quorum met)
+    REJECTED = "rejected"  # this press rejected it
+    VOTE = "vote"  # recorded, more approvals needed
+    DUPLICATE_VOTE = "duplicate_vote"  # this person had already approved
+    ALREADY_DECIDED = "already_decided"  # decided before (or by a press that won the race)
+    DENIED = "denied"  # the presser may not decide
+    UNKNOWN = "unknown"  # no such approval
+    BUSY = "busy"  # too much contention: press again
+    ASK = "ask"  # `may_ask_reason`: go ahead and ask
+
+
+_RESULT = {
+    EventKind.APPROVED: PressResult.APPROVED,
+    EventKind.REJECTED: PressResult.REJECTED,
+    EventKind.VOTE: PressResult.VOTE,
+    EventKind.DUPLICATE_VOTE: PressResult.DUPLICATE_VOTE,
+}
+_TEXT = {
+    PressResult.APPROVED: "Approved",
+    PressResult.REJECTED: "Rejected",
+    PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals",
+    PressResult.DENIED: "Not authorised",
+    PressResult.UNKNOWN: "This approval no longer exists",
+    PressResult.BUSY: "Too many people pressed at once; please press again",
+    PressResult.ASK: "Why do you reject?",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Press:
+    """A button press (or a confirmed link) on a channel.
+
+    `actor` is the presser's canonical identity and `channel` the address it came from ('<kind>'
+    alone when the platform does not say). `card_ref` is the reference of the card pressed when
+    the platform proves it (a callback comes only from the bot's own message): a card whose post
+    had no recorded answer is adopted, and a second copy is closed once the approval is decided.
+    `name` is how the platform shows the presser. A `redelivered` press (seen before) finishes
+    what its first delivery may have left undone, and records nothing twice."""
+
+    approval_id: str
+    outcome: Outcome
+    actor: str
+    channel: str
+    card_ref: str | None = None
+    name: str | None = None
+    comment: str | None = None
+    redelivered: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A message answering a question the gateway asked (`key` names where it was asked)."""
+
+    key: str
+    actor: str
+    text: str
+    channel: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a press did, from the committed state: `approval` is the approval after it."""
+
+    result: PressResult
+    approval: Approval | None = None
+
+    @property
+    def decided_by(self) -> str | None:
+        """Who decided, as people should read it (the person's name where `[people]` has one)."""
+        d = self.approval.decision if self.approval else None
+        return d.shown_as if d else None
+
+    @property
+    def refused(self) -> bool:
+        """Nothing was recorded for the presser (a platform may show this as an alert)."""
+        return self.result in (PressResult.DENIED, PressResult.ALREADY_DECIDED, PressResult.UNKNOWN, PressResult.BUSY)
+
+    def text(self) -> str:
+        """The answer in plain English (adapters escape it, or word it their way)."""
+        if self.result is PressResult.VOTE and self.approval is not None:
+            return f"Vote recorded: {self.approval.approvals_count} of {self.approval.policy.quorum} approvals"
+        if self.result is PressResult.ALREADY_DECIDED and self.approval is not None:
+            return already_text(self.approval)
+        return _TEXT.get(self.result, self.result.value)
+
+
+def already_text(approval: Approval) -> str:
+    """'Already approved by NAME', 'Already timed out (reject by policy)'."""
+    d = approval.decision
+    if d is None:
+        return f"Already {approval.status.verb}"
+    if approval.status is Status.TIMED_OUT:
+        return f"Already timed out ({d.outcome.value} by policy)"
+    return f"Already {approval.status.verb} by {d.shown_as}"
+
+
+class Inbound:
+    """The use cases a channel calls (`ChannelContext.inbound`)."""
+
+    def __init__(self, service: Service) -> None:
+        self._svc = service
+
+    async def first_time(self, key: str) -> bool:
+        """True the first time an inbound delivery `key` is seen (e.g. '<kind>:update:<id>');
+        False for a redelivery. Kept 48 hours."""
+        return await self._svc.store.remember_inbound(key, self._svc.clock.now())
+
+    async def approval(self, approval_id: str) -> Approval | None:
+        """The approval as it is now (e.g. to show it on a confirmation page)."""
+        return await self._svc.store.get_approval(approval_id)
+
+    async def press(self, p: Press) -> Verdict:
+        approval = await self._svc.store.get_approval(p.approval_id)
+        if approval is None:
+            return Verdict(PressResult.UNKNOWN)
+        recorded = await self._adopt(approval, p)
+        actor, denied = await self._check(approval, p)
+        verdict = denied or await self._vote(approval, actor, p)
+        if verdict.approval is not None and verdict.approval.status.final:
+            await self._close_copy(verdict.approval, p, recorded)
+        return verdict
+
+    async def may_ask_reason(self, p: Press) -> Verdict:
+        """Whether the presser may be asked why they reject (before a form opens): ASK, or why not."""
+        approval = await self._svc.store.get_approval(p.approval_id)
+        if approval is None:
+            return Verdict(PressResult.UNKNOWN)
+        _, denied = await self._check(approval, p)
+        if denied is not None:
+            return denied
+        if approval.status.final:
+            return Verdict(PressResult.ALREADY_DECIDED, approval)
+        return Verdict(PressResult.ASK, approval)
+
+    async def expect_reason(self, key: str, approval_id: str, actor: str) -> None:
+        """The gateway asked `actor` why they rejected, at `key`: their reply there, within
+        REASON_WINDOW, becomes the decision's comment (`attach_reason`)."""
+        now = self._svc.clock.now()
+        actor = self._svc.identities.canonical(actor, "actor")
+        await self._svc.store.save_prompt(Prompt(key, approval_id, actor, REASON_PURPOSE, now, now + REASON_WINDOW))
+
+    async def attach_reason(self, r: Reply) -> bool:
+        """A reply to a question asked with `expect_reason`, by the person asked and in time:
+        the reason goes on the decision and every card is synced. False if it answers nothing."""
+        svc = self._svc
+        try:
+            actor = svc.identities.canonical(r.actor, "actor")
+        except ValidationError:
+            return False
+        prompt = await svc.store.take_prompt(r.key, actor, svc.clock.now())
+        if prompt is None:
+            return False
+        try:
+            await svc.attach_comment(prompt.approval_id, actor, r.text, channel=r.channel)
+        except Forbidden as exc:
+            log.warning("reason not attached: %s", exc.message)
+            return False
+        return True
+
+    # ---------------------------------------------------------------- the steps of a press
+    async def _check(self, approval: Approval, p: Press) -> tuple[str, Verdict | None]:
+        """The presser's canonical identity, and a DENIED verdict if they may not decide (on the
+        record as `denied`, at most DENIED_KEPT times per person; a redelivery is not recorded)."""
+        try:
+            actor = self._svc.identities.canonical(p.actor, "actor")
+        except ValidationError:  # not an id of its kind: nobody may decide as it (and no record of it)
+            log.warning("a press refused: %s is not a canonical identity", shown(p.actor))
+            return p.actor, Verdict(PressResult.DENIED, approval)
+        try:
+            self._svc.check_may_decide(actor, approval)
+        except (NotAnApprover, RequesterCannotDecide) as exc:
+            if not p.redelivered:
+                await self._svc.record_denied(approval.id, actor, p.channel, exc.message)
+            return actor, Verdict(PressResult.DENIED, approval)
+        return actor, None
+
+    async def _vote(self, approval: Approval, actor: str, p: Press) -> Verdict:
+        if approval.status.final:
+            return Verdict(PressResult.ALREADY_DECIDED, approval)
+        if p.redelivered and any(v.approver == actor and v.outcome is p.outcome for v in approval.votes):
+            return Verdict(PressResult.DUPLICATE_VOTE, approval)  # its first delivery was committed
+        try:
+            after, event = await self._svc.vote(
+                approval.id, p.outcome, actor, channel=p.channel, comment=p.comment, name=p.name
+            )
+        except AlreadyDecided:  # lost the race: tell the truth about the winner
+            return Verdict(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+        except Conflict:
+            return Verdict(PressResult.BUSY, approval)
+        return Verdict(_RESULT.get(event, PressResult.ALREADY_DECIDED), after)
+
+    async def _adopt(self, approval: Approval, p: Press) -> str | None:
+        """A press proves where a card is. If its post had no recorded answer (`uncertain`, or a
+        crash mid-call), record the card now and sync it, so that it shows the outcome like any
+        other card. Returns the ref recorded for the press's channel, if any."""
+        if p.card_ref is None or (p.channel not in approval.channels and p.channel not in approval.policy.escalate_to):
+            return None
+        store, now = self._svc.store, self._svc.clock.now()
+        card = await store.get_card(approval.id, p.channel)
+        if card is not None and card.ref is not None:
+            return card.ref
+        adopted = NewEvent(approval.id, EventKind.CARD_ADOPTED, now, channel=p.channel, data={"ref": p.card_ref})
+        if not await store.adopt_card(approval.id, p.channel, p.card_ref, now, [adopted]):
+            card = await store.get_card(approval.id, p.channel)  # recorded meanwhile
+            return None if card is None else card.ref
+        log.info("adopted the card of %s on %s, found by a press", approval.id, p.channel)
+        await store.enqueue_outbox([NewOutbox(approval.id, p.channel, OutboxKind.SYNC)], now)
+        self._svc.wake_outbox()
+        return p.card_ref
+
+    async def _close_copy(self, approval: Approval, p: Press, recorded: str | None) -> None:
+        """A press on a card that is not the recorded one: a second copy (a post whose outcome was
+        unknown, then posted again). Once the approval is decided, render that copy decided too,
+        so no live buttons remain; once per copy, not per press."""
+        if p.card_ref is None or recorded is None or recorded == p.card_ref:
+            return  # no card of this channel, or the recorded one: the outbox syncs it
+        svc = self._svc
+        kind, target = parse_address(p.channel)
+        channel = svc.channels.get(kind)
+        events = await svc.store.list_events(approval.id)
+        if channel is None or any(
+            e.kind == EventKind.ORPHAN_CARD_SYNCED and e.channel == p.channel and e.data.get("ref") == p.card_ref
+            for e in events
+        ):
+            return
+        now = svc.clock.now()
+        try:
+            await channel.update_card(OutgoingCard(p.channel, target, approval, now, p.card_ref))
+        except DeliveryError as exc:
+            log.warning("could not close a second card of %s on %s: %s", approval.id, p.channel, exc)
+            return
+        synced = NewEvent(approval.id, EventKind.ORPHAN_CARD_SYNCED, now, channel=p.channel, data={"ref": p.card_ref})
+        await svc.store.append_events([synced])
+
+
+__all__ = ["REASON_WINDOW", "Inbound", "Press", "PressResult", "Reply", "Verdict", "already_text"]
