@@ -1,13 +1,21 @@
-"""A/B of bench a: alternate gateway trees (and load generators) on the same machine, medians.
+"""A/B of benches a, d and g: alternate gateway trees on the same machine, medians side by side.
 
-    python -m bench.ab --tree /path/to/before --tree . [--client raw --client aiohttp] [--runs 3]
+    python -m bench.ab --tree /path/to/before --tree . [--only a,d,g] [--runs 3]
 
-Each tree is a checkout whose `gateway` package is served (`git worktree add` or `git archive`
-of the commit to compare); the load generator and this harness come from this tree. Per run and
-per (tree, client), alternating: a fresh gateway on SQLite, 1 s of c=1 to warm it, then
-`--seconds` at `--concurrency`. Prints every run and the medians of rate, p50, p99, server CPU
-per suspend (user + system, all threads) and the generator's CPU per request. On a shared
-machine compare the columns of one invocation, not numbers taken at different times.
+Each tree is a checkout whose `gateway` package is measured (`git worktree add` or `git archive`
+of the commit to compare). Per run, per bench, the trees take turns:
+- a: suspend over HTTP: a fresh `hitl-gateway serve` of that tree on SQLite, 1 s at c=1 to warm
+  it, then `--seconds` at `--concurrency` (the load generator and this harness are this tree's;
+  `--client raw|aiohttp`, repeat to compare generators);
+- d: timeout storm, `--storm` approvals due at once (10^5), the tree's own `bench.inproc.storm`
+  in a fresh interpreter on that tree;
+- g: SDK journal replay, the tree's own `bench.inproc.journal`, likewise.
+For d and g, `cpu_s` is the CPU time of that interpreter, all threads, the loading of its rows
+included (the same code in both trees): less sensitive to the neighbours than the wall clock.
+The trees run under this interpreter (a tree that needs other packages: install them in this
+venv, e.g. aiosqlite for a tree from before issue 15). Prints every run with the load average,
+then the medians in one column per tree. On a shared machine compare the columns of one
+invocation, not numbers taken at different times.
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,10 +34,25 @@ from typing import Any
 from bench.load import run_load
 from bench.server import Gateway
 
-FIELDS = ("rate", "p50_ms", "p99_ms", "server_cpu_us", "client_cpu_us")
+FIELDS = {
+    "a": ("rate", "p50_ms", "p99_ms", "server_cpu_us", "client_cpu_us"),
+    "d": ("seconds", "cpu_s"),
+    "g": ("replay_steps_per_s", "record_steps_per_s", "cpu_s"),
+}
+_INPROC = """
+import json, pathlib, sys, time
+import gateway
+from bench import inproc
+work, letter, count = pathlib.Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+cpu = time.process_time()
+out = inproc.storm(work, count) if letter == "d" else inproc.journal(work)
+out["cpu_s"] = round(time.process_time() - cpu, 2)
+out["gateway"] = gateway.__file__
+print(json.dumps(out))
+"""
 
 
-def once(tree: Path, client: str, concurrency: int, seconds: float) -> dict[str, Any]:
+def bench_a(tree: Path, client: str, concurrency: int, seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hitl-ab-") as tmp:
         gw = Gateway(Path(tmp), Path(tmp) / "gateway.db", root=tree, operator=False)  # suspends only
         gw.start()
@@ -43,24 +68,62 @@ def once(tree: Path, client: str, concurrency: int, seconds: float) -> dict[str,
     return out
 
 
+def bench_inproc(tree: Path, letter: str, storm: int) -> dict[str, Any]:
+    """d or g of `tree`, in a fresh interpreter whose `gateway` and `bench` are that tree's."""
+    with tempfile.TemporaryDirectory(prefix="hitl-ab-") as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
+        env["PYTHONPATH"] = str(tree)
+        done = subprocess.run(
+            [sys.executable, "-c", _INPROC, tmp, letter, str(storm)],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"bench {letter} of {tree} failed:\n{done.stderr[-2000:]}")
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if not str(out["gateway"]).startswith(str(tree)):  # an installed copy would measure the wrong tree
+        raise RuntimeError(f"bench {letter} of {tree} imported {out['gateway']}")
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.ab")
-    p.add_argument("--tree", action="append", type=Path, required=True, help="a checkout to serve (repeat)")
-    p.add_argument("--client", action="append", choices=("raw", "aiohttp"), help="load generator (repeat)")
+    p.add_argument("--tree", action="append", type=Path, required=True, help="a checkout to measure (repeat)")
+    p.add_argument("--only", default="a,d,g", help="comma-separated benches among a, d, g")
+    p.add_argument("--client", action="append", choices=("raw", "aiohttp"), help="a's load generator (repeat)")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--seconds", type=float, default=5.0)
-    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--seconds", type=float, default=5.0, help="a: seconds of load per run")
+    p.add_argument("--concurrency", type=int, default=64, help="a: concurrent clients")
+    p.add_argument("--storm", type=int, default=100_000, help="d: approvals due at once")
     args = p.parse_args()
-    combos = [(tree.resolve(), client) for tree in args.tree for client in args.client or ["raw"]]
-    runs: dict[str, list[dict[str, Any]]] = {f"{t} {c}": [] for t, c in combos}
+    trees = [t.resolve() for t in args.tree]
+    cases = []  # (bench label, letter, run one)
+    for letter in args.only.split(","):
+        if letter == "a":
+            for client in args.client or ["raw"]:
+                cases.append((f"a {client}", "a", lambda t, c=client: bench_a(t, c, args.concurrency, args.seconds)))
+        elif letter in ("d", "g"):
+            cases.append((letter, letter, lambda t, x=letter: bench_inproc(t, x, args.storm)))
+        else:
+            p.error(f"unknown bench {letter!r} (a, d or g)")
+    runs: dict[tuple[str, Path], list[dict[str, Any]]] = {(label, t): [] for label, _, _ in cases for t in trees}
     for i in range(args.runs):
-        for tree, client in combos:
-            result = once(tree, client, args.concurrency, args.seconds)
-            runs[f"{tree} {client}"].append(result)
-            print(f"run {i + 1} {tree} {client}: {json.dumps(result)} load {os.getloadavg()[0]:.1f}", flush=True)
-    print(f"\nmedian of {args.runs} alternating runs, c={args.concurrency}:")
-    for name, results in runs.items():
-        print(name, json.dumps({f: statistics.median(r[f] for r in results) for f in FIELDS}))
+        for label, _, run in cases:
+            for tree in trees if i % 2 == 0 else trees[::-1]:  # alternate who goes first
+                result = run(tree)
+                runs[(label, tree)].append(result)
+                shown = {k: v for k, v in result.items() if k != "gateway"}
+                print(f"run {i + 1} {label} {tree}: {json.dumps(shown)} load {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"\nmedian of {args.runs} alternating runs (a at c={args.concurrency}, d with {args.storm:,} due):")
+    width = max(len(str(t)) for t in trees)
+    print(f"{'bench':<28}" + "".join(f"{t!s:>{width + 2}}" for t in trees))
+    for label, letter, _ in cases:
+        for field in FIELDS[letter]:
+            cells = [statistics.median(r[field] for r in runs[(label, t)]) for t in trees]
+            print(f"{label + ' ' + field:<28}" + "".join(f"{c:>{width + 2},.1f}" for c in cells))
     return 0
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from gateway.core.models import Approval, Policy
 from gateway.runtime import Runtime
 from gateway.store.rows import approval_values
-from gateway.store.sqlite import _INSERT_APPROVAL
+from gateway.store.sql import queries
 from gateway.testing import FakeClock, make_approval, make_settings
 
 
@@ -55,7 +55,7 @@ def fill(path: Path, n: int, now: datetime, deadline: datetime) -> None:
     with conn:
         for start in range(0, n, 10_000):
             rows = [approval_values(_approval(i, now, deadline)) for i in range(start, min(n, start + 10_000))]
-            conn.executemany(_INSERT_APPROVAL, rows)
+            conn.executemany(queries("sqlite").insert_approval, rows)
     conn.close()
 
 

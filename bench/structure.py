@@ -1,7 +1,10 @@
 """Structure figures of the tree (issue "one SQL, one layout"): `python -m bench.structure [ROOT]`.
 
 Prints, for the tree at ROOT (default: this checkout):
-- SQL statements of one backend with a near twin in the other (normalised text, ratio >= 0.8);
+- SQL statements of one backend with a near twin in the other (normalised text, ratio >= 0.8),
+  for the queries and the migrations apart; a statement counts where it is written: a .sql
+  file or Python string under gateway/store/ is SQLite's if its path (or, in the old tree, its
+  Python name) says sqlite, PostgreSQL's if it says postgres or pg, else shared by both;
 - the lines of the largest module under gateway/ and adapters/;
 - the number of top-level modules in gateway/;
 - import cycles at import time (module-level imports only: not under `if TYPE_CHECKING:`,
@@ -19,56 +22,108 @@ from pathlib import Path
 
 _SQL_START = re.compile(r"^\s*(WITH|SELECT|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER)\b", re.I)
 _WORD = re.compile(r"\s+")
+_NAMED = re.compile(r"^--\s*name:\s*\w+\s*$", re.M)
+_BACKENDS = ("sqlite", "postgres", "shared")
 
 
-def _sql_strings(path: Path) -> list[str]:
-    """SQL statements written in a Python module (string constants), or in a .sql file."""
-    if path.suffix == ".sql":
-        text = path.read_text()
-        parts = re.split(r";\s*\n|^--\s*name:.*$", text, flags=re.M)
-        return [p.strip() for p in parts if p and _SQL_START.match(p.strip())]
-    out = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL_START.match(node.value):
-            if len(node.value) > 20:
-                out.append(node.value)
+def _statements(script: str) -> list[str]:
+    """The statements of a script: split at `;` ending a line, outside `$$ ... $$` bodies."""
+    out, buf, quoted = [], [], False
+    for line in script.splitlines():
+        quoted ^= line.count("$$") % 2 == 1
+        buf.append(line)
+        if not quoted and line.rstrip().endswith(";"):
+            out.append("\n".join(buf))
+            buf = []
+    out.append("\n".join(buf))
+    return [s for s in (_strip_comments(b) for b in out) if _SQL_START.match(s)]
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--")).strip()
+
+
+def _py_strings(path: Path) -> list[tuple[str, str]]:
+    """(assigned name or "", SQL) for each SQL string constant or f-string of a Python module,
+    each once (an assigned one under its name)."""
+    tree = ast.parse(path.read_text())
+    named: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            named[id(node.value)] = node.targets[0].id
+    out: list[tuple[str, str]] = []
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        if id(node) in inside:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
         elif isinstance(node, ast.JoinedStr):
+            inside.update(id(v) for v in node.values)
             text = "".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)  # type: ignore[misc]
-            if _SQL_START.match(text) and len(text) > 20:
-                out.append(text)
+        else:
+            continue
+        if len(text) > 20 and (_SQL_START.match(text) or _SQL_START.match(_strip_comments(text))):
+            out.append((named.get(id(node), ""), text))
+    return out
+
+
+def _backend(rel: str, name: str = "") -> str:
+    """sqlite, postgres or shared, from a path under gateway/store/ (and a Python name)."""
+    rel, name = rel.lower(), name.lower()
+    if "sqlite" in rel or name.endswith("_sqlite"):
+        return "sqlite"
+    if "postgres" in rel or rel.startswith("pg") or "/pg" in rel or name.endswith("_postgres"):
+        return "postgres"
+    return "shared"
+
+
+def _store_statements(store: Path) -> dict[str, dict[str, list[str]]]:
+    """{"queries"|"migrations": {backend: [statement]}}: every SQL statement under gateway/store/,
+    written in a .sql file or as a Python string, by where it is written."""
+    out: dict[str, dict[str, list[str]]] = {k: {b: [] for b in _BACKENDS} for k in ("queries", "migrations")}
+    for p in sorted(store.rglob("*")):
+        if p.suffix not in (".py", ".sql") or "__pycache__" in p.parts:
+            continue
+        rel = str(p.relative_to(store))
+        kind = "migrations" if "migration" in rel else "queries"
+        if p.suffix == ".sql":
+            text = p.read_text()
+            parts = _NAMED.split(text)[1:] if _NAMED.search(text) else [text]
+            for part in parts:
+                out[kind][_backend(rel)].extend(_statements(part) if kind == "migrations" else _statements(part)[:1])
+            continue
+        for name, sql in _py_strings(p):
+            statements = _statements(sql) if kind == "migrations" else [sql]
+            out[kind][_backend(rel, name)].extend(statements)
     return out
 
 
 def _norm(sql: str) -> str:
-    sql = re.sub(r"\$\d+", "?", sql)
+    sql = re.sub(r"[$?]\d+|\?", "?", sql)
     sql = re.sub(r"--[^\n]*", " ", sql)
     return _WORD.sub(" ", sql).strip().lower()
 
 
-def _backend_files(store: Path) -> tuple[list[Path], list[Path]]:
-    """(SQLite files, PostgreSQL files): the per-dialect Python modules and SQL files."""
-    sqlite: list[Path] = []
-    postgres: list[Path] = []
-    for p in sorted(store.rglob("*")):
-        if p.suffix not in (".py", ".sql") or "__pycache__" in p.parts:
-            continue
-        rel = str(p.relative_to(store)).lower()
-        if "sqlite" in rel:
-            sqlite.append(p)
-        elif "postgres" in rel or rel.startswith("pg") or "/pg" in rel:
-            postgres.append(p)
-    return sqlite, postgres
+def _twins(lite: list[str], pg: list[str]) -> int:
+    """SQLite statements with a near twin (normalised text, ratio >= 0.8) among PostgreSQL's."""
+    a, b = [_norm(s) for s in lite], [_norm(s) for s in pg]
+    return sum(any(difflib.SequenceMatcher(None, s, t, autojunk=False).ratio() >= 0.8 for t in b) for s in a)
 
 
-def sql_twins(root: Path) -> dict[str, int]:
-    sqlite_files, pg_files = _backend_files(root / "gateway" / "store")
-    lite = [_norm(s) for f in sqlite_files for s in _sql_strings(f)]
-    pg = [_norm(s) for f in pg_files for s in _sql_strings(f)]
-    twins = 0
-    for s in lite:
-        if any(difflib.SequenceMatcher(None, s, t, autojunk=False).ratio() >= 0.8 for t in pg):
-            twins += 1
-    return {"sqlite_statements": len(lite), "postgres_statements": len(pg), "sqlite_with_pg_twin": twins}
+def sql_twins(root: Path) -> dict[str, dict[str, int]]:
+    """Per kind (queries, migrations): statements written for SQLite only, for PostgreSQL only,
+    once for both, and how many SQLite-only ones have a near twin in PostgreSQL's: the same
+    statement written twice."""
+    report = {}
+    for kind, by in _store_statements(root / "gateway" / "store").items():
+        report[kind] = {
+            "sqlite_only": len(by["sqlite"]),
+            "postgres_only": len(by["postgres"]),
+            "shared": len(by["shared"]),
+            "sqlite_with_pg_twin": _twins(by["sqlite"], by["postgres"]),
+        }
+    return report
 
 
 def largest_module(root: Path) -> tuple[str, int]:

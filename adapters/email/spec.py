@@ -102,11 +102,11 @@ SPEC = ChannelSpec(
     secrets=frozenset({"password"}),
     quiet_loggers=("aiosmtplib",),
     sample=(
-        '# [email]                    # docs/channels.md: cards as mails with one-time Approve/Reject links\n'
+        "# [email]                    # docs/channels.md: cards as mails with one-time Approve/Reject links\n"
         '# host = "smtp.example.com"\n'
-        '# port = 587\n'
+        "# port = 587\n"
         '# from = "approvals@example.com"\n'
-        '# starttls = true\n'
+        "# starttls = true\n"
         '# approvers = ["alice@example.com"]\n'
     ),
 )

@@ -12,14 +12,14 @@ left (no connection) from one whose outcome is unknown (a read timeout, a droppe
 from __future__ import annotations
 
 import aiohttp
-from telegram._utils.defaultvalue import DefaultValue
-from telegram._utils.types import ODVInput
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
 
 
 def _seconds(value: object, default: float | None) -> float | None:
-    if isinstance(value, DefaultValue):
+    """A timeout PTB passed: `BaseRequest.DEFAULT_NONE` (PTB's documented "not set" marker,
+    checked with `is`) means ours."""
+    if value is BaseRequest.DEFAULT_NONE:
         return default
     return None if value is None else float(value)  # type: ignore[arg-type]
 
@@ -48,10 +48,10 @@ class AiohttpRequest(BaseRequest):
         url: str,
         method: str,
         request_data: RequestData | None = None,
-        read_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        write_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        connect_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
-        pool_timeout: ODVInput[float] = BaseRequest.DEFAULT_NONE,
+        read_timeout: object = BaseRequest.DEFAULT_NONE,
+        write_timeout: object = BaseRequest.DEFAULT_NONE,
+        connect_timeout: object = BaseRequest.DEFAULT_NONE,
+        pool_timeout: object = BaseRequest.DEFAULT_NONE,
     ) -> tuple[int, bytes]:
         if self._session is None or self._session.closed:
             raise RuntimeError("AiohttpRequest is not initialized")

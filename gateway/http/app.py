@@ -12,7 +12,7 @@ from gateway.config import Settings
 from gateway.core.clock import Clock
 from gateway.http import api, jobs, openapi, runs
 from gateway.http.keys import RUNTIME
-from gateway.http.middleware import api_keys_auth, errors, request_ids
+from gateway.http.middleware import MAX_BODY, api_keys_auth, errors, request_ids
 from gateway.http.transport import deadlines
 from gateway.http.web.inbox import setup_web
 from gateway.runtime import Runtime
@@ -39,6 +39,7 @@ def create_app(
         ],
     )
     app[RUNTIME] = rt
+    app[MAX_BODY] = settings.server.max_body_bytes
     app.add_routes(api.routes)
     app.add_routes(jobs.routes)
     app.add_routes(runs.routes)

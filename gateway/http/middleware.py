@@ -15,6 +15,9 @@ from gateway.core.principals import Principals
 from gateway.http.scope import PRINCIPAL
 from gateway.telemetry.logs import request_id
 
+# The body limit the app was built with (web.Application(client_max_size=...)), for the 413's message.
+MAX_BODY = web.AppKey("max_body_bytes", int)
+
 log = logging.getLogger("gateway.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _RID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -51,7 +54,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             log.error("%s %s failed: %s", request.method, request.path, err.message)
         return error_response(err)
     except web.HTTPRequestEntityTooLarge:
-        limit = request.app._client_max_size
+        limit = request.config_dict.get(MAX_BODY)  # aiohttp keeps its own copy private
         return error_response(PayloadTooLarge(f"the request body is larger than the {limit}-byte limit"))
     except web.HTTPNotFound:
         return error_response(NotFound(f"no route for {request.method} {request.path}"))

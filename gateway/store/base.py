@@ -65,6 +65,12 @@ class TransitionWrite:
     job: NewJob | None = None
 
 
+def claims_run(agent: str | None) -> bool:
+    """Whether creating an approval by `agent` claims its run (agents do; operators and
+    in-process callers do not). Both backends apply it in `create_approval`."""
+    return agent is not None and agent.startswith("agent:")
+
+
 class Store(Protocol):
     dialect: str
 

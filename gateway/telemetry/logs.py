@@ -15,7 +15,7 @@ _PATTERNS = (
     re.compile(r"\.?[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{20,}"),
     re.compile(r"(?i)(bearer\s+)[^\s\"',]+"),
 )
-_QUIET = ("httpx", "httpcore", "apscheduler", "aiosqlite", "asyncio")
+_QUIET = ("httpx", "httpcore", "apscheduler", "asyncio")
 # Every character that does not print (controls C0, DEL and C1, line and paragraph separators,
 # bidirectional overrides and other format characters, surrogates, unassigned code points): from
 # user input (a run id, a comment, a header) any of them could end a line, rewrite the terminal,

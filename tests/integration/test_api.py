@@ -230,6 +230,13 @@ async def test_oversized_body_is_413(client: Any) -> None:
     assert await table_counts(rt_of(client)) == before
 
 
+async def test_a_413_names_the_configured_limit(client: Any) -> None:
+    """The limit comes from our settings (aiohttp keeps its copy private)."""
+    big = json.dumps(suspend_body(state={"blob": "x" * (1024 * 1024 + 10)})).encode()
+    resp = await client.post("/v1/suspend", data=io.BytesIO(big), headers={**AUTH, "Content-Type": "application/json"})
+    assert "1048576-byte limit" in (await error_of(resp, 413))["message"]
+
+
 @pytest.mark.parametrize(
     "headers",
     [{}, {"Authorization": "Bearer wrong-key-0123456789"}, {"Authorization": "Basic abc"}, {"Authorization": "Bearer"}],

@@ -137,3 +137,35 @@ async def test_a_transition_saves_every_mutable_field_and_keeps_the_request(tmp_
         assert await store.get_approval(before.id) == after
     finally:
         await store.close()
+
+
+async def test_the_connection_threads_end_with_the_store(tmp_path: Path) -> None:
+    """The engine runs its own threads (no aiosqlite), named after the file: closing the store
+    ends them, and a store that fails to open leaks none."""
+    import threading
+
+    def threads_of(path: Path) -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.endswith(f" {path}") and t.is_alive()]
+
+    async def ended(path: Path) -> bool:
+        for _ in range(100):  # a thread ends once it has read its stop mark
+            if not threads_of(path):
+                return True
+            await asyncio.sleep(0.01)
+        return False
+
+    path = tmp_path / "g.db"
+    store = SQLiteStore(str(path))
+    await store.open()
+    assert sorted(t.name.split()[0] for t in threads_of(path)) == ["sqlite-reader", "sqlite-writer"]
+    await store.close()
+    assert await ended(path)
+    bad = tmp_path / "dir.db"
+    bad.mkdir()  # not a file: the connection fails
+    try:
+        await SQLiteStore(str(bad)).open()
+    except sqlite3.OperationalError:
+        pass
+    else:
+        raise AssertionError("opened a directory as a database")
+    assert await ended(bad)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from gateway.store.queries import ATTENTION_CARDS_SQL, qmarks
-from gateway.store.sqlite import _CLAIM_DUE, SQLiteStore
+from gateway.store.sql import queries
+from gateway.store.sqlite import SQLiteStore
+
+_CLAIM_DUE = queries("sqlite").claim_due
 
 
 async def _plan(path: Path, sql: str, params: tuple[object, ...]) -> str:
@@ -30,7 +32,7 @@ async def test_the_due_claim_walks_the_wake_index_without_sorting(tmp_path: Path
 
 
 async def test_the_dashboard_finds_cards_needing_attention_by_index(tmp_path: Path) -> None:
-    plan = await _plan(tmp_path / "plan.db", qmarks(ATTENTION_CARDS_SQL), (50,))
+    plan = await _plan(tmp_path / "plan.db", queries("sqlite").cards_needing_attention, (50,))
     assert "cards_attention" in plan and "TEMP B-TREE" not in plan  # not a scan of every card
 
 

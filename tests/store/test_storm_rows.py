@@ -10,7 +10,9 @@ from pathlib import Path
 
 from gateway.core.models import NewEvent, NewOutbox, OutboxKind
 from gateway.store import Store
-from gateway.store.sqlite import _ROWS_PER_INSERT, SQLiteStore, _insert_rows
+from gateway.store.sqlite import SQLiteStore
+from gateway.store.sqlite.writes import ROWS_PER_INSERT as _ROWS_PER_INSERT
+from gateway.store.sqlite.writes import insert_rows as _insert_rows
 
 NOW = datetime(2030, 1, 1, 12, tzinfo=UTC)
 

@@ -256,3 +256,15 @@ async def test_an_operator_reposts_an_uncertain_card_from_the_web_page(tg_web: T
     assert again.status == 409
     forged = await tg.client.post(f"/approvals/{approval_id}/cards/resend", data={"channel": ADDRESS})
     assert forged.status == 403  # no CSRF token
+
+
+def test_a_timeout_left_unset_by_ptb_takes_ours() -> None:
+    """PTB marks an unset timeout with its public `BaseRequest.DEFAULT_NONE` (no private
+    `telegram._utils` import needed to recognise it)."""
+    from telegram.request import BaseRequest
+
+    from adapters.telegram.request import _seconds
+
+    assert _seconds(BaseRequest.DEFAULT_NONE, 5.0) == 5.0
+    assert _seconds(None, 5.0) is None  # PTB's "no timeout"
+    assert _seconds(2, 5.0) == 2.0

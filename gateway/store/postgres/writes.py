@@ -1,0 +1,49 @@
+"""Row writes several PostgreSQL use cases share, inside the caller's transaction (one
+executemany per kind of row: one round trip for a storm's events or jobs)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from gateway.core.clock import to_ts
+from gateway.core.models import DeliveryStatus, NewEvent, NewOutbox
+from gateway.store.base import CardUpdate, NewJob
+from gateway.store.rows import dumps
+from gateway.store.sql import queries
+
+__all__ = ["insert_events", "insert_jobs", "insert_outbox", "upsert_card"]
+
+Q = queries("postgres")
+
+
+async def insert_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) -> None:
+    if events:
+        await conn.executemany(
+            Q.insert_event, [(e.approval_id, e.kind, to_ts(e.at), e.actor, e.channel, dumps(e.data)) for e in events]
+        )
+
+
+async def insert_outbox(conn: asyncpg.Connection, items: Sequence[NewOutbox], now: float) -> None:
+    queued = [i for i in items if i.ref is None]
+    if queued:
+        await conn.executemany(
+            Q.insert_queued, [(i.approval_id, i.channel, i.kind.value, now, dumps(i.data)) for i in queued]
+        )
+    for item in items:
+        if item.ref is not None:  # posted in this commit: record it as the outbox would have
+            await conn.execute(Q.insert_posted, item.approval_id, item.channel, now, dumps(item.data))
+            posted = CardUpdate(item.channel, item.ref, DeliveryStatus.DONE)
+            await upsert_card(conn, item.approval_id, posted, to_ts(item.posted_at) or now)
+
+
+async def insert_jobs(conn: asyncpg.Connection, jobs: Sequence[NewJob], now: float) -> None:
+    """Resume jobs of decided approvals (one per approval: a second is ignored)."""
+    if jobs:
+        await conn.executemany(Q.insert_job, [(job.approval_id, job.worker, now, now, now) for job in jobs])
+
+
+async def upsert_card(conn: asyncpg.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:
+    posted = now if card.status is DeliveryStatus.DONE else None
+    await conn.execute(Q.upsert_card, approval_id, card.channel, card.ref, card.status.value, card.error, posted, now)

@@ -1,0 +1,94 @@
+-- What only the PostgreSQL store runs (the rest is in queries.sql). Several replicas share the
+-- database: a claim takes its rows with FOR UPDATE SKIP LOCKED (concurrent replicas skip each
+-- other's rows instead of waiting), a batch goes as one statement over arrays (unnest), and a
+-- statement that reads what it wrote uses RETURNING (one round trip).
+
+-- name: claim_due
+-- $1 now, $2 limit, $3 owner, $4 lease end. ORDER BY wake_at alone: the index walk stops at
+-- the limit (", id" would sort every tie: a storm).
+WITH due AS (
+    SELECT id FROM approvals
+    WHERE wake_at IS NOT NULL AND wake_at <= $1 AND (wake_lease_until IS NULL OR wake_lease_until <= $1)
+    ORDER BY wake_at LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE approvals a SET wake_owner = $3, wake_lease_until = $4 FROM due WHERE a.id = due.id RETURNING a.*;
+
+-- name: claim_outbox
+WITH due AS (
+    SELECT id FROM outbox
+    WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+    -- one replica at a time per card, so that its post, syncs and reminders stay in order
+    AND NOT EXISTS (SELECT 1 FROM outbox busy WHERE busy.approval_id = outbox.approval_id
+                    AND busy.channel = outbox.channel AND busy.lease_until > $1)
+    ORDER BY next_attempt_at, id LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE outbox o SET lease_owner = $3, lease_until = $4 FROM due WHERE o.id = due.id RETURNING o.*;
+
+-- name: claim_jobs
+WITH due AS (
+    SELECT id FROM resume_jobs
+    WHERE (status = 'queued' AND next_attempt_at <= $1) OR (status = 'running' AND lease_until <= $1)
+    ORDER BY next_attempt_at, id LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE resume_jobs j SET status = 'running', claimed_by = $3, lease_until = $4, attempts = j.attempts + 1,
+    updated_at = $1
+FROM due WHERE j.id = due.id RETURNING j.*;
+
+-- name: save_policy_transitions
+-- queries.sql's save_policy_transition for a whole batch in one statement: one array per
+-- column of rows.POLICY_COLUMNS, then the ids and the expected versions; RETURNING names the
+-- rows whose CAS matched.
+UPDATE approvals a SET
+    status = v.status, version = v.version, deadline = v.deadline, wake_at = v.wake_at,
+    decision = v.decision, escalations = v.escalations, reminders_sent = v.reminders_sent,
+    channels = v.channels, wake_owner = NULL, wake_lease_until = NULL
+FROM unnest($1::text[], $2::int[], $3::float8[], $4::float8[], $5::text[], $6::int[], $7::int[],
+            $8::text[], $9::text[], $10::int[])
+    AS v(status, version, deadline, wake_at, decision, escalations, reminders_sent, channels, id, expected)
+WHERE a.id = v.id AND a.version = v.expected
+RETURNING a.id;
+
+-- name: insert_queued
+-- A delivery to queue (executemany). Coalesced in the statement: one pending, unclaimed sync
+-- per card is enough, it renders the latest state (index outbox_pending_sync).
+INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)
+SELECT $1::text, $2::text, $3::text, 'pending', 0, $4::float8, $5::text, $4::float8, $4::float8
+WHERE $3 <> 'sync' OR NOT EXISTS (SELECT 1 FROM outbox WHERE approval_id = $1 AND channel = $2
+    AND kind = 'sync' AND status = 'pending' AND lease_owner IS NULL)
+ON CONFLICT DO NOTHING;
+
+-- name: finish_outbox
+-- Only the lease holder records a delivery result; RETURNING names the card's approval.
+UPDATE outbox SET status = $1, attempts = attempts + $2, next_attempt_at = COALESCE($3, next_attempt_at),
+    last_error = $4, lease_owner = NULL, lease_until = NULL, updated_at = $5
+WHERE id = $6 AND lease_owner = $7
+RETURNING approval_id;
+
+-- name: record_step
+-- The first record wins once it has succeeded: then nothing is returned and the caller reads
+-- the stored row (get_step).
+INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at, error)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (run_id, name) DO UPDATE SET
+    status = excluded.status, output = excluded.output, attempts = excluded.attempts,
+    started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error
+WHERE journal.status <> 'succeeded'
+RETURNING *;
+
+-- name: take_prompt
+-- Of two replicas taking the same prompt, one gets it.
+DELETE FROM prompts WHERE key = $1 AND actor = $2 RETURNING *;
+
+-- name: notify
+-- Wake-ups after a commit, one per channel (postgres/notify.py): $1 channels, $2 payloads.
+SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p);
+
+-- name: lock_migrations
+-- Replicas starting at once queue here; the second finds nothing left to do.
+SELECT pg_advisory_xact_lock($1);
+
+-- name: has_schema_migrations
+SELECT to_regclass('schema_migrations') IS NOT NULL;

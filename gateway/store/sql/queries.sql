@@ -1,0 +1,234 @@
+-- The statements both stores run, each written once (gateway/store/sql/__init__.py loads them
+-- by name). Placeholders: $1, $2...; SQLite runs them as ?1, ?2... Times are epoch seconds,
+-- JSON is text (gateway/store/rows.py encodes both).
+
+-------------------------------------------------------------------------- approvals
+
+-- name: insert_approval
+-- The columns in rows.APPROVAL_COLUMNS order (rows.approval_values); a second suspend with the
+-- same idempotency key inserts nothing and reads the first (approval_by_key).
+INSERT INTO approvals (
+    id, idempotency_key, run_id, step, title, summary, args, state, channels, approvers, policy,
+    worker, requested_by, status, version, created_at, deadline, wake_at, votes, decision,
+    escalations, reminders_sent, args_hash, sealed, agent
+) VALUES (
+    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
+    $21, $22, $23, $24, $25
+) ON CONFLICT (idempotency_key) DO NOTHING;
+
+-- name: approval_by_key
+SELECT * FROM approvals WHERE idempotency_key = $1;
+
+-- name: get_approval
+SELECT * FROM approvals WHERE id = $1;
+
+-- name: save_transition
+-- Compare-and-set on version: every column but id (rows.approval_values()[1:]), then the id
+-- and the expected version. A transition releases the wake-up lease (claim_due).
+UPDATE approvals SET
+    idempotency_key = $1, run_id = $2, step = $3, title = $4, summary = $5, args = $6, state = $7,
+    channels = $8, approvers = $9, policy = $10, worker = $11, requested_by = $12, status = $13,
+    version = $14, created_at = $15, deadline = $16, wake_at = $17, votes = $18, decision = $19,
+    escalations = $20, reminders_sent = $21, args_hash = $22, sealed = $23, agent = $24,
+    wake_owner = NULL, wake_lease_until = NULL
+WHERE id = $25 AND version = $26;
+
+-- name: save_policy_transition
+-- The scheduler's CAS: only what a timeout, escalation or reminder changes (rows.POLICY_COLUMNS,
+-- rows.policy_values), then the id and the expected version.
+UPDATE approvals SET
+    status = $1, version = $2, deadline = $3, wake_at = $4, decision = $5, escalations = $6,
+    reminders_sent = $7, channels = $8, wake_owner = NULL, wake_lease_until = NULL
+WHERE id = $9 AND version = $10;
+
+-- name: due_approvals
+SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at LIMIT $2;
+
+-- name: next_wake_at
+SELECT MIN(wake_at) AS m FROM approvals WHERE wake_at IS NOT NULL;
+
+-- name: count_by_status
+SELECT status, COUNT(*) AS n FROM approvals GROUP BY status;
+
+-------------------------------------------------------------------------- events
+
+-- name: insert_event
+-- SQLite sends a storm's events as multi-row inserts of this row (sqlite/writes.py), PostgreSQL
+-- as one executemany.
+INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: list_events
+SELECT * FROM events WHERE approval_id = $1 ORDER BY id;
+
+-- name: last_event_id
+SELECT COALESCE(MAX(id), 0) AS m FROM events;
+
+-------------------------------------------------------------------------- outbox and cards
+
+-- name: insert_posted
+-- A card posted in the same commit (the web inbox's own): recorded as the outbox would have.
+INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)
+VALUES ($1, $2, 'post', 'done', 1, $3, $4, $3, $3);
+
+-- name: upsert_card
+-- What a delivery learned about a card; a later update without a ref keeps the known one.
+INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (approval_id, channel) DO UPDATE SET
+    ref = COALESCE(excluded.ref, cards.ref), status = excluded.status, error = excluded.error,
+    updated_at = excluded.updated_at;
+
+-- name: list_outbox
+SELECT * FROM outbox WHERE approval_id = $1 ORDER BY id;
+
+-- name: get_card
+SELECT * FROM cards WHERE approval_id = $1 AND channel = $2;
+
+-- name: list_cards
+SELECT * FROM cards WHERE approval_id = $1 ORDER BY channel;
+
+-- name: cards_needing_attention
+-- Newest first, for the dashboard; walks the partial index cards_attention (migration 9).
+SELECT * FROM cards WHERE status IN ('failed', 'uncertain') ORDER BY updated_at DESC LIMIT $1;
+
+-- name: requeue_post
+-- An operator's "post it again": the card's one post row goes back to pending.
+UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = $1, updated_at = $1,
+    last_error = NULL, lease_owner = NULL, lease_until = NULL
+WHERE approval_id = $2 AND channel = $3 AND kind = 'post' AND status IN ('failed', 'uncertain');
+
+-- name: adopt_card
+-- A card found by a press on it (its post had no recorded answer): recorded unless one already is.
+INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)
+VALUES ($1, $2, $3, 'done', NULL, $4, $5)
+ON CONFLICT (approval_id, channel) DO UPDATE SET
+    ref = excluded.ref, status = 'done', error = NULL,
+    posted_at = COALESCE(cards.posted_at, excluded.posted_at), updated_at = excluded.updated_at
+WHERE cards.ref IS NULL;
+
+-------------------------------------------------------------------------- resume jobs
+
+-- name: insert_job
+-- One job per approval: a second is ignored. SQLite: multi-row inserts of this row.
+INSERT INTO resume_jobs (approval_id, worker, status, attempts, next_attempt_at, created_at, updated_at)
+VALUES ($1, $2, 'queued', 0, $3, $4, $5)
+ON CONFLICT (approval_id) DO NOTHING;
+
+-- name: finish_job
+-- Only the lease holder records an attempt's result.
+UPDATE resume_jobs SET status = $1, next_attempt_at = COALESCE($2, next_attempt_at), last_error = $3,
+    output_tail = COALESCE($4, output_tail), claimed_by = NULL, lease_until = NULL, updated_at = $5
+WHERE id = $6 AND claimed_by = $7 AND status = 'running';
+
+-- name: extend_job_lease
+UPDATE resume_jobs SET lease_until = $1 WHERE id = $2 AND claimed_by = $3 AND status = 'running';
+
+-- name: get_job
+SELECT * FROM resume_jobs WHERE approval_id = $1;
+
+-- name: list_jobs
+-- $1: a status, or NULL for every job; $3: a principal, whose approvals' jobs alone are listed,
+-- or NULL for everyone's.
+SELECT * FROM resume_jobs
+WHERE (CAST($1 AS TEXT) IS NULL OR status = $1)
+    AND (CAST($3 AS TEXT) IS NULL OR approval_id IN (SELECT id FROM approvals WHERE agent = $3))
+ORDER BY id DESC LIMIT $2;
+
+-- name: count_jobs_by_status
+SELECT status, COUNT(*) AS n FROM resume_jobs GROUP BY status;
+
+-- name: requeue_job
+-- A failed job back in the queue with a fresh attempt budget.
+UPDATE resume_jobs SET status = 'queued', attempts = 0, next_attempt_at = $1, updated_at = $1, last_error = NULL
+WHERE approval_id = $2 AND status = 'failed';
+
+-------------------------------------------------------------------------- journal
+
+-- name: get_steps
+SELECT * FROM journal WHERE run_id = $1 ORDER BY started_at, name;
+
+-- name: get_step
+SELECT * FROM journal WHERE run_id = $1 AND name = $2;
+
+-- name: list_runs
+SELECT run_id, COUNT(*) AS steps, SUM(attempts) AS attempts, MIN(started_at) AS started_at,
+    MAX(finished_at) AS last_at
+FROM journal GROUP BY run_id ORDER BY last_at DESC LIMIT $1;
+
+-- name: step_stats
+SELECT name,
+       COUNT(*) AS runs,
+       SUM(attempts) AS attempts,
+       SUM(CASE WHEN attempts > 1 THEN attempts - 1 ELSE 0 END) AS retries,
+       SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failures,
+       AVG(finished_at - started_at) AS mean_seconds,
+       SUM(finished_at - started_at) AS total_seconds
+FROM journal
+WHERE status <> 'suspended'
+GROUP BY name
+ORDER BY retries DESC, name
+LIMIT $1;
+
+-------------------------------------------------------------------------- inbound and prompts
+
+-- name: remember_inbound
+INSERT INTO inbound (key, at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING;
+
+-- name: prune_inbound
+-- A slice of the de-duplication marks older than $1 (index inbound_at, migration 10).
+DELETE FROM inbound WHERE key IN (SELECT key FROM inbound WHERE at < $1 LIMIT $2);
+
+-- name: prune_prompts
+DELETE FROM prompts WHERE expires_at <= $1;
+
+-- name: save_prompt
+INSERT INTO prompts (key, approval_id, actor, purpose, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (key) DO UPDATE SET approval_id = excluded.approval_id, actor = excluded.actor,
+    purpose = excluded.purpose, created_at = excluded.created_at, expires_at = excluded.expires_at;
+
+-------------------------------------------------------------------------- run owners (migration 11)
+
+-- name: claim_run
+-- The first agent to use a run id owns it; '' is a run from before v11, which nobody owns.
+INSERT INTO runs (run_id, owner, created_at) VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING;
+
+-- name: run_owner
+SELECT owner FROM runs WHERE run_id = $1;
+
+-------------------------------------------------------------------------- web sessions (migration 11)
+
+-- name: create_session
+-- `id` is a hash of the cookie's session id, never the cookie itself.
+INSERT INTO web_sessions (id, user_name, created_at, expires_at) VALUES ($1, $2, $3, $4);
+
+-- name: session_user
+SELECT user_name FROM web_sessions WHERE id = $1 AND expires_at > $2;
+
+-- name: delete_session
+DELETE FROM web_sessions WHERE id = $1;
+
+-- name: session_users
+SELECT DISTINCT user_name FROM web_sessions;
+
+-- name: delete_user_sessions
+DELETE FROM web_sessions WHERE user_name = $1;
+
+-- name: prune_sessions
+DELETE FROM web_sessions WHERE expires_at <= $1;
+
+-------------------------------------------------------------------------- migrations
+
+-- name: create_schema_migrations
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL
+);
+
+-- name: applied_migrations
+SELECT version FROM schema_migrations;
+
+-- name: record_migration
+INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3);
+
+-- name: schema_version
+SELECT COALESCE(MAX(version), 0) FROM schema_migrations;

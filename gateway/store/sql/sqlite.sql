@@ -1,0 +1,85 @@
+-- What only the SQLite store runs (the rest is in queries.sql). One process writes the file,
+-- through one writer (sqlite/engine.py): a claim is a SELECT then an UPDATE in the writer's
+-- transaction, with no row locks to skip. SQLite below 3.35 has no RETURNING, so a statement
+-- that reads what it wrote is followed by a SELECT. {ids}: a list of ? marks (sql.in_list).
+
+-- name: claim_due
+-- The columns in rows.APPROVAL_COLUMNS order: decoded by position (rows.approval_from_values),
+-- 10^5 rows in a storm. ORDER BY wake_at alone: the index walk stops after the limit; with
+-- ", id" SQLite sorts every row that shares a wake_at (a storm of equal deadlines: all of them,
+-- per batch), which made a timeout storm quadratic. Ties come in rowid order.
+SELECT id, idempotency_key, run_id, step, title, summary, args, state, channels, approvers, policy,
+    worker, requested_by, status, version, created_at, deadline, wake_at, votes, decision,
+    escalations, reminders_sent, args_hash, sealed, agent
+FROM approvals
+WHERE wake_at IS NOT NULL AND wake_at <= $1 AND (wake_lease_until IS NULL OR wake_lease_until <= $2)
+ORDER BY wake_at LIMIT $3;
+
+-- name: lease_due
+UPDATE approvals SET wake_owner = $1, wake_lease_until = $2 WHERE id IN ({ids});
+
+-- name: claim_outbox
+SELECT id FROM outbox
+WHERE status = 'pending' AND next_attempt_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+    -- one owner at a time per card, so that its post, syncs and reminders stay in order
+    AND NOT EXISTS (SELECT 1 FROM outbox busy WHERE busy.approval_id = outbox.approval_id
+                    AND busy.channel = outbox.channel AND busy.lease_until > $1)
+ORDER BY next_attempt_at, id LIMIT $2;
+
+-- name: lease_outbox
+UPDATE outbox SET lease_owner = $1, lease_until = $2 WHERE id IN ({ids});
+
+-- name: claimed_outbox
+SELECT * FROM outbox WHERE id IN ({ids}) ORDER BY id;
+
+-- name: claim_jobs
+SELECT id FROM resume_jobs
+WHERE (status = 'queued' AND next_attempt_at <= $1) OR (status = 'running' AND lease_until <= $1)
+ORDER BY next_attempt_at, id LIMIT $2;
+
+-- name: lease_jobs
+UPDATE resume_jobs SET status = 'running', claimed_by = $1, lease_until = $2, attempts = attempts + 1,
+    updated_at = $3
+WHERE id IN ({ids});
+
+-- name: claimed_jobs
+SELECT * FROM resume_jobs WHERE id IN ({ids});
+
+-- name: insert_queued
+-- A delivery to queue, sent as multi-row inserts of this row (sqlite/writes.py). Coalescing
+-- happens before, in Python: one pending, unclaimed sync per card is enough (pending_syncs).
+-- OR IGNORE (a second post of a card): a fifth cheaper here than ON CONFLICT DO NOTHING.
+INSERT OR IGNORE INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)
+VALUES ($1, $2, $3, 'pending', 0, $4, $5, $6, $7);
+
+-- name: pending_syncs
+-- The cards of a run of queued rows that have a pending, unclaimed sync (index outbox_pending_sync).
+SELECT approval_id, channel FROM outbox
+WHERE kind = 'sync' AND status = 'pending' AND lease_owner IS NULL AND approval_id IN ({ids});
+
+-- name: finish_outbox
+-- Only the lease holder records a delivery result (the card's approval: outbox_approval).
+UPDATE outbox SET status = $1, attempts = attempts + $2, next_attempt_at = COALESCE($3, next_attempt_at),
+    last_error = $4, lease_owner = NULL, lease_until = NULL, updated_at = $5
+WHERE id = $6 AND lease_owner = $7;
+
+-- name: outbox_approval
+SELECT approval_id FROM outbox WHERE id = $1;
+
+-- name: record_step
+-- The first record wins once it has succeeded; the caller reads the stored row back (get_step).
+INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at, error)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (run_id, name) DO UPDATE SET
+    status = excluded.status, output = excluded.output, attempts = excluded.attempts,
+    started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error
+WHERE journal.status <> 'succeeded';
+
+-- name: find_prompt
+SELECT * FROM prompts WHERE key = $1 AND actor = $2;
+
+-- name: delete_prompt
+DELETE FROM prompts WHERE key = $1;
+
+-- name: has_schema_migrations
+SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations';
