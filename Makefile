@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test lint typecheck unit clean browser bench chaos fuzz
+.PHONY: run demo test lint typecheck unit clean browser bench chaos fuzz
 
 # The agent SDK (sdk/) first, with the framework extras the integration tests run; the server
 # depends on it, and pip takes the local one because both are named in the same command.
@@ -19,6 +19,10 @@ $(STAMP): pyproject.toml sdk/pyproject.toml
 ## make run: the gateway on ./var/hitl-gateway.db, web inbox on, no chat tokens needed.
 run: $(STAMP)
 	$(BIN)/hitl-gateway --dev serve
+
+## make demo: the gateway, the fake payment API and the invoice agent, each stage shown as it happens; then press in the inbox.
+demo: $(STAMP)
+	$(BIN)/python -m examples.demo $(DEMO_ARGS)
 
 ## make test: lint, type-check and the whole suite.
 test: $(STAMP) browser lint typecheck unit

@@ -7,9 +7,12 @@ Every problem is a `ConfigError` naming the key.
 
 from __future__ import annotations
 
+import difflib
 import keyword
 import os
 import re
+import shutil
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -350,16 +353,35 @@ def _read_toml(path: Path | None) -> dict[str, Any]:
         raise ConfigError("--config", f"{path} is not valid TOML: {exc}") from None
 
 
+# HITL_* variables that are not config keys: read by the CLI, the agent SDK, workers and tests.
+NON_CONFIG_VARS = frozenset(
+    {
+        "HITL_CONFIG",  # the config file's path
+        "HITL_API_KEY",  # the agent SDK's and `hitl-gateway mcp`'s bearer key
+        "HITL_GATEWAY_URL",  # given to workers: where the gateway is
+        "HITL_RESUME_TOKEN",  # given to workers: the run's resume token
+        "HITL_APPROVAL_ID",  # given to workers
+        "HITL_DB_URL",  # the SDK's direct journal
+        "HITL_CODE_VERSION",  # the SDK's code version
+        "HITL_TEST_POSTGRES_URL",  # the test suite's PostgreSQL server
+    }
+)
+
+
 def _env_overrides(
     raw: dict[str, Any], env: Mapping[str, str], sections: Mapping[str, Mapping[str, Coerce]], kinds: Iterable[str]
 ) -> dict[str, Any]:
+    """`raw` with every HITL_<SECTION>_<KEY> applied. A HITL_* variable that is neither a key nor
+    one of NON_CONFIG_VARS stops the start: a typo must not pass silently (as in the file)."""
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in raw.items()}
+    used: set[str] = set()
     for section, keys in sections.items():
         for key in keys:
             name = f"HITL_{section}_{key}".upper()
             if name in env:
                 out.setdefault(section, {})[key] = env[name]
-    groups = (("policies", _POLICY_KEYS), ("workers", tuple(_WORKER_SPEC)), ("people", tuple(kinds)))
+                used.add(name)
+    groups = _env_groups(kinds)
     for group, names in groups:
         prefix = f"HITL_{group.upper()}_"
         table = {k: dict(v) for k, v in out.get(group, {}).items()} if isinstance(out.get(group), dict) else {}
@@ -372,10 +394,38 @@ def _env_overrides(
                 if rest.endswith(suffix) and len(rest) > len(suffix):
                     item = rest[: -len(suffix)].lower()
                     table.setdefault(item, {})[key] = env[name]
+                    used.add(name)
                     break
         if table:
             out[group] = table
+    for name in sorted(env):
+        if name.startswith("HITL_") and name not in used and name not in NON_CONFIG_VARS:
+            raise ConfigError(name, f"unknown variable{_did_you_mean(name, sections, groups)}")
     return out
+
+
+def _env_groups(kinds: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The named tables settable from the environment: HITL_<GROUP>_<NAME>_<KEY>."""
+    return (("policies", _POLICY_KEYS), ("workers", tuple(_WORKER_SPEC)), ("people", tuple(kinds)))
+
+
+def _did_you_mean(
+    name: str, sections: Mapping[str, Mapping[str, Coerce]], groups: Iterable[tuple[str, tuple[str, ...]]]
+) -> str:
+    """' (did you mean HITL_SERVER_PORT?)' for the closest known variable, or ''."""
+    known = [f"HITL_{section}_{key}".upper() for section, keys in sections.items() for key in keys]
+    for group, names in groups:  # HITL_WORKERS_<ITEM>_<KEY>: every split of the rest into item and key
+        prefix = f"HITL_{group.upper()}_"
+        if name.startswith(prefix):
+            parts = name[len(prefix) :].split("_")
+            for i in range(1, len(parts)):
+                item = "_".join(parts[:i])
+                known += [f"{prefix}{item}_{key.upper()}" for key in names]
+        else:
+            known += [f"{prefix}NAME_{key.upper()}" for key in names]
+    known += sorted(NON_CONFIG_VARS)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _section(raw: dict[str, Any], section: str, spec: Mapping[str, Coerce]) -> dict[str, Any]:
@@ -487,9 +537,24 @@ def _workers(raw: dict[str, Any]) -> dict[str, WorkerSettings]:
             raise ConfigError(f"workers.{name}.max_attempts", "must be at least 1")
         if "entrypoint" in values and not re.fullmatch(r"[\w.]+:[\w.]+", values["entrypoint"]):
             raise ConfigError(f"workers.{name}.entrypoint", "expected 'package.module:function'")
+        if values.get("command"):
+            values["command"] = _command(f"workers.{name}.command", values["command"])
         _check_worker(name, values)
         workers[name] = WorkerSettings(name=name, **values)
     return workers
+
+
+PYTHON = "{python}"  # in a worker's command: the interpreter running the gateway (its venv's)
+
+
+def _command(key: str, argv: tuple[str, ...]) -> tuple[str, ...]:
+    """`{python}` becomes the gateway's own interpreter, so a worker command does not depend on
+    which `python` is first on the PATH; the executable must exist, checked at start-up."""
+    argv = tuple(sys.executable if a == PYTHON else a for a in argv)
+    if shutil.which(argv[0]) is None:
+        hint = ' (for the gateway\'s own interpreter write "{python}")' if "python" in argv[0] else ""
+        raise ConfigError(key, f"{argv[0]!r} is not an executable file or on the PATH{hint}")
+    return argv
 
 
 def _check_worker(name: str, values: dict[str, Any]) -> None:
@@ -591,8 +656,10 @@ def load_settings(
     tables: Mapping[str, Mapping[str, Any]] | None = None,
     specs: Mapping[str, ChannelSpec] | None = None,
     validate: bool = True,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Settings:
-    """Build Settings from defaults < file < env. Raises ConfigError naming the bad key.
+    """Build Settings from defaults < file < env < overrides (command-line options). Raises
+    ConfigError naming the bad key.
     `specs`: the channel kinds to know (default: every installed one, `registry.installed()`).
 
     `validate=False` skips the gateway's own checks (secret keys, store URL, channels): for the
@@ -602,11 +669,7 @@ def load_settings(
     specs = installed() if specs is None else specs
     known = sections(specs)
     kinds = _identity_kinds(specs)
-    if path is None and env.get("HITL_CONFIG"):
-        path = env["HITL_CONFIG"]
-    if path is None and env is os.environ and Path(DEFAULT_PATH).exists():
-        path = DEFAULT_PATH
-    raw = _read_toml(Path(path) if path is not None else None)
+    raw = _read_toml(config_path(path, env))
     for section in raw:
         if section not in known and section not in _GROUPS:
             raise ConfigError(section, "unknown section")
@@ -617,10 +680,14 @@ def load_settings(
     for group, table in (tables or {}).items():  # named policies/workers given in code
         raw.setdefault(group, {}).update(table)
     raw = _env_overrides(raw, env, known, kinds)
+    for section, values in (overrides or {}).items():
+        raw[section] = {**raw.get(section, {}), **values}
+    server = _section(raw, "server", _SPEC["server"])
+    server.setdefault("public_url", _own_url(server.get("host", "127.0.0.1"), server.get("port", 8080)))
     identities = _people(raw, kinds)
     policies, bounds = _policies(raw)
     settings = Settings(
-        server=ServerSettings(**_section(raw, "server", _SPEC["server"])),
+        server=ServerSettings(**server),
         store=StoreSettings(**_section(raw, "store", _SPEC["store"])),
         security=SecuritySettings(**_section(raw, "security", _SPEC["security"])),
         policies=policies,
@@ -638,6 +705,25 @@ def load_settings(
     if validate:
         _check(settings)
     return settings
+
+
+def config_path(path: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
+    """The file to read: `--config PATH`, else $HITL_CONFIG, else ./hitl-gateway.toml if it exists."""
+    if path is None and env.get("HITL_CONFIG"):
+        path = env["HITL_CONFIG"]
+    if path is None and env is os.environ and Path(DEFAULT_PATH).exists():
+        path = DEFAULT_PATH
+    return Path(path) if path is not None else None
+
+
+def _own_url(host: str, port: int) -> str:
+    """`server.public_url` when none is configured: the address the gateway listens on, so that
+    `serve --port 19080` prints links and gives workers a URL for that port. A wildcard host is
+    reached on loopback here; behind a proxy or on another host, set public_url."""
+    host = "127.0.0.1" if host in ("", "0.0.0.0") else "[::1]" if host == "::" else host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def _mask(key: str, value: Any, secrets: frozenset[str] = SECRET_KEYS) -> Any:

@@ -49,6 +49,19 @@ token_decisions = true
     return path
 
 
+def _healthy(port: int) -> bool:
+    """The gateway answers /healthz. A connect alone is not enough: `serve` binds its socket
+    before the store is open (a busy port must fail first), so the kernel accepts connections
+    that wait in the backlog until the runtime has started."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as conn:
+            conn.sendall(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            conn.settimeout(0.5)
+            return conn.recv(16).split(b" ")[1:2] == [b"200"]  # 'HTTP/1.x 200 OK'
+    except OSError:
+        return False
+
+
 class Gateway:
     """One `python -m gateway serve` process."""
 
@@ -74,11 +87,9 @@ class Gateway:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gateway exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
+            if _healthy(self.port):
+                return self
+            time.sleep(0.05)
         self.kill9()  # never leave a half-started gateway behind the failed test
         raise TimeoutError(f"gateway did not listen: {self.log.read_text()[-2000:]}")
 

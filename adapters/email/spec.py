@@ -101,6 +101,14 @@ SPEC = ChannelSpec(
     check=_check,
     secrets=frozenset({"password"}),
     quiet_loggers=("aiosmtplib",),
+    sample=(
+        "# [email]                    # docs/channels.md: cards as mails with one-time Approve/Reject links\n"
+        '# host = "smtp.example.com"\n'
+        "# port = 587\n"
+        '# from = "approvals@example.com"\n'
+        "# starttls = true\n"
+        '# approvers = ["alice@example.com"]\n'
+    ),
 )
 
 __all__ = ["ADDRESS", "SPEC", "EmailSettings", "address"]

@@ -64,6 +64,12 @@ SPEC = ChannelSpec(
     secrets=frozenset({"bot_token", "signing_secret"}),
     secret_patterns=(r"(?i)(xox[abpr]-)[A-Za-z0-9-]+",),  # bot and user tokens keep their prefix
     quiet_loggers=("slack_sdk",),
+    sample=(
+        "# [slack]                    # docs/slack.md: cards with buttons; the app manifest is in deploy/\n"
+        '# bot_token = ""             # xoxb-...\n'
+        '# signing_secret = ""\n'
+        '# approvers = ["U111"]       # member ids\n'
+    ),
 )
 
 __all__ = ["SPEC", "SlackSettings", "channel_target"]

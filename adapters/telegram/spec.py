@@ -102,6 +102,12 @@ SPEC = ChannelSpec(
         ),
     ),
     disabled_hint="telegram.bot_token is not set",
+    sample=(
+        "# [telegram]                 # docs/telegram.md: cards with Approve/Reject buttons\n"
+        '# bot_token = ""             # from @BotFather\n'
+        '# webhook_secret = "{secret}"   # or `hitl-gateway telegram poll` without a public URL\n'
+        "# approvers = [111]          # Telegram user ids\n"
+    ),
 )
 
 __all__ = ["SPEC", "TelegramSettings", "chat_target"]

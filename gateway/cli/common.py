@@ -23,3 +23,11 @@ async def with_runtime(settings: Settings, fn: Callable[[Any], Awaitable[int]]) 
 
 def dump(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def table(headers: list[str], rows: list[list[str]]) -> None:
+    """Columns padded to their widest cell (the last one left ragged), two spaces apart."""
+    cells = [headers, *rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers) - 1)]
+    for r in cells:
+        print("  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip())

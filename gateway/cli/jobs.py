@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from gateway.cli.common import with_runtime
+from gateway.cli.common import table, with_runtime
 from gateway.config import Settings
 from gateway.core.models import JobStatus
 
@@ -29,9 +29,9 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     async def go(rt: Any) -> int:
         if args.action == "list":
             status = JobStatus(args.status) if args.status else None
-            for job in await rt.store.list_jobs(status, args.limit):
-                error = f"  {job.last_error}" if job.last_error else ""
-                print(f"{job.approval_id}  {job.status.value:<9}  {job.worker}  attempts={job.attempts}{error}")
+            jobs = await rt.store.list_jobs(status, args.limit)
+            rows = [[j.approval_id, j.status.value, j.worker, str(j.attempts), j.last_error or ""] for j in jobs]
+            table(["APPROVAL", "STATUS", "WORKER", "ATTEMPTS", "LAST ERROR"], rows)
             return 0
         job = await retry_job(rt.service, args.id, "operator:cli", on_behalf_of=args.by)
         print(f"{job.approval_id}  {job.status.value}: the gateway's worker will run it again")

@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
     link.add_argument("name")
     link.set_defaults(handler=_login_link)
     hashp = actions.add_parser("hash-password", help="read a password (stdin or prompt), print its scrypt hash")
-    hashp.set_defaults(handler=_hash_password)
+    hashp.set_defaults(handler=_hash_password, needs_config=False)
 
 
 def print_dev_link(settings: Settings) -> None:
@@ -43,7 +43,7 @@ async def _login_link(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def _hash_password(args: argparse.Namespace, settings: Settings) -> int:
+async def _hash_password(args: argparse.Namespace, settings: Settings | None) -> int:
     from gateway.http.web.auth import hash_password
 
     password = getpass.getpass("password: ") if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")

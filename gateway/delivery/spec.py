@@ -78,6 +78,7 @@ class ChannelSpec:
     quiet_loggers: tuple[str, ...] = ()  # the client library's loggers, kept at WARNING
     commands: tuple[Command, ...] = ()
     disabled_hint: str = ""  # what to set to turn the channel on, for the CLI's error
+    sample: str = ""  # a commented-out `[<kind>]` section for `hitl-gateway init` to write
 
 
 @dataclass(frozen=True, slots=True)

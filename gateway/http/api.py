@@ -6,7 +6,6 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.core import policy as rules
 from gateway.core.clock import iso
 from gateway.core.errors import ValidationError
 from gateway.core.models import Approval, Status
@@ -25,30 +24,14 @@ def _rt(request: web.Request) -> Runtime:
 def _suspend_body(rt: Runtime, approval: Approval) -> dict[str, Any]:
     return {
         "id": approval.id,
-        "status": Status.WAITING.value,
+        "status": approval.status.value,  # a replay after a decision says so (README "Idempotency")
         "resume_token": rt.service.resume_token(approval),
         "deadline": iso(approval.deadline),
     }
 
 
 async def _approval_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
-    view = approval.to_api()
-    view["reminders"] = rules.reminders_view(approval)
-    view["cards"] = [c.to_api() for c in await rt.store.list_cards(approval.id)]
-    view["deliveries"] = [
-        {
-            "id": o.id,
-            "channel": o.channel,
-            "kind": o.kind.value,
-            "status": o.status.value,
-            "attempts": o.attempts,
-            "last_error": o.last_error,
-        }
-        for o in await rt.store.list_outbox(approval.id)
-    ]
-    job = await rt.store.get_job(approval.id)
-    view["resume_job"] = job.to_api() if job else None
-    return view
+    return await rt.service.view(approval)
 
 
 @routes.post("/v1/suspend")
@@ -56,8 +39,9 @@ async def suspend(request: web.Request) -> web.Response:
     rt = _rt(request)
     req = schemas.parse_suspend(await schemas.read_json(request))
     approval, created = await rt.service.suspend(req, principal(request))
-    # The same idempotency key (from the same principal) gets the same body; its status is the
-    # one at creation. Another principal's key is a 409: never another agent's body or token.
+    # The same idempotency key (from the same principal) gets the same approval, token and
+    # deadline, with its current status. Another principal's key is a 409: never another
+    # agent's body or token.
     return web.json_response(_suspend_body(rt, approval), status=201 if created else 200)
 
 

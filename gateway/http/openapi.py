@@ -100,7 +100,7 @@ _SUSPENDED = {
     "required": ["id", "status", "resume_token", "deadline"],
     "properties": {
         "id": {"type": "string"},
-        "status": {"const": "waiting_approval"},
+        "status": {"enum": ["waiting_approval", "approved", "rejected", "timed_out", "cancelled"]},
         "resume_token": {"type": "string"},
         "deadline": {"type": ["string", "null"], "format": "date-time"},
     },

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -133,9 +134,12 @@ async def _body_within(request: web.Request, handler: Handler, seconds: float) -
         return resp
 
 
-async def serve(app: web.Application, settings: Settings, announce: Callable[[], None]) -> None:
-    """Serve `app` on server.host:port until SIGTERM or SIGINT, then shut down like
-    `web.run_app`: stop accepting, on_shutdown, in-flight requests get shutdown_timeout, cleanup."""
+async def serve(
+    app: web.Application, settings: Settings, announce: Callable[[], None], sock: socket.socket | None = None
+) -> None:
+    """Serve `app` on `sock` (bound by the caller before anything started), else on
+    server.host:port, until SIGTERM or SIGINT; then shut down like `web.run_app`: stop accepting,
+    on_shutdown, in-flight requests get shutdown_timeout, cleanup."""
     server = settings.server
     runner = web.AppRunner(app, shutdown_timeout=server.shutdown_timeout.total_seconds())
     await runner.setup()
@@ -152,7 +156,10 @@ async def serve(app: web.Application, settings: Settings, announce: Callable[[],
             access_log_format=ACCESS_LOG_FORMAT,
         )
 
-    listener = await loop.create_server(connection, server.host, server.port, reuse_address=True)
+    if sock is not None:
+        listener = await loop.create_server(connection, sock=sock)
+    else:
+        listener = await loop.create_server(connection, server.host, server.port, reuse_address=True)
     sweeper = asyncio.create_task(sweep(manager, server.header_timeout.total_seconds()))
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -169,11 +176,15 @@ async def serve(app: web.Application, settings: Settings, announce: Callable[[],
 
 
 def run(
-    app: web.Application, settings: Settings, loop: asyncio.AbstractEventLoop, announce: Callable[[], None]
+    app: web.Application,
+    settings: Settings,
+    loop: asyncio.AbstractEventLoop,
+    announce: Callable[[], None],
+    sock: socket.socket | None = None,
 ) -> None:
     """`serve` on `loop`, then cancel what is left and close the loop (as `web.run_app` does)."""
     try:
-        loop.run_until_complete(serve(app, settings, announce))
+        loop.run_until_complete(serve(app, settings, announce, sock))
     finally:
         left = asyncio.all_tasks(loop)
         for task in left:

@@ -246,6 +246,27 @@ class Service:
             raise NotFound(f"approval {approval_id!r} not found")
         return approval
 
+    async def view(self, approval: Approval) -> dict[str, Any]:
+        """The approval as the API and `approvals show` give it: with its reminders, cards,
+        deliveries and resume job."""
+        out = approval.to_api()
+        out["reminders"] = rules.reminders_view(approval)
+        out["cards"] = [c.to_api() for c in await self.store.list_cards(approval.id)]
+        out["deliveries"] = [
+            {
+                "id": o.id,
+                "channel": o.channel,
+                "kind": o.kind.value,
+                "status": o.status.value,
+                "attempts": o.attempts,
+                "last_error": o.last_error,
+            }
+            for o in await self.store.list_outbox(approval.id)
+        ]
+        job = await self.store.get_job(approval.id)
+        out["resume_job"] = job.to_api() if job else None
+        return out
+
     # ---------------------------------------------------------------- decisions
     def allowlist(self, actor: str) -> frozenset[str]:
         """The configured approvers of `actor`'s kind (canonical identities)."""

@@ -162,6 +162,11 @@ class Store(Protocol):
 
     async def list_events(self, approval_id: str) -> list[Event]: ...
 
+    async def last_event_id(self) -> int:
+        """The newest event's id (0 when there is none): an index probe, which the live web
+        pages poll to learn that something changed."""
+        ...
+
     # ---------------------------------------------------------------- outbox and cards
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         """Lease up to `limit` due pending deliveries."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gateway.core.models import Outcome
 from gateway.http.keys import RUNTIME
 from tests.conftest import AUTH, OPERATOR, suspend_body
 from tests.helpers import table_counts
@@ -390,3 +391,15 @@ async def test_operator_keys_split_agents_from_deciders(settings_factory: Any, a
     assert resp.status == 200
     assert (await resp.json())["decision"]["decided_by"] == f"operator:{derived_name('operator-key-0123456789')}"
     assert (await client.get("/v1/approvals", headers=operator)).status == 200
+
+
+async def test_a_replay_after_the_decision_reports_the_current_status(client: Any) -> None:
+    """First hour #7: the same suspend again, once decided, must not say `waiting_approval`
+    (an agent re-running after a crash would wait forever); id and token stay the same."""
+    first = await suspend(client)
+    await rt_of(client).service.decide(first["id"], Outcome.APPROVE, "web:ann", trusted=True)
+    resp = await client.post("/v1/suspend", json=suspend_body(), headers=AUTH)
+    assert resp.status == 200
+    replay = await resp.json()
+    assert replay["status"] == "approved"
+    assert (replay["id"], replay["resume_token"]) == (first["id"], first["resume_token"])

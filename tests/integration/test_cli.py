@@ -81,11 +81,11 @@ def test_migrate_and_approvals_commands(config: Path, tmp_path: Path) -> None:
     out = run("--config", str(config), "approvals", "approve", approval_id, "--by", "web:ann", cwd=tmp_path)
     assert out.returncode == 0 and json.loads(out.stdout)["status"] == "approved"
     out = run("--config", str(config), "approvals", "reject", approval_id, "--by", "web:bob", cwd=tmp_path)
-    assert out.returncode == 1 and "already approved by operator:cli" in out.stderr  # the CLI decides as itself
+    assert out.returncode == 2 and "already approved by operator:cli" in out.stderr  # a user error: exit 2
     shown = json.loads(run("--config", str(config), "approvals", "show", approval_id, cwd=tmp_path).stdout)
     assert [e["kind"] for e in shown["events"]] == ["suspended", "card_posted", "approved"]
     out = run("--config", str(config), "approvals", "cancel", "nope", cwd=tmp_path)
-    assert out.returncode == 1 and "not_found" in out.stderr
+    assert out.returncode == 2 and "not_found" in out.stderr
 
 
 def test_dev_mode_generates_and_keeps_a_key(tmp_path: Path) -> None:

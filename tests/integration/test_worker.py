@@ -137,7 +137,13 @@ async def test_terminal_exit_fails_at_once(make_rt: MakeRt, tmp_path: Path) -> N
 
 
 async def test_missing_command_is_terminal(make_rt: MakeRt, tmp_path: Path) -> None:
-    rt = await make_rt(agent={"command": [str(tmp_path / "nope")]})
+    """A program missing at start-up stops the start (tests/unit/test_config_first_hour.py);
+    one removed after it is a terminal failure of the job."""
+    program = tmp_path / "gone"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    rt = await make_rt(agent={"command": [str(program)]})
+    program.unlink()
     approval = await decided(rt, "agent")
     await rt.worker.drain()
     failed = await job(rt, approval)

@@ -126,7 +126,7 @@ async def test_cli_jobs_list_and_retry(tmp_path: Path) -> None:
     code, out = await cli(cfg, "jobs", "retry", approval_id)
     assert code == 0 and "queued" in out
     code, _ = await cli(cfg, "jobs", "retry", approval_id)
-    assert code == 1  # not failed any more: a clear conflict
+    assert code == 2  # not failed any more: a clear conflict, the user's to fix (exit 2)
 
 
 async def test_lease_is_renewed_while_a_long_job_runs(tmp_path: Path) -> None:

@@ -209,6 +209,14 @@ async def test_events_append_in_order(store: Store) -> None:
     assert events[0].id < events[1].id < events[2].id
 
 
+async def test_last_event_id_moves_with_every_event(store: Store) -> None:
+    assert await store.last_event_id() == 0
+    (aid,) = await _create(store)
+    first = await store.last_event_id()
+    await store.append_events([NewEvent(aid, "duplicate_vote", NOW)])
+    assert await store.last_event_id() > first == (await store.list_events(aid))[0].id
+
+
 # ---------------------------------------------------------------- outbox
 async def test_claim_lease_and_reclaim_after_expiry(store_factory: StoreFactory) -> None:
     a, b = await store_factory(), await store_factory()

@@ -135,7 +135,7 @@ async def test_kill_9_mid_post_never_posts_the_card_twice(tmp_path: Path, tg_api
             await _card(http, gw.url, approval_id, "done")
             assert len(tg_api.calls_to("sendMessage")) == 2  # the operator chose a second card
             code, out = await run_cli(config, "cards", "resend", approval_id, f"telegram:{CHAT}")
-            assert code == 1 and "nothing to resend" in out
+            assert code == 2 and "nothing to resend" in out  # a user error: exit 2
     finally:
         gw.stop()
         release.set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from gateway.cli.main import freeze_heap
+from gateway.cli.serve import freeze_heap
 
 
 async def test_freeze_heap_moves_live_objects_out_of_the_collector() -> None:

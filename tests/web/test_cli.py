@@ -27,8 +27,9 @@ def test_login_link_command(config: str, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["--config", config, "web", "login-link", "alice"]) == 0
     link = capsys.readouterr().out.strip()
     assert link.startswith("https://hitl.example.com/login/link/") and len(link) > 60
-    assert main(["--config", config, "web", "login-link", "mallory"]) == 1
-    assert "'mallory' is not in web.approvers" in capsys.readouterr().err
+    assert main(["--config", config, "web", "login-link", "mallory"]) == 2  # a user's mistake: exit 2
+    err = capsys.readouterr().err
+    assert "'mallory' is not in web.approvers" in err and "internal_error" not in err
 
 
 def test_hash_password_command(

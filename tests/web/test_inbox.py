@@ -105,6 +105,24 @@ async def test_reject_needs_a_comment(web: Any, web_rt: Runtime) -> None:
     assert resp.status == 200 and "Outcome: rejected (reject)" in await resp.text()
 
 
+async def test_a_refused_decision_keeps_the_form_and_what_was_typed(web: Any, web_rt: Runtime) -> None:
+    """First hour #9: the error shows next to the form, on the approval page, and the typed text
+    stays in the textarea (not a bare error page that drops it)."""
+    approval = await _suspend(web_rt, "Pay ACME")
+    await sign_in(web)
+    token = csrf_of(await (await web.get(f"/approvals/{approval.id}")).text())
+    url = f"/approvals/{approval.id}/decision"
+    resp = await web.post(url, data={"csrf": token, "outcome": "maybe", "comment": "half <b>typed</b> thought"})
+    html = await resp.text()
+    assert resp.status == 400 and 'role="alert"' in html and "approve or reject" in html
+    assert ">half &lt;b&gt;typed&lt;/b&gt; thought</textarea>" in html  # kept, escaped
+    assert "Pay ACME" in html and 'value="approve"' in html  # the approval page, with its form
+    await web_rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", channel="web")
+    resp = await web.post(url, data={"csrf": token, "outcome": "reject", "comment": "too late?"})
+    html = await resp.text()
+    assert resp.status == 409 and "already approved by web:bob" in html and "too late?" not in html  # no form
+
+
 async def test_viewers_and_non_approvers_cannot_decide(web: Any, web_rt: Runtime) -> None:
     approval = await _suspend(web_rt, "Pay ACME")
     only_slack = await _suspend(web_rt, "Slack only", approvers=("slack:U1",))

@@ -20,7 +20,7 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from gateway.config import Settings
-from gateway.core.errors import GatewayError
+from gateway.core.errors import GatewayError, NotFound
 from gateway.core.tokens import TokenSigner
 from gateway.http.keys import RUNTIME
 from gateway.http.web.sessions import (
@@ -69,7 +69,7 @@ def verify_password(password: str, hashed: str) -> bool:
 def login_link(settings: Settings, signer: TokenSigner, name: str, now: Any) -> str:
     """A one-time sign-in URL for `name` (the link id is remembered when it is used)."""
     if settings.web.role(name) is None:
-        raise GatewayError(f"web user {name!r} is not in web.approvers or web.viewers")
+        raise NotFound(f"web user {name!r} is not in web.approvers or web.viewers")
     payload = {"u": name, "j": secrets.token_urlsafe(12)}
     token = signer.sign(LOGIN_LINK, payload, now + settings.web.login_link_max_age)
     return f"{settings.server.public_url.rstrip('/')}/login/link/{token}"

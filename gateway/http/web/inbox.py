@@ -13,10 +13,12 @@ import aiohttp_jinja2
 import jinja2
 from aiohttp import web
 
-from gateway.core.models import Outcome, Status
+from gateway.core.errors import GatewayError
+from gateway.core.models import Approval, Outcome, Status
 from gateway.http.keys import RUNTIME
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
+from gateway.http.web import live
 from gateway.http.web import sessions as web_sessions
 from gateway.http.web.auth import PageError, checked_form, render, require
 from gateway.http.web.sessions import User
@@ -27,6 +29,13 @@ from gateway.telemetry.metrics import install as install_metrics
 
 routes = web.RouteTableDef()
 _STATIC = Path(__file__).parent / "static"
+LIVE = web.AppKey("live", live.LiveFeed)
+_CONTENT_TYPES = {
+    "/metrics": "text/plain",
+    "/static/web.css": "text/css",
+    "/static/live.js": "text/javascript",
+    "/live": "text/event-stream",
+}
 _MAX_COMMENT = 2000
 
 
@@ -70,42 +79,79 @@ async def approval_page(request: web.Request, user: User) -> web.Response:
     """One approval: args, summary, timeline, cards and deliveries, and the decision form."""
     rt = request.app[RUNTIME]
     approval = await rt.service.get(request.match_info["id"])
+    return render(request, "approval.html", await _approval_ctx(rt, approval, user))
+
+
+async def _approval_ctx(rt: Runtime, approval: Approval, user: User, **form: Any) -> dict[str, Any]:
     now = rt.clock.now()
-    ctx = {
-        **row(approval, now),
+    view = row(approval, now)
+    return {
+        **view,
+        "self_row": view,
         "args": pretty(approval.args),
         "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in await rt.store.list_events(approval.id)],
         "cards": await rt.store.list_cards(approval.id),
         "deliveries": await rt.store.list_outbox(approval.id),
         "job": await rt.store.get_job(approval.id),
         "may_decide": user.can_decide and not approval.status.final,
+        "form_error": form.get("error", ""),
+        "comment": form.get("comment", ""),
     }
-    return render(request, "approval.html", ctx)
 
 
 @routes.post("/approvals/{id}/decision")
 @require("approver")
 async def decide(request: web.Request, user: User) -> web.StreamResponse:
-    """Approve, or reject with a comment, as web:<name> (approvers only; CSRF token required)."""
+    """Approve, or reject with a comment, as web:<name> (approvers only; CSRF token required).
+    A decision that cannot be taken re-renders the page with the error next to the form and
+    what was typed kept."""
     rt = request.app[RUNTIME]
     form = await checked_form(request)
+    comment = form.get("comment", "").strip()
     try:
-        outcome = Outcome(form.get("outcome", ""))
+        outcome = _form_outcome(form.get("outcome", ""), comment)
+        approval = await rt.service.decide(
+            request.match_info["id"], outcome, user.actor, comment=comment or None, channel="web"
+        )
+    except (PageError, GatewayError) as exc:
+        status = exc.status
+        if status >= 500:
+            raise
+        current = await rt.service.get(request.match_info["id"])
+        ctx = await _approval_ctx(rt, current, user, error=exc.message, comment=comment[:_MAX_COMMENT])
+        return render(request, "approval.html", ctx, status=status)
+    raise web.HTTPSeeOther(f"/approvals/{approval.id}")
+
+
+def _form_outcome(value: str, comment: str) -> Outcome:
+    try:
+        outcome = Outcome(value)
     except ValueError:
         raise PageError(400, "outcome: must be approve or reject") from None
-    comment = form.get("comment", "").strip() or None
-    if comment is not None and len(comment) > _MAX_COMMENT:
+    if len(comment) > _MAX_COMMENT:
         raise PageError(400, f"comment: at most {_MAX_COMMENT} characters")
-    if outcome is Outcome.REJECT and comment is None:
+    if outcome is Outcome.REJECT and not comment:
         raise PageError(400, "comment: say why you reject")
-    approval = await rt.service.decide(request.match_info["id"], outcome, user.actor, comment=comment, channel="web")
-    raise web.HTTPSeeOther(f"/approvals/{approval.id}")
+    return outcome
 
 
 @routes.get("/static/web.css")
 async def stylesheet(request: web.Request) -> web.FileResponse:
     """The inbox stylesheet."""
     return web.FileResponse(_STATIC / "web.css", headers={"Cache-Control": "public, max-age=3600"})
+
+
+@routes.get("/static/live.js")
+async def live_script(request: web.Request) -> web.FileResponse:
+    """The pages' only script: ticking SLA countdowns, and live regions refreshed on a change."""
+    return web.FileResponse(_STATIC / "live.js", headers={"Cache-Control": "public, max-age=3600"})
+
+
+@routes.get("/live")
+@require()
+async def live_stream(request: web.Request, user: User) -> web.StreamResponse:
+    """Server-sent events: `change` whenever the gateway recorded something new."""
+    return await live.stream(request, request.app[LIVE])
 
 
 @routes.get("/metrics")
@@ -124,7 +170,9 @@ async def security_headers(request: web.Request, handler: web_auth.Handler) -> w
     resp = await handler(request)
     if resp.content_type == "text/html":
         resp.headers.setdefault(
-            "Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'"
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self';"
+            " form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
         )
         resp.headers.setdefault("X-Frame-Options", "DENY")
         resp.headers.setdefault("Referrer-Policy", "no-referrer")
@@ -141,6 +189,8 @@ def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
     )
     app[web_auth.THROTTLE] = web_auth.LoginThrottle()
     app.middlewares.append(web_sessions.sessions)
+    app[LIVE] = live.LiveFeed(rt.store)
+    app.on_shutdown.append(app[LIVE].close)
     app.middlewares.append(security_headers)
     app.middlewares.append(web_auth.page_errors)
     app.on_startup.append(web_sessions.forget_removed_users)  # after the runtime started (cleanup_ctx)
@@ -157,8 +207,8 @@ def openapi_paths(table: list[web.AbstractRouteDef]) -> dict[str, dict[str, Any]
             continue
         doc = (route.handler.__doc__ or "").strip().splitlines()
         summary = doc[0] if doc else route.path
-        html = route.path not in ("/metrics", "/static/web.css")
-        kind = "text/html" if html else "text/plain"
+        kind = _CONTENT_TYPES.get(route.path, "text/html")
+        html = kind == "text/html"
         op: dict[str, Any] = {
             "summary": summary,
             "security": [],

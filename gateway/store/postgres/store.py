@@ -213,6 +213,9 @@ class PostgresStore:
     async def list_events(self, approval_id: str) -> list[Event]:
         return [event_from_row(r) for r in await self._db.fetch(Q.list_events, approval_id)]
 
+    async def last_event_id(self) -> int:
+        return int((await self._db.fetchrow(Q.last_event_id))["m"])
+
     # ---------------------------------------------------------------- outbox and cards
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         await self._listener.revive()  # the outbox loop polls here: a good place to re-LISTEN

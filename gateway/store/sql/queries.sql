@@ -60,6 +60,9 @@ INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES ($1, $2,
 -- name: list_events
 SELECT * FROM events WHERE approval_id = $1 ORDER BY id;
 
+-- name: last_event_id
+SELECT COALESCE(MAX(id), 0) AS m FROM events;
+
 -------------------------------------------------------------------------- outbox and cards
 
 -- name: insert_posted

@@ -209,6 +209,10 @@ class SQLiteStore:
     async def list_events(self, approval_id: str) -> list[Event]:
         return [event_from_row(r) for r in await self._rows(Q.list_events, (approval_id,))]
 
+    async def last_event_id(self) -> int:
+        row = await self._row(Q.last_event_id)
+        return int(row[0]) if row else 0
+
     # ---------------------------------------------------------------- outbox and cards
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         t, until = to_ts(now), to_ts(now + lease)
