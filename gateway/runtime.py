@@ -10,6 +10,7 @@ import os
 import socket
 import traceback
 from collections.abc import Callable, Coroutine
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -17,6 +18,7 @@ import aiohttp
 from gateway.config import Settings
 from gateway.core.clock import Clock, SystemClock, from_ts
 from gateway.core.identity import WEB
+from gateway.core.observers import Observer, Observers
 from gateway.core.tokens import TokenSigner
 from gateway.delivery.channels import Channel, WebChannel
 from gateway.delivery.outbox import OutboxRunner
@@ -26,6 +28,7 @@ from gateway.service import Inbound, Service
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
 from gateway.store import Store, open_store
+from gateway.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.runtime")
 STOP_TIMEOUT = 10.0  # seconds a background loop gets to finish when the runtime stops
@@ -44,6 +47,23 @@ def _freeze_startup_heap() -> None:
         gc.freeze()
 
 
+class WakeUps(Observer):
+    """The background loops wake early when a commit queued their work or moved a deadline
+    (other replicas poll, or hear a NOTIFY: `Runtime._on_wakeup`)."""
+
+    def __init__(self, outbox: OutboxRunner, worker: WorkerRunner, scheduler: SlaScheduler) -> None:
+        self.outbox, self.worker, self.scheduler = outbox, worker, scheduler
+
+    def outbox_queued(self) -> None:
+        self.outbox.notify()
+
+    def jobs_queued(self) -> None:
+        self.worker.notify()
+
+    def wake_at(self, when: datetime) -> None:
+        self.scheduler.notify(when)
+
+
 class Runtime:
     def __init__(
         self,
@@ -58,20 +78,22 @@ class Runtime:
         self.store: Store = store or open_store(settings.store.url)
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}"
         self.signer = TokenSigner(settings.security.secret_keys)
-        self.service = Service(settings, self.store, self.clock, self.signer)
+        # Everything that listens to commits is wired here: the loops' wake-ups and the metrics.
+        self.observers = Observers()
+        self.metrics = self.observers.add(Metrics())
+        self.service = Service(settings, self.store, self.clock, self.signer, self.observers)
         self.inbound = Inbound(self.service)
         self._http: aiohttp.ClientSession | None = None
         self.channels: dict[str, Channel] = {WEB: WebChannel()}
         for kind in sorted(settings.enabled_channels() - {WEB}):
             self.channels[kind] = settings.channels[kind].spec.create(self.channel_context(kind))
         self.service.channels = self.channels
-        self.outbox = OutboxRunner(self.store, self.channels, self.clock, self.owner, lease=settings.store.lease)
-        self.service.hooks.outbox.append(self.outbox.notify)
+        self.outbox = OutboxRunner(
+            self.store, self.channels, self.clock, self.owner, lease=settings.store.lease, observer=self.observers
+        )
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
         self.worker = WorkerRunner(self.service, self.clock, self.owner, lease=settings.store.lease)
-        self.service.hooks.jobs.append(self.worker.notify)
         self.loops.append(self.worker.run_forever)
-        self.extras: dict[str, Any] = {}
         self.scheduler = SlaScheduler(
             self.service,
             self.store,
@@ -81,8 +103,8 @@ class Runtime:
             owner=self.owner,
             lease=settings.store.lease,
         )
-        self.service.hooks.wake.append(self.scheduler.notify)
         self.loops.append(self.scheduler.run_forever)
+        self.observers.add(WakeUps(self.outbox, self.worker, self.scheduler))
         self.housekeeper = Housekeeper(self.store, self.clock)
         self.loops.append(self.housekeeper.run_forever)
         self._tasks: list[asyncio.Task[None]] = []
@@ -120,19 +142,16 @@ class Runtime:
             ]
 
     def _on_wakeup(self, topic: str, payload: str) -> None:
-        """Another replica committed work: run the same in-process hooks as a local commit."""
-        hooks = self.service.hooks
+        """Another replica committed work: tell the observers what a local commit would."""
         if topic == "outbox":
-            for fn in hooks.outbox:
-                fn()
+            self.observers.outbox_queued()
         elif topic == "jobs":
-            for fn in hooks.jobs:
-                fn()
+            self.observers.jobs_queued()
         elif topic == "wake":
             with contextlib.suppress(ValueError, OverflowError, OSError):
                 when = from_ts(float(payload))
-                for w in hooks.wake:
-                    w(when)
+                if when is not None:
+                    self.observers.wake_at(when)
 
     async def stop(self) -> None:
         """Cancel the background loops and close everything. A loop that does not finish within

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
 from gateway.core import loops
@@ -22,6 +22,7 @@ from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound, UnknownChannel
 from gateway.core.events import EventKind
 from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
+from gateway.core.observers import Observer, Observers
 from gateway.core.retry import backoff
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.store import CardUpdate, Store
@@ -79,13 +80,13 @@ class OutboxRunner:
         lease: timedelta = timedelta(seconds=60),
         batch: int = 64,
         poll_interval: float = 1.0,
+        observer: Observer | None = None,
     ) -> None:
         self.store, self.channels, self.clock, self.owner = store, channels, clock, owner
         self.lease, self.batch, self.poll_interval = lease, batch, poll_interval
         self._wake = asyncio.Event()
         self._posting: dict[str, asyncio.Semaphore] = {}  # per channel kind: its posts_in_flight
-        # Observers (metrics): called with the row and its result event after each recorded delivery.
-        self.listeners: list[Callable[[OutboxItem, str], None]] = []
+        self.observer: Observer = observer or Observers()  # told each recorded delivery (metrics)
 
     def notify(self) -> None:
         self._wake.set()
@@ -170,8 +171,7 @@ class OutboxRunner:
             count_attempt=count_attempt,
         )
         if event:
-            for listener in self.listeners:
-                listener(item, event)
+            self.observer.delivered(item.channel, item.kind, event)
 
     async def _deliver(self, item: OutboxItem) -> None:
         approval = await self.store.get_approval(item.approval_id)

@@ -151,8 +151,7 @@ class WorkerRunner:
         started = time.monotonic()
         try:
             result = await self.launcher(cfg).run(launch)
-            for observe in self.service.hooks.attempts:  # metrics: worker, result, seconds
-                observe(cfg.name, result.verdict.value, time.monotonic() - started)
+            self.service.observer.attempt(cfg.name, result.verdict.value, time.monotonic() - started)
             result = AttemptResult(  # an exception's message or an output tail can carry PII or the token
                 result.verdict,
                 self._scrub(result.error, launch.token),
@@ -218,8 +217,7 @@ async def retry_job(service: Service, approval_id: str, by: str, *, on_behalf_of
     event = NewEvent(approval_id, EventKind.JOB_REQUEUED, service.clock.now(), by, data=data)
     if not await service.store.requeue_job(approval_id, service.clock.now(), [event]):
         raise Conflict(f"the resume job is {job.status.value}, only a failed job can be retried")
-    for fn in service.hooks.jobs:
-        fn()
+    service.observer.jobs_queued()
     requeued = await service.store.get_job(approval_id)
     assert requeued is not None
     return requeued

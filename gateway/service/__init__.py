@@ -4,12 +4,11 @@
 (a press, a reason, de-duplication).
 """
 
-from gateway.service.approvals import AlreadyDecided, Hooks, Service, SuspendRequest, new_id
+from gateway.service.approvals import AlreadyDecided, Service, SuspendRequest, new_id
 from gateway.service.presses import Inbound, Press, PressResult, Reply, Verdict
 
 __all__ = [
     "AlreadyDecided",
-    "Hooks",
     "Inbound",
     "Press",
     "PressResult",

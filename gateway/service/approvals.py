@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import logging
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -34,6 +34,7 @@ from gateway.core.events import EventKind
 from gateway.core.identity import WEB
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
+from gateway.core.observers import Observer, Observers
 from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
@@ -70,27 +71,13 @@ class SuspendRequest:
     deadline: datetime | None = None  # the timeout as an instant, if the policy lets the agent set it
 
 
-@dataclass(slots=True)
-class Hooks:
-    """In-process wake-ups after a commit (other replicas poll or LISTEN)."""
-
-    outbox: list[Callable[[], None]] = field(default_factory=list)
-    jobs: list[Callable[[], None]] = field(default_factory=list)
-    wake: list[Callable[[datetime | None], None]] = field(default_factory=list)
-    decided: list[Callable[[Approval], None]] = field(default_factory=list)
-    # Observers for metrics: every committed transition (approval after, event name), and
-    # every worker attempt (worker name, result: succeeded|retry|failed, seconds).
-    transitions: list[Callable[[Approval, str], None]] = field(default_factory=list)
-    # Cards posted in the suspend's own commit (the web inbox), as the outbox reports its
-    # deliveries: (channel address, kind, event).
-    delivered: list[Callable[[str, OutboxKind, str], None]] = field(default_factory=list)
-    attempts: list[Callable[[str, str, float], None]] = field(default_factory=list)
-
-
 class Service:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, signer: TokenSigner) -> None:
+    def __init__(
+        self, settings: Settings, store: Store, clock: Clock, signer: TokenSigner, observer: Observer | None = None
+    ) -> None:
         self.settings, self.store, self.clock, self.signer = settings, store, clock, signer
-        self.hooks = Hooks()
+        # Told every commit (the runtime wires the loops' wake-ups and the metrics to it).
+        self.observer: Observer = observer or Observers()
         self.redactor = Redactor.build(defaults=settings.redaction.defaults, patterns=settings.redaction.patterns)
         self.sealer = Sealer(settings.security.secret_keys)
         # settings are frozen: computed once, not per suspend or press
@@ -210,8 +197,7 @@ class Service:
         )
         self._fire(outbox=len(events) < len(posts), wake=stored.wake_at)
         for e in events:
-            for fn in self.hooks.delivered:
-                fn(e.channel or "", OutboxKind.POST, e.kind)
+            self.observer.delivered(e.channel or "", OutboxKind.POST, e.kind)
         return stored, True
 
     def _posts(
@@ -491,11 +477,7 @@ class Service:
             f" via {channel}" if channel else "",
         )
         self._fire(outbox=bool(w.outbox), jobs=w.job is not None, wake=after.wake_at)
-        for observe in self.hooks.transitions:
-            observe(after, transition.event)
-        if transition.final:
-            for fn in self.hooks.decided:
-                fn(after)
+        self.observer.transition(after, transition.event)
 
     def wake_outbox(self) -> None:
         """Deliveries were queued outside a transition (e.g. a card adopted by a press)."""
@@ -503,14 +485,11 @@ class Service:
 
     def _fire(self, *, outbox: bool = False, jobs: bool = False, wake: datetime | None = None) -> None:
         if outbox:
-            for fn in self.hooks.outbox:
-                fn()
+            self.observer.outbox_queued()
         if jobs:
-            for fn in self.hooks.jobs:
-                fn()
+            self.observer.jobs_queued()
         if wake is not None:
-            for w in self.hooks.wake:
-                w(wake)
+            self.observer.wake_at(wake)
 
     # ---------------------------------------------------------------- tokens
     def resume_token(self, approval: Approval) -> str:
@@ -627,4 +606,4 @@ def _due_outbox(before: Approval, transition: rules.Transition) -> list[NewOutbo
     return []
 
 
-__all__ = ["AlreadyDecided", "Hooks", "Service", "SuspendRequest", "new_id"]
+__all__ = ["AlreadyDecided", "Service", "SuspendRequest", "new_id"]

@@ -3,7 +3,7 @@
 The database is the truth: every waiting approval has an indexed `wake_at` (its next reminder
 or deadline). APScheduler's `AsyncIOScheduler` holds only two jobs, whatever the number of
 pending approvals: ONE date job for the earliest `wake_at` (re-armed after each tick, and when
-`service.hooks.wake` reports an earlier time), and an interval job, the safety poll, for wake-ups
+`Observer.wake_at` reports an earlier time), and an interval job, the safety poll, for wake-ups
 that another process wrote. Each job runs `tick`, which applies everything due in batches through
 `Service.apply_due`, a compare-and-set: two schedulers racing on one database (two replicas, or a
 restart that overlaps) apply each timeout exactly once. Deadlines that passed while the gateway
@@ -111,7 +111,7 @@ class SlaScheduler:
 
     # ---------------------------------------------------------------- APScheduler shell
     def notify(self, when: datetime | None) -> None:
-        """`service.hooks.wake`: a commit set a wake-up; arm it if it is the earliest."""
+        """`Observer.wake_at` (through the runtime): a commit set a wake-up; arm it if it is the earliest."""
         if self._aps is None or not self._aps.running or self._ticking or when is None:
             return  # a tick re-arms from the database when it ends
         if self.armed_at is None or when < self.armed_at:

@@ -1,4 +1,4 @@
-"""Prometheus metrics: counters fed by service/outbox hooks, gauges computed from the store.
+"""Prometheus metrics: counters fed as an observer of commits, gauges computed from the store.
 
 Each Runtime gets its own `CollectorRegistry` (no global state, tests stay independent).
 Counters count what this process did since it started; the gauges and the step-duration
@@ -8,18 +8,17 @@ summary are read from the store at scrape time, so they are the same on every re
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
 from gateway.core.events import FINAL, EventKind
-from gateway.core.models import Approval, OutboxItem, OutboxKind, Status
+from gateway.core.models import Approval, OutboxKind, Status
+from gateway.core.observers import Observer
 from gateway.delivery.channels import parse_address
-
-if TYPE_CHECKING:
-    from gateway.runtime import Runtime
+from gateway.store import Store
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: 1s .. 1 week. Human decisions take minutes to days.
@@ -70,7 +69,10 @@ class _StoreSnapshot(Collector):
         yield steps
 
 
-class Metrics:
+class Metrics(Observer):
+    """The gateway's Prometheus metrics: an observer of commits, deliveries and worker attempts
+    (the runtime adds it to its observers), plus gauges read from the store at each scrape."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
@@ -94,8 +96,8 @@ class Metrics:
         self._snapshot = _StoreSnapshot()
         r.register(self._snapshot)
 
-    # ---------------------------------------------------------------- hooks
-    def on_transition(self, approval: Approval, event: str) -> None:
+    # ---------------------------------------------------------------- Observer
+    def transition(self, approval: Approval, event: str) -> None:
         if event == EventKind.ESCALATED:
             self.timeouts.labels("escalate").inc()
             return
@@ -108,10 +110,7 @@ class Metrics:
         elapsed = (decision.decided_at - approval.created_at).total_seconds()
         self.time_to_decision.labels(decision.source.value).observe(max(elapsed, 0.0))
 
-    def on_delivery(self, item: OutboxItem, event: str) -> None:
-        self.on_inline_delivery(item.channel, item.kind, event)
-
-    def on_inline_delivery(self, address: str, kind: OutboxKind, event: str) -> None:
+    def delivered(self, address: str, kind: OutboxKind, event: str) -> None:
         """A delivery recorded by the outbox, or in the suspend's own commit (web cards)."""
         result = _DELIVERY_RESULTS.get(event)
         if result is None:
@@ -121,28 +120,14 @@ class Metrics:
         if result == "retry":
             self.retries.labels(channel).inc()
 
-    def on_attempt(self, worker: str, result: str, seconds: float) -> None:
+    def attempt(self, worker: str, result: str, seconds: float) -> None:
         self.attempts.labels(worker, result).inc()
         self.attempt_seconds.labels(worker).observe(max(seconds, 0.0))
 
     # ---------------------------------------------------------------- scrape
-    async def render(self, rt: Runtime) -> bytes:
+    async def render(self, store: Store) -> bytes:
         snap = self._snapshot
-        snap.by_status = await rt.store.count_by_status()
-        snap.jobs = await rt.store.count_jobs_by_status()
-        snap.steps = await rt.store.step_stats(limit=500)
+        snap.by_status = await store.count_by_status()
+        snap.jobs = await store.count_jobs_by_status()
+        snap.steps = await store.step_stats(limit=500)
         return generate_latest(self.registry)
-
-
-def install(rt: Runtime) -> Metrics:
-    """Attach one Metrics to the runtime's hooks (idempotent)."""
-    found = rt.extras.get("metrics")
-    if isinstance(found, Metrics):
-        return found
-    metrics = Metrics()
-    rt.service.hooks.transitions.append(metrics.on_transition)
-    rt.service.hooks.attempts.append(metrics.on_attempt)
-    rt.outbox.listeners.append(metrics.on_delivery)
-    rt.service.hooks.delivered.append(metrics.on_inline_delivery)
-    rt.extras["metrics"] = metrics
-    return metrics

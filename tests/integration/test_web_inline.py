@@ -8,13 +8,12 @@ from typing import Any
 from gateway.core.models import DeliveryStatus, OutboxKind, Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
-from gateway.telemetry import metrics
 from gateway.testing import FakeClock
 from tests.conftest import AUTH, suspend_body
 
 
 async def test_the_web_card_is_posted_by_the_suspend_itself(runtime: Runtime, clock: FakeClock) -> None:
-    counted = metrics.install(runtime)
+    counted = runtime.metrics
     req = SuspendRequest("run-1", "pay", "Pay", channels=("web",), idempotency_key="k1")
     a, created = await runtime.service.suspend(req)
     assert created

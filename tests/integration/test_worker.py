@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from gateway.core.models import Approval, JobStatus, Outcome, ResumeJob
+from gateway.core.observers import Observer
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest, new_id
@@ -212,10 +213,17 @@ async def test_background_loop_runs_jobs_side_by_side(make_rt: MakeRt, tmp_path:
             await loop
 
 
-async def test_each_attempt_reaches_the_metrics_hook(make_rt: MakeRt, tmp_path: Path) -> None:
+class _Attempts(Observer):
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, float]] = []
+
+    def attempt(self, worker: str, result: str, seconds: float) -> None:
+        self.seen.append((worker, result, seconds))
+
+
+async def test_each_attempt_reaches_the_observers(make_rt: MakeRt, tmp_path: Path) -> None:
     rt = await make_rt(agent=cmd("ok", tmp_path), flaky=cmd("fail", tmp_path))
-    seen: list[tuple[str, str, float]] = []
-    rt.service.hooks.attempts.append(lambda worker, result, seconds: seen.append((worker, result, seconds)))
+    seen = rt.observers.add(_Attempts()).seen
     await decided(rt, "agent")
     await decided(rt, "flaky")
     await rt.worker.drain()

@@ -61,9 +61,8 @@ async def test_metrics_after_a_known_sequence(web: Any, web_rt: Runtime, clock: 
     clock.advance(minutes=1)
     assert await svc.apply_due(timing_out.id, clock.now()) == "timed_out"
     await web_rt.outbox.drain()
-    for hook in svc.hooks.attempts:  # what the worker reports after each attempt
-        hook("agent", "retry", 0.5)
-        hook("agent", "succeeded", 1.5)
+    svc.observer.attempt("agent", "retry", 0.5)  # what the worker reports after each attempt
+    svc.observer.attempt("agent", "succeeded", 1.5)
     await journal(web_rt.store, clock.now(), (("run-1", "fetch", 2, 3.0), ("run-2", "fetch", 1, 1.0)))
 
     resp = await web.get("/metrics")

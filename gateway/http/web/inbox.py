@@ -25,7 +25,6 @@ from gateway.http.web.sessions import User
 from gateway.http.web.view import pretty, row
 from gateway.runtime import Runtime
 from gateway.telemetry.metrics import CONTENT_TYPE
-from gateway.telemetry.metrics import install as install_metrics
 
 routes = web.RouteTableDef()
 _STATIC = Path(__file__).parent / "static"
@@ -158,7 +157,7 @@ async def live_stream(request: web.Request, user: User) -> web.StreamResponse:
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus metrics (text format)."""
     rt = request.app[RUNTIME]
-    body = await install_metrics(rt).render(rt)
+    body = await rt.metrics.render(rt.store)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
@@ -194,7 +193,6 @@ def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
     app.middlewares.append(security_headers)
     app.middlewares.append(web_auth.page_errors)
     app.on_startup.append(web_sessions.forget_removed_users)  # after the runtime started (cleanup_ctx)
-    install_metrics(rt)
     table = [*routes, *web_auth.routes, *web_dashboard.routes]
     app.add_routes(table)
     return openapi_paths(table)
