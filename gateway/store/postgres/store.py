@@ -34,6 +34,7 @@ from gateway.core.models import (
     StepRecord,
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
+from gateway.store.postgres.audit import PostgresAudit
 from gateway.store.postgres.migrate import migrate, schema_version
 from gateway.store.postgres.notify import Listener, Notifier, Notify
 from gateway.store.postgres.pool import Pool, affected
@@ -56,7 +57,7 @@ __all__ = ["PostgresStore"]
 Q = queries("postgres")
 
 
-class PostgresStore:
+class PostgresStore(PostgresAudit):
     dialect = "postgres"
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:

@@ -38,6 +38,7 @@ from gateway.store.rows import (
 )
 from gateway.store.sql import approvals_sql, queries
 from gateway.store.sqlite import claims
+from gateway.store.sqlite.audit import SQLiteAudit
 from gateway.store.sqlite.engine import Engine
 from gateway.store.sqlite.migrate import migrate, schema_version
 from gateway.store.sqlite.writes import (
@@ -54,7 +55,7 @@ T = TypeVar("T")
 Q = queries("sqlite")
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteAudit):
     dialect = "sqlite"
 
     def __init__(self, path: str) -> None:
