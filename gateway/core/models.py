@@ -191,6 +191,7 @@ class Approval:
     reminders_sent: int = 0
     sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
     agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11
+    code_version: str | None = None  # the agent code that suspended (a worker's `accepts` must match it)
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.
@@ -240,6 +241,7 @@ class Approval:
             "worker": self.worker,
             "requested_by": self.requested_by,
             "agent": self.agent,
+            "code_version": self.code_version,
             "status": self.status.value,
             "created_at": iso(self.created_at),
             "deadline": iso(self.deadline),

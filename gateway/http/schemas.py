@@ -29,6 +29,7 @@ _SUSPEND_FIELDS = {
     "idempotency_key",
     "requested_by",
     "deadline",
+    "code_version",
 }
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})$")
 
@@ -193,6 +194,7 @@ def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> S
         idempotency_key=opt_text(body, "idempotency_key", max_len=200),
         requested_by=opt_text(body, "requested_by", max_len=200),
         deadline=_deadline(body),
+        code_version=opt_text(body, "code_version", max_len=100),
     )
 
 

@@ -38,6 +38,7 @@ from gateway.core.observers import Observer, Observers
 from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
+from gateway.core.shown import audit_facts, card_posted
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.service.policies import PolicyValue, resolve_policy
@@ -69,6 +70,7 @@ class SuspendRequest:
     idempotency_key: str | None = None
     requested_by: str | None = None
     deadline: datetime | None = None  # the timeout as an instant, if the policy lets the agent set it
+    code_version: str | None = None  # the agent code suspending (a worker's `accepts` globs must match it)
 
 
 class Service:
@@ -167,6 +169,7 @@ class Service:
             args_hash=args_hash(req.args, encoded=encoded),
             wake_at=rules.first_wake(policy, now, deadline),  # == rules.next_wake(approval)
             agent=agent,
+            code_version=req.code_version,
         )
         event = NewEvent(
             approval.id,
@@ -174,7 +177,8 @@ class Service:
             now,
             actor=agent or checked.requested_by,  # who suspended: the principal (requested_by is in the data)
             data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name}
-            | ({"requested_by": checked.requested_by} if checked.requested_by else {}),
+            | ({"requested_by": checked.requested_by} if checked.requested_by else {})
+            | audit_facts(approval),
         )
         posts, events = self._posts(approval, channels, now)
         stored, created = await self.store.create_approval(approval, [event, *events], posts)
@@ -210,7 +214,9 @@ class Service:
             if posts_inline(self.channels.get(parse_address(c)[0])):
                 ref = web_card_ref(approval.id)
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST, ref=ref, posted_at=now))
-                events.append(NewEvent(approval.id, EventKind.CARD_POSTED, now, channel=c, data={"ref": ref}))
+                events.append(
+                    NewEvent(approval.id, EventKind.CARD_POSTED, now, channel=c, data=card_posted(approval, ref))
+                )
             else:
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST))
         return posts, events

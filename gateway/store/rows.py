@@ -54,6 +54,7 @@ APPROVAL_COLUMNS = (
     "args_hash",
     "sealed",
     "agent",
+    "code_version",
 )
 
 APPROVAL_SELECT = ", ".join(APPROVAL_COLUMNS)  # a SELECT list in that order, for approval_from_values
@@ -113,6 +114,7 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         a.args_hash,
         a.sealed,
         a.agent,
+        a.code_version,
     )
 
 
@@ -164,7 +166,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
     (
         id_, key, run_id, step, title, summary, args, state, channels, approvers, policy, worker, requested_by,
         status, version, created_at, deadline, wake_at, votes, decision, escalations, reminders_sent, args_hash, sealed,
-        agent,
+        agent, code_version,
     ) = values  # fmt: skip
     created = from_ts(created_at)
     assert created is not None
@@ -194,6 +196,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
         reminders_sent,
         sealed,
         agent,
+        code_version,
     )
 
 

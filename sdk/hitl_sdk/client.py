@@ -21,6 +21,7 @@ class SuspendOptions(TypedDict, total=False):
     approvers: Sequence[str]
     policy: str | dict[str, Any] | None
     worker: str | None
+    code_version: str | None  # the agent code suspending (a worker's `accepts` globs must match it)
     extra: dict[str, Any] | None
 
 
@@ -109,6 +110,7 @@ class GatewayClient:
             "approvers": list(options.get("approvers", ())),
             "policy": options.get("policy"),
             "worker": options.get("worker"),
+            "code_version": options.get("code_version"),
             "idempotency_key": idempotency_key,
         }
         body.update({k: v for k, v in optional.items() if v})

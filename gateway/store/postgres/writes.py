@@ -33,7 +33,7 @@ async def insert_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) ->
     }
     cols: tuple[list[object], ...] = ([], [], [], [], [], [], [], [])
     for e in events:
-        at, data = to_ts(e.at), dumps(e.data)
+        at, data = e.at.timestamp(), dumps(e.data)  # to_ts, never None here
         seq, prev = heads.get(e.approval_id, (0, GENESIS))
         digest = event_hash(prev, seq + 1, e.approval_id, e.kind, e.actor, at, e.channel, data)
         heads[e.approval_id] = (seq + 1, digest)

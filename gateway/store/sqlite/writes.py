@@ -79,7 +79,7 @@ def insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> None:
     heads = _heads(conn, list({e.approval_id: None for e in events}))
     rows = []
     for e in events:
-        at, data = to_ts(e.at), dumps(e.data)
+        at, data = e.at.timestamp(), dumps(e.data)  # to_ts, never None here
         seq, prev = heads.get(e.approval_id, (0, GENESIS))
         digest = event_hash(prev, seq + 1, e.approval_id, e.kind, e.actor, at, e.channel, data)
         heads[e.approval_id] = (seq + 1, digest)
