@@ -38,12 +38,14 @@ async def runtime(settings: Settings, clock: FakeClock) -> AsyncIterator[Runtime
     await rt.stop()
 
 
-async def decided(rt: Runtime, n: int, clock: FakeClock, *, code_version: str | None = None) -> list[str]:
+async def decided(
+    rt: Runtime, n: int, clock: FakeClock, *, code_version: str | None = None, run: str = "run"
+) -> list[str]:
     """`n` approvals, each suspended, posted on the web, approved and resumed: 6+ events each."""
     ids = []
     for i in range(n):
         req = SuspendRequest(
-            run_id=f"run-{i}",
+            run_id=f"{run}-{i}",
             step="charge",
             title=f"Charge ACME {i} EUR",
             args={"amount": 490 + i},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.core.audit import event_hash, merkle_root, checkpoint_hash, GENESIS
+from gateway.core.audit import GENESIS, checkpoint_hash, event_hash, merkle_root
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock
 from tests.audit.conftest import Raw, decided
