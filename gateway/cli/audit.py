@@ -96,13 +96,20 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
             key = load_public_key(args.public_key) if args.public_key else None
             return _report(await audit.verify(when(args.since, "--since", now), key))
         since, until = when(args.since, "--since", now), when(args.until, "--until", now)
-        lines = [line async for line in audit.export(since, until)]
-        text = "".join(lines)
-        if args.out == "-":
-            sys.stdout.write(text)
-        else:
-            await asyncio.to_thread(Path(args.out).write_text, text, encoding="utf-8")
-        print(f"exported {len(lines) - 1} records to {args.out}", file=sys.stderr)
+        out = sys.stdout if args.out == "-" else await asyncio.to_thread(open, args.out, "w", encoding="utf-8")
+        count, batch = 0, []
+        try:
+            async for line in audit.export(since, until):  # written as it is read, a batch at a time
+                batch.append(line)
+                if len(batch) >= 1000:
+                    await asyncio.to_thread(out.write, "".join(batch))
+                    count, batch = count + len(batch), []
+            await asyncio.to_thread(out.write, "".join(batch))
+            count += len(batch)
+        finally:
+            if out is not sys.stdout:
+                await asyncio.to_thread(out.close)
+        print(f"exported {count - 1} records to {args.out}", file=sys.stderr)
         return 0
 
     return await with_runtime(settings, go)

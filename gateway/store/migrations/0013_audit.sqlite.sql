@@ -15,6 +15,10 @@ CREATE TABLE audit_heads (
     sealed_seq  INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 CREATE INDEX audit_heads_unsealed ON audit_heads (approval_id) WHERE seq > sealed_seq;
+-- Every approval from before this version gets a head at seq 0 (no chained event yet), so that a
+-- writer always finds a head row to lock, even for an approval whose events started earlier.
+INSERT INTO audit_heads (approval_id, seq, hash, sealed_seq)
+SELECT id, 0, '0000000000000000000000000000000000000000000000000000000000000000', 0 FROM approvals;
 CREATE TABLE audit_checkpoints (
     seq       INTEGER PRIMARY KEY,
     at        REAL NOT NULL,
