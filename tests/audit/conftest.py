@@ -4,7 +4,7 @@ access to the database for the tamperer (who drops the append-only triggers firs
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +28,6 @@ def db_url(store_url: str) -> str:
 @pytest.fixture
 def settings(settings_factory: Callable[..., Settings]) -> Settings:
     return settings_factory(workers={"agent": {"command": ["true"]}}, audit={"signing_key": SIGNING_KEY})
-
-
-@pytest.fixture
-async def runtime(settings: Settings, clock: FakeClock) -> AsyncIterator[Runtime]:
-    rt = Runtime(settings, clock=clock, owner="test")
-    await rt.start(background=False)
-    yield rt
-    await rt.stop()
 
 
 async def decided(

@@ -119,7 +119,7 @@ class PostgresStore(PostgresAudit):
             # A concurrent insert of the same key waits here, then finds the winner's row.
             if affected(await conn.execute(Q.insert_approval, *values)) == 0:
                 return approval_from_row(await conn.fetchrow(Q.approval_by_key, approval.idempotency_key)), False
-            await insert_events(conn, events)
+            await insert_events(conn, events, fresh=all(e.approval_id == approval.id for e in events))
             await insert_outbox(conn, outbox, time.time())
         self._notifier.committed(outbox=bool(outbox), wake_at=to_ts(approval.wake_at))
         return approval, True

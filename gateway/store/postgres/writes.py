@@ -19,18 +19,19 @@ __all__ = ["insert_events", "insert_jobs", "insert_outbox", "upsert_card"]
 Q = queries("postgres")
 
 
-async def insert_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) -> None:
+async def insert_events(conn: asyncpg.Connection, events: Sequence[NewEvent], *, fresh: bool = False) -> None:
     """The events with their chain links (gateway/core/audit.py), in the caller's transaction:
     lock the approvals' heads (a writer of the same approval on another replica waits for this
     commit; other approvals are not held up), extend them, write events and heads in one
     statement. An approval's first head row is created by its first events, in the transaction
-    that creates the approval: nobody else can write events for it before that commits."""
+    that creates the approval: nobody else can write events for it before that commits (so
+    `fresh`, the events of approvals created in this transaction, skips the lock: one round trip)."""
     if not events:
         return
-    ids = sorted({e.approval_id for e in events})
-    heads: dict[str, tuple[int, str]] = {
-        r["approval_id"]: (r["seq"], r["hash"]) for r in await conn.fetch(Q.lock_audit_heads, ids)
-    }
+    heads: dict[str, tuple[int, str]] = {}
+    if not fresh:
+        ids = sorted({e.approval_id for e in events})
+        heads = {r["approval_id"]: (r["seq"], r["hash"]) for r in await conn.fetch(Q.lock_audit_heads, ids)}
     cols: tuple[list[object], ...] = ([], [], [], [], [], [], [], [])
     for e in events:
         at, data = e.at.timestamp(), dumps(e.data)  # to_ts, never None here

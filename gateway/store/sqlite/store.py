@@ -121,7 +121,7 @@ class SQLiteStore(SQLiteAudit):
                 raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
             if not inserted:
                 return approval_from_row(conn.execute(Q.approval_by_key, (approval.idempotency_key,)).fetchone()), False
-            insert_events(conn, events)
+            insert_events(conn, events, fresh=all(e.approval_id == approval.id for e in events))
             insert_outbox(conn, outbox, time.time())
             return approval, True
 

@@ -70,13 +70,14 @@ def _insert_many(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, .
         insert_rows(conn, head, row, rows, tail)
 
 
-def insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent]) -> None:
+def insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent], *, fresh: bool = False) -> None:
     """The events with their chain links (gateway/core/audit.py), in the writer's transaction:
     the heads are read, extended and written back here, and the one writer means no other
-    transaction moves them in between (a rolled-back op takes its heads with it)."""
+    transaction moves them in between (a rolled-back op takes its heads with it). `fresh`: the
+    events of approvals created in this transaction, which have no head yet (nothing to read)."""
     if not events:
         return
-    heads = _heads(conn, list({e.approval_id: None for e in events}))
+    heads = {} if fresh else _heads(conn, list({e.approval_id: None for e in events}))
     rows = []
     for e in events:
         at, data = e.at.timestamp(), dumps(e.data)  # to_ts, never None here
