@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, TypedDict, Unpack
 from urllib.parse import quote
@@ -110,7 +111,8 @@ class GatewayClient:
             "approvers": list(options.get("approvers", ())),
             "policy": options.get("policy"),
             "worker": options.get("worker"),
-            "code_version": options.get("code_version"),
+            # the agent code suspending, for the workers' `accepts` (DurableRun fills it too)
+            "code_version": options.get("code_version") or os.environ.get("HITL_CODE_VERSION"),
             "idempotency_key": idempotency_key,
         }
         body.update({k: v for k, v in optional.items() if v})
