@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,8 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from gateway.core.keys import canonical_json
 
 __all__ = [
     "EXPORT_VERSION",
@@ -49,7 +50,10 @@ __all__ = [
 
 GENESIS = "0" * 64
 EXPORT_VERSION = 1
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+# Compact JSON, UTF-8 kept: for the flat lists hashed here, the same text as json.dumps(value,
+# separators=(",", ":"), ensure_ascii=False), which the offline verifier uses, through the
+# prebuilt C encoder of canonical_json (a third of json.dumps's cost per event).
+_ENCODE = canonical_json
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 

@@ -90,6 +90,9 @@ SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migration
 -- One writer: the heads read here are the latest (no lock needed).
 SELECT approval_id, seq, hash FROM audit_heads WHERE approval_id IN ({ids});
 
+-- name: audit_head_of
+SELECT seq, hash FROM audit_heads WHERE approval_id = $1;
+
 -- name: upsert_audit_head
 -- Multi-row inserts of this row (sqlite/writes.py); sealed_seq is the checkpoint's.
 INSERT INTO audit_heads (approval_id, seq, hash) VALUES ($1, $2, $3)

@@ -86,10 +86,17 @@ def insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent], *, fresh
         heads[e.approval_id] = (seq + 1, digest)
         rows.append((e.approval_id, e.kind, at, e.actor, e.channel, data, seq + 1, digest))
     _insert_many(conn, Q.insert_event, rows)
-    _insert_many(conn, Q.upsert_audit_head, [(a, s, h) for a, (s, h) in heads.items()])
+    if len(heads) == 1:  # the common case (one approval's events): one plain statement
+        ((approval_id, (seq, digest)),) = heads.items()
+        conn.execute(Q.upsert_audit_head, (approval_id, seq, digest))
+    else:
+        _insert_many(conn, Q.upsert_audit_head, [(a, s, h) for a, (s, h) in heads.items()])
 
 
 def _heads(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, str]]:
+    if len(ids) == 1:
+        row = conn.execute(Q.audit_head_of, ids).fetchone()
+        return {} if row is None else {ids[0]: (row[0], row[1])}
     heads: dict[str, tuple[int, str]] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
