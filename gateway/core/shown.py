@@ -13,27 +13,28 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from gateway.core.clock import iso
+from gateway.core.clock import to_ts
 from gateway.core.keys import canonical_json
 from gateway.core.models import Approval
 
 __all__ = ["audit_facts", "card_posted", "content", "content_hash"]
 
 
-def content(approval: Approval) -> dict[str, Any]:
-    """The display view every channel renders a card from (version 1)."""
-    return {
-        "v": 1,
-        "approval_id": approval.id,
-        "run_id": approval.run_id,
-        "step": approval.step,
-        "title": approval.title,
-        "summary": approval.summary,
-        "args": approval.args,
-        "approvers": list(approval.approvers),
-        "quorum": approval.policy.quorum,
-        "deadline": iso(approval.deadline),
-    }
+def content(approval: Approval) -> list[Any]:
+    """The display view every channel renders a card from (version 1), in a fixed order: a list,
+    so that only the args' keys need sorting."""
+    return [
+        1,
+        approval.id,
+        approval.run_id,
+        approval.step,
+        approval.title,
+        approval.summary,
+        approval.args,
+        list(approval.approvers),
+        approval.policy.quorum,
+        to_ts(approval.deadline),
+    ]
 
 
 def content_hash(approval: Approval) -> str:
