@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
 from gateway.config import Settings
 from gateway.core.errors import AlreadyDecided
 from gateway.core.models import Outcome
@@ -47,7 +49,9 @@ async def test_fifty_concurrent_decisions(runtime: Runtime) -> None:
     assert "of 25 approvals" in verdict.summary
 
 
-async def test_three_postgres_replicas(pg_url: str, settings_factory: Callable[..., Settings]) -> None:
+async def test_three_postgres_replicas(pg_url: str, settings_factory: Callable[..., Settings], store_url: str) -> None:
+    if store_url.startswith("sqlite"):
+        pytest.skip("replicas share a PostgreSQL database (the postgres variant runs it)")
     settings = settings_factory(
         store={"url": pg_url}, workers={"agent": {"command": ["true"]}}, audit={"signing_key": SIGNING_KEY}
     )
