@@ -70,9 +70,7 @@ def _block_ok(b: Any) -> bool:
         if "text" not in b and not fields:
             return False
         return (
-            len(_text(b.get("text"))) <= 3000
-            and len(fields) <= 10
-            and all(1 <= len(_text(f)) <= 2000 for f in fields)
+            len(_text(b.get("text"))) <= 3000 and len(fields) <= 10 and all(1 <= len(_text(f)) <= 2000 for f in fields)
         )
     if kind == "context":
         elements = b.get("elements") or []

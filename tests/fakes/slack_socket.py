@@ -44,8 +44,14 @@ class FakeSockets:
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: self.opened >= opened and bool(self.live))
 
-    async def send(self, payload: dict[str, Any], envelope_id: str | None = None) -> str:
-        """An `interactive` envelope on the newest live connection; returns its envelope_id."""
+    async def wait_live(self, count: int, within: float = 10.0) -> None:
+        """Until exactly `count` connections are live."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: len(self.live) == count)
+
+    async def send(self, payload: dict[str, Any], envelope_id: str | None = None, *, to: int = -1) -> str:
+        """An `interactive` envelope on live connection `to` (the newest by default), as Slack
+        picks one of an app's connections; returns its envelope_id."""
         envelope_id = envelope_id or f"env-{next(self._ids)}"
         envelope = {
             "envelope_id": envelope_id,
@@ -54,7 +60,7 @@ class FakeSockets:
             "accepts_response_payload": payload.get("type") == "view_submission",
         }
         self._sent_at[envelope_id] = asyncio.get_running_loop().time()
-        await self.live[-1].send_str(json.dumps(envelope))
+        await self.live[to].send_str(json.dumps(envelope))
         return envelope_id
 
     async def ack(self, envelope_id: str, *, nth: int = 1) -> dict[str, Any]:

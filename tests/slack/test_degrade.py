@@ -96,9 +96,15 @@ def _section(text: str) -> dict[str, Any]:
     [
         ({"text": "x" * 40_001}, "msg_too_long"),
         ({"text": "t", "blocks": [_section("a")] * 51}, "invalid_blocks"),
-        ({"text": "t", "blocks": [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}]}, "invalid_blocks"),
+        (
+            {"text": "t", "blocks": [{"type": "header", "text": {"type": "plain_text", "text": "h" * 151}}]},
+            "invalid_blocks",
+        ),
         ({"text": "t", "blocks": [_section("s" * 3001)]}, "invalid_blocks"),
-        ({"text": "t", "blocks": [{"type": "section", "fields": [{"type": "mrkdwn", "text": "f"}] * 11}]}, "invalid_blocks"),
+        (
+            {"text": "t", "blocks": [{"type": "section", "fields": [{"type": "mrkdwn", "text": "f"}] * 11}]},
+            "invalid_blocks",
+        ),
         ({"text": "t", "blocks": [_section("s" * 3000)] * 5}, "msg_blocks_too_long"),
         ({"text": "t", "blocks": [_section("s" * 3000)] * 4}, None),
     ],
