@@ -15,6 +15,7 @@ connection (Slack sends each envelope to one of the app's open connections), see
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("adapters.slack")
 PING_SECONDS = 5.0  # a silent socket is replaced after 4 missed pings (slack_sdk's rule)
+DRAIN_SECONDS = 3.0  # at close, how long envelopes being decided may take to be acked
 
 
 class SocketMode:
@@ -40,6 +42,9 @@ class SocketMode:
         self._token, self._base_url = app_token, base_url
         self._client: SocketModeClient | None = None
         self._connecting: asyncio.Task[None] | None = None
+        self._busy = 0  # envelopes being decided, not acked yet
+        self._idle = asyncio.Event()
+        self._idle.set()
 
     async def start(self) -> None:
         """Connect in the background (slack_sdk retries every few seconds until it is connected):
@@ -56,6 +61,10 @@ class SocketMode:
         if self._client is None:
             return
         client, self._client = self._client, None
+        # Let envelopes being decided commit and be acked before the socket goes: an envelope
+        # cut short here is not acked, and Slack shows its presser a warning.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), DRAIN_SECONDS)
         await client.close()  # type: ignore[no-untyped-call]  # closed: a connect still retrying gives up
         if self._connecting is not None:
             self._connecting.cancel()
@@ -65,9 +74,16 @@ class SocketMode:
         return self._client is not None and await self._client.is_connected()
 
     async def on_request(self, client: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:
-        response = await self.answer(req)
-        if response is not None:
-            await client.send_socket_mode_response(response)
+        self._busy += 1
+        self._idle.clear()
+        try:
+            response = await self.answer(req)
+            if response is not None:
+                await client.send_socket_mode_response(response)
+        finally:
+            self._busy -= 1
+            if not self._busy:
+                self._idle.set()
 
     async def answer(self, req: SocketModeRequest) -> SocketModeResponse | None:
         """The ack, with the handler's answer as its payload; None to send no ack at all."""

@@ -6,6 +6,7 @@ The fake answers `apps.connections.open` with a `ws://127.0.0.1` URL and sends r
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable
@@ -16,10 +17,14 @@ from aiohttp.test_utils import TestClient
 
 from adapters.slack.channel import SlackChannel
 from adapters.slack.parse import make_ref
+from adapters.slack.spec import SPEC, SlackSettings
 from gateway.config import Settings
+from gateway.core.errors import ConfigError
 from gateway.core.models import Status
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
+from gateway.service import presses
+from gateway.telemetry.logs import Redactor
 from gateway.testing import FakeClock
 from tests.conftest import AUTH, suspend_body
 from tests.fakes.slack_api import FakeSlack, block_actions, view_submission
@@ -184,3 +189,49 @@ async def test_replicas_all_connect_and_one_live_connection_is_enough(
     await fake_slack.sockets.wait_live(1)
     await fake_slack.sockets.ack(await fake_slack.sockets.send(b.press("UBOB", "approve", aid)))
     assert await b.status(aid) is Status.APPROVED
+
+
+async def test_closing_lets_an_envelope_being_decided_commit_and_be_acked(
+    gw: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aid = await gw.suspend()
+    started, release = asyncio.Event(), asyncio.Event()
+    press = gw.rt.inbound.press
+
+    async def slow_press(p: presses.Press) -> presses.Verdict:  # a slow commit, at shutdown
+        started.set()
+        await release.wait()
+        return await press(p)
+
+    monkeypatch.setattr(gw.rt.inbound, "press", slow_press)
+    envelope = await gw.fake.sockets.send(gw.press("UALICE", "approve", aid))
+    await asyncio.wait_for(started.wait(), 3)
+    closing = asyncio.create_task(gw.channel.close())
+    await asyncio.sleep(0.05)
+    assert not closing.done()  # waits for the envelope, the socket still open
+    release.set()
+    await gw.fake.sockets.ack(envelope)
+    await closing
+    assert await gw.status(aid) is Status.APPROVED
+
+
+# ---------------------------------------------------------------- configuration
+
+
+def test_an_app_token_makes_the_signing_secret_optional() -> None:
+    SPEC.check(SlackSettings(bot_token="xoxb-1", app_token=APP_TOKEN))
+    with pytest.raises(ConfigError) as err:
+        SPEC.check(SlackSettings(bot_token="xoxb-1"))
+    assert err.value.key == "slack.signing_secret"
+
+
+def test_an_app_token_must_be_one() -> None:
+    with pytest.raises(ConfigError) as err:
+        SPEC.check(SlackSettings(bot_token="xoxb-1", app_token="xoxb-1"))
+    assert err.value.key == "slack.app_token"
+
+
+def test_app_tokens_are_masked_in_logs() -> None:
+    line = Redactor(patterns=SPEC.secret_patterns).redact(f"connecting with {APP_TOKEN}")
+    assert APP_TOKEN not in line and "xapp-[REDACTED]" in line
+    assert "app_token" in SPEC.secrets
