@@ -25,6 +25,7 @@ class FakeSockets:
         self.live: list[web.WebSocketResponse] = []
         self.acks: dict[str, list[dict[str, Any]]] = {}
         self.unexpected: list[str] = []  # messages that are not acks of an envelope we sent
+        self.latency: dict[str, float] = {}  # envelope_id -> seconds from sending it to its (last) ack
         self._sent_at: dict[str, float] = {}
         self._ids = itertools.count(1)
         self._changed = asyncio.Condition()
@@ -103,6 +104,7 @@ class FakeSockets:
         async with self._changed:
             if envelope_id in self._sent_at:
                 self.acks.setdefault(envelope_id, []).append(data)
+                self.latency[envelope_id] = asyncio.get_running_loop().time() - self._sent_at[envelope_id]
             else:
                 self.unexpected.append(text)
             self._changed.notify_all()

@@ -191,6 +191,16 @@ async def test_replicas_all_connect_and_one_live_connection_is_enough(
     assert await b.status(aid) is Status.APPROVED
 
 
+async def test_50_envelopes_at_once_are_each_acked_within_3s(gw: Gateway) -> None:
+    ids = [await gw.suspend(run_id=f"run-{i}") for i in range(50)]
+    envelopes = [await gw.fake.sockets.send(gw.press("UALICE", "approve", aid)) for aid in ids]
+    await asyncio.gather(*(gw.fake.sockets.ack(e) for e in envelopes))  # each within 3 s of its send
+    for aid in ids:  # every acked press is committed
+        assert await gw.status(aid) is Status.APPROVED
+    times = sorted(gw.fake.sockets.latency[e] for e in envelopes)
+    print(f"\nsocket mode, 50 cards: ack p50 {times[25] * 1000:.1f} ms, max {times[-1] * 1000:.1f} ms")
+
+
 async def test_closing_lets_an_envelope_being_decided_commit_and_be_acked(
     gw: Gateway, monkeypatch: pytest.MonkeyPatch
 ) -> None:
