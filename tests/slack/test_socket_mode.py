@@ -13,10 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient
 
-from adapters.slack.channel import SlackChannel
-from adapters.slack.parse import make_ref
 from adapters.slack.spec import SPEC, SlackSettings
 from gateway.config import Settings
 from gateway.core.errors import ConfigError
@@ -26,36 +23,25 @@ from gateway.runtime import Runtime
 from gateway.service import presses
 from gateway.telemetry.logs import Redactor
 from gateway.testing import FakeClock
-from tests.conftest import AUTH, suspend_body
 from tests.fakes.slack_api import FakeSlack, block_actions, view_submission
 from tests.fakes.slack_socket import APP_TOKEN
-from tests.slack.conftest import CARDS, PATH, slack_section
+from tests.slack.conftest import CARDS, PATH, SlackEnv, slack_section
 
 SLACK = f"slack:{CARDS}"
 _owners = itertools.count(1)
 
 
-class Gateway:
+class Gateway(SlackEnv):
     """One gateway whose Slack interactions come over Socket Mode only (no signing secret)."""
 
-    def __init__(self, client: TestClient[Any, Any], rt: Runtime, fake: FakeSlack) -> None:
-        self.client, self.rt, self.fake = client, rt, fake
-
-    @property
-    def channel(self) -> SlackChannel:
-        ch = self.rt.channels["slack"]
-        assert isinstance(ch, SlackChannel)
-        return ch
-
     async def suspend(self, **over: Any) -> str:
-        resp = await self.client.post("/v1/suspend", json=suspend_body(channels=[SLACK], **over), headers=AUTH)
-        assert resp.status == 201, await resp.text()
-        aid = str((await resp.json())["id"])
+        aid = await super().suspend(**over)
         await self.rt.outbox.drain()
         return aid
 
-    def press(self, user: str, verb: str, approval_id: str) -> dict[str, Any]:
-        ref = make_ref(self.rt.signer, approval_id)
+    def button(self, user: str, verb: str, approval_id: str) -> dict[str, Any]:
+        """The `block_actions` payload of a press (an envelope's), not a webhook request."""
+        ref = self.ref(approval_id)
         return block_actions(user, f"hitl:{verb}:{ref}", ref, response_url=self.fake.response_url(user))
 
     async def status(self, approval_id: str) -> Status:
@@ -64,7 +50,7 @@ class Gateway:
         return approval.status
 
     async def kinds(self, approval_id: str) -> list[str]:
-        return [e.kind for e in await self.rt.store.list_events(approval_id)]
+        return await self.event_kinds(approval_id)
 
 
 def socket_settings(settings_factory: Callable[..., Settings], fake: FakeSlack, **sections: Any) -> Settings:
@@ -80,7 +66,7 @@ async def start_gateway(
 ) -> Gateway:
     rt = Runtime(settings, clock=clock, owner=f"test-{next(_owners)}")
     client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
-    return Gateway(client, rt, fake)
+    return Gateway(client, rt, fake, clock)
 
 
 @pytest.fixture
@@ -97,7 +83,7 @@ async def gw(
 
 async def test_a_press_is_committed_then_acked(gw: Gateway) -> None:
     aid = await gw.suspend()
-    envelope = await gw.fake.sockets.send(gw.press("UALICE", "approve", aid))
+    envelope = await gw.fake.sockets.send(gw.button("UALICE", "approve", aid))
     ack = await gw.fake.sockets.ack(envelope)  # within 3 s
     assert ack == {"envelope_id": envelope}
     assert await gw.status(aid) is Status.APPROVED  # committed when the ack was sent
@@ -113,7 +99,7 @@ async def test_a_press_is_committed_then_acked(gw: Gateway) -> None:
 
 async def test_a_stranger_is_acked_and_told_privately(gw: Gateway) -> None:
     aid = await gw.suspend()
-    await gw.fake.sockets.ack(await gw.fake.sockets.send(gw.press("UMALLORY", "approve", aid)))
+    await gw.fake.sockets.ack(await gw.fake.sockets.send(gw.button("UMALLORY", "approve", aid)))
     await gw.channel.settle()
     (reply,) = gw.fake.replies("UMALLORY")
     assert "not authorised" in reply["text"]
@@ -122,7 +108,7 @@ async def test_a_stranger_is_acked_and_told_privately(gw: Gateway) -> None:
 
 async def test_a_modal_submission_rejects_with_the_reason(gw: Gateway) -> None:
     aid = await gw.suspend()
-    await gw.fake.sockets.ack(await gw.fake.sockets.send(gw.press("UALICE", "reason", aid)))
+    await gw.fake.sockets.ack(await gw.fake.sockets.send(gw.button("UALICE", "reason", aid)))
     await gw.channel.settle()
     (opened,) = gw.fake.calls_to("views.open")
     metadata = opened["view"]["private_metadata"]
@@ -139,7 +125,7 @@ async def test_a_modal_submission_rejects_with_the_reason(gw: Gateway) -> None:
 
 async def test_a_redelivered_envelope_records_nothing_twice(gw: Gateway) -> None:
     aid = await gw.suspend(policy="two")
-    payload = gw.press("UALICE", "approve", aid)
+    payload = gw.button("UALICE", "approve", aid)
     first = await gw.fake.sockets.send(payload)
     await gw.fake.sockets.ack(first)
     again = await gw.fake.sockets.send(payload, envelope_id=first)  # the ack was "lost": Slack sends it again
@@ -158,7 +144,7 @@ async def test_a_dropped_socket_reconnects(gw: Gateway) -> None:
     await gw.fake.sockets.drop()
     await gw.fake.sockets.wait_connected(opened=2)
     assert gw.fake.sockets.urls_issued == 2  # a fresh URL from apps.connections.open
-    envelope = await gw.fake.sockets.send(gw.press("UALICE", "approve", aid))
+    envelope = await gw.fake.sockets.send(gw.button("UALICE", "approve", aid))
     await gw.fake.sockets.ack(envelope)
     assert await gw.status(aid) is Status.APPROVED
 
@@ -179,7 +165,7 @@ async def test_replicas_all_connect_and_one_live_connection_is_enough(
     await fake_slack.sockets.wait_connected(opened=2)
     assert len(fake_slack.sockets.live) == 2
     aid = await a.suspend(policy="two")
-    payload = a.press("UALICE", "approve", aid)
+    payload = a.button("UALICE", "approve", aid)
     first = await fake_slack.sockets.send(payload, to=0)
     await fake_slack.sockets.ack(first)
     await fake_slack.sockets.ack(await fake_slack.sockets.send(payload, envelope_id=first, to=1), nth=2)
@@ -187,13 +173,13 @@ async def test_replicas_all_connect_and_one_live_connection_is_enough(
     assert kinds.count("vote") == 1 and "duplicate_vote" not in kinds
     await a.channel.close()  # replica a goes away: its connection with it
     await fake_slack.sockets.wait_live(1)
-    await fake_slack.sockets.ack(await fake_slack.sockets.send(b.press("UBOB", "approve", aid)))
+    await fake_slack.sockets.ack(await fake_slack.sockets.send(b.button("UBOB", "approve", aid)))
     assert await b.status(aid) is Status.APPROVED
 
 
 async def test_50_envelopes_at_once_are_each_acked_within_3s(gw: Gateway) -> None:
     ids = [await gw.suspend(run_id=f"run-{i}") for i in range(50)]
-    envelopes = [await gw.fake.sockets.send(gw.press("UALICE", "approve", aid)) for aid in ids]
+    envelopes = [await gw.fake.sockets.send(gw.button("UALICE", "approve", aid)) for aid in ids]
     await asyncio.gather(*(gw.fake.sockets.ack(e) for e in envelopes))  # each within 3 s of its send
     for aid in ids:  # every acked press is committed
         assert await gw.status(aid) is Status.APPROVED
@@ -214,7 +200,7 @@ async def test_closing_lets_an_envelope_being_decided_commit_and_be_acked(
         return await press(p)
 
     monkeypatch.setattr(gw.rt.inbound, "press", slow_press)
-    envelope = await gw.fake.sockets.send(gw.press("UALICE", "approve", aid))
+    envelope = await gw.fake.sockets.send(gw.button("UALICE", "approve", aid))
     await asyncio.wait_for(started.wait(), 3)
     closing = asyncio.create_task(gw.channel.close())
     await asyncio.sleep(0.05)
