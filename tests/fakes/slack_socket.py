@@ -23,6 +23,7 @@ class FakeSockets:
         self.opened = 0  # WebSocket connections accepted so far
         self.urls_issued = 0  # apps.connections.open answered
         self.live: list[web.WebSocketResponse] = []
+        self._requests: dict[web.WebSocketResponse, web.Request] = {}
         self.acks: dict[str, list[dict[str, Any]]] = {}
         self.unexpected: list[str] = []  # messages that are not acks of an envelope we sent
         self.latency: dict[str, float] = {}  # envelope_id -> seconds from sending it to its (last) ack
@@ -72,9 +73,21 @@ class FakeSockets:
         return self.acks[envelope_id][nth - 1]
 
     async def drop(self) -> None:
-        """Close every live connection from Slack's side (as on a Slack deploy)."""
+        """Close every live connection from Slack's side, with a close frame."""
         for ws in list(self.live):
             await ws.close()
+
+    def cut(self) -> None:
+        """Cut every live connection's TCP stream without a close frame (a network failure)."""
+        for ws in list(self.live):
+            transport = self._requests[ws].transport
+            if transport is not None:
+                transport.abort()
+
+    async def refresh(self) -> None:
+        """Slack's `disconnect` message (it rotates connections every few hours)."""
+        for ws in list(self.live):
+            await ws.send_str(json.dumps({"type": "disconnect", "reason": "refresh_requested"}))
 
     async def stop(self) -> None:
         await self.drop()
@@ -87,6 +100,7 @@ class FakeSockets:
         async with self._changed:
             self.opened += 1
             self.live.append(ws)
+            self._requests[ws] = request
             self._changed.notify_all()
         try:
             async for msg in ws:
@@ -95,6 +109,7 @@ class FakeSockets:
         finally:
             async with self._changed:
                 self.live.remove(ws)
+                del self._requests[ws]
                 self._changed.notify_all()
         return ws
 

@@ -149,6 +149,21 @@ async def test_a_dropped_socket_reconnects(gw: Gateway) -> None:
     assert await gw.status(aid) is Status.APPROVED
 
 
+@pytest.mark.parametrize("how", ["refresh", "cut"])
+async def test_a_refreshed_or_cut_socket_reconnects(gw: Gateway, how: str) -> None:
+    """Slack's `disconnect` message: a new connection at once. A TCP stream cut without a close
+    frame: slack_sdk sees the closed session at its next check (every 5 s)."""
+    aid = await gw.suspend()
+    if how == "refresh":
+        await gw.fake.sockets.refresh()
+    else:
+        gw.fake.sockets.cut()
+    await gw.fake.sockets.wait_connected(opened=2, within=15)
+    await gw.fake.sockets.wait_live(1)
+    await gw.fake.sockets.ack(await gw.fake.sockets.send(gw.button("UALICE", "approve", aid)))
+    assert await gw.status(aid) is Status.APPROVED
+
+
 async def test_replicas_all_connect_and_one_live_connection_is_enough(
     aiohttp_client: Callable[..., Any],
     settings_factory: Callable[..., Settings],
