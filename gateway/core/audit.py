@@ -332,6 +332,8 @@ class Checker:
             digest = checkpoint_hash(c.prev, c.seq, c.at, c.root, c.heads)
             if digest != c.hash:
                 self.fail(Break(None, None, digest, c.hash, checkpoint=c.seq))
+            if c.signature is None and self.public_key is not None:  # stripped, or signed by nobody
+                self.fail(Break(None, None, "a signature of the audit key", "none", checkpoint=c.seq))
             if c.signature is None:
                 self.unsigned += 1
             elif self.public_key is not None and not _signed_by(self.public_key, c.hash, c.signature):

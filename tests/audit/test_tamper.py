@@ -99,3 +99,10 @@ async def test_recomputed_without_the_key(runtime: Runtime, trail: list[str], ra
     problem = (await runtime.audit.verify()).problem
     assert problem is not None and problem.checkpoint == 1 and problem.found == "a bad signature"
     assert str(problem).startswith("checkpoint 1: expected a valid Ed25519 signature")
+
+
+async def test_stripped_signatures(runtime: Runtime, trail: list[str], raw: Raw) -> None:
+    """Unsigned checkpoints (signatures removed) fail wherever the audit key is known."""
+    await raw.run("UPDATE audit_checkpoints SET signature = NULL, key_id = NULL")
+    problem = (await runtime.audit.verify()).problem
+    assert problem is not None and problem.checkpoint == 1 and problem.found == "none"
