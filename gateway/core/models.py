@@ -20,6 +20,7 @@ __all__ = [
     "Card",
     "Decision",
     "DeliveryStatus",
+    "EditTerms",
     "Event",
     "JobStatus",
     "NewEvent",
@@ -29,6 +30,7 @@ __all__ = [
     "OutboxKind",
     "Outcome",
     "Policy",
+    "Proposal",
     "ResumeJob",
     "Source",
     "Status",
@@ -76,8 +78,24 @@ class Policy:
     after_escalation: Outcome = Outcome.REJECT
     remind: tuple[timedelta, ...] = ()
     quorum: int = 1
+    extend: tuple[timedelta, ...] = ()  # the durations an approver may add to the deadline
+    max_extensions: int = 0  # how many extensions in all (parse_policy: 1 when `extend` is given alone)
+    require_reason: bool = False  # a reject must say why, on every path
 
     def to_json(self) -> dict[str, Any]:
+        return self._base_json() | self._extra_json()
+
+    def _extra_json(self) -> dict[str, Any]:
+        """The keys added in v12, only when set: older policies are stored byte for byte as before."""
+        out: dict[str, Any] = {}
+        if self.extend:
+            out["extend"] = [format_duration(d) for d in self.extend]
+            out["max_extensions"] = self.max_extensions
+        if self.require_reason:
+            out["require_reason"] = True
+        return out
+
+    def _base_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "timeout": format_duration(self.timeout) if self.timeout else "never",
@@ -102,6 +120,9 @@ class Policy:
             after_escalation=Outcome(data.get("after_escalation", "reject")),
             remind=tuple(parse_duration(r) for r in data.get("remind", ())),
             quorum=int(data.get("quorum", 1)),
+            extend=tuple(parse_duration(d) for d in data.get("extend", ())),
+            max_extensions=int(data.get("max_extensions", 0)),
+            require_reason=bool(data.get("require_reason", False)),
         )
 
 
@@ -165,6 +186,59 @@ class Vote:
 
 
 @dataclass(frozen=True, slots=True)
+class EditTerms:
+    """What a suspend lets the approvers change: `schema` (JSON Schema 2020-12) that the args,
+    and every edit of them, must validate against; `editable`, True (any top-level arg) or the
+    names of the top-level args that may change (gateway.core.edits checks an edit)."""
+
+    schema: dict[str, Any] | None = None
+    editable: bool | tuple[str, ...] = False
+
+    @property
+    def allows_edits(self) -> bool:
+        return bool(self.editable)
+
+    def may_change(self, name: str) -> bool:
+        return self.editable is True or (isinstance(self.editable, tuple) and name in self.editable)
+
+    def to_json(self) -> dict[str, Any]:
+        editable = self.editable if isinstance(self.editable, bool) else list(self.editable)
+        return {"schema": self.schema, "editable": editable}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> EditTerms:
+        editable = d.get("editable", False)
+        return cls(d.get("schema"), editable if isinstance(editable, bool) else tuple(editable))
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """Args an approver changed, waiting for the quorum (a round of votes on these args). `args`
+    and `patch` (RFC 6902, from the original args) are redacted like the approval's args; the raw
+    ones are sealed with them (`Approval.sealed`). `args_hash` is the hash of the raw args;
+    `round` counts the edits (the original args are round 0)."""
+
+    args: dict[str, Any]
+    patch: list[dict[str, Any]]
+    by: str
+    round: int
+    args_hash: str
+    name: str | None = None  # how the editor is shown (the person, or the platform's name)
+
+    @property
+    def shown_as(self) -> str:
+        return self.name or self.by
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"args": self.args, "patch": self.patch, "by": self.by, "round": self.round, "args_hash": self.args_hash}
+        return out | ({"name": self.name} if self.name else {})
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Proposal:
+        return cls(d["args"], d["patch"], d["by"], int(d["round"]), d["args_hash"], d.get("name"))
+
+
+@dataclass(frozen=True, slots=True)
 class Approval:
     id: str
     idempotency_key: str
@@ -191,6 +265,9 @@ class Approval:
     reminders_sent: int = 0
     sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
     agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11
+    terms: EditTerms | None = None  # args_schema and editable, when the suspend gave them (v12)
+    proposal: Proposal | None = None  # the edited args the current round votes on, if any
+    extensions: int = 0  # how many times the deadline was extended
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.
@@ -218,6 +295,26 @@ class Approval:
     def approvals_count(self) -> int:
         """Distinct parties who approved: a person's identities on several channels count once."""
         return len({v.party for v in self.votes if v.outcome is Outcome.APPROVE})
+
+    @property
+    def editable(self) -> bool:
+        return self.terms is not None and self.terms.allows_edits
+
+    @property
+    def current_args(self) -> dict[str, Any]:
+        """The args the current round votes on (redacted): the proposal's, else the original."""
+        return self.proposal.args if self.proposal is not None else self.args
+
+    @property
+    def current_hash(self) -> str:
+        return self.proposal.args_hash if self.proposal is not None else self.args_hash
+
+    @property
+    def run_hash(self) -> str:
+        """The hash of the args that run: the edited ones once approved with changes, else the
+        original (also when a policy decided while a round on changes was waiting)."""
+        d = self.decision
+        return self.proposal.args_hash if self.proposal and d is not None and d.args is not None else self.args_hash
 
     @property
     def quorum_text(self) -> str:
@@ -257,6 +354,10 @@ class Approval:
             "escalations": self.escalations,
             "reminders_sent": self.reminders_sent,
             "version": self.version,
+            "args_schema": self.terms.schema if self.terms else None,
+            "editable": (self.terms.to_json()["editable"] if self.terms else False),
+            "proposal": self.proposal.to_json() if self.proposal else None,
+            "extensions": self.extensions,
         }
 
 

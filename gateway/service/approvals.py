@@ -12,11 +12,14 @@ import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from gateway.config import Settings
+from gateway.core import edits as edit_rules
+from gateway.core import extend as extend_rules
 from gateway.core import policy as rules
+from gateway.core import rounds
 from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
@@ -40,6 +43,7 @@ from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
+from gateway.service import edits as service_edits
 from gateway.service.policies import PolicyValue, resolve_policy
 from gateway.store import NewJob, Store, TransitionWrite
 
@@ -69,6 +73,8 @@ class SuspendRequest:
     idempotency_key: str | None = None
     requested_by: str | None = None
     deadline: datetime | None = None  # the timeout as an instant, if the policy lets the agent set it
+    args_schema: dict[str, Any] | None = None  # JSON Schema 2020-12 the args (and edits) must validate
+    editable: bool | list[str] | None = None  # true, or the top-level args an approver may change
 
 
 class Service:
@@ -140,6 +146,9 @@ class Service:
         now = self.clock.now()
         checked = self._validate(req, principal, now)
         policy = checked.policy
+        terms = edit_rules.parse_terms(req.args_schema, req.editable)
+        if terms is not None:
+            edit_rules.check_args(terms.schema, req.args)
         encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         agent = principal.identity if principal is not None else None  # an agent's run is claimed on create
@@ -167,6 +176,7 @@ class Service:
             args_hash=args_hash(req.args, encoded=encoded),
             wake_at=rules.first_wake(policy, now, deadline),  # == rules.next_wake(approval)
             agent=agent,
+            terms=terms,
         )
         event = NewEvent(
             approval.id,
@@ -273,22 +283,32 @@ class Service:
         trusted: bool = False,
         check_approver: bool = True,
         on_behalf_of: str | None = None,
+        args: dict[str, Any] | None = None,
     ) -> Approval:
         """A person's vote. `trusted` callers (operators) may decide where the approval names no
         approvers; chat users must be on the channel's allowlist. `actor` must be a canonical
         identity (a ValidationError naming `by` otherwise). `on_behalf_of` (an operator's note of
         whom it acted for) is recorded, never taken as the approver. The comment is redacted
-        before it is stored or shown."""
-        ballot = _Ballot(comment, channel, None, trusted, check_approver, on_behalf_of)
+        before it is stored or shown. `args`: the approver's edited args (approve with changes,
+        gateway.service.edits), which start a new round when they differ from the current ones."""
+        ballot = _Ballot(comment, channel, None, trusted, check_approver, on_behalf_of, args)
         return (await self._vote(approval_id, outcome, actor, ballot))[0]
 
     async def vote(
-        self, approval_id: str, outcome: Outcome, actor: str, *, channel: str, comment: str | None, name: str | None
+        self,
+        approval_id: str,
+        outcome: Outcome,
+        actor: str,
+        *,
+        channel: str,
+        comment: str | None,
+        name: str | None,
+        args: dict[str, Any] | None = None,
     ) -> tuple[Approval, EventKind]:
         """A press: `decide` for someone on a channel's allowlist, returning also what the vote
         did (approved, rejected, vote, duplicate_vote), so that the presser is told what was
         committed. `name` is how the platform shows them, for cards."""
-        return await self._vote(approval_id, outcome, actor, _Ballot(comment, channel, name))
+        return await self._vote(approval_id, outcome, actor, _Ballot(comment, channel, name, args=args))
 
     async def _vote(self, approval_id: str, outcome: Outcome, actor: str, b: _Ballot) -> tuple[Approval, EventKind]:
         if b.check_approver:
@@ -303,6 +323,12 @@ class Service:
             if b.check_approver:
                 allowlist = (actor,) if b.trusted else self.allowlist(actor)
                 rules.check_may_decide(actor, approval, allowlist, self.identities.party)
+            service_edits.check_reason(approval, outcome, comment)
+            proposal, sealed = None, None
+            if b.args is not None:
+                if outcome is not Outcome.APPROVE:
+                    raise ValidationError("args", "only an approval carries edited args")
+                proposal, sealed = service_edits.propose(self, approval, b.args, actor, person or b.name)
             vote = Vote(
                 actor,
                 outcome,
@@ -313,7 +339,9 @@ class Service:
                 person=person,
                 name=b.name,
             )
-            transition = rules.apply_vote(approval, vote)
+            transition = rounds.vote_on(approval, vote, proposal)
+            if sealed is not None:
+                transition = replace(transition, approval=transition.approval.evolve(sealed=sealed))
             if on_behalf_of:
                 transition = replace(transition, data={**transition.data, "on_behalf_of": on_behalf_of})
             if transition.approval is approval:  # the same person approving twice counts once
@@ -371,6 +399,23 @@ class Service:
             approval = await self.get(approval_id)
             transition = rules.cancel(approval, by, reason, self.clock.now(), on_behalf_of, person)
             if await self._commit(approval, transition, by, None):
+                return transition.approval
+        raise Conflict("too much contention on this approval, retry")
+
+    async def extend(
+        self, approval_id: str, duration: timedelta, actor: str, *, channel: str | None = None, trusted: bool = False
+    ) -> Approval:
+        """Push the deadline back by one of the policy's `extend` durations (PolicyNotAllowed, 403,
+        beyond what it allows). An approver of the approval, or an operator (`trusted`), may. The
+        new wake-up is committed with the `extended` event and the card syncs; the scheduler
+        re-arms on it (`observer.wake_at`)."""
+        actor = self.identities.canonical(actor, "by")
+        for _ in range(_CAS_RETRIES):
+            approval = await self.get(approval_id)
+            if not trusted:
+                self.check_may_decide(actor, approval)
+            transition = extend_rules.extend(approval, duration, actor, self.clock.now())
+            if await self._commit(approval, transition, actor, channel):
                 return transition.approval
         raise Conflict("too much contention on this approval, retry")
 
@@ -436,7 +481,7 @@ class Service:
         events = [NewEvent(after.id, transition.event, now, actor, channel, dict(transition.data))]
         outbox = list(extra_outbox)
         job = None
-        if transition.final or transition.event is EventKind.VOTE:
+        if transition.final or transition.event in _SYNCED:
             outbox += [NewOutbox(after.id, c, OutboxKind.SYNC) for c in after.channels]
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
@@ -502,14 +547,17 @@ class Service:
         return self.signer.sign(RESUME, payload, expires)
 
     def worker_token(self, approval: Approval) -> str:
-        """A fresh token for a worker run (valid for the grace period from now)."""
-        payload = {"a": approval.id, "r": approval.run_id, "h": approval.args_hash[:16]}
+        """A fresh token for a worker run (valid for the grace period from now), bound to the
+        approved args (the edited ones, when an approver changed them)."""
+        payload = {"a": approval.id, "r": approval.run_id, "h": approval.run_hash[:16]}
         return self.signer.sign(RESUME, payload, self.clock.now() + self.settings.security.token_grace)
 
     async def approval_for_token(self, token: str) -> Approval:
         data = self.signer.verify(RESUME, token, self.clock.now())
         approval = await self.store.get_approval(str(data.get("a")))
-        if approval is None or approval.run_id != data.get("r") or approval.args_hash[:16] != data.get("h"):
+        # Bound to the args asked for (the suspend's token) or to the approved ones (a worker's).
+        hashes = (approval.args_hash[:16], approval.run_hash[:16]) if approval else ()
+        if approval is None or approval.run_id != data.get("r") or data.get("h") not in hashes:
             raise InvalidToken("the token does not match an approval")
         return approval
 
@@ -526,14 +574,24 @@ class Service:
         return raw["args"], raw["state"]
 
     def rehydration_document(self, approval: Approval) -> dict[str, Any]:
-        args, state = self.raw_args_state(approval)
+        """What a worker resumes with: `args` are the approved args (what must run), raw;
+        `original_args` what the agent asked for and `patch` the RFC 6902 change between them;
+        `args_hash` binds them (the decision carries the same three, raw, for the SDK)."""
+        _, state = self.raw_args_state(approval)
+        approved, original, patch = service_edits.approved_raw(self, approval)
+        decision = approval.decision.to_api() if approval.decision else None
+        if decision is not None and decision.get("args") is not None:
+            decision |= {"args": approved, "original_args": original, "patch": patch}
         return {
             "approval": approval.to_api(),
             "status": approval.status.value,
-            "decision": approval.decision.to_api() if approval.decision else None,
+            "decision": decision,
             "run_id": approval.run_id,
             "step": approval.step,
-            "args": args,
+            "args": approved,
+            "original_args": original,
+            "patch": patch,
+            "args_hash": approval.run_hash,
             "state": state,
             "deadline": iso(approval.deadline),
         }
@@ -567,6 +625,10 @@ class _Ballot:
     trusted: bool = False
     check_approver: bool = True
     on_behalf_of: str | None = None
+    args: dict[str, Any] | None = None  # edited args (approve with changes)
+
+
+_SYNCED = frozenset({EventKind.VOTE, EventKind.EDITED, EventKind.EXTENDED})  # cards show what changed
 
 
 def _encoded(req: SuspendRequest) -> tuple[str, str]:
