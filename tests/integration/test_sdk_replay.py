@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hitl_sdk import GatewayHTTPError
 
 from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.core.models import JobStatus, StepStatus
 from gateway.sdk import DurableRun, GatewayClient, Suspended
-from hitl_sdk import GatewayHTTPError
 from gateway.testing import TEST_OPERATOR_KEY, FakeClock
 from tests.integration.gateway_fixture import API_KEY, start_env
 
