@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.core.errors import (
     AlreadyDecided,
@@ -45,7 +45,10 @@ class PressResult(StrEnum):
     DENIED = "denied"  # the presser may not decide
     UNKNOWN = "unknown"  # no such approval
     BUSY = "busy"  # too much contention: press again
-    ASK = "ask"  # `may_ask_reason`: go ahead and ask
+    ASK = "ask"  # `may_ask_reason` / `may_edit`: go ahead and ask
+    EDITED = "edited"  # this press changed the args: a new round of votes on them began
+    EXTENDED = "extended"  # this press extended the deadline
+    INVALID = "invalid"  # refused, nothing changed: `Verdict.error` says why (a bad edit, a missing reason)
 
 
 _RESULT = {
@@ -53,6 +56,7 @@ _RESULT = {
     EventKind.REJECTED: PressResult.REJECTED,
     EventKind.VOTE: PressResult.VOTE,
     EventKind.DUPLICATE_VOTE: PressResult.DUPLICATE_VOTE,
+    EventKind.EDITED: PressResult.EDITED,
 }
 _TEXT = {
     PressResult.APPROVED: "Approved",
@@ -62,6 +66,7 @@ _TEXT = {
     PressResult.UNKNOWN: "This approval no longer exists",
     PressResult.BUSY: "Too many people pressed at once; please press again",
     PressResult.ASK: "Why do you reject?",
+    PressResult.EDITED: "Your changes are recorded; the approvers vote again on them",
 }
 
 
@@ -84,6 +89,7 @@ class Press:
     name: str | None = None
     comment: str | None = None
     redelivered: bool = False
+    args: dict[str, Any] | None = None  # approve with changes: the edited args
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +108,7 @@ class Verdict:
 
     result: PressResult
     approval: Approval | None = None
+    error: str | None = None  # INVALID: why, naming the field ('args.amount: ...')
 
     @property
     def decided_by(self) -> str | None:
@@ -112,7 +119,7 @@ class Verdict:
     @property
     def refused(self) -> bool:
         """Nothing was recorded for the presser (a platform may show this as an alert)."""
-        return self.result in (PressResult.DENIED, PressResult.ALREADY_DECIDED, PressResult.UNKNOWN, PressResult.BUSY)
+        return self.result in _REFUSED
 
     def text(self) -> str:
         """The answer in plain English (adapters escape it, or word it their way)."""
@@ -120,7 +127,16 @@ class Verdict:
             return f"Vote recorded: {self.approval.approvals_count} of {self.approval.policy.quorum} approvals"
         if self.result is PressResult.ALREADY_DECIDED and self.approval is not None:
             return already_text(self.approval)
+        if self.result is PressResult.INVALID and self.error:
+            return self.error
+        if self.result is PressResult.EXTENDED and self.approval is not None and self.approval.deadline:
+            return f"Extended: the new deadline is {self.approval.deadline.strftime('%Y-%m-%d %H:%M UTC')}"
         return _TEXT.get(self.result, self.result.value)
+
+
+_REFUSED = frozenset(
+    {PressResult.DENIED, PressResult.ALREADY_DECIDED, PressResult.UNKNOWN, PressResult.BUSY, PressResult.INVALID}
+)
 
 
 def already_text(approval: Approval) -> str:
@@ -171,6 +187,31 @@ class Inbound:
             return Verdict(PressResult.ALREADY_DECIDED, approval)
         return Verdict(PressResult.ASK, approval)
 
+    async def may_edit(self, p: Press) -> Verdict:
+        """Whether the presser may edit the args (before a form or a link opens): ASK, or why not."""
+        verdict = await self.may_ask_reason(p)
+        if verdict.result is PressResult.ASK and verdict.approval is not None and not verdict.approval.editable:
+            return Verdict(PressResult.INVALID, verdict.approval, error="This approval does not allow edits")
+        return verdict
+
+    async def extend(self, p: Press, duration: timedelta) -> Verdict:
+        """An approver's '+1h' press: the deadline moves as the policy allows (INVALID beyond it)."""
+        approval = await self._svc.store.get_approval(p.approval_id)
+        if approval is None:
+            return Verdict(PressResult.UNKNOWN)
+        actor, denied = await self._check(approval, p)
+        if denied is not None:
+            return denied
+        try:
+            after = await self._svc.extend(approval.id, duration, actor, channel=p.channel)
+        except AlreadyDecided:
+            return Verdict(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+        except Forbidden as exc:  # PolicyNotAllowed: beyond what the policy allows
+            return Verdict(PressResult.INVALID, approval, error=exc.message)
+        except Conflict:
+            return Verdict(PressResult.BUSY, approval)
+        return Verdict(PressResult.EXTENDED, after)
+
     async def expect_reason(self, key: str, approval_id: str, actor: str) -> None:
         """The gateway asked `actor` why they rejected, at `key`: their reply there, within
         REASON_WINDOW, becomes the decision's comment (`attach_reason`)."""
@@ -220,10 +261,12 @@ class Inbound:
             return Verdict(PressResult.DUPLICATE_VOTE, approval)  # its first delivery was committed
         try:
             after, event = await self._svc.vote(
-                approval.id, p.outcome, actor, channel=p.channel, comment=p.comment, name=p.name
+                approval.id, p.outcome, actor, channel=p.channel, comment=p.comment, name=p.name, args=p.args
             )
         except AlreadyDecided:  # lost the race: tell the truth about the winner
             return Verdict(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+        except ValidationError as exc:  # a bad edit, or a reject without the reason the policy requires
+            return Verdict(PressResult.INVALID, approval, error=exc.message)
         except Conflict:
             return Verdict(PressResult.BUSY, approval)
         return Verdict(_RESULT.get(event, PressResult.ALREADY_DECIDED), after)

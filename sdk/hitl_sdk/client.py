@@ -107,7 +107,7 @@ class GatewayClient:
             "state": options.get("state"),
             "channels": list(options.get("channels", ("web",))),
         }
-        optional = {
+        optional: dict[str, Any] = {
             "approvers": list(options.get("approvers", ())),
             "policy": options.get("policy"),
             "worker": options.get("worker"),
