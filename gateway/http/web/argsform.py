@@ -73,7 +73,8 @@ def fields(approval: Approval) -> list[Field]:
     for name, value in approval.current_args.items():
         if not approval.terms.may_change(name):
             continue
-        prop = props.get(name) if isinstance(props.get(name), dict) else {}
+        found = props.get(name)
+        prop: Mapping[str, Any] = found if isinstance(found, dict) else {}
         kind = _kind(prop, value)
         options: tuple[tuple[str, str], ...] = ()
         if kind == "enum":

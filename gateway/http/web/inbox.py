@@ -20,10 +20,9 @@ from gateway.core.errors import GatewayError
 from gateway.core.extend import parse_extension
 from gateway.core.models import Approval, Outcome, Status
 from gateway.http.keys import RUNTIME
-from gateway.http.web import argsform
+from gateway.http.web import argsform, live
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
-from gateway.http.web import live
 from gateway.http.web import sessions as web_sessions
 from gateway.http.web.auth import PageError, checked_form, render, require
 from gateway.http.web.sessions import User
