@@ -26,6 +26,7 @@ from gateway.core.events import EventKind
 from gateway.core.identity import shown
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status
 from gateway.delivery.channels import DeliveryError, OutgoingCard, parse_address
+from gateway.service import editlinks
 from gateway.store import Prompt
 
 if TYPE_CHECKING:
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway.presses")
 REASON_WINDOW = timedelta(minutes=10)  # how long a "why reject?" question waits for its reply
-REASON_PURPOSE = "reject_reason"
+REASON_PURPOSE = "reject_reason"  # the reason for a reject already recorded
+REJECT_PURPOSE = "reject_with_reason"  # `require_reason`: the reply is the reject (asked before it)
 
 
 class PressResult(StrEnum):
@@ -194,6 +196,17 @@ class Inbound:
             return Verdict(PressResult.INVALID, verdict.approval, error="This approval does not allow edits")
         return verdict
 
+    async def edit_link(self, p: Press) -> tuple[Verdict, str | None]:
+        """A one-time link to the edit form for the presser (gateway.service.editlinks), once
+        they may edit: (ASK, url), or the verdict saying why not (and no link)."""
+        verdict = await self.may_edit(p)
+        if verdict.result is not PressResult.ASK:
+            return verdict, None
+        svc = self._svc
+        actor = svc.identities.canonical(p.actor, "actor")
+        link = editlinks.token(svc.signer, p.approval_id, actor, p.name, svc.clock.now())
+        return verdict, editlinks.url(svc.settings.server.public_url, link)
+
     async def extend(self, p: Press, duration: timedelta) -> Verdict:
         """An approver's '+1h' press: the deadline moves as the policy allows (INVALID beyond it)."""
         approval = await self._svc.store.get_approval(p.approval_id)
@@ -212,12 +225,13 @@ class Inbound:
             return Verdict(PressResult.BUSY, approval)
         return Verdict(PressResult.EXTENDED, after)
 
-    async def expect_reason(self, key: str, approval_id: str, actor: str) -> None:
+    async def expect_reason(self, key: str, approval_id: str, actor: str, *, purpose: str = REASON_PURPOSE) -> None:
         """The gateway asked `actor` why they rejected, at `key`: their reply there, within
-        REASON_WINDOW, becomes the decision's comment (`attach_reason`)."""
+        REASON_WINDOW, becomes the decision's comment (`attach_reason`); with REJECT_PURPOSE
+        (a policy that requires a reason) the reply is the reject itself."""
         now = self._svc.clock.now()
         actor = self._svc.identities.canonical(actor, "actor")
-        await self._svc.store.save_prompt(Prompt(key, approval_id, actor, REASON_PURPOSE, now, now + REASON_WINDOW))
+        await self._svc.store.save_prompt(Prompt(key, approval_id, actor, purpose, now, now + REASON_WINDOW))
 
     async def attach_reason(self, r: Reply) -> bool:
         """A reply to a question asked with `expect_reason`, by the person asked and in time:
@@ -230,6 +244,9 @@ class Inbound:
         prompt = await svc.store.take_prompt(r.key, actor, svc.clock.now())
         if prompt is None:
             return False
+        if prompt.purpose == REJECT_PURPOSE:
+            verdict = await self.press(Press(prompt.approval_id, Outcome.REJECT, actor, r.channel, comment=r.text))
+            return verdict.result is PressResult.REJECTED
         try:
             await svc.attach_comment(prompt.approval_id, actor, r.text, channel=r.channel)
         except Forbidden as exc:
@@ -315,4 +332,14 @@ class Inbound:
         await svc.store.append_events([synced])
 
 
-__all__ = ["REASON_WINDOW", "Inbound", "Press", "PressResult", "Reply", "Verdict", "already_text"]
+__all__ = [
+    "REASON_PURPOSE",
+    "REASON_WINDOW",
+    "REJECT_PURPOSE",
+    "Inbound",
+    "Press",
+    "PressResult",
+    "Reply",
+    "Verdict",
+    "already_text",
+]

@@ -20,7 +20,7 @@ from gateway.core.errors import GatewayError
 from gateway.core.extend import parse_extension
 from gateway.core.models import Approval, Outcome, Status
 from gateway.http.keys import RUNTIME
-from gateway.http.web import argsform, live
+from gateway.http.web import argsform, editlink, live
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
 from gateway.http.web import sessions as web_sessions
@@ -226,7 +226,7 @@ def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
     app.middlewares.append(security_headers)
     app.middlewares.append(web_auth.page_errors)
     app.on_startup.append(web_sessions.forget_removed_users)  # after the runtime started (cleanup_ctx)
-    table = [*routes, *web_auth.routes, *web_dashboard.routes]
+    table = [*routes, *web_auth.routes, *web_dashboard.routes, *editlink.routes]
     app.add_routes(table)
     return openapi_paths(table)
 
