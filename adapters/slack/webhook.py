@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from adapters.slack import render
-from adapters.slack.parse import BadPayload, Press, Submission, make_ref, parse
+from adapters.slack import amend, render
+from adapters.slack.parse import BadPayload, EditSubmission, Press, Submission, make_ref, parse
 from adapters.slack.verify import is_valid
 from gateway.core.errors import Unauthorized, ValidationError
 from gateway.core.models import Outcome
@@ -50,6 +50,8 @@ def reply_text(verdict: presses.Verdict) -> str | None:
         return render.already_text(approval)
     if verdict.result is presses.PressResult.VOTE and approval is not None:
         return f"Your approval is recorded: {render.progress(approval)}."
+    if verdict.result in (presses.PressResult.INVALID, presses.PressResult.EXTENDED, presses.PressResult.EDITED):
+        return verdict.text() + "."
     return _REPLIES.get(verdict.result)
 
 
@@ -73,12 +75,19 @@ class InteractionHandler:
             return await self._press(interaction)
         if isinstance(interaction, Submission):
             return await self._submission(interaction)
+        if isinstance(interaction, EditSubmission):  # the card, synced, shows the change
+            return (await amend.submit_edit(self._ctx, interaction))[0]
         return web.Response(status=200)
 
     # ---------------------------------------------------------------- buttons
     async def _press(self, press: Press) -> web.Response:
         if press.verb == "reason":
             reply = await self._open_reason(press)
+        elif press.verb in ("edit", "extend"):
+            verdict = await (
+                amend.open_edit(self._ctx, self._out, press) if press.verb == "edit" else amend.extend(self._ctx, press)
+            )
+            reply = reply_text(verdict) if verdict is not None else None
         else:
             outcome = Outcome.APPROVE if press.verb == "approve" else Outcome.REJECT
             reply = await self._decide(press.approval_id, outcome, press.user_id, press.channel_id)

@@ -10,6 +10,7 @@ current round. Rejecting needs no args: a reject is a veto whatever the args.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -54,21 +55,29 @@ def _with_edit(t: Transition) -> Transition:
     return replace(t, approval=a.evolve(decision=decision), data=data)
 
 
-def change_text(approval: Approval) -> str | None:
+def _plain(identity: str, shown: str) -> str:
+    return shown
+
+
+def change_text(
+    approval: Approval, who: Callable[[str, str], str] = _plain, esc: Callable[[str], str] = str
+) -> str | None:
     """'approved with changes by Alice: amount 4200 → 3900', 'changes proposed by Alice: …'
-    while the round waits for its quorum, or None when nothing was changed."""
+    while the round waits for its quorum, or None when nothing was changed. A channel passes
+    `who(identity, shown_as)` to name people its way and `esc` to escape the values."""
     p = approval.proposal
     if p is None:
         return None
-    changes = change_list(approval.args, p.args)
+    changes = esc(change_list(approval.args, p.args))
+    editor = who(p.by, p.shown_as)
     d = approval.decision
     if d is not None and d.outcome is Outcome.APPROVE and d.args is not None:
         if d.decided_by == p.by:
-            return f"approved with changes by {d.shown_as}: {changes}"
-        return f"approved by {d.shown_as} with changes by {p.shown_as}: {changes}"
+            return f"approved with changes by {editor}: {changes}"
+        return f"approved by {who(d.decided_by, d.shown_as)} with changes by {editor}: {changes}"
     if approval.status.final:
-        return f"changes proposed by {p.shown_as}: {changes}"
-    return f"changes proposed by {p.shown_as}: {changes} (votes restart on the changed args)"
+        return f"changes proposed by {editor}: {changes}"
+    return f"changes proposed by {editor}: {changes} (votes restart on the changed args)"
 
 
 __all__ = ["change_text", "vote_on"]

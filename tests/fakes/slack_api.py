@@ -183,7 +183,13 @@ class FakeSlack:
     def _views_open(body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("trigger_id"):
             return {"ok": False, "error": "invalid_trigger_id"}
-        return {"ok": True, "view": {"id": "V0001", **(body.get("view") or {})}}
+        view = body.get("view") or {}
+        if isinstance(view, str):
+            view = json.loads(view)
+        problem = _modal_problem(view)
+        if problem:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
+        return {"ok": True, "view": {"id": "V0001", **view}}
 
     @staticmethod
     def _ok(body: dict[str, Any]) -> dict[str, Any]:
@@ -233,3 +239,52 @@ def signed(payload: dict[str, Any], now: float, secret: str = SIGNING_SECRET) ->
         "Content-Type": "application/x-www-form-urlencoded",
     }
     return body, headers
+
+
+_INPUTS = {"plain_text_input", "number_input", "static_select"}
+
+
+def _modal_problem(view: dict[str, Any]) -> str | None:
+    """What Slack refuses in a modal (the limits our modals could hit): title 24 characters,
+    100 blocks, unique block ids, an input's label and element, a number_input's string values,
+    a static_select's 1-100 options with an initial option among them."""
+    if view.get("type") != "modal" or len(view.get("title", {}).get("text", "")) > 24:
+        return "[ERROR] title must be at most 24 characters"
+    blocks = view.get("blocks") or []
+    if len(blocks) > 100:
+        return "[ERROR] no more than 100 items allowed [json-pointer:/view/blocks]"
+    ids = [b.get("block_id") for b in blocks if b.get("block_id")]
+    if len(ids) != len(set(ids)):
+        return "[ERROR] block_id must be unique"
+    for b in blocks:
+        if b.get("type") != "input":
+            continue
+        el = b.get("element") or {}
+        if not b.get("label") or el.get("type") not in _INPUTS or not el.get("action_id"):
+            return "[ERROR] an input needs a label and a supported element with an action_id"
+        if el["type"] == "number_input":
+            for key in ("initial_value", "min_value", "max_value"):
+                if key in el and not isinstance(el[key], str):
+                    return f"[ERROR] {key} must be a string"
+        if el["type"] == "static_select":
+            options = el.get("options") or []
+            if not 1 <= len(options) <= 100:
+                return "[ERROR] a static_select needs 1 to 100 options"
+            if "initial_option" in el and el["initial_option"] not in options:
+                return "[ERROR] initial_option must be one of the options"
+    return None
+
+
+def edit_submission(user: str, private_metadata: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The Edit & approve modal submitted: `values` is {arg name: the typed or chosen value}."""
+    state = {}
+    for name, value in values.items():
+        if isinstance(value, dict):  # a static_select's option
+            state[f"arg:{name}"] = {"value": {"type": "static_select", "selected_option": value}}
+        else:
+            state[f"arg:{name}"] = {"value": {"type": "plain_text_input", "value": value}}
+    return {
+        "type": "view_submission",
+        "user": {"id": user},
+        "view": {"callback_id": "hitl:edit", "private_metadata": private_metadata, "state": {"values": state}},
+    }
