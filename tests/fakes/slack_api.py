@@ -256,22 +256,23 @@ def _modal_problem(view: dict[str, Any]) -> str | None:
     ids = [b.get("block_id") for b in blocks if b.get("block_id")]
     if len(ids) != len(set(ids)):
         return "[ERROR] block_id must be unique"
-    for b in blocks:
-        if b.get("type") != "input":
-            continue
-        el = b.get("element") or {}
-        if not b.get("label") or el.get("type") not in _INPUTS or not el.get("action_id"):
-            return "[ERROR] an input needs a label and a supported element with an action_id"
-        if el["type"] == "number_input":
-            for key in ("initial_value", "min_value", "max_value"):
-                if key in el and not isinstance(el[key], str):
-                    return f"[ERROR] {key} must be a string"
-        if el["type"] == "static_select":
-            options = el.get("options") or []
-            if not 1 <= len(options) <= 100:
-                return "[ERROR] a static_select needs 1 to 100 options"
-            if "initial_option" in el and el["initial_option"] not in options:
-                return "[ERROR] initial_option must be one of the options"
+    problems = (_input_problem(b) for b in blocks if b.get("type") == "input")
+    return next((p for p in problems if p), None)
+
+
+def _input_problem(b: dict[str, Any]) -> str | None:
+    el = b.get("element") or {}
+    if not b.get("label") or el.get("type") not in _INPUTS or not el.get("action_id"):
+        return "[ERROR] an input needs a label and a supported element with an action_id"
+    if el["type"] == "number_input":
+        bad = [k for k in ("initial_value", "min_value", "max_value") if k in el and not isinstance(el[k], str)]
+        return f"[ERROR] {bad[0]} must be a string" if bad else None
+    if el["type"] == "static_select":
+        options = el.get("options") or []
+        if not 1 <= len(options) <= 100:
+            return "[ERROR] a static_select needs 1 to 100 options"
+        if "initial_option" in el and el["initial_option"] not in options:
+            return "[ERROR] initial_option must be one of the options"
     return None
 
 
