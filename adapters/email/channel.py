@@ -21,10 +21,11 @@ from aiohttp import web
 from adapters.email import links, pages, render
 from adapters.email.errors import delivery_error
 from adapters.email.spec import EmailSettings
-from gateway.core.errors import InvalidToken, TokenExpired
+from gateway.core.errors import GatewayError, InvalidToken, TokenExpired
 from gateway.core.models import Approval, Outcome
 from gateway.delivery.channels import Attempt, ChannelBase, DeliveryError, OutgoingCard
 from gateway.delivery.spec import ChannelContext
+from gateway.http.web import argsform
 from gateway.service.presses import Press, PressResult, already_text
 
 log = logging.getLogger("adapters.email")
@@ -136,10 +137,16 @@ class EmailChannel(ChannelBase):
             self.ctx.signer, request.cookies.get(COOKIE), token, given if isinstance(given, str) else None
         ):
             return _html(403, "Please confirm again", "This form was not opened from its link; open the link again.")
-        if not await self.ctx.inbound.first_time(links.use_key(link)):
-            return _html(409, "This link was already used", "Each link works once.")
         comment = reason.strip()[:1000] if isinstance(reason, str) and link.outcome is Outcome.REJECT else ""
         actor = f"email:{link.addressee}"
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        refused = await self._refused(request, token, link, actor, fields, comment)
+        if refused is not None:  # checked before the link is used: it works until a decision is taken
+            return refused
+        approval = await self.ctx.inbound.approval(link.approval_id)
+        args = argsform.read(approval, fields) if approval and link.outcome is Outcome.APPROVE else None
+        if not await self.ctx.inbound.first_time(links.use_key(link)):
+            return _html(409, "This link was already used", "Each link works once.")
         verdict = await self.ctx.inbound.press(
             Press(
                 approval_id=link.approval_id,
@@ -148,9 +155,35 @@ class EmailChannel(ChannelBase):
                 channel=actor,
                 card_ref=render.message_id(link.approval_id, link.addressee, "card", self.settings.from_),
                 comment=comment or None,
+                args=args,
             )
         )
         return _html(_STATUS.get(verdict.result, 200), verdict.text(), _after(verdict.result))
+
+    async def _refused(
+        self, request: web.Request, token: str, link: links.Link, actor: str, fields: dict[str, str], comment: str
+    ) -> web.Response | None:
+        """The page again, with the error and what was typed, when the edit or the reason would be
+        refused (gateway.service.presses.Inbound.check); None when the press may go ahead."""
+        approval = await self.ctx.inbound.approval(link.approval_id)
+        if approval is None or approval.status.final:
+            return None  # the press says so
+        try:
+            args = argsform.read(approval, fields) if link.outcome is Outcome.APPROVE else None
+            await self.ctx.inbound.check(approval, link.outcome, actor, args=args, comment=comment or None)
+        except GatewayError as exc:
+            csrf = links.csrf(self.ctx.signer, request.cookies.get(COOKIE) or "", token)
+            body = pages.confirm(
+                approval,
+                link,
+                links.PATH + token,
+                csrf,
+                error=exc.message,
+                submitted=fields,
+                error_field=exc.details.get("field"),
+            )
+            return _page(400, body)
+        return None
 
 
 def _after(result: PressResult) -> str:

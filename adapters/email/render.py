@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any
 
+from gateway.core import rounds
 from gateway.core.models import Approval, Outcome, Status
 
 MAX_SUBJECT = 150
@@ -80,6 +81,9 @@ def _facts_text(approval: Approval) -> list[str]:
         lines += [approval.summary, ""]
     lines.append(f"Run {approval.run_id} · step {approval.step}")
     lines += [f"  {k}: {v}" for k, v in _args(approval.args)]
+    change = rounds.change_text(approval)
+    if change:
+        lines.append(change[0].upper() + change[1:])
     lines.append(f"Deadline: {when(approval.deadline)}" if approval.deadline else "No deadline")
     return lines
 
@@ -95,6 +99,9 @@ def _facts_html(approval: Approval) -> str:
     parts.append(f"<p>Run <code>{esc(approval.run_id)}</code> · step <code>{esc(approval.step)}</code></p>")
     if rows:
         parts.append(f"<table cellpadding='4'>{rows}</table>")
+    change = rounds.change_text(approval)
+    if change:
+        parts.append(f"<p><b>{esc(change[0].upper() + change[1:])}</b></p>")
     deadline = f"Deadline: {esc(when(approval.deadline))}" if approval.deadline else "No deadline"
     parts.append(f"<p>{deadline}</p>")
     return "".join(parts)
@@ -159,6 +166,9 @@ def outcome(approval: Approval, sender: str, to: str) -> EmailMessage:
     mid = message_id(approval.id, to, f"outcome{approval.version}", sender)
     msg = _mail(sender, to, f"{head}: {approval.title}", mid, thread)
     lines = [f"{approval.title}", "", f"{what} · {when(d.decided_at)}"]
+    change = rounds.change_text(approval)
+    if change:
+        lines.append(change[0].upper() + change[1:])
     if d.reason:
         lines.append(d.reason)
     if d.comment:
@@ -167,6 +177,8 @@ def outcome(approval: Approval, sender: str, to: str) -> EmailMessage:
     msg.set_content("\n".join(lines))
     esc = html.escape
     body = [f"<h2>{esc(approval.title)}</h2>", f"<p><b>{esc(what)}</b> · {esc(when(d.decided_at))}</p>"]
+    if change:
+        body.append(f"<p>{esc(change[0].upper() + change[1:])}</p>")
     if d.reason:
         body.append(f"<p><i>{esc(d.reason)}</i></p>")
     if d.comment:

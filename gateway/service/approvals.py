@@ -310,6 +310,16 @@ class Service:
         committed. `name` is how the platform shows them, for cards."""
         return await self._vote(approval_id, outcome, actor, _Ballot(comment, channel, name, args=args))
 
+    def check_vote(
+        self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, Any] | None, comment: str | None
+    ) -> None:
+        """The ValidationError a vote with these args and comment would get (nothing committed)."""
+        service_edits.check_reason(approval, outcome, comment)
+        if args is not None:
+            if outcome is not Outcome.APPROVE:
+                raise ValidationError("args", "only an approval carries edited args")
+            service_edits.propose(self, approval, args, actor, None)
+
     async def _vote(self, approval_id: str, outcome: Outcome, actor: str, b: _Ballot) -> tuple[Approval, EventKind]:
         if b.check_approver:
             actor = self.identities.canonical(actor, "by")
@@ -323,7 +333,7 @@ class Service:
             if b.check_approver:
                 allowlist = (actor,) if b.trusted else self.allowlist(actor)
                 rules.check_may_decide(actor, approval, allowlist, self.identities.party)
-            service_edits.check_reason(approval, outcome, comment)
+            self.check_vote(approval, outcome, actor, args=None, comment=comment)
             proposal, sealed = None, None
             if b.args is not None:
                 if outcome is not Outcome.APPROVE:

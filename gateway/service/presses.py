@@ -189,6 +189,14 @@ class Inbound:
             return Verdict(PressResult.ALREADY_DECIDED, approval)
         return Verdict(PressResult.ASK, approval)
 
+    async def check(
+        self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, Any] | None, comment: str | None
+    ) -> None:
+        """What a press with these edited args and comment would be refused for (a ValidationError
+        naming the field), without committing anything: for a one-time link that must not be
+        used up by a typo."""
+        self._svc.check_vote(approval, outcome, actor, args=args, comment=comment)
+
     async def may_edit(self, p: Press) -> Verdict:
         """Whether the presser may edit the args (before a form or a link opens): ASK, or why not."""
         verdict = await self.may_ask_reason(p)
