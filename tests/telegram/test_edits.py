@@ -3,6 +3,7 @@ the card showing the change, extend buttons and a reject that must say why."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from gateway.core.models import Status
@@ -17,7 +18,7 @@ def _link(tg: TG) -> str:
     sent = [c.params for c in tg.api.calls_to("sendMessage") if int(c.params["chat_id"]) == ALICE]
     assert sent, "no private message to the presser"
     markup = sent[-1]["reply_markup"]
-    markup = markup if isinstance(markup, dict) else __import__("json").loads(markup)
+    markup = markup if isinstance(markup, dict) else json.loads(markup)
     url = markup["inline_keyboard"][0][0]["url"]
     found = re.search(r"(/edit/[^/?#]+)$", url)
     assert found, url
