@@ -69,9 +69,10 @@ class Serve:
 
 async def until(probe: Callable[[], Any], within: float = 20.0) -> Any:
     async with asyncio.timeout(within):
-        while not (found := probe()):
+        while True:
+            if found := probe():
+                return found
             await asyncio.sleep(0.05)
-    return found
 
 
 @pytest.fixture
