@@ -95,6 +95,7 @@ async def _approval_ctx(rt: Runtime, approval: Approval, user: User, **form: Any
         "change": rounds.change_text(approval) or "",
         "extend_choices": [extend_rules.label(d) for d in extend_rules.choices(approval)],
         "require_reason": approval.policy.require_reason,
+        "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
         **view,
         "self_row": view,
         "args": pretty(approval.args),
