@@ -68,7 +68,8 @@ class EmailChannel(ChannelBase):
             await self._send(render.outcome(card.approval, self.settings.from_, card.target))
 
     async def send_reminder(self, card: OutgoingCard) -> None:
-        number = card.data.get("number", 1)
+        # an edit that restarted the votes asks again: its own message in the thread per round
+        number = 1000 + int(card.data["edited"]) if "edited" in card.data else card.data.get("number", 1)
         approval = card.approval
         links_ = self._links(approval, card.target)
         await self._send(render.reminder(approval, self.settings.from_, card.target, links_, int(number)))

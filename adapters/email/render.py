@@ -141,7 +141,11 @@ def reminder(approval: Approval, sender: str, to: str, links: Mapping[Outcome, s
     msg = _mail(sender, to, f"Reminder: {approval.title}", mid, thread)
     deadline = f" before {when(approval.deadline)}" if approval.deadline else ""
     approve, reject = links[Outcome.APPROVE], links[Outcome.REJECT]
-    msg.set_content(f"“{approval.title}” still needs a decision{deadline}.\n\nApprove: {approve}\nReject:  {reject}\n")
+    change = rounds.change_text(approval)
+    again = f"\n{change[0].upper() + change[1:]}: please vote again.\n" if change else ""
+    msg.set_content(
+        f"“{approval.title}” still needs a decision{deadline}.\n{again}\nApprove: {approve}\nReject:  {reject}\n"
+    )
     esc = html.escape
     msg.add_alternative(
         f"<html><body><p>“{esc(approval.title)}” still needs a decision{esc(deadline)}.</p>"

@@ -237,8 +237,11 @@ def card_text(approval: Approval) -> str:
 
 
 def reminder_text(approval: Approval) -> str:
+    """A nudge; when an approver changed the args, what changed (the votes restarted on them)."""
     deadline = f" before {when(approval.deadline)}" if approval.deadline else ""
-    return f":bell: Reminder: “{fit(approval.title, 300)}” still needs a decision{deadline}."
+    change = change_line(approval)
+    again = f"\n{change}: please vote again" if change else ""
+    return f":bell: Reminder: “{fit(approval.title, 300)}” still needs a decision{deadline}.{again}"
 
 
 def reason_modal(approval: Approval, ref: str, channel_id: str) -> Block:

@@ -189,7 +189,10 @@ def edit_link_text(approval: Approval) -> str:
 
 
 def render_reminder(approval: Approval, now: datetime) -> str:
-    return f"⏰ Reminder: <b>{esc(cut(approval.title, MAX_TITLE))}</b> is waiting · {esc(timeout_words(approval, now))}"
+    """A nudge; when an approver changed the args, what changed (the votes restarted on them)."""
+    text = f"⏰ Reminder: <b>{esc(cut(approval.title, MAX_TITLE))}</b> is waiting · {esc(timeout_words(approval, now))}"
+    change = rounds.change_text(approval)
+    return text + (f"\n✏️ {esc(cut(change, 300))}: please vote again" if change else "")
 
 
 def reason_prompt(user_id: int, who: str) -> str:

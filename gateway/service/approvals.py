@@ -333,6 +333,10 @@ class Service(Decisions):
         job = None
         if transition.final or transition.event in _SYNCED:
             outbox += [NewOutbox(after.id, c, OutboxKind.SYNC) for c in after.channels]
+        if transition.event is EventKind.EDITED and transition.data.get("reset_votes"):
+            # the approvers who voted for other args are asked again, next to their card
+            ask = {"edited": transition.data["round"], "number": after.reminders_sent}
+            outbox += [NewOutbox(after.id, c, OutboxKind.REMIND, ask) for c in after.channels]
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
             events.append(NewEvent(after.id, EventKind.JOB_QUEUED, now, data={"worker": after.worker}))

@@ -114,6 +114,8 @@ async def test_an_edit_starts_a_new_round_of_votes(api: Any) -> None:
     assert kinds[-1] == "edited"
     syncs = [o for o in await rt.store.list_outbox(a["id"]) if o.kind.value == "sync"]
     assert syncs  # every card shows the change (pending syncs of one card are one row)
+    asks = [o for o in await rt.store.list_outbox(a["id"]) if o.kind.value == "remind"]
+    assert [(o.channel, o.data["edited"]) for o in asks] == [("web", 1)]  # bob is asked again
     done = await rt.service.decide(a["id"], _approve(), "web:bob", channel="web")
     assert done.status.value == "approved" and done.decision is not None and done.decision.args is not None
     assert rt.service.rehydration_document(done)["args"]["amount"] == 3900

@@ -82,3 +82,26 @@ async def test_a_reject_that_must_say_why_asks_first_and_the_reply_rejects(tg: T
     approval = await tg.rt.service.get(approval_id)
     assert approval.status is Status.REJECTED and approval.decision is not None
     assert approval.decision.comment == "wrong customer"
+
+
+async def test_an_edit_after_a_vote_asks_the_approvers_again(tg: TG) -> None:
+    approval_id, mid = await tg.posted(policy="pair", **EDITABLE)
+    assert await tg.send(tg.press(BOB, tg.data(mid, "Approve"), mid, username="bob")) == 200
+    assert await tg.send(tg.press(ALICE, tg.data(mid, "Edit"), mid, username="alice")) == 200
+    path = _link(tg)
+    csrf = csrf_of(await (await tg.client.get(path)).text())
+    resp = await tg.client.post(path, data={"csrf": csrf, "arg.amount": "3900"})
+    assert resp.status == 200 and "the approvers vote again" in await resp.text()
+    approval = await tg.rt.service.get(approval_id)
+    assert approval.status is Status.WAITING and [v.approver for v in approval.votes] == [f"telegram:{ALICE}"]
+    await tg.rt.outbox.drain()
+    card = tg.api.message(CHAT, mid)["text"]
+    assert "changes proposed by @alice: amount 4200 → 3900 (votes restart on the changed args)" in card
+    assert "1 of 2 approvals" in card
+    asked = [c.params["text"] for c in tg.api.calls_to("sendMessage") if int(c.params["chat_id"]) == CHAT]
+    assert "please vote again" in asked[-1] and "amount 4200 → 3900" in asked[-1]
+    assert await tg.send(tg.press(BOB, tg.data(mid, "Approve"), mid, username="bob")) == 200
+    done = await tg.rt.service.get(approval_id)
+    assert done.status is Status.APPROVED and done.decision is not None and done.decision.args is not None
+    await tg.rt.outbox.drain()
+    assert "approved by @bob with changes by @alice: amount 4200 → 3900" in tg.api.message(CHAT, mid)["text"]
