@@ -151,3 +151,13 @@ def test_extend_rules() -> None:
         parse_policy({"timeout": "never", "extend": ["1h"]})
     with pytest.raises(ValidationError, match="require_reason"):
         parse_policy({"require_reason": "yes"})
+
+
+def test_restrict_keeps_the_default_policys_required_reason() -> None:
+    from gateway.core.policy_bounds import check_inline
+
+    strict = Policy(require_reason=True)
+    check_inline(Policy(require_reason=True), "restrict", strict)
+    with pytest.raises(PolicyNotAllowed, match="policy.require_reason"):
+        check_inline(Policy(), "restrict", strict)
+    check_inline(Policy(), "allow", strict)
