@@ -23,11 +23,11 @@ _OPTION_MAX = 75  # option text and value
 
 
 def _element(f: argsform.Field) -> dict[str, Any]:
-    if f.kind in ("integer", "number"):
+    if f.is_number:
         el: dict[str, Any] = {
             "type": "number_input",
             "action_id": INPUT,
-            "is_decimal_allowed": f.kind == "number",
+            "is_decimal_allowed": f.is_decimal,
             "initial_value": f.value,
         }
         for key, bound in (("min_value", f.minimum), ("max_value", f.maximum)):
@@ -42,7 +42,7 @@ def _element(f: argsform.Field) -> dict[str, Any]:
             el["initial_option"] = chosen
         return el
     el = {"type": "plain_text_input", "action_id": INPUT, "initial_value": f.value[:3000]}
-    if f.kind == "json" or "\n" in f.value:
+    if f.is_json or "\n" in f.value:
         el["multiline"] = True
     return el
 
@@ -54,7 +54,7 @@ def modal(approval: Approval, ref: str, channel_id: str) -> dict[str, Any]:
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{fit(approval.title, 2000)}*"}}
     ]
     for f in argsform.fields(approval)[: MAX_BLOCKS - 1]:
-        label = f.name + (" (JSON)" if f.kind == "json" else "")
+        label = f.name + (" (JSON)" if f.is_json else "")
         block = {
             "type": "input",
             "block_id": BLOCK_PREFIX + f.name,

@@ -2,9 +2,9 @@
 into a checked, redacted `Proposal` with the raw args sealed, and `require_reason`.
 
 Approvers see redacted args (cards, the web page, the API). An edit built from what they saw
-may carry a redacted value ('[redacted:email]') for a field they did not touch: a top-level
-value equal to the one shown is taken as unchanged and keeps its raw value, so an edit never
-writes a redaction marker into what runs.
+may carry a redaction marker ('[redacted:...]') for a field they did not touch: a top-level value
+equal to the one shown is taken as unchanged and keeps its raw value, so an edit never writes a
+redaction marker into what runs.
 """
 
 from __future__ import annotations

@@ -158,6 +158,6 @@ def test_restrict_keeps_the_default_policys_required_reason() -> None:
 
     strict = Policy(require_reason=True)
     check_inline(Policy(require_reason=True), "restrict", strict)
-    with pytest.raises(PolicyNotAllowed, match="policy.require_reason"):
+    with pytest.raises(PolicyNotAllowed, match=r"policy\.require_reason"):
         check_inline(Policy(), "restrict", strict)
     check_inline(Policy(), "allow", strict)

@@ -1,5 +1,5 @@
 """The edit form an approval's schema generates: pure, no script, shared by the web inbox, the
-one-time edit links (chat channels) and channel link pages (adapters/email).
+one-time edit links (chat channels) and the link pages of channel adapters.
 
 Each editable top-level arg becomes one field: integers and numbers are number inputs, strings
 text inputs, enums and booleans selects; anything else (objects, arrays, null) is a JSON text
@@ -36,6 +36,19 @@ class Field:
     @property
     def input_name(self) -> str:
         return PREFIX + self.name
+
+    @property
+    def is_number(self) -> bool:
+        return self.kind in ("integer", "number")
+
+    @property
+    def is_decimal(self) -> bool:
+        return self.kind == "number"
+
+    @property
+    def is_json(self) -> bool:
+        """Anything but a number, string, boolean or enum: edited as JSON text."""
+        return self.kind == "json"
 
 
 def _props(approval: Approval) -> Mapping[str, Any]:
