@@ -5,9 +5,7 @@ function returns what the handler sends (an ephemeral reply, or the modal's answ
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from adapters.slack import edit
 from adapters.slack.parse import EditSubmission, Press, make_ref
@@ -45,9 +43,9 @@ async def extend(ctx: ChannelContext, p: Press) -> presses.Verdict:
     return await ctx.inbound.extend(_press(p), duration)
 
 
-async def submit_edit(ctx: ChannelContext, sub: EditSubmission) -> tuple[web.Response, presses.Verdict | None]:
-    """The modal's answer: `response_action: errors` on the field's block when the edit is
-    refused (nothing changes), else an empty 200 that closes it, with the verdict to tell."""
+async def submit_edit(ctx: ChannelContext, sub: EditSubmission) -> tuple[dict[str, Any] | None, presses.Verdict | None]:
+    """The modal's ack: `response_action: errors` on the field's block when the edit is refused
+    (nothing changes), else None (an empty ack closes it), with the verdict."""
     approval = await ctx.inbound.approval(sub.approval_id)
     if approval is None:
         return _errors({"": "This approval no longer exists."}), None
@@ -64,11 +62,11 @@ async def submit_edit(ctx: ChannelContext, sub: EditSubmission) -> tuple[web.Res
         return _errors(edit.errors(field if field.startswith("args") else None, verdict.error or "", approval)), None
     if verdict.refused:
         return _errors(edit.errors(None, verdict.text(), approval)), None
-    return web.Response(status=200), verdict
+    return None, verdict
 
 
-def _errors(errors: dict[str, str]) -> web.Response:
-    return web.json_response({"response_action": "errors", "errors": errors})
+def _errors(errors: dict[str, str]) -> dict[str, Any]:
+    return {"response_action": "errors", "errors": errors}
 
 
 __all__ = ["extend", "open_edit", "submit_edit"]

@@ -1,6 +1,8 @@
 """A local fake of the Slack Web API (and of `response_url`) on loopback, for the REAL
 slack_sdk AsyncWebClient: it records every call and injects 429 + Retry-After, 5xx and
-`ok:false` errors on demand. Also builds signed interaction requests like Slack sends them.
+`ok:false` errors on demand. It refuses messages over Slack's limits as Slack does
+(`slack_limits.py`), and serves Socket Mode (`slack_socket.py`). Also builds signed interaction
+requests like Slack sends them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from urllib.parse import parse_qs, urlencode
 from aiohttp import web
 
 from adapters.slack.verify import sign
+from tests.fakes.slack_limits import message_error, view_error
+from tests.fakes.slack_socket import APP_TOKEN, FakeSockets
 
 BOT_TOKEN = "xoxb-test-token"
 SIGNING_SECRET = "test-signing-secret-0123456789"
@@ -49,6 +53,7 @@ class FakeSlack:
         self.holds: dict[str, asyncio.Event] = {}
         self.arrived: list[str] = []  # methods whose reply is being held
         self.missing_scopes: set[str] = set()
+        self.sockets = FakeSockets()
         self._arrivals: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -60,6 +65,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/api/{method}", self._api)
         app.router.add_post("/response/{key}", self._response_url)
+        self.sockets.install(app)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -71,6 +77,7 @@ class FakeSlack:
     async def stop(self) -> None:
         for event in self.holds.values():
             event.set()
+        await self.sockets.stop()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -124,7 +131,8 @@ class FakeSlack:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         body = await self._body(request)
-        if request.headers.get("Authorization") != f"Bearer {self.token}":
+        token = APP_TOKEN if method == "apps.connections.open" else self.token  # the app-level token
+        if request.headers.get("Authorization") != f"Bearer {token}":
             return self._record(method, body, web.json_response({"ok": False, "error": "invalid_auth"}))
         queue = self.failures.get(method)
         if queue:
@@ -135,6 +143,7 @@ class FakeSlack:
             "views.open": self._views_open,
             "chat.postEphemeral": self._ok,
             "conversations.history": self._history,
+            "apps.connections.open": lambda _: self.sockets.open_url(self.url),
         }.get(method)
         reply = handler(body) if handler else {"ok": False, "error": "unknown_method"}
         if method in self.holds:  # done on Slack's side, but the reply is slow to come back
@@ -156,6 +165,9 @@ class FakeSlack:
         return web.json_response({"ok": False, "error": f.error or "ratelimited"}, status=f.status, headers=headers)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        error = message_error(body)
+        if error:
+            return {"ok": False, "error": error}
         self._n += 1
         channel, ts = str(body.get("channel")), f"{int(self.clock())}.{self._n:06d}"
         self.messages[(channel, ts)] = dict(body)
@@ -165,6 +177,9 @@ class FakeSlack:
         key = (str(body.get("channel")), str(body.get("ts")))
         if key not in self.messages:
             return {"ok": False, "error": "message_not_found"}
+        error = message_error(body)
+        if error:
+            return {"ok": False, "error": error}
         self.messages[key] = {**self.messages[key], **body}
         return {"ok": True, "channel": key[0], "ts": key[1]}
 
@@ -186,6 +201,9 @@ class FakeSlack:
         view = body.get("view") or {}
         if isinstance(view, str):
             view = json.loads(view)
+        error = view_error(view)
+        if error:
+            return {"ok": False, "error": error}
         problem = _modal_problem(view)
         if problem:
             return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
@@ -245,14 +263,10 @@ _INPUTS = {"plain_text_input", "number_input", "static_select"}
 
 
 def _modal_problem(view: dict[str, Any]) -> str | None:
-    """What Slack refuses in a modal (the limits our modals could hit): title 24 characters,
-    100 blocks, unique block ids, an input's label and element, a number_input's string values,
+    """What Slack refuses in a modal's inputs, beyond slack_limits.view_error (title, metadata,
+    block count): unique block ids, an input's label and element, a number_input's string values,
     a static_select's 1-100 options with an initial option among them."""
-    if view.get("type") != "modal" or len(view.get("title", {}).get("text", "")) > 24:
-        return "[ERROR] title must be at most 24 characters"
     blocks = view.get("blocks") or []
-    if len(blocks) > 100:
-        return "[ERROR] no more than 100 items allowed [json-pointer:/view/blocks]"
     ids = [b.get("block_id") for b in blocks if b.get("block_id")]
     if len(ids) != len(set(ids)):
         return "[ERROR] block_id must be unique"
