@@ -21,6 +21,8 @@ from aiohttp import web
 from adapters.email import links, pages, render
 from adapters.email.errors import delivery_error
 from adapters.email.spec import EmailSettings
+from gateway.core import extend as extend_rules
+from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import GatewayError, InvalidToken, TokenExpired
 from gateway.core.models import Approval, Outcome
 from gateway.delivery.channels import Attempt, ChannelBase, DeliveryError, OutgoingCard
@@ -58,7 +60,10 @@ class EmailChannel(ChannelBase):
 
     # ---------------------------------------------------------------- Channel protocol
     async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
-        msg = render.card(card.approval, self.settings.from_, card.target, self._links(card.approval, card.target))
+        extend = self._extend_links(card.approval, card.target)
+        msg = render.card(
+            card.approval, self.settings.from_, card.target, self._links(card.approval, card.target), extend
+        )
         await self._send(msg)
         return str(msg["Message-ID"])
 
@@ -80,6 +85,14 @@ class EmailChannel(ChannelBase):
             o: links.url(self.ctx.public_url, links.token(self.ctx.signer, approval, to, o, age))
             for o in (Outcome.APPROVE, Outcome.REJECT)
         }
+
+    def _extend_links(self, approval: Approval, to: str) -> dict[str, str]:
+        """'+1h' -> a one-time link that extends the deadline by the policy's 1h."""
+        age, out = self.settings.link_max_age, {}
+        for d in extend_rules.choices(approval):
+            t = links.token(self.ctx.signer, approval, to, Outcome.APPROVE, age, extend=format_duration(d))
+            out[extend_rules.label(d)] = links.url(self.ctx.public_url, t)
+        return out
 
     async def _send(self, msg: EmailMessage) -> None:
         s = self.settings
@@ -120,7 +133,9 @@ class EmailChannel(ChannelBase):
         if approval.status.final:
             return _html(200, "Nothing to do", already_text(approval))
         cookie = request.cookies.get(COOKIE) or secrets.token_urlsafe(18)
-        body = pages.confirm(approval, link, links.PATH + token, links.csrf(self.ctx.signer, cookie, token))
+        csrf = links.csrf(self.ctx.signer, cookie, token)
+        page = pages.confirm_extend if link.extend else pages.confirm
+        body = page(approval, link, links.PATH + token, csrf)
         resp = _page(200, body)
         resp.set_cookie(
             COOKIE, cookie, path=links.PATH, httponly=True, samesite="Strict", secure=self._secure_cookie, max_age=3600
@@ -140,6 +155,8 @@ class EmailChannel(ChannelBase):
             return _html(403, "Please confirm again", "This form was not opened from its link; open the link again.")
         comment = reason.strip()[:1000] if isinstance(reason, str) and link.outcome is Outcome.REJECT else ""
         actor = f"email:{link.addressee}"
+        if link.extend:
+            return await self._extend(link, actor)
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
         refused = await self._refused(request, token, link, actor, fields, comment)
         if refused is not None:  # checked before the link is used: it works until a decision is taken
@@ -160,6 +177,19 @@ class EmailChannel(ChannelBase):
             )
         )
         return _html(_STATUS.get(verdict.result, 200), verdict.text(), _after(verdict.result))
+
+    async def _extend(self, link: links.Link, actor: str) -> web.Response:
+        if not await self.ctx.inbound.first_time(links.use_key(link)):
+            return _html(409, "This link was already used", "Each link works once.")
+        verdict = await self.ctx.inbound.extend(
+            Press(link.approval_id, Outcome.APPROVE, actor, actor), parse_duration(link.extend or "")
+        )
+        status = 200 if verdict.result is PressResult.EXTENDED else _STATUS.get(verdict.result, 403)
+        return _html(
+            status,
+            verdict.text(),
+            "Nothing was changed." if verdict.refused else "Everyone who was asked sees the new deadline.",
+        )
 
     async def _refused(
         self, request: web.Request, token: str, link: links.Link, actor: str, fields: dict[str, str], comment: str

@@ -82,6 +82,19 @@ def confirm(
     return _page(f"{verb}: {approval.title}", body)
 
 
+def confirm_extend(approval: Approval, link: Link, action: str, csrf: str) -> str:
+    """The page of an extend link: the deadline now, and a form that extends it by the link's duration."""
+    esc = html.escape
+    deadline = f"The deadline is {esc(when(approval.deadline))}." if approval.deadline else "No deadline."
+    body = (
+        f"<h1>Extend the deadline by {esc(link.extend or '')}?</h1><h2>{esc(approval.title)}</h2><p>{deadline}</p>"
+        f"<form method='post' action='{esc(action)}'><input type='hidden' name='csrf' value='{esc(csrf)}'>"
+        f"<p>You extend it as <b>{esc(link.addressee)}</b>.</p>"
+        f"<button type='submit' name='confirm' value='yes'>Extend by {esc(link.extend or '')}</button></form>"
+    )
+    return _page(f"Extend: {approval.title}", body)
+
+
 def message(title: str, text: str) -> str:
     """A short answer page (the outcome of a confirmation, or why there is nothing to do)."""
     return _page(title, f"<h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>")

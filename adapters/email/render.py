@@ -107,8 +107,12 @@ def _facts_html(approval: Approval) -> str:
     return "".join(parts)
 
 
-def card(approval: Approval, sender: str, to: str, links: Mapping[Outcome, str]) -> EmailMessage:
-    """The card: the question, the facts, and one-time Approve and Reject links."""
+def card(
+    approval: Approval, sender: str, to: str, links: Mapping[Outcome, str], extend: Mapping[str, str] | None = None
+) -> EmailMessage:
+    """The card: the question, the facts, one-time Approve and Reject links, and the policy's
+    extend links ('+1h' -> url), if any."""
+    extend = extend or {}
     approve, reject = links[Outcome.APPROVE], links[Outcome.REJECT]
     msg = _mail(sender, to, f"Approval needed: {approval.title}", message_id(approval.id, to, "card", sender), None)
     text = [
@@ -116,6 +120,7 @@ def card(approval: Approval, sender: str, to: str, links: Mapping[Outcome, str])
         "",
         f"Approve: {approve}",
         f"Reject:  {reject}",
+        *(f"Extend the deadline {label}: {url}" for label, url in extend.items()),
         "",
         "Each link opens a page where you confirm; nothing is decided until you do. The links are",
         f"yours alone ({to}) and work once. Approval {approval.id}.",
@@ -124,7 +129,9 @@ def card(approval: Approval, sender: str, to: str, links: Mapping[Outcome, str])
     esc = html.escape
     buttons = (
         f"<p><a href='{esc(approve)}'><b>Approve…</b></a> &nbsp; · &nbsp; "
-        f"<a href='{esc(reject)}'><b>Reject…</b></a></p>"
+        f"<a href='{esc(reject)}'><b>Reject…</b></a>"
+        + "".join(f" &nbsp; · &nbsp; <a href='{esc(url)}'>Extend {esc(label)}…</a>" for label, url in extend.items())
+        + "</p>"
     )
     note = (
         f"<p><small>Each link opens a page where you confirm; nothing is decided until you do. The links are"

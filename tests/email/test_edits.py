@@ -46,3 +46,20 @@ async def test_a_required_reason_is_asked_on_the_reject_page(mail: Mail) -> None
     approval = await mail.rt.service.get(approval_id)
     assert approval.status is Status.REJECTED and approval.decision is not None
     assert approval.decision.comment == "wrong customer"
+
+
+async def test_an_extend_link_moves_the_deadline_once(mail: Mail) -> None:
+    approval_id = await mail.suspend(channels=[f"email:{ALICE}"], policy="stretch")
+    await mail.rt.outbox.drain()
+    card = text_of(mail.inbox.to(ALICE)[0])
+    (line,) = [ln for ln in card.splitlines() if ln.startswith("Extend the deadline +1h: ")]
+    url = line.split(": ", 1)[1]
+    page = await (await mail.get(url)).text()
+    assert "Extend the deadline by 1h?" in page and "2030-01-01 13:00 UTC" in page
+    assert (await mail.rt.service.get(approval_id)).extensions == 0  # a GET changes nothing
+    resp = await mail.confirm(url)
+    assert resp.status == 200 and "new deadline is 2030-01-01 14:00" in await resp.text()
+    approval = await mail.rt.service.get(approval_id)
+    assert approval.extensions == 1 and approval.status is Status.WAITING
+    again = await mail.confirm(url)
+    assert again.status == 409 and "already used" in await again.text()
