@@ -7,6 +7,7 @@ import json
 import re
 
 from gateway.core.models import Status
+from gateway.service import editlinks
 from tests.telegram.conftest import ALICE, BOB, CHAT, MALLORY, TG
 from tests.web.conftest import csrf_of
 
@@ -105,3 +106,18 @@ async def test_an_edit_after_a_vote_asks_the_approvers_again(tg: TG) -> None:
     assert done.status is Status.APPROVED and done.decision is not None and done.decision.args is not None
     await tg.rt.outbox.drain()
     assert "approved by @bob with changes by @alice: amount 4200 → 3900" in tg.api.message(CHAT, mid)["text"]
+
+
+async def test_an_edit_link_decides_only_as_someone_who_may_decide(tg: TG) -> None:
+    """Who may decide is checked again when a link is used: a (validly signed) link for someone
+    off the allowlist is a 403, a tampered one a 401, and nothing changes."""
+    approval_id, mid = await tg.posted(**EDITABLE)
+    assert await tg.send(tg.press(ALICE, tg.data(mid, "Edit"), mid, username="alice")) == 200
+    path = _link(tg)
+    csrf = csrf_of(await (await tg.client.get(path)).text())
+    stranger = editlinks.token(tg.rt.signer, approval_id, f"telegram:{MALLORY}", "mallory", tg.clock.now())
+    resp = await tg.client.post(f"/edit/{stranger}", data={"csrf": csrf, "arg.amount": "3900"})
+    assert resp.status == 403 and "Not authorised" in await resp.text()
+    forged = path[:-3] + ("aaa" if not path.endswith("aaa") else "bbb")
+    assert (await tg.client.get(forged)).status == 401
+    assert (await tg.rt.service.get(approval_id)).status is Status.WAITING

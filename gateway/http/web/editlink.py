@@ -98,7 +98,8 @@ async def edit_submit(request: web.Request) -> web.Response:
         ctx = _ctx(approval, link, again, error=exc.message, submitted=kept, error_field=exc.details.get("field"))
         return render(request, "edit_link.html", ctx, status=exc.status)
     if verdict.result not in _DONE:
-        return _fail(request, 409 if verdict.refused else 400, verdict.text())
+        status = 403 if verdict.result is PressResult.DENIED else 409 if verdict.refused else 400
+        return _fail(request, status, verdict.text())
     return render(request, "done.html", {"message": _DONE[verdict.result] + "."})
 
 
