@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from gateway.core.audit import load_private_key
 from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import ConfigError, ValidationError
 from gateway.core.identity import BUILT_IN, NAMES, WEB, Identities, IdSyntax
@@ -96,6 +97,7 @@ class WorkerSettings:
     secret: str = ""  # url workers: HMAC key for X-HITL-Signature (default: the newest security.secret_keys)
     pool_size: int = 2  # entrypoint workers: long-lived processes in the pool
     retry_base: timedelta = timedelta(seconds=5)  # first backoff delay (doubles, with jitter)
+    accepts: tuple[str, ...] = ()  # code_version globs it resumes (fnmatch); empty: any version
 
     @property
     def kind(self) -> str:
@@ -124,6 +126,24 @@ class SchedulerSettings:
 
     poll_interval: timedelta = timedelta(seconds=30)
     batch: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class AuditSettings:
+    """The audit trail (docs/audit.md): the Ed25519 key that signs checkpoints (64 hex digits,
+    a PEM key, or a file holding one; none: checkpoints are chained but unsigned), and how often
+    the heads that moved are sealed into one."""
+
+    signing_key: str = ""
+    checkpoint_every: timedelta = timedelta(minutes=1)
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionSettings:
+    """`raw_after`: how long the sealed raw args and state of a decided approval are kept (None:
+    forever). The events, their chain and the redacted view are always kept."""
+
+    raw_after: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +197,8 @@ class Settings:
     web: WebSettings = field(default_factory=WebSettings)
     scheduler: SchedulerSettings = field(default_factory=SchedulerSettings)
     redaction: RedactionSettings = field(default_factory=RedactionSettings)
+    audit: AuditSettings = field(default_factory=AuditSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
     # Every installed channel kind (besides the web) with its section, whether it is on or not.
     channels: Mapping[str, ChannelConfig] = field(default_factory=dict)
     # `[people.NAME]`: one person's identities across kinds, canonical.
@@ -298,6 +320,8 @@ _SPEC: dict[str, dict[str, Coerce]] = {
     },
     "scheduler": {"poll_interval": duration, "batch": integer},
     "redaction": {"defaults": boolean, "patterns": strings},
+    "audit": {"signing_key": string, "checkpoint_every": duration},
+    "retention": {"raw_after": duration},
     "mcp": {"channels": strings, "approvers": strings, "policy": string},
     "mcp_gate": {
         "upstream": strings,
@@ -332,10 +356,21 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "secret": string,
     "pool_size": integer,
     "retry_base": duration,
+    "accepts": strings,
 }
 _POLICY_LISTS = {"escalate_to", "remind", "agent_may_set", "extend"}
 SECRET_KEYS = frozenset(
-    {"secret_keys", "api_keys", "operator_keys", "agents", "operators", "passwords", "secret", "upstream_headers"}
+    {
+        "secret_keys",
+        "api_keys",
+        "operator_keys",
+        "agents",
+        "operators",
+        "passwords",
+        "secret",
+        "upstream_headers",
+        "signing_key",
+    }
 )
 _GROUPS = ("policies", "workers", "people")
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
@@ -605,6 +640,20 @@ def _check(settings: Settings) -> None:
     for i, pattern in enumerate(settings.redaction.patterns):
         _regex(f"redaction.patterns[{i}]", pattern)
     _check_web(settings.web)
+    _check_audit(settings)
+
+
+def _check_audit(settings: Settings) -> None:
+    if settings.audit.checkpoint_every < timedelta(seconds=1):
+        raise ConfigError("audit.checkpoint_every", "must be at least 1s")
+    if settings.audit.signing_key:
+        try:
+            load_private_key(settings.audit.signing_key)
+        except ValueError as exc:
+            raise ConfigError("audit.signing_key", str(exc)) from None
+    raw_after = settings.retention.raw_after
+    if raw_after is not None and raw_after < timedelta(hours=1):
+        raise ConfigError("retention.raw_after", "must be at least 1h (a decided run still resumes from it)")
 
 
 def _check_web(web: WebSettings) -> None:
@@ -702,6 +751,8 @@ def load_settings(
         web=WebSettings(**_section(raw, "web", _SPEC["web"])),
         scheduler=SchedulerSettings(**_section(raw, "scheduler", _SPEC["scheduler"])),
         redaction=RedactionSettings(**_section(raw, "redaction", _SPEC["redaction"])),
+        audit=AuditSettings(**_section(raw, "audit", _SPEC["audit"])),
+        retention=RetentionSettings(**_section(raw, "retention", _SPEC["retention"])),
         mcp=McpSettings(**_section(raw, "mcp", _SPEC["mcp"])),
         mcp_gate=McpGateSettings(**_section(raw, "mcp_gate", _SPEC["mcp_gate"])),
         channels=_channels(raw, specs, check=validate),

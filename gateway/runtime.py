@@ -25,6 +25,7 @@ from gateway.delivery.outbox import OutboxRunner
 from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
 from gateway.service import Inbound, Service
+from gateway.service.audit import AuditService
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
 from gateway.store import Store, open_store
@@ -105,8 +106,11 @@ class Runtime:
         )
         self.loops.append(self.scheduler.run_forever)
         self.observers.add(WakeUps(self.outbox, self.worker, self.scheduler))
-        self.housekeeper = Housekeeper(self.store, self.clock)
+        self.housekeeper = Housekeeper(self.store, self.clock, raw_after=settings.retention.raw_after)
         self.loops.append(self.housekeeper.run_forever)
+        every = settings.audit.checkpoint_every.total_seconds()
+        self.audit = AuditService(self.store, self.clock, settings.audit.signing_key, every=every)
+        self.loops.append(self.audit.run_forever)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 

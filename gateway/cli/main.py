@@ -15,6 +15,7 @@ from typing import Any
 
 from gateway import __version__
 from gateway.cli import approvals, cards, channels, init, jobs, serve
+from gateway.cli import audit as audit_cli
 from gateway.cli import web as web_cli
 from gateway.cli.common import dump, with_runtime
 from gateway.cli.dev import DEV_SECRETS, dev_defaults
@@ -41,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     web_cli.register(sub)
     jobs.add_parser(sub)
     cards.add_parser(sub)
+    audit_cli.add_parser(sub)
     from gateway.mcp.cli import add_parser as add_mcp
 
     add_mcp(sub)

@@ -216,6 +216,7 @@ class Approval:
     terms: EditTerms | None = None  # args_schema and editable, when the suspend gave them (v12)
     proposal: Proposal | None = None  # the edited args the current round votes on, if any
     extensions: int = 0  # how many times the deadline was extended
+    code_version: str | None = None  # the agent code that suspended (a worker's `accepts` must match it)
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.
@@ -285,6 +286,7 @@ class Approval:
             "worker": self.worker,
             "requested_by": self.requested_by,
             "agent": self.agent,
+            "code_version": self.code_version,
             "status": self.status.value,
             "created_at": iso(self.created_at),
             "deadline": iso(self.deadline),

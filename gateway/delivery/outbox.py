@@ -24,6 +24,7 @@ from gateway.core.events import EventKind
 from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
 from gateway.core.observers import Observer, Observers
 from gateway.core.retry import backoff
+from gateway.core.shown import card_posted
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.store import CardUpdate, Store
 
@@ -220,7 +221,8 @@ class OutboxRunner:
             await self.store.append_events([mark])
             ref = await channel.post_card(card, attempts)
         update = CardUpdate(item.channel, ref, DeliveryStatus.DONE)
-        await self._finish(item, DeliveryStatus.DONE, card=update, event=EventKind.CARD_POSTED, data={"ref": ref})
+        data = card_posted(card.approval, ref)
+        await self._finish(item, DeliveryStatus.DONE, card=update, event=EventKind.CARD_POSTED, data=data)
 
     def _slots(self, channel: Channel) -> contextlib.AbstractAsyncContextManager[object]:
         limit = getattr(channel, "posts_in_flight", None)

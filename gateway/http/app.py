@@ -10,7 +10,7 @@ from aiohttp import web
 
 from gateway.config import Settings
 from gateway.core.clock import Clock
-from gateway.http import api, jobs, openapi, runs
+from gateway.http import api, audit, jobs, openapi, runs
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import MAX_BODY, api_keys_auth, errors, request_ids
 from gateway.http.transport import deadlines
@@ -43,7 +43,8 @@ def create_app(
     app.add_routes(api.routes)
     app.add_routes(jobs.routes)
     app.add_routes(runs.routes)
-    extra: dict[str, dict[str, Any]] = {}
+    app.add_routes(audit.routes)
+    extra: dict[str, dict[str, Any]] = dict(audit.OPENAPI)
     for channel in rt.channels.values():
         app.add_routes(channel.routes())
         for route in channel.routes():

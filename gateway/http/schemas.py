@@ -32,6 +32,7 @@ _SUSPEND_FIELDS = {
     "deadline",
     "args_schema",
     "editable",
+    "code_version",
 }
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})$")
 
@@ -198,6 +199,7 @@ def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> S
         deadline=_deadline(body),
         args_schema=body.get("args_schema"),  # checked by the service (gateway.core.edits)
         editable=body.get("editable"),
+        code_version=opt_text(body, "code_version", max_len=100),
     )
 
 

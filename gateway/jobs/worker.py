@@ -24,6 +24,7 @@ from gateway.core.events import EventKind
 from gateway.core.models import JobStatus, NewEvent, ResumeJob
 from gateway.core.redact import Redactor
 from gateway.core.retry import backoff
+from gateway.core.versions import version_mismatch
 from gateway.jobs.launch import AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher, Verdict
 from gateway.jobs.pool import EntrypointPool
 from gateway.service import Service
@@ -130,6 +131,10 @@ class WorkerRunner:
         if approval is None or cfg is None:
             why = "approval not found" if approval is None else f"worker {job.worker!r} is not configured"
             await self._record(job, cfg, AttemptResult(Verdict.TERMINAL, why))
+            return
+        mismatch = version_mismatch(approval.code_version, cfg.name, cfg.accepts)
+        if mismatch is not None:  # other code would resume it: not launched (retry after reconfiguring)
+            await self._record(job, cfg, AttemptResult(Verdict.TERMINAL, mismatch))
             return
         if job.attempts > cfg.max_attempts:  # its leases kept expiring: the runner crashed each time
             await self._record(job, cfg, AttemptResult(Verdict.TERMINAL, "attempts exhausted (leases expired)"))

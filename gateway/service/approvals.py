@@ -39,6 +39,7 @@ from gateway.core.observers import Observer, Observers
 from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
+from gateway.core.shown import audit_facts, card_posted
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.service import edits as service_edits
@@ -72,6 +73,7 @@ class SuspendRequest:
     deadline: datetime | None = None  # the timeout as an instant, if the policy lets the agent set it
     args_schema: dict[str, Any] | None = None  # JSON Schema 2020-12 the args (and edits) must validate
     editable: bool | list[str] | None = None  # true, or the top-level args an approver may change
+    code_version: str | None = None  # the agent code suspending (a worker's `accepts` globs must match it)
 
 
 class Service(Decisions):
@@ -174,6 +176,7 @@ class Service(Decisions):
             wake_at=rules.first_wake(policy, now, deadline),  # == rules.next_wake(approval)
             agent=agent,
             terms=terms,
+            code_version=req.code_version,
         )
         event = NewEvent(
             approval.id,
@@ -181,7 +184,8 @@ class Service(Decisions):
             now,
             actor=agent or checked.requested_by,  # who suspended: the principal (requested_by is in the data)
             data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name}
-            | ({"requested_by": checked.requested_by} if checked.requested_by else {}),
+            | ({"requested_by": checked.requested_by} if checked.requested_by else {})
+            | audit_facts(approval),
         )
         posts, events = self._posts(approval, channels, now)
         stored, created = await self.store.create_approval(approval, [event, *events], posts)
@@ -217,7 +221,9 @@ class Service(Decisions):
             if posts_inline(self.channels.get(parse_address(c)[0])):
                 ref = web_card_ref(approval.id)
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST, ref=ref, posted_at=now))
-                events.append(NewEvent(approval.id, EventKind.CARD_POSTED, now, channel=c, data={"ref": ref}))
+                events.append(
+                    NewEvent(approval.id, EventKind.CARD_POSTED, now, channel=c, data=card_posted(approval, ref))
+                )
             else:
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST))
         return posts, events

@@ -3,8 +3,9 @@
 The channels remember every inbound delivery (an update, a callback, an interaction) to drop
 redeliveries (`inbound`, `Inbound.first_time`). The chat platforms built in redeliver for at most
 24 hours, so a mark older than `INBOUND_KEEP` can never match again. Reason prompts that expired
-unanswered go too. Deletes run in slices, so that no write transaction
-holds the database for long.
+unanswered go too. With `[retention] raw_after`, the sealed raw args and state of approvals
+decided (and resumed) longer ago are dropped (`Store.prune_raw`; docs/audit.md says what is
+kept). Deletes run in slices, so that no write transaction holds the database for long.
 """
 
 from __future__ import annotations
@@ -23,8 +24,17 @@ SLICE = 5000
 
 
 class Housekeeper:
-    def __init__(self, store: Store, clock: Clock, *, interval: float = 600.0, slice_rows: int = SLICE) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        *,
+        interval: float = 600.0,
+        slice_rows: int = SLICE,
+        raw_after: timedelta | None = None,
+    ) -> None:
         self.store, self.clock, self.interval, self.slice_rows = store, clock, interval, slice_rows
+        self.raw_after = raw_after
 
     async def run_once(self) -> int:
         """Prune until a slice comes back short; return the rows deleted."""
@@ -38,6 +48,21 @@ class Housekeeper:
             await asyncio.sleep(0)  # let requests in between slices
         if total:
             log.info("housekeeping: pruned %d old de-duplication marks and expired prompts", total)
+        return total + await self.prune_raw()
+
+    async def prune_raw(self) -> int:
+        """Retention: drop sealed raw args/state older than `raw_after`, a slice at a time."""
+        if self.raw_after is None:
+            return 0
+        total = 0
+        while True:
+            n = await self.store.prune_raw((self.clock.now() - self.raw_after).timestamp(), self.slice_rows)
+            total += n
+            if n < self.slice_rows:
+                break
+            await asyncio.sleep(0)
+        if total:
+            log.info("retention: dropped the raw args and state of %d decided approvals", total)
         return total
 
     async def run_forever(self) -> None:

@@ -23,6 +23,7 @@ from gateway.core.models import (
     Status,
     StepRecord,
 )
+from gateway.store.audit import AuditStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,9 @@ def claims_run(agent: str | None) -> bool:
     return agent is not None and agent.startswith("agent:")
 
 
-class Store(Protocol):
+class Store(AuditStore, Protocol):
+    """(The audit calls are in gateway/store/audit.py.)"""
+
     dialect: str
 
     async def open(self) -> None:

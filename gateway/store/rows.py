@@ -59,6 +59,7 @@ APPROVAL_COLUMNS = (
     "terms",
     "proposal",
     "extensions",
+    "code_version",
 )
 
 APPROVAL_SELECT = ", ".join(APPROVAL_COLUMNS)  # a SELECT list in that order, for approval_from_values
@@ -129,6 +130,7 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         canonical_json(a.terms.to_json()) if a.terms else None,
         canonical_json(a.proposal.to_json()) if a.proposal else None,
         a.extensions,
+        a.code_version,
     )
 
 
@@ -180,7 +182,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
     (
         id_, key, run_id, step, title, summary, args, state, channels, approvers, policy, worker, requested_by,
         status, version, created_at, deadline, wake_at, votes, decision, escalations, reminders_sent, args_hash, sealed,
-        agent, terms, proposal, extensions,
+        agent, terms, proposal, extensions, code_version,
     ) = values  # fmt: skip
     created = from_ts(created_at)
     assert created is not None
@@ -213,6 +215,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
         EditTerms.from_json(json.loads(terms)) if terms else None,
         Proposal.from_json(json.loads(proposal)) if proposal else None,
         extensions or 0,
+        code_version,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, TypedDict, Unpack
 from urllib.parse import quote
@@ -23,6 +24,7 @@ class SuspendOptions(TypedDict, total=False):
     worker: str | None
     args_schema: dict[str, Any] | None  # JSON Schema 2020-12 the args and every edit must validate
     editable: bool | Sequence[str]  # True, or the top-level args an approver may change
+    code_version: str | None  # the agent code suspending (a worker's `accepts` globs must match it)
     extra: dict[str, Any] | None
 
 
@@ -111,6 +113,8 @@ class GatewayClient:
             "approvers": list(options.get("approvers", ())),
             "policy": options.get("policy"),
             "worker": options.get("worker"),
+            # the agent code suspending, for the workers' `accepts` (DurableRun fills it too)
+            "code_version": options.get("code_version") or os.environ.get("HITL_CODE_VERSION"),
             "idempotency_key": idempotency_key,
             "args_schema": options.get("args_schema"),
         }

@@ -82,8 +82,11 @@ class DurableRun:
         document: Mapping[str, Any] | None = None,
         max_attempts: int = 5,
         retry_base: float = 0.5,
+        code_version: str | None = None,
     ) -> None:
         self.run_id, self.journal, self.client = run_id, journal, client
+        # Recorded on every suspend: a worker declaring `accepts` resumes only matching code.
+        self.code_version = code_version or os.environ.get("HITL_CODE_VERSION") or None
         self.document = document
         self.max_attempts, self.retry_base = max_attempts, retry_base
         self._steps: dict[str, StepRecord] | None = None
@@ -98,14 +101,16 @@ class DurableRun:
         api_key: str | None = None,
         journal: Journal | None = None,
         db_url: str | None = None,
+        code_version: str | None = None,
     ) -> Self:
         """A run started by the agent itself. Its journal goes over HTTP, unless `journal` is
         given, or `db_url` (the gateway's store, read and written directly: needs the server's
-        package, `gateway.sdk.DurableRun`)."""
+        package, `gateway.sdk.DurableRun`). `code_version` (default: $HITL_CODE_VERSION) goes
+        with every suspend, for the workers' `accepts`."""
         client = GatewayClient(gateway_url, api_key)
         if journal is None and db_url:
             journal = await cls.open_db_journal(db_url)
-        return cls(run_id, journal or HttpJournal(client), client)
+        return cls(run_id, journal or HttpJournal(client), client, code_version=code_version)
 
     @classmethod
     async def from_env(
@@ -234,6 +239,8 @@ class DurableRun:
         args = args or {}
         started = _now()
         key = self.idempotency_key(step, args)
+        if self.code_version and "code_version" not in options:
+            options["code_version"] = self.code_version
         body = await self.client.suspend(
             run_id=self.run_id, step=step, title=title, args=args, idempotency_key=key, **options
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.models import DeliveryStatus, OutboxKind, Outcome
+from gateway.core.shown import content_hash
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
@@ -23,7 +24,8 @@ async def test_the_web_card_is_posted_by_the_suspend_itself(runtime: Runtime, cl
     [row] = await runtime.store.list_outbox(a.id)
     assert (row.kind, row.status, row.attempts) == (OutboxKind.POST, DeliveryStatus.DONE, 1)
     events = await runtime.store.list_events(a.id)
-    assert [(e.kind, e.channel, e.data) for e in events][1:] == [("card_posted", "web", {"ref": f"/approvals/{a.id}"})]
+    posted = {"ref": f"/approvals/{a.id}", "content_hash": content_hash(a)}  # what it showed (docs/audit.md)
+    assert [(e.kind, e.channel, e.data) for e in events][1:] == [("card_posted", "web", posted)]
     assert events[1].at == clock.now()
     assert await runtime.outbox.run_once() == 0  # nothing left to deliver
     assert counted.deliveries.labels("web", "post", "ok")._value.get() == 1

@@ -34,6 +34,7 @@ from gateway.core.models import (
     StepRecord,
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
+from gateway.store.postgres.audit import PostgresAudit
 from gateway.store.postgres.migrate import migrate, schema_version
 from gateway.store.postgres.notify import Listener, Notifier, Notify
 from gateway.store.postgres.pool import Pool, affected
@@ -56,7 +57,7 @@ __all__ = ["PostgresStore"]
 Q = queries("postgres")
 
 
-class PostgresStore:
+class PostgresStore(PostgresAudit):
     dialect = "postgres"
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
@@ -118,7 +119,7 @@ class PostgresStore:
             # A concurrent insert of the same key waits here, then finds the winner's row.
             if affected(await conn.execute(Q.insert_approval, *values)) == 0:
                 return approval_from_row(await conn.fetchrow(Q.approval_by_key, approval.idempotency_key)), False
-            await insert_events(conn, events)
+            await insert_events(conn, events, fresh=all(e.approval_id == approval.id for e in events))
             await insert_outbox(conn, outbox, time.time())
         self._notifier.committed(outbox=bool(outbox), wake_at=to_ts(approval.wake_at))
         return approval, True

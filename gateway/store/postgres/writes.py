@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from gateway.core.audit import GENESIS, event_hash
 from gateway.core.clock import to_ts
 from gateway.core.models import DeliveryStatus, NewEvent, NewOutbox
 from gateway.store.base import CardUpdate, NewJob
@@ -18,11 +19,32 @@ __all__ = ["insert_events", "insert_jobs", "insert_outbox", "upsert_card"]
 Q = queries("postgres")
 
 
-async def insert_events(conn: asyncpg.Connection, events: Sequence[NewEvent]) -> None:
-    if events:
-        await conn.executemany(
-            Q.insert_event, [(e.approval_id, e.kind, to_ts(e.at), e.actor, e.channel, dumps(e.data)) for e in events]
-        )
+async def insert_events(conn: asyncpg.Connection, events: Sequence[NewEvent], *, fresh: bool = False) -> None:
+    """The events with their chain links (gateway/core/audit.py), in the caller's transaction:
+    lock the approvals' heads (a writer of the same approval on another replica waits for this
+    commit; other approvals are not held up), extend them, write events and heads in one
+    statement. An approval's first head row is created by its first events, in the transaction
+    that creates the approval: nobody else can write events for it before that commits (so
+    `fresh`, the events of approvals created in this transaction, skips the lock: one round trip)."""
+    if not events:
+        return
+    heads: dict[str, tuple[int, str]] = {}
+    if not fresh:
+        ids = sorted({e.approval_id for e in events})
+        heads = {r["approval_id"]: (r["seq"], r["hash"]) for r in await conn.fetch(Q.lock_audit_heads, ids)}
+    cols: tuple[list[object], ...] = ([], [], [], [], [], [], [], [])
+    for e in events:
+        at, data = e.at.timestamp(), dumps(e.data)  # to_ts, never None here
+        seq, prev = heads.get(e.approval_id, (0, GENESIS))
+        digest = event_hash(prev, seq + 1, e.approval_id, e.kind, e.actor, at, e.channel, data)
+        heads[e.approval_id] = (seq + 1, digest)
+        for col, value in zip(
+            cols, (e.approval_id, e.kind, at, e.actor, e.channel, data, seq + 1, digest), strict=True
+        ):
+            col.append(value)
+    await conn.execute(
+        Q.insert_chained_events, *cols, list(heads), [s for s, _ in heads.values()], [h for _, h in heads.values()]
+    )
 
 
 async def insert_outbox(conn: asyncpg.Connection, items: Sequence[NewOutbox], now: float) -> None:

@@ -92,3 +92,43 @@ SELECT pg_advisory_xact_lock($1);
 
 -- name: has_schema_migrations
 SELECT to_regclass('schema_migrations') IS NOT NULL;
+
+-------------------------------------------------------------------------- audit (migration 13)
+
+-- name: lock_audit_heads
+-- The chain heads of the approvals a transaction writes events for, locked in id order (no
+-- deadlock between two writers of the same approvals) until it commits: a concurrent writer of
+-- the same approval waits here, then reads the head this one wrote. Other approvals never wait.
+SELECT approval_id, seq, hash FROM audit_heads WHERE approval_id = ANY($1::text[])
+ORDER BY approval_id FOR UPDATE;
+
+-- name: insert_chained_events
+-- The events, in order, and their approvals' new heads: one statement, one round trip.
+WITH inserted AS (
+    INSERT INTO events (approval_id, kind, at, actor, channel, data, seq, hash)
+    SELECT e.approval_id, e.kind, e.at, e.actor, e.channel, e.data, e.seq, e.hash
+    FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[])
+        WITH ORDINALITY AS e(approval_id, kind, at, actor, channel, data, seq, hash, n)
+    ORDER BY e.n
+)
+INSERT INTO audit_heads (approval_id, seq, hash)
+SELECT * FROM unnest($9::text[], $10::int[], $11::text[])
+ON CONFLICT (approval_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash;
+
+-- name: seal_heads
+-- The heads moved since the last checkpoint, now sealed; a head a writer holds right now is
+-- skipped (sealed next time), so that sealing never waits for, or deadlocks with, a writer.
+UPDATE audit_heads SET sealed_seq = seq WHERE approval_id IN (
+    SELECT approval_id FROM audit_heads WHERE seq > sealed_seq FOR UPDATE SKIP LOCKED
+) RETURNING approval_id, seq, hash;
+
+-- name: lock_checkpoints
+-- One sealer at a time across replicas (plain reads of the table do not wait).
+LOCK TABLE audit_checkpoints IN EXCLUSIVE MODE;
+
+-- name: audit_events_in
+SELECT id, approval_id, seq, kind, at, actor, channel, data, hash FROM events
+WHERE approval_id = ANY($1::text[]) ORDER BY approval_id, id;
+
+-- name: audit_heads_in
+SELECT approval_id, seq, hash FROM audit_heads WHERE approval_id = ANY($1::text[]);

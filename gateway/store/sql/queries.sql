@@ -10,10 +10,10 @@
 INSERT INTO approvals (
     id, idempotency_key, run_id, step, title, summary, args, state, channels, approvers, policy,
     worker, requested_by, status, version, created_at, deadline, wake_at, votes, decision,
-    escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions
+    escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions, code_version
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-    $21, $22, $23, $24, $25, $26, $27, $28
+    $21, $22, $23, $24, $25, $26, $27, $28, $29
 ) ON CONFLICT (idempotency_key) DO NOTHING;
 
 -- name: approval_by_key
@@ -30,8 +30,9 @@ UPDATE approvals SET
     channels = $8, approvers = $9, policy = $10, worker = $11, requested_by = $12, status = $13,
     version = $14, created_at = $15, deadline = $16, wake_at = $17, votes = $18, decision = $19,
     escalations = $20, reminders_sent = $21, args_hash = $22, sealed = $23, agent = $24,
-    terms = $25, proposal = $26, extensions = $27, wake_owner = NULL, wake_lease_until = NULL
-WHERE id = $28 AND version = $29;
+    terms = $25, proposal = $26, extensions = $27, code_version = $28, wake_owner = NULL,
+    wake_lease_until = NULL
+WHERE id = $29 AND version = $30;
 
 -- name: save_policy_transition
 -- The scheduler's CAS: only what a timeout, escalation or reminder changes (rows.POLICY_COLUMNS,
@@ -53,9 +54,10 @@ SELECT status, COUNT(*) AS n FROM approvals GROUP BY status;
 -------------------------------------------------------------------------- events
 
 -- name: insert_event
--- SQLite sends a storm's events as multi-row inserts of this row (sqlite/writes.py), PostgreSQL
--- as one executemany.
-INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES ($1, $2, $3, $4, $5, $6);
+-- SQLite sends a storm's events as multi-row inserts of this row (sqlite/writes.py); PostgreSQL
+-- inserts them with their heads in one statement (insert_chained_events). seq and hash: the
+-- event's link in its approval's chain (gateway/core/audit.py, migration 13).
+INSERT INTO events (approval_id, kind, at, actor, channel, data, seq, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
 
 -- name: list_events
 SELECT * FROM events WHERE approval_id = $1 ORDER BY id;
@@ -220,6 +222,48 @@ DELETE FROM web_sessions WHERE user_name = $1;
 
 -- name: prune_sessions
 DELETE FROM web_sessions WHERE expires_at <= $1;
+
+-------------------------------------------------------------------------- audit (migration 13)
+
+-- name: last_checkpoint
+SELECT * FROM audit_checkpoints ORDER BY seq DESC LIMIT 1;
+
+-- name: insert_checkpoint
+INSERT INTO audit_checkpoints (seq, at, prev, root, heads, hash, signature, key_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
+
+-- name: insert_leaf
+-- SQLite: multi-row inserts of this row; PostgreSQL: one executemany.
+INSERT INTO audit_leaves (checkpoint, approval_id, seq, hash) VALUES ($1, $2, $3, $4);
+
+-- name: checkpoints_between
+SELECT * FROM audit_checkpoints WHERE at >= $1 AND at <= $2 ORDER BY seq;
+
+-- name: leaves_between
+SELECT checkpoint, approval_id, seq, hash FROM audit_leaves
+WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
+ORDER BY checkpoint, approval_id;
+
+-- name: audit_approvals
+-- The approvals an audit covers: those with an event in [$1, $2], those a checkpoint in that
+-- range sealed, and ($3 = 1, a full check) every approval with a head row.
+SELECT approval_id FROM events WHERE at >= $1 AND at <= $2
+UNION SELECT approval_id FROM audit_leaves
+    WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
+UNION SELECT approval_id FROM audit_heads WHERE $3 = 1
+ORDER BY approval_id;
+
+-- name: prune_raw
+-- Retention: the sealed raw args and state of decided approvals created before $1 whose resume
+-- job (if any) succeeded before $1, a slice of $2 at a time. A failed job keeps them (it can be
+-- retried); the events, which hold the redacted view only, and their chain are untouched.
+UPDATE approvals SET sealed = NULL WHERE id IN (
+    SELECT a.id FROM approvals a
+    WHERE a.sealed IS NOT NULL AND a.status <> 'waiting_approval' AND a.created_at < $1
+        AND NOT EXISTS (SELECT 1 FROM resume_jobs j
+                        WHERE j.approval_id = a.id AND (j.status <> 'succeeded' OR j.updated_at >= $1))
+    LIMIT $2
+);
 
 -------------------------------------------------------------------------- migrations
 

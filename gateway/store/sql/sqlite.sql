@@ -10,7 +10,7 @@
 -- per batch), which made a timeout storm quadratic. Ties come in rowid order.
 SELECT id, idempotency_key, run_id, step, title, summary, args, state, channels, approvers, policy,
     worker, requested_by, status, version, created_at, deadline, wake_at, votes, decision,
-    escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions
+    escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions, code_version
 FROM approvals
 WHERE wake_at IS NOT NULL AND wake_at <= $1 AND (wake_lease_until IS NULL OR wake_lease_until <= $2)
 ORDER BY wake_at LIMIT $3;
@@ -83,3 +83,29 @@ DELETE FROM prompts WHERE key = $1;
 
 -- name: has_schema_migrations
 SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations';
+
+-------------------------------------------------------------------------- audit (migration 13)
+
+-- name: audit_heads_in
+-- One writer: the heads read here are the latest (no lock needed).
+SELECT approval_id, seq, hash FROM audit_heads WHERE approval_id IN ({ids});
+
+-- name: audit_head_of
+SELECT seq, hash FROM audit_heads WHERE approval_id = $1;
+
+-- name: upsert_audit_head
+-- Multi-row inserts of this row (sqlite/writes.py); sealed_seq is the checkpoint's.
+INSERT INTO audit_heads (approval_id, seq, hash) VALUES ($1, $2, $3)
+ON CONFLICT (approval_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash;
+
+-- name: unsealed_heads
+-- The heads moved since the last checkpoint (partial index audit_heads_unsealed); the
+-- checkpoint's transaction then seals them (seal_heads): one writer, nothing moves in between.
+SELECT approval_id, seq, hash FROM audit_heads WHERE seq > sealed_seq ORDER BY approval_id;
+
+-- name: seal_heads
+UPDATE audit_heads SET sealed_seq = seq WHERE seq > sealed_seq;
+
+-- name: audit_events_in
+SELECT id, approval_id, seq, kind, at, actor, channel, data, hash FROM events
+WHERE approval_id IN ({ids}) ORDER BY approval_id, id;

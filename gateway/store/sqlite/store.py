@@ -38,6 +38,7 @@ from gateway.store.rows import (
 )
 from gateway.store.sql import approvals_sql, queries
 from gateway.store.sqlite import claims
+from gateway.store.sqlite.audit import SQLiteAudit
 from gateway.store.sqlite.engine import Engine
 from gateway.store.sqlite.migrate import migrate, schema_version
 from gateway.store.sqlite.writes import (
@@ -54,7 +55,7 @@ T = TypeVar("T")
 Q = queries("sqlite")
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteAudit):
     dialect = "sqlite"
 
     def __init__(self, path: str) -> None:
@@ -120,7 +121,7 @@ class SQLiteStore:
                 raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
             if not inserted:
                 return approval_from_row(conn.execute(Q.approval_by_key, (approval.idempotency_key,)).fetchone()), False
-            insert_events(conn, events)
+            insert_events(conn, events, fresh=all(e.approval_id == approval.id for e in events))
             insert_outbox(conn, outbox, time.time())
             return approval, True
 

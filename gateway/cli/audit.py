@@ -1,0 +1,115 @@
+"""`hitl-gateway audit verify|export|checkpoint|public-key` (docs/audit.md).
+
+`verify` exits 0 when every chain, head and checkpoint holds, 1 with the first broken link
+(approval id, seq, expected, found). `verify --file F --public-key K` checks an export with no
+config and no database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gateway.cli.common import with_runtime
+from gateway.config import Settings
+from gateway.core.audit import load_public_key
+from gateway.core.durations import parse_duration
+from gateway.core.errors import ConfigError
+from gateway.service.audit import Verdict, read_export, verify_lines
+
+
+class _Offline(argparse.Action):
+    """`--file`: an offline check, which needs no config (`main._run` reads `needs_config`)."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.needs_config = False
+
+
+def add_parser(sub: Any) -> None:
+    audit = sub.add_parser("audit", help="verify, export and sign the audit trail").add_subparsers(
+        dest="action", required=True
+    )
+    verify = audit.add_parser("verify", help="check the hash chains and signed checkpoints (exit 1: broken)")
+    verify.add_argument("--since", help="only chains and checkpoints from then: RFC 3339, or a duration ago (7d)")
+    verify.add_argument("--file", action=_Offline, help="check this export instead of the database (offline)")
+    verify.add_argument("--public-key", help="the audit public key (hex, PEM, or a file); needed with --file")
+    export = audit.add_parser("export", help="write the events, hashes and checkpoints as JSON Lines")
+    export.add_argument("--since", help="RFC 3339, or a duration ago (7d)")
+    export.add_argument("--until", help="RFC 3339, or a duration ago")
+    export.add_argument("--out", required=True, help="the file to write ('-': standard output)")
+    audit.add_parser("checkpoint", help="seal and sign the current heads now")
+    audit.add_parser("public-key", help="print the public key that checks the signed checkpoints")
+    sub.choices["audit"].set_defaults(handler=run)
+
+
+def when(value: str | None, name: str, now: datetime) -> float | None:
+    """--since/--until: an RFC 3339 instant, or a duration before now ('7d', '90m')."""
+    if value is None:
+        return None
+    try:
+        return (now - parse_duration(value)).timestamp()
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(name, f"{value!r} is neither RFC 3339 (2026-08-02T10:00:00Z) nor a duration (7d)") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _report(verdict: Verdict) -> int:
+    if verdict.ok:
+        print(f"audit trail intact: {verdict.summary}")
+        return 0
+    print(f"audit trail broken: {verdict.problem}", file=sys.stderr)
+    return 1
+
+
+async def run(args: argparse.Namespace, settings: Settings | None) -> int:
+    if args.action == "verify" and args.file:
+        if not args.public_key:
+            raise ConfigError("--public-key", "checking an export needs the audit public key")
+        try:
+            key = load_public_key(args.public_key)
+        except ValueError as exc:
+            raise ConfigError("--public-key", str(exc)) from None
+        return _report(verify_lines(read_export(Path(args.file)), key))
+    assert settings is not None
+
+    async def go(rt: Any) -> int:
+        audit, now = rt.audit, rt.clock.now()
+        if args.action == "public-key":
+            if audit.public_key is None:
+                raise ConfigError("audit.signing_key", "is not set: checkpoints are not signed")
+            print(audit.public_key)
+            return 0
+        if args.action == "checkpoint":
+            made = await audit.seal()
+            print(f"checkpoint {made.seq}: {made.heads} heads sealed, {'signed' if made.signature else 'unsigned'}")
+            return 0
+        if args.action == "verify":
+            key = load_public_key(args.public_key) if args.public_key else None
+            return _report(await audit.verify(when(args.since, "--since", now), key))
+        since, until = when(args.since, "--since", now), when(args.until, "--until", now)
+        out = sys.stdout if args.out == "-" else await asyncio.to_thread(open, args.out, "w", encoding="utf-8")
+        count, batch = 0, []
+        try:
+            async for line in audit.export(since, until):  # written as it is read, a batch at a time
+                batch.append(line)
+                if len(batch) >= 1000:
+                    await asyncio.to_thread(out.write, "".join(batch))
+                    count, batch = count + len(batch), []
+            await asyncio.to_thread(out.write, "".join(batch))
+            count += len(batch)
+        finally:
+            if out is not sys.stdout:
+                await asyncio.to_thread(out.close)
+        print(f"exported {count - 1} records to {args.out}", file=sys.stderr)
+        return 0
+
+    return await with_runtime(settings, go)

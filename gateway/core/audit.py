@@ -1,0 +1,357 @@
+"""The provable audit trail, pure: event hashes, Merkle roots, signed checkpoints, the checker.
+
+- Each event's `hash` is SHA-256 of `canonical([prev, seq, approval_id, kind, actor, at,
+  channel, data])`: `prev` is the approval's previous event hash (`GENESIS` for its first), `seq`
+  counts the approval's events from 1, `at` is the stored epoch-seconds float, `data` the stored
+  JSON text (hashed as text: no re-encoding can change it). One chain per approval: approvals
+  never wait for each other, on any backend.
+- The global chain is a chain of checkpoints. A checkpoint seals the heads `(approval_id, seq,
+  hash)` that moved since the previous one, as a Merkle root, and links to the previous
+  checkpoint's hash; an Ed25519 signature over its hash makes it unforgeable without the key.
+  Deleting an approval's events, or rewriting them, no longer matches a sealed head.
+
+docs/audit.md has the threat model and the export format; the same rules, in 40 lines that need
+only `cryptography`, are its offline verifier.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from gateway.core.keys import canonical_json
+
+__all__ = [
+    "EXPORT_VERSION",
+    "GENESIS",
+    "Break",
+    "ChainEvent",
+    "Checker",
+    "Checkpoint",
+    "Leaf",
+    "checkpoint_hash",
+    "event_hash",
+    "key_id",
+    "load_private_key",
+    "load_public_key",
+    "merkle_root",
+    "public_key_hex",
+    "sign",
+]
+
+GENESIS = "0" * 64
+EXPORT_VERSION = 1
+# Compact JSON, UTF-8 kept: for the flat lists hashed here, the same text as json.dumps(value,
+# separators=(",", ":"), ensure_ascii=False), which the offline verifier uses, through the
+# prebuilt C encoder of canonical_json (a third of json.dumps's cost per event).
+_ENCODE = canonical_json
+_HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+def event_hash(
+    prev: str, seq: int, approval_id: str, kind: str, actor: str | None, at: float, channel: str | None, data: str
+) -> str:
+    """The chain link of one event (a JSON list: a fixed order, no keys to sort)."""
+    body = _ENCODE([prev, seq, approval_id, kind, actor, at, channel, data])
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def merkle_root(leaves: Iterable[tuple[str, int, str]]) -> str:
+    """RFC 6962 style over `(approval_id, seq, hash)` sorted by approval id: leaf = H(0x00 ||
+    canonical), node = H(0x01 || left || right), an odd node is promoted; no leaves: H("")."""
+    level = [hashlib.sha256(b"\x00" + _ENCODE([a, s, h]).encode("utf-8")).digest() for a, s, h in sorted(leaves)]
+    if not level:
+        return hashlib.sha256(b"").hexdigest()
+    while len(level) > 1:
+        nxt = [hashlib.sha256(b"\x01" + level[i] + level[i + 1]).digest() for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0].hex()
+
+
+def checkpoint_hash(prev: str, seq: int, at: float, root: str, heads: int) -> str:
+    return hashlib.sha256(_ENCODE([prev, seq, at, root, heads]).encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------- keys
+
+
+def load_private_key(value: str) -> Ed25519PrivateKey:
+    """`[audit] signing_key`: 64 hex digits (the 32-byte seed), a PEM PKCS#8 key, or the path of
+    a file holding either. ValueError says which form was expected."""
+    text = value.strip()
+    if _HEX64.match(text):
+        return Ed25519PrivateKey.from_private_bytes(bytes.fromhex(text))
+    if text.startswith("-----BEGIN"):
+        key = serialization.load_pem_private_key(text.encode(), password=None)
+        if not isinstance(key, Ed25519PrivateKey):
+            raise ValueError("the PEM key is not an Ed25519 key")
+        return key
+    path = Path(text)
+    if text and path.is_file():
+        return load_private_key(path.read_text(encoding="utf-8"))
+    raise ValueError("expected 64 hex digits (an Ed25519 seed), a PEM private key, or a file holding one")
+
+
+def load_public_key(value: str) -> Ed25519PublicKey:
+    """`--public-key`: 64 hex digits (as `audit public-key` prints), a PEM public key, or a file."""
+    text = value.strip()
+    if _HEX64.match(text):
+        return Ed25519PublicKey.from_public_bytes(bytes.fromhex(text))
+    if text.startswith("-----BEGIN"):
+        key = serialization.load_pem_public_key(text.encode())
+        if not isinstance(key, Ed25519PublicKey):
+            raise ValueError("the PEM key is not an Ed25519 key")
+        return key
+    path = Path(text)
+    if text and path.is_file():
+        return load_public_key(path.read_text(encoding="utf-8"))
+    raise ValueError("expected 64 hex digits (from `hitl-gateway audit public-key`), a PEM public key, or a file")
+
+
+def public_key_hex(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
+    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
+    return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
+
+
+def key_id(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
+    """A short name for a key (in each checkpoint): which key to check it with after a rotation."""
+    return hashlib.sha256(bytes.fromhex(public_key_hex(key))).hexdigest()[:16]
+
+
+def sign(key: Ed25519PrivateKey, digest_hex: str) -> str:
+    return base64.b64encode(key.sign(digest_hex.encode("ascii"))).decode("ascii")
+
+
+def _signed_by(key: Ed25519PublicKey, digest_hex: str, signature: str) -> bool:
+    try:
+        key.verify(base64.b64decode(signature), digest_hex.encode("ascii"))
+    except (InvalidSignature, ValueError):
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- records
+
+
+@dataclass(frozen=True, slots=True)
+class ChainEvent:
+    """An events row as stored (hash None: written before the chain existed, migration 13)."""
+
+    id: int
+    approval_id: str
+    seq: int | None
+    kind: str
+    at: float
+    actor: str | None
+    channel: str | None
+    data: str
+    hash: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "event",
+            "id": self.id,
+            "approval_id": self.approval_id,
+            "seq": self.seq,
+            "kind": self.kind,
+            "at": self.at,
+            "actor": self.actor,
+            "channel": self.channel,
+            "data": self.data,
+            "hash": self.hash,
+        }
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Leaf:
+    approval_id: str
+    seq: int
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    seq: int
+    at: float
+    prev: str
+    root: str
+    heads: int
+    hash: str
+    signature: str | None
+    key_id: str | None
+    leaves: tuple[Leaf, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "checkpoint",
+            "seq": self.seq,
+            "at": self.at,
+            "prev": self.prev,
+            "root": self.root,
+            "heads": self.heads,
+            "hash": self.hash,
+            "signature": self.signature,
+            "key_id": self.key_id,
+            "leaves": [[lf.approval_id, lf.seq, lf.hash] for lf in self.leaves],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Checkpoint:
+        leaves = tuple(Leaf(str(a), int(s), str(h)) for a, s, h in d.get("leaves", ()))
+        return cls(
+            int(d["seq"]),
+            float(d["at"]),
+            str(d["prev"]),
+            str(d["root"]),
+            int(d["heads"]),
+            str(d["hash"]),
+            d.get("signature"),
+            d.get("key_id"),
+            leaves,
+        )
+
+
+def new_checkpoint(
+    prev: Checkpoint | None, at: float, leaves: Sequence[Leaf], key: Ed25519PrivateKey | None
+) -> Checkpoint:
+    """The checkpoint after `prev` sealing `leaves` (signed if there is a key)."""
+    seq = 1 if prev is None else prev.seq + 1
+    prev_hash = GENESIS if prev is None else prev.hash
+    root = merkle_root((lf.approval_id, lf.seq, lf.hash) for lf in leaves)
+    digest = checkpoint_hash(prev_hash, seq, at, root, len(leaves))
+    signature = sign(key, digest) if key is not None else None
+    return Checkpoint(
+        seq, at, prev_hash, root, len(leaves), digest, signature, key_id(key) if key else None, tuple(leaves)
+    )
+
+
+# ---------------------------------------------------------------- checking
+
+
+@dataclass(frozen=True, slots=True)
+class Break:
+    """The first broken link: where, what was expected, what was found."""
+
+    approval_id: str | None
+    seq: int | None
+    expected: str
+    found: str
+    checkpoint: int | None = None
+
+    def __str__(self) -> str:
+        where = f"checkpoint {self.checkpoint}" if self.checkpoint is not None else ""
+        if self.approval_id is not None:
+            where = (where + ", " if where else "") + f"approval {self.approval_id} seq {self.seq}"
+        return f"{where}: expected {self.expected}, found {self.found}"
+
+
+@dataclass
+class Checker:
+    """Checks events (in approval, id order), the live heads and the checkpoints; keeps the
+    first `Break`. The same rules for the database (`audit verify`) and for an export file
+    (`audit verify --file`). `anchored`: an export may start its checkpoint chain mid-way."""
+
+    public_key: Ed25519PublicKey | None = None
+    anchored: bool = False
+    problem: Break | None = None
+    events: int = 0
+    legacy: int = 0
+    approvals: int = 0
+    checkpoints: int = 0
+    unsigned: int = 0
+    _seen: dict[tuple[str, int], str] = field(default_factory=dict)  # sealed seqs found: hash
+    _wanted: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)  # leaf -> (hash, checkpoint)
+
+    def fail(self, problem: Break) -> None:
+        if self.problem is None:
+            self.problem = problem
+
+    def expect_leaves(self, checkpoint: Checkpoint) -> None:
+        for lf in checkpoint.leaves:
+            self._wanted[(lf.approval_id, lf.seq)] = (lf.hash, checkpoint.seq)
+
+    def approval(
+        self,
+        approval_id: str,
+        events: Sequence[ChainEvent],
+        head: tuple[int, str] | None = None,
+        *,
+        heads: bool = False,
+    ) -> None:
+        """One approval's events in id order; `heads`: also compare its live head row."""
+        self.approvals += 1
+        seq, prev = 0, GENESIS
+        for e in events:
+            if e.hash is None:  # written before migration 13: only before the approval's chain
+                self.legacy += 1
+                if seq:
+                    self.fail(Break(approval_id, seq + 1, "a hash (its chain had started)", f"none (event id {e.id})"))
+                continue
+            self.events += 1
+            if e.seq != seq + 1:
+                self.fail(Break(approval_id, seq + 1, f"seq {seq + 1}", f"seq {e.seq} (event id {e.id})"))
+            computed = event_hash(prev, e.seq or 0, approval_id, e.kind, e.actor, e.at, e.channel, e.data)
+            if computed != e.hash:
+                self.fail(Break(approval_id, e.seq, computed, f"{e.hash} (event id {e.id})"))
+            seq, prev = e.seq or seq + 1, e.hash
+            if (approval_id, seq) in self._wanted:
+                self._seen[(approval_id, seq)] = prev
+        if not heads:
+            return
+        if head is None and seq:
+            self.fail(Break(approval_id, seq, f"a head row at seq {seq}", "none"))
+        elif head is not None and head != (seq, prev):
+            found = f"last event seq {seq} {prev}" if seq else "no events"
+            self.fail(Break(approval_id, head[0], f"head {head[1]}", found))
+
+    def checkpoint_chain(self, checkpoints: Sequence[Checkpoint]) -> None:
+        prev: Checkpoint | None = None
+        for c in checkpoints:
+            self.checkpoints += 1
+            want_prev = prev.hash if prev is not None else (None if self.anchored else GENESIS)
+            if want_prev is not None and c.prev != want_prev:
+                self.fail(Break(None, None, f"prev {want_prev}", f"prev {c.prev}", checkpoint=c.seq))
+            if prev is not None and c.seq != prev.seq + 1:
+                self.fail(Break(None, None, f"checkpoint {prev.seq + 1}", f"checkpoint {c.seq}", checkpoint=c.seq))
+            root = merkle_root((lf.approval_id, lf.seq, lf.hash) for lf in c.leaves)
+            if root != c.root or len(c.leaves) != c.heads:
+                self.fail(
+                    Break(None, None, f"root {c.root} of {c.heads} heads", f"root {root} of {len(c.leaves)}", c.seq)
+                )
+            digest = checkpoint_hash(c.prev, c.seq, c.at, c.root, c.heads)
+            if digest != c.hash:
+                self.fail(Break(None, None, digest, c.hash, checkpoint=c.seq))
+            if c.signature is None and self.public_key is not None:  # stripped, or signed by nobody
+                self.fail(Break(None, None, "a signature of the audit key", "none", checkpoint=c.seq))
+            if c.signature is None:
+                self.unsigned += 1
+            elif self.public_key is not None and not _signed_by(self.public_key, c.hash, c.signature):
+                self.fail(Break(None, None, "a valid Ed25519 signature of the audit key", "a bad signature", c.seq))
+            prev = c
+
+    def finish(self) -> Break | None:
+        """After every event: each sealed head must have been found, with its hash."""
+        for (approval_id, seq), (digest, checkpoint) in sorted(self._wanted.items()):
+            found = self._seen.get((approval_id, seq))
+            if found != digest:
+                self.fail(Break(approval_id, seq, digest, found or "no such event", checkpoint=checkpoint))
+        return self.problem
+
+    def summary(self) -> str:
+        parts = [f"{self.events} events of {self.approvals} approvals", f"{self.checkpoints} checkpoints"]
+        if self.unsigned:
+            parts.append(f"{self.unsigned} unsigned")
+        if self.legacy:
+            parts.append(f"{self.legacy} events from before the chain (not covered)")
+        return ", ".join(parts)

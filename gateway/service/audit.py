@@ -1,0 +1,194 @@
+"""Audit use cases: seal a checkpoint (on a timer and on demand), verify the database, export
+JSON Lines, verify an export offline. The rules are gateway/core/audit.py's; the design and
+the threat model are in docs/audit.md.
+
+The export (format version 1) is one JSON object per line: a `header`, then every `event` of
+the approvals it covers (whole chains, by approval then id), then every `checkpoint` taken in
+the range, each with its leaves (the sealed heads). It covers the approvals with an event in
+[since, until] and those sealed by a checkpoint in it, so that every leaf it holds can be
+checked against an event it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from gateway.core import loops
+from gateway.core.audit import (
+    EXPORT_VERSION,
+    Break,
+    ChainEvent,
+    Checker,
+    Checkpoint,
+    Leaf,
+    load_private_key,
+    new_checkpoint,
+    public_key_hex,
+)
+from gateway.core.clock import Clock, iso
+from gateway.store import Store
+
+__all__ = ["AuditService", "Verdict", "verify_lines"]
+
+log = logging.getLogger("gateway.audit")
+_FOREVER = 1e18  # an `until` past every timestamp (epoch seconds)
+_CHUNK = 200  # approvals whose events are read (and checked, or exported) at a time
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    problem: Break | None
+    summary: str
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+class AuditService:
+    def __init__(self, store: Store, clock: Clock, signing_key: str = "", *, every: float = 60.0) -> None:
+        self.store, self.clock, self.every = store, clock, every
+        self.key: Ed25519PrivateKey | None = load_private_key(signing_key) if signing_key else None
+
+    @property
+    def public_key(self) -> str | None:
+        return public_key_hex(self.key) if self.key is not None else None
+
+    # ---------------------------------------------------------------- checkpoints
+    async def seal(self) -> Checkpoint:
+        """A checkpoint now, on demand (empty if no head moved: it still signs the chain)."""
+        made = await self.checkpoint(force=True)
+        assert made is not None
+        return made
+
+    async def checkpoint(self, *, force: bool = False) -> Checkpoint | None:
+        """Seal the heads that moved since the last checkpoint (None: none moved, unless `force`)."""
+        at = self.clock.now().timestamp()
+
+        def make(prev: Checkpoint | None, leaves: Sequence[Leaf]) -> Checkpoint:
+            return new_checkpoint(prev, max(at, prev.at if prev else at), leaves, self.key)
+
+        made = await self.store.write_checkpoint(make, force=force)
+        if made is not None:
+            log.info("audit checkpoint %d: %d heads sealed%s", made.seq, made.heads, "" if self.key else " (unsigned)")
+        return made
+
+    async def run_once(self) -> int:
+        return 1 if await self.checkpoint() is not None else 0
+
+    async def run_forever(self) -> None:
+        await loops.poll_forever(self.run_once, asyncio.Event(), self.every, log)
+
+    # ---------------------------------------------------------------- verify and export
+    async def verify(self, since: float | None = None, public_key: Ed25519PublicKey | None = None) -> Verdict:
+        """Every chain the range covers from its first event, their live heads, the checkpoints
+        taken since `since` (linked, their roots, signed by the key) and their leaves."""
+        key = public_key or (self.key.public_key() if self.key is not None else None)
+        low = since if since is not None else -_FOREVER
+        checker = Checker(public_key=key, anchored=since is not None)
+        checkpoints = await self.store.audit_checkpoints(low, _FOREVER)
+        for c in checkpoints:
+            checker.expect_leaves(c)
+        checker.checkpoint_chain(checkpoints)
+        ids = await self.store.audit_approvals(low, _FOREVER, full=since is None)
+        for i in range(0, len(ids), _CHUNK):
+            chunk = ids[i : i + _CHUNK]
+            events = await self.store.audit_events(chunk)
+            heads = await self.store.audit_heads(chunk)
+            by = {a: list(es) for a, es in groupby(events, key=lambda e: e.approval_id)}
+            for approval_id in chunk:
+                checker.approval(approval_id, by.get(approval_id, ()), heads.get(approval_id), heads=True)
+        return Verdict(checker.finish(), checker.summary())
+
+    async def export(self, since: float | None = None, until: float | None = None) -> AsyncIterator[str]:
+        """The export's lines (each ends with a newline), read a chunk of approvals at a time."""
+        low, high = since if since is not None else -_FOREVER, until if until is not None else _FOREVER
+        header = {
+            "type": "header",
+            "format": "hitl-gateway-audit",
+            "version": EXPORT_VERSION,
+            "since": since,
+            "until": until,
+            "exported_at": iso(self.clock.now()),
+            "public_key": self.public_key,
+        }
+        yield _line(header)
+        ids = await self.store.audit_approvals(low, high, full=False)
+        for i in range(0, len(ids), _CHUNK):
+            for e in await self.store.audit_events(ids[i : i + _CHUNK]):
+                if e.hash is not None:  # events from before the chain prove nothing
+                    yield _line(e.to_json())
+        for c in await self.store.audit_checkpoints(low, high):
+            yield _line(c.to_json())
+
+
+def _line(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def verify_lines(lines: Iterable[str], public_key: Ed25519PublicKey | None) -> Verdict:
+    """An export checked with no database: the same checker, the checkpoint chain anchored at
+    the export's first checkpoint (an export may start mid-way)."""
+    checker = Checker(public_key=public_key, anchored=True)
+    events: list[ChainEvent] = []
+    checkpoints: list[Checkpoint] = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            kind = record["type"]
+            if kind == "header" and record.get("version") != EXPORT_VERSION:
+                raise ValueError(
+                    f"export format version {record.get('version')} (this verifier reads {EXPORT_VERSION})"
+                )
+            if kind == "event":
+                events.append(_event(record))
+            elif kind == "checkpoint":
+                checkpoints.append(Checkpoint.from_json(record))
+        except (ValueError, KeyError, TypeError) as exc:
+            return Verdict(Break(None, None, "a valid export line", f"line {n}: {exc}"), "unreadable")
+    if public_key is None:
+        return Verdict(Break(None, None, "a public key", "none given"), "not checked")
+    for c in checkpoints:
+        checker.expect_leaves(c)
+    checker.checkpoint_chain(checkpoints)
+    for approval_id, group in _by_approval(events):
+        checker.approval(approval_id, group)
+    return Verdict(checker.finish(), checker.summary())
+
+
+def _by_approval(events: list[ChainEvent]) -> Iterator[tuple[str, list[ChainEvent]]]:
+    grouped: dict[str, list[ChainEvent]] = {}
+    for e in events:
+        grouped.setdefault(e.approval_id, []).append(e)
+    for approval_id, group in grouped.items():
+        yield approval_id, sorted(group, key=lambda e: e.id)
+
+
+def _event(d: dict[str, Any]) -> ChainEvent:
+    return ChainEvent(
+        int(d["id"]),
+        str(d["approval_id"]),
+        int(d["seq"]),
+        str(d["kind"]),
+        float(d["at"]),
+        d["actor"],
+        d["channel"],
+        str(d["data"]),
+        str(d["hash"]),
+    )
+
+
+def read_export(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as f:
+        yield from f

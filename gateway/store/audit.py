@@ -1,0 +1,82 @@
+"""The audit part of the store (`AuditStore`, both backends implement it) and its row codecs.
+
+Reads come in approval order for the checker (gateway/core/audit.py); writing a checkpoint is
+one transaction: seal the heads that moved, link, sign (`make`), insert it with its leaves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from gateway.core.audit import ChainEvent, Checkpoint, Leaf
+
+__all__ = ["AuditStore", "MakeCheckpoint", "chain_event", "checkpoint_from_row", "group_leaves"]
+
+# (the previous checkpoint or None, the heads to seal) -> the new, signed checkpoint
+MakeCheckpoint = Callable[[Checkpoint | None, Sequence[Leaf]], Checkpoint]
+
+
+class AuditStore(Protocol):
+    async def audit_approvals(self, since: float, until: float, *, full: bool) -> list[str]:
+        """Approval ids with an event in [since, until], or sealed by a checkpoint in it; with
+        `full`, also every approval with a head row. Sorted."""
+        ...
+
+    async def audit_events(self, approval_ids: Sequence[str]) -> list[ChainEvent]:
+        """Their events, by approval id then event id."""
+        ...
+
+    async def audit_heads(self, approval_ids: Sequence[str]) -> dict[str, tuple[int, str]]: ...
+
+    async def audit_checkpoints(self, since: float, until: float) -> list[Checkpoint]:
+        """Checkpoints taken in [since, until], in order, with their leaves."""
+        ...
+
+    async def write_checkpoint(self, make: MakeCheckpoint, *, force: bool) -> Checkpoint | None:
+        """Seal the heads moved since the last checkpoint into a new one; None if none moved
+        (unless `force`: an empty checkpoint still links and signs the chain)."""
+        ...
+
+    async def prune_raw(self, before: float, limit: int) -> int:
+        """Retention: drop the sealed raw args/state of decided approvals (see prune_raw)."""
+        ...
+
+
+def chain_event(row: Any) -> ChainEvent:
+    return ChainEvent(
+        row["id"],
+        row["approval_id"],
+        row["seq"],
+        row["kind"],
+        row["at"],
+        row["actor"],
+        row["channel"],
+        row["data"],
+        row["hash"],
+    )
+
+
+def checkpoint_from_row(row: Any, leaves: Sequence[Leaf] = ()) -> Checkpoint:
+    return Checkpoint(
+        row["seq"],
+        row["at"],
+        row["prev"],
+        row["root"],
+        row["heads"],
+        row["hash"],
+        row["signature"],
+        row["key_id"],
+        tuple(leaves),
+    )
+
+
+def group_leaves(checkpoints: Sequence[Any], leaves: Sequence[Any]) -> list[Checkpoint]:
+    by: dict[int, list[Leaf]] = {}
+    for r in leaves:
+        by.setdefault(r["checkpoint"], []).append(Leaf(r["approval_id"], r["seq"], r["hash"]))
+    return [checkpoint_from_row(c, by.get(c["seq"], ())) for c in checkpoints]
+
+
+def checkpoint_values(c: Checkpoint) -> tuple[Any, ...]:
+    return (c.seq, c.at, c.prev, c.root, c.heads, c.hash, c.signature, c.key_id)

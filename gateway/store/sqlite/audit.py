@@ -1,0 +1,73 @@
+"""The SQLite store's audit calls (gateway/store/audit.py): reads on the reader, the
+checkpoint on the one writer (so nothing moves a head while it seals)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from gateway.core.audit import ChainEvent, Checkpoint, Leaf
+from gateway.store.audit import MakeCheckpoint, chain_event, checkpoint_from_row, checkpoint_values, group_leaves
+from gateway.store.sql import in_list, queries
+from gateway.store.sqlite.engine import Engine
+from gateway.store.sqlite.writes import insert_rows, multi_row
+
+__all__ = ["SQLiteAudit"]
+
+Q = queries("sqlite")
+_CHUNK = 500
+
+
+class SQLiteAudit:
+    _engine: Engine
+
+    async def audit_approvals(self, since: float, until: float, *, full: bool) -> list[str]:
+        rows = await self._engine.read(lambda c: c.execute(Q.audit_approvals, (since, until, int(full))).fetchall())
+        return [r[0] for r in rows]
+
+    async def audit_events(self, approval_ids: Sequence[str]) -> list[ChainEvent]:
+        def op(conn: sqlite3.Connection) -> list[ChainEvent]:
+            out: list[ChainEvent] = []
+            for i in range(0, len(approval_ids), _CHUNK):
+                chunk = list(approval_ids[i : i + _CHUNK])
+                out.extend(chain_event(r) for r in conn.execute(in_list(Q.audit_events_in, len(chunk)), chunk))
+            return out
+
+        return await self._engine.read(op)
+
+    async def audit_heads(self, approval_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
+        def op(conn: sqlite3.Connection) -> dict[str, tuple[int, str]]:
+            out: dict[str, tuple[int, str]] = {}
+            for i in range(0, len(approval_ids), _CHUNK):
+                chunk = list(approval_ids[i : i + _CHUNK])
+                for a, s, h in conn.execute(in_list(Q.audit_heads_in, len(chunk)), chunk):
+                    out[a] = (s, h)
+            return out
+
+        return await self._engine.read(op)
+
+    async def audit_checkpoints(self, since: float, until: float) -> list[Checkpoint]:
+        def op(conn: sqlite3.Connection) -> list[Checkpoint]:
+            checkpoints = conn.execute(Q.checkpoints_between, (since, until)).fetchall()
+            return group_leaves(checkpoints, conn.execute(Q.leaves_between, (since, until)).fetchall())
+
+        return await self._engine.read(op)
+
+    async def write_checkpoint(self, make: MakeCheckpoint, *, force: bool) -> Checkpoint | None:
+        def op(conn: sqlite3.Connection) -> Checkpoint | None:
+            leaves = [Leaf(a, s, h) for a, s, h in conn.execute(Q.unsealed_heads)]
+            if not leaves and not force:
+                return None
+            last = conn.execute(Q.last_checkpoint).fetchone()
+            checkpoint = make(checkpoint_from_row(last) if last else None, leaves)
+            conn.execute(Q.seal_heads)
+            conn.execute(Q.insert_checkpoint, checkpoint_values(checkpoint))
+            if leaves:
+                head, row, tail = multi_row(Q.insert_leaf)
+                insert_rows(conn, head, row, [(checkpoint.seq, lf.approval_id, lf.seq, lf.hash) for lf in leaves], tail)
+            return checkpoint
+
+        return await self._engine.write(op)
+
+    async def prune_raw(self, before: float, limit: int) -> int:
+        return await self._engine.write(lambda c: c.execute(Q.prune_raw, (before, limit)).rowcount)

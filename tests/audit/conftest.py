@@ -1,0 +1,91 @@
+"""Audit tests: a runtime with a signing key on every backend, a few decided approvals, and raw
+access to the database for the tamperer (who drops the append-only triggers first)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from gateway.config import Settings
+from gateway.core.models import Outcome
+from gateway.runtime import Runtime
+from gateway.service.approvals import SuspendRequest
+from gateway.testing import FakeClock
+
+SIGNING_KEY = "5d" * 32  # a test Ed25519 seed
+
+
+@pytest.fixture
+def db_url(store_url: str) -> str:
+    return store_url
+
+
+@pytest.fixture
+def settings(settings_factory: Callable[..., Settings]) -> Settings:
+    return settings_factory(workers={"agent": {"command": ["true"]}}, audit={"signing_key": SIGNING_KEY})
+
+
+async def decided(
+    rt: Runtime, n: int, clock: FakeClock, *, code_version: str | None = None, run: str = "run"
+) -> list[str]:
+    """`n` approvals, each suspended, posted on the web, approved and resumed: 6+ events each."""
+    ids = []
+    for i in range(n):
+        req = SuspendRequest(
+            run_id=f"{run}-{i}",
+            step="charge",
+            title=f"Charge ACME {i} EUR",
+            args={"amount": 490 + i},
+            worker="agent",
+            code_version=code_version,
+        )
+        approval, _ = await rt.service.suspend(req)
+        ids.append(approval.id)
+        clock.advance(1)
+    for approval_id in ids:
+        await rt.service.decide(approval_id, Outcome.APPROVE, "operator:alice", trusted=True)
+        clock.advance(1)
+    await rt.worker.drain()
+    return ids
+
+
+class Raw:
+    """The database administrator: plain SQL on the same database, `$n` marks on both backends."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.sqlite = url.startswith("sqlite")
+
+    async def run(self, sql: str, *args: Any) -> list[Any]:
+        if self.sqlite:
+            conn = sqlite3.connect(Path(self.url.removeprefix("sqlite:///")))
+            try:
+                rows = conn.execute(sql.replace("$", "?"), args).fetchall()
+                conn.commit()
+                return rows
+            finally:
+                conn.close()
+        pg = await asyncpg.connect(self.url)
+        try:
+            return list(await pg.fetch(sql, *args))
+        finally:
+            await pg.close()
+
+    async def drop_triggers(self) -> None:
+        if self.sqlite:
+            for t in ("events_append_only", "audit_checkpoints_append_only", "audit_leaves_append_only"):
+                await self.run(f"DROP TRIGGER {t}_update")
+                await self.run(f"DROP TRIGGER {t}_delete")
+        else:
+            for table in ("events", "audit_checkpoints", "audit_leaves"):
+                await self.run(f"DROP TRIGGER {table}_append_only ON {table}")
+
+
+@pytest.fixture
+def raw(db_url: str) -> Raw:
+    return Raw(db_url)

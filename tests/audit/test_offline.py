@@ -1,0 +1,102 @@
+"""An export checked with no database: by docs/audit.md's 40-line script (only `cryptography`,
+run in an isolated interpreter that cannot import the gateway) and by `verify_lines`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.core.audit import load_public_key
+from gateway.runtime import Runtime
+from gateway.service.audit import verify_lines
+from gateway.testing import FakeClock
+from tests.audit.conftest import decided
+
+DOC = Path(__file__).parents[2] / "docs" / "audit.md"
+
+
+def verifier_script() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    block = text.split("## Offline verifier", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(block.splitlines()) <= 40  # the promise in the docs
+    return block
+
+
+def run_script(tmp_path: Path, export: Path, key: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "verify_audit.py"
+    script.write_text(verifier_script(), encoding="utf-8")
+    # -I: isolated (no PYTHONPATH, no user site, no cwd): only the installed `cryptography`
+    return subprocess.run(
+        [sys.executable, "-I", str(script), str(export), key], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.fixture
+async def export(runtime: Runtime, clock: FakeClock, tmp_path: Path) -> list[str]:
+    await decided(runtime, 3, clock)
+    await runtime.audit.seal()
+    await decided(runtime, 1, clock, run="later")  # after the checkpoint: chained, not sealed yet
+    await runtime.audit.seal()
+    return [line async for line in runtime.audit.export()]
+
+
+def write(tmp_path: Path, lines: list[str]) -> Path:
+    path = tmp_path / "export.jsonl"
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def tampered(lines: list[str], kind: str = "approved") -> list[str]:
+    out = []
+    for line in lines:
+        record = json.loads(line)
+        if record["type"] == "event" and record["kind"] == kind and not any("mallory" in x for x in out):
+            record["actor"] = "operator:mallory"
+            line = json.dumps(record) + "\n"
+        out.append(line)
+    return out
+
+
+async def test_clean_export_is_accepted(runtime: Runtime, export: list[str], tmp_path: Path) -> None:
+    key = runtime.audit.public_key
+    assert key is not None
+    done = run_script(tmp_path, write(tmp_path, export), key)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+    verdict = verify_lines(export, load_public_key(key))
+    assert verdict.ok, verdict.problem
+    assert "2 checkpoints" in verdict.summary and "of 4 approvals" in verdict.summary
+
+
+async def test_changed_event_is_refused(runtime: Runtime, export: list[str], tmp_path: Path) -> None:
+    key = runtime.audit.public_key
+    assert key is not None
+    bad = tampered(export)
+    done = run_script(tmp_path, write(tmp_path, bad), key)
+    assert done.returncode == 1 and "broken: approval" in done.stderr and "seq 3" in done.stderr
+    problem = verify_lines(bad, load_public_key(key)).problem
+    assert problem is not None and problem.seq == 3
+
+
+async def test_dropped_approval_and_forged_signature_are_refused(
+    runtime: Runtime, export: list[str], tmp_path: Path
+) -> None:
+    key = runtime.audit.public_key
+    assert key is not None
+    victim = json.loads(export[1])["approval_id"]
+    without = [x for x in export if json.loads(x).get("approval_id") != victim]
+    done = run_script(tmp_path, write(tmp_path, without), key)
+    assert done.returncode == 1 and f"approval {victim}" in done.stderr
+    assert not verify_lines(without, load_public_key(key)).ok
+    other = "11" * 32  # a key that did not sign these checkpoints
+    done = run_script(tmp_path, write(tmp_path, export), load_public_key_hex(other))
+    assert done.returncode == 1 and "bad signature" in done.stderr
+
+
+def load_public_key_hex(seed: str) -> str:
+    from gateway.core.audit import load_private_key, public_key_hex
+
+    return public_key_hex(load_private_key(seed))
