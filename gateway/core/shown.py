@@ -3,9 +3,10 @@
 A card is rendered by its channel from the approval's display view: the run and step, the
 title, the summary and the args as stored (redacted), who may approve and by when. Its
 `card_posted` event records the SHA-256 of that content (`content_hash`) as it was when the
-card went out, so that the trail proves which text and args the person deciding saw, even after
-the approval changes (an edit) or its raw args are gone (retention). docs/audit.md shows how to
-recompute it.
+card went out, and each `card_synced` event the content the card was redrawn with (an edit's
+proposed args, an extended deadline), so that the trail proves which text and args the person
+deciding saw, even after the approval changes again or its raw args are gone (retention).
+docs/audit.md shows how to recompute it.
 """
 
 from __future__ import annotations
@@ -17,20 +18,22 @@ from gateway.core.clock import to_ts
 from gateway.core.keys import canonical_json
 from gateway.core.models import Approval
 
-__all__ = ["audit_facts", "card_posted", "content", "content_hash"]
+__all__ = ["audit_facts", "card_posted", "card_synced", "content", "content_hash"]
 
 
 def content(approval: Approval) -> list[Any]:
-    """The display view every channel renders a card from (version 1), in a fixed order: a list,
-    so that only the args' keys need sorting."""
+    """The display view every channel renders a card from (version 2), in a fixed order: a list,
+    so that only the args' keys need sorting. Version 2 added the proposed args (an approver's
+    edit that the current round votes on, else null): a card redrawn after an edit shows them."""
     return [
-        1,
+        2,
         approval.id,
         approval.run_id,
         approval.step,
         approval.title,
         approval.summary,
         approval.args,
+        approval.proposal.args if approval.proposal is not None else None,
         list(approval.approvers),
         approval.policy.quorum,
         to_ts(approval.deadline),
@@ -44,6 +47,11 @@ def content_hash(approval: Approval) -> str:
 def card_posted(approval: Approval, ref: str) -> dict[str, Any]:
     """The data of a `card_posted` event."""
     return {"ref": ref, "content_hash": content_hash(approval)}
+
+
+def card_synced(approval: Approval) -> dict[str, Any]:
+    """The data of a `card_synced` event: the status and the content the card now shows."""
+    return {"status": approval.status.value, "content_hash": content_hash(approval)}
 
 
 def audit_facts(approval: Approval) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from gateway.core.events import EventKind
 from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
 from gateway.core.observers import Observer, Observers
 from gateway.core.retry import backoff
-from gateway.core.shown import card_posted
+from gateway.core.shown import card_posted, card_synced
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.store import CardUpdate, Store
 
@@ -197,7 +197,7 @@ class OutboxRunner:
                     return
                 await channel.update_card(outgoing)
                 update = CardUpdate(item.channel, None, DeliveryStatus.DONE)
-                data = {"status": approval.status.value}
+                data = card_synced(approval)
                 await self._finish(item, DeliveryStatus.DONE, card=update, event=EventKind.CARD_SYNCED, data=data)
             else:
                 await channel.send_reminder(outgoing)

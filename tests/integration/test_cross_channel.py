@@ -128,3 +128,33 @@ async def test_slack_press_syncs_telegram_and_web_cards(env: dict[str, Any]) -> 
     assert "lready" in answer
     decisions = [e for e in await rt.store.list_events(approval_id) if e.kind in ("approved", "rejected")]
     assert len(decisions) == 1
+
+
+async def test_a_card_redrawn_after_an_edit_records_the_hash_of_what_it_shows(env: dict[str, Any]) -> None:
+    """The audit proves what each round was shown: a card redrawn with an approver's edit records
+    the content hash of the edited view in its `card_synced` event, not the posted one's."""
+    from gateway.core.models import Outcome
+    from gateway.core.shown import content_hash
+
+    client, rt = env["client"], env["rt"]
+    channels = [f"telegram:{TG_CHAT}", f"slack:{SLACK_CHANNEL}"]
+    body = suspend_body(channels=channels, editable=True, policy={"timeout": "1h", "on_timeout": "reject", "quorum": 2})
+    resp = await client.post("/v1/suspend", json=body, headers=AUTH)
+    assert resp.status == 201, await resp.text()
+    approval_id = (await resp.json())["id"]
+    await rt.outbox.drain()
+    events = await rt.store.list_events(approval_id)
+    posted = {e.channel: e.data["content_hash"] for e in events if e.kind == "card_posted"}
+    assert set(posted) == set(channels)
+
+    edited = await rt.service.decide(
+        approval_id, Outcome.APPROVE, "telegram:111", channel="telegram", args={"amount": 3900, "currency": "USD"}
+    )
+    assert edited.proposal is not None and not edited.status.final
+    await rt.outbox.drain()
+    shown = content_hash(edited)
+    synced = [e for e in await rt.store.list_events(approval_id) if e.kind == "card_synced"]
+    assert {e.channel for e in synced} == set(channels)
+    assert {e.data["content_hash"] for e in synced} == {shown}
+    assert shown not in posted.values()
+    assert (await rt.audit.verify()).ok

@@ -34,10 +34,10 @@ async def test_the_web_card_is_posted_by_the_suspend_itself(runtime: Runtime, cl
     assert again.id == a.id and not created
     assert [e.kind for e in await runtime.store.list_events(a.id)].count("card_posted") == 1
     # a decision still syncs the card through the outbox
-    await runtime.service.decide(a.id, Outcome.APPROVE, "operator:ops", trusted=True)
+    decided = await runtime.service.decide(a.id, Outcome.APPROVE, "operator:ops", trusted=True)
     await runtime.outbox.drain()
     synced = [e for e in await runtime.store.list_events(a.id) if e.kind == "card_synced"]
-    assert [e.data for e in synced] == [{"status": "approved"}]
+    assert [e.data for e in synced] == [{"status": "approved", "content_hash": content_hash(decided)}]
 
 
 async def test_over_http_the_card_is_in_the_approval_view_at_once(client: Any) -> None:
