@@ -5,6 +5,7 @@ any round."""
 
 from __future__ import annotations
 
+import json
 import re
 
 from adapters.telegram import callback
@@ -76,3 +77,31 @@ async def test_a_card_posted_before_round_tags_counts_for_the_original_args_only
     assert await tg.send(tg.press(BOB, old, mid2, username="bob")) == 200
     assert tg.answers()[-1] == STALE
     assert (await tg.rt.service.get(second)).approvals_count == 1  # Alice's vote on her change only
+
+
+async def test_an_edit_form_opened_before_another_edit_is_refused_and_drawn_anew(tg: TG) -> None:
+    """Not taken as a new proposal: its untouched fields are the old values, and sending them
+    would silently undo the other approver's change."""
+    approval_id, mid = await tg.posted(policy="pair", **EDITABLE)
+    assert await tg.send(tg.press(BOB, tg.data(mid, "Edit"), mid, username="bob")) == 200
+    sent = [c.params for c in tg.api.calls_to("sendMessage") if int(c.params["chat_id"]) == BOB]
+    markup = sent[-1]["reply_markup"]
+    url = (markup if isinstance(markup, dict) else json.loads(markup))["inline_keyboard"][0][0]["url"]
+    bob_path = url[url.index("/edit/") :]
+    bob_page = await (await tg.client.get(bob_path)).text()
+    await _edit(tg, mid, "3900")  # Alice, meanwhile
+    seen = re.search(r'name="round" value="([0-9a-f]+)"', bob_page)
+    assert seen is not None
+    form = {"csrf": csrf_of(bob_page), "round": seen.group(1), "arg.amount": "4100"}
+    resp = await tg.client.post(bob_path, data=form)
+    html = await resp.text()
+    assert resp.status == 409 and STALE in html and 'name="arg.amount" value="3900"' in html
+    approval = await tg.rt.service.get(approval_id)
+    assert approval.proposal is not None and approval.proposal.args["amount"] == 3900
+    assert [v.approver for v in approval.votes] == [f"telegram:{ALICE}"]
+    fresh = re.search(r'action="(/edit/[^"]+)"', html)
+    again = re.search(r'name="round" value="([0-9a-f]+)"', html)
+    assert fresh is not None and again is not None and fresh.group(1) != bob_path
+    form = {"csrf": csrf_of(html), "round": again.group(1), "arg.amount": "3900"}
+    resp = await tg.client.post(fresh.group(1), data=form)
+    assert resp.status == 200 and "Approved." in await resp.text()
