@@ -10,10 +10,11 @@ import re
 from typing import Any
 
 from gateway.core.models import Outcome, Status
-from gateway.http.web.inbox import STALE_TEXT
 from gateway.runtime import Runtime
 from tests.web.conftest import csrf_of, sign_in
 from tests.web.test_edit_form import ARGS, _suspend
+
+STALE_TEXT = "The arguments changed while this page was open: look at them again below. Nothing was recorded."
 
 
 def _round(page: str) -> str:
