@@ -22,6 +22,7 @@ from adapters.email import links, pages, render
 from adapters.email.errors import delivery_error
 from adapters.email.spec import EmailSettings
 from gateway.core import extend as extend_rules
+from gateway.core import rounds
 from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import GatewayError, InvalidToken, TokenExpired
 from gateway.core.models import Approval, Outcome
@@ -33,11 +34,13 @@ from gateway.service.presses import Press, PressResult, already_text
 log = logging.getLogger("adapters.email")
 COOKIE = "hitl_email_csrf"
 POSTS_IN_FLIGHT = 4  # SMTP connections at a time
+STALE_MAIL = 100_000  # the reminder numbers of mails sent after a stale Approve (1000+: an edit's)
 _STATUS = {
     PressResult.DENIED: 403,
     PressResult.UNKNOWN: 404,
     PressResult.ALREADY_DECIDED: 409,
     PressResult.BUSY: 503,
+    PressResult.STALE: 409,
 }
 
 
@@ -68,9 +71,15 @@ class EmailChannel(ChannelBase):
         return str(msg["Message-ID"])
 
     async def update_card(self, card: OutgoingCard) -> None:
-        """A sent mail cannot change: once decided, the addressee gets the outcome instead."""
-        if card.approval.status.final:
-            await self._send(render.outcome(card.approval, self.settings.from_, card.target))
+        """A sent mail cannot change: once decided, the addressee gets the outcome instead; after
+        an Approve from a mail whose args changed since (`stale`), a mail with the current ones."""
+        approval = card.approval
+        if approval.status.final:
+            await self._send(render.outcome(approval, self.settings.from_, card.target))
+        elif card.data.get("stale"):  # one Message-ID per version: pressed twice meanwhile, the same mail
+            number = STALE_MAIL + approval.version
+            links_ = self._links(approval, card.target)
+            await self._send(render.reminder(approval, self.settings.from_, card.target, links_, number))
 
     async def send_reminder(self, card: OutgoingCard) -> None:
         # an edit that restarted the votes asks again: its own message in the thread per round
@@ -80,9 +89,10 @@ class EmailChannel(ChannelBase):
         await self._send(render.reminder(approval, self.settings.from_, card.target, links_, int(number)))
 
     def _links(self, approval: Approval, to: str) -> dict[Outcome, str]:
-        age = self.settings.link_max_age
+        """This round's Approve and Reject links (each bound to the args the mail shows)."""
+        age, seen = self.settings.link_max_age, rounds.tag(self.ctx.signer, approval)
         return {
-            o: links.url(self.ctx.public_url, links.token(self.ctx.signer, approval, to, o, age))
+            o: links.url(self.ctx.public_url, links.token(self.ctx.signer, approval, to, o, age, seen=seen))
             for o in (Outcome.APPROVE, Outcome.REJECT)
         }
 
@@ -174,6 +184,7 @@ class EmailChannel(ChannelBase):
                 card_ref=render.message_id(link.approval_id, link.addressee, "card", self.settings.from_),
                 comment=comment or None,
                 args=args,
+                seen=link.seen,
             )
         )
         return _html(_STATUS.get(verdict.result, 200), verdict.text(), _after(verdict.result))
@@ -218,6 +229,10 @@ class EmailChannel(ChannelBase):
 
 
 def _after(result: PressResult) -> str:
+    if result is PressResult.STALE:
+        return (
+            "Nothing was recorded: another approver changed the arguments. A mail with the current ones is on its way."
+        )
     if result in (PressResult.APPROVED, PressResult.REJECTED):
         return "Thank you: your decision is recorded, and everyone who was asked will see it."
     if result is PressResult.VOTE:

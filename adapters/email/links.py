@@ -4,6 +4,10 @@ A link is `<public_url>/email/links/<token>`; the token (itsdangerous, purpose
 `hitl.email.link.v1`) names the approval, the outcome and the addressee, and expires. Nothing in
 it can be edited without the server's key, and the person who confirms decides as the addressee.
 "Once" is enforced when a link is confirmed (`use_key`, an inbound mark): a GET never uses it.
+An Approve or Reject link also names the round it was mailed for (gateway.core.rounds.tag), so
+that an Approve from a mail sent before another approver changed the args is refused (the
+addressee is mailed the current ones), and each round's mail has links of its own to use once.
+A link mailed before round tags has none: it stands for the original args.
 The confirmation form carries a CSRF token bound to a cookie set by the page and to the link.
 """
 
@@ -30,6 +34,7 @@ class Link:
     outcome: Outcome
     addressee: str  # canonical address: who decides by confirming
     extend: str | None = None  # an extend link: the policy's duration ('1h'); `outcome` is unused
+    seen: str | None = None  # the round tag of the args the mail showed (None: an older link)
 
 
 def expiry(approval: Approval, max_age: timedelta) -> datetime:
@@ -46,8 +51,11 @@ def token(
     outcome: Outcome,
     max_age: timedelta,
     extend: str | None = None,
+    seen: str | None = None,
 ) -> str:
+    """`seen`: the round tag of a vote link (rounds.tag of the approval as mailed)."""
     payload = {"a": approval.id, "o": _CODES[outcome], "t": addressee} | ({"x": extend} if extend else {})
+    payload |= {"r": seen} if seen else {}
     return signer.sign(PURPOSE, payload, expiry(approval, max_age))
 
 
@@ -59,17 +67,18 @@ def read(signer: TokenSigner, link_token: str, now: datetime) -> Link:
     """The link a token stands for; InvalidToken (forged, edited) or TokenExpired."""
     data = signer.verify(PURPOSE, link_token, now)
     approval_id, code, addressee, extend = data.get("a"), data.get("o"), data.get("t"), data.get("x")
+    seen = data.get("r")
     if not isinstance(approval_id, str) or not isinstance(addressee, str) or code not in _OUTCOMES:
         raise InvalidToken()
-    if extend is not None and not isinstance(extend, str):
+    if (extend is not None and not isinstance(extend, str)) or (seen is not None and not isinstance(seen, str)):
         raise InvalidToken()
-    return Link(approval_id, _OUTCOMES[code], addressee, extend)
+    return Link(approval_id, _OUTCOMES[code], addressee, extend, seen)
 
 
 def use_key(link: Link) -> str:
     """The inbound mark that makes a link work once."""
     who = hashlib.sha256(link.addressee.encode()).hexdigest()[:16]
-    what = f"x{link.extend}" if link.extend else _CODES[link.outcome]
+    what = f"x{link.extend}" if link.extend else _CODES[link.outcome] + (f":{link.seen}" if link.seen else "")
     return f"email:link:{link.approval_id}:{what}:{who}"
 
 

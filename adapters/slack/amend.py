@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.slack import edit
 from adapters.slack.parse import EditSubmission, Press, make_ref
+from gateway.core import rounds
 from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError
 from gateway.core.models import Outcome
@@ -30,7 +31,8 @@ async def open_edit(ctx: ChannelContext, out: Responder, p: Press) -> presses.Ve
     verdict = await ctx.inbound.may_edit(_press(p))
     if verdict.result is not presses.PressResult.ASK or verdict.approval is None:
         return verdict
-    view = edit.modal(verdict.approval, make_ref(ctx.signer, p.approval_id), p.channel_id)
+    seen = rounds.tag(ctx.signer, verdict.approval)
+    view = edit.modal(verdict.approval, make_ref(ctx.signer, p.approval_id), p.channel_id, seen)
     out.spawn(out.open_modal(p.trigger_id, view, p.response_url))
     return None
 
@@ -55,7 +57,7 @@ async def submit_edit(ctx: ChannelContext, sub: EditSubmission) -> tuple[dict[st
         return _errors(edit.errors(exc.details.get("field"), exc.message, approval)), None
     where = f"slack:{sub.channel_id}" if sub.channel_id else "slack"
     verdict = await ctx.inbound.press(
-        presses.Press(approval.id, Outcome.APPROVE, f"slack:{sub.user_id}", where, args=args)
+        presses.Press(approval.id, Outcome.APPROVE, f"slack:{sub.user_id}", where, args=args, seen=sub.seen)
     )
     if verdict.result is presses.PressResult.INVALID:
         field = (verdict.error or "").split(":", 1)[0]

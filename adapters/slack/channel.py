@@ -25,6 +25,7 @@ from adapters.slack.parse import make_ref
 from adapters.slack.socket import SocketMode
 from adapters.slack.spec import SlackSettings
 from adapters.slack.webhook import PATH, InteractionHandler
+from gateway.core import rounds
 from gateway.core.models import Approval
 from gateway.delivery.channels import Attempt, OutgoingCard, web_card_ref
 from gateway.delivery.spec import ChannelContext
@@ -127,15 +128,15 @@ class SlackChannel:
         """The full card; if Slack refuses it as too big, a compact one, once. Both attempts are
         on the record: the refusal as a `card_degraded` event, the compact one as the delivery."""
         approval, ref = card.approval, make_ref(self._signer, card.approval.id)
-        text = render.card_text(approval)
+        text, seen = render.card_text(approval), rounds.tag(self._signer, approval)
         try:
-            return await self.call(method, **body, text=text, blocks=render.card_blocks(approval, ref))
+            return await self.call(method, **body, text=text, blocks=render.card_blocks(approval, ref, seen))
         except SlackCallError as exc:
             if not exc.too_big:
                 raise
             log.warning("slack: the card of %s is too big (%s); sending a compact one", approval.id, exc.code)
             await self._ctx.inbound.card_degraded(approval.id, card.address, str(exc))
-        blocks = render.compact_blocks(approval, ref, self._page(approval))
+        blocks = render.compact_blocks(approval, ref, self._page(approval), seen)
         return await self.call(method, **body, text=render.cut(text, 300), blocks=blocks)
 
     def _page(self, approval: Approval) -> str:

@@ -47,9 +47,10 @@ def _element(f: argsform.Field) -> dict[str, Any]:
     return el
 
 
-def modal(approval: Approval, ref: str, channel_id: str) -> dict[str, Any]:
-    """The modal; `private_metadata` carries the signed reference (as the reason modal does)."""
-    metadata = json.dumps({"ref": ref, "channel": channel_id}, separators=(",", ":"))
+def modal(approval: Approval, ref: str, channel_id: str, seen: str = "") -> dict[str, Any]:
+    """The modal; `private_metadata` carries the signed reference (as the reason modal does) and
+    `seen`, the round tag of the args its fields show: submitted after another edit, refused."""
+    metadata = json.dumps({"ref": ref, "channel": channel_id, "seen": seen}, separators=(",", ":"))
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": f"*{fit(approval.title, 2000)}*"}}
     ]

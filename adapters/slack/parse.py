@@ -2,6 +2,8 @@
 
 Buttons carry `hitl:<verb>:<ref>` as `action_id` and `<ref>` as `value`, where
 `ref = <approval id>.<HMAC>`: a forged or edited reference is refused before any lookup.
+Approve carries the round tag of the args its card showed (`hitl:approve.<tag>:<ref>`, and the
+Edit modal's `private_metadata` its form's): an older card's Approve has none.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class Press:
     message_ts: str
     response_url: str
     trigger_id: str
-    arg: str = ""  # extend: the duration ('1h'), from `hitl:extend.1h:<ref>`
+    arg: str = ""  # extend: the duration ('1h'), from `hitl:extend.1h:<ref>`; approve: the round tag
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ class EditSubmission:
     user_id: str
     channel_id: str
     values: dict[str, Any]
+    seen: str | None = None  # the round tag the modal was opened on (None: an older modal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +131,12 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if prefix != "hitl":
         return Ignored("not our button")
     verb, _, arg = verb.partition(".")
-    if verb not in VERBS or ref != value or (verb == "extend") != bool(arg):
+    if (
+        verb not in VERBS
+        or ref != value
+        or (verb == "extend" and not arg)
+        or (arg and verb not in ("extend", "approve"))
+    ):
         raise BadPayload("unknown button")
     approval_id = check_ref(signer, value)
     if approval_id is None:
@@ -166,6 +174,6 @@ def _submission(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if not isinstance(values, dict):
         raise BadPayload("view.state.values must be an object")
     if view.get("callback_id") == EDIT_CALLBACK:
-        return EditSubmission(approval_id, user_id, _str(meta, "channel"), values)
+        return EditSubmission(approval_id, user_id, _str(meta, "channel"), values, _str(meta, "seen") or None)
     comment = _str(values, REASON_BLOCK, REASON_INPUT, "value").strip()
     return Submission(approval_id, user_id, _str(meta, "channel"), comment)

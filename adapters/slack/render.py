@@ -182,8 +182,10 @@ def _named(identity: str, shown: str) -> str:
     return who(identity) if identity.startswith("slack:") else escape(shown)
 
 
-def actions(approval: Approval, ref: str) -> Block:
-    approve = _button("approve", "Approve", ref, "primary")
+def actions(approval: Approval, ref: str, seen: str = "") -> Block:
+    """The buttons; Approve's action_id carries `seen`, the round tag of the args shown
+    (`hitl:approve.<tag>:<ref>`, gateway.core.rounds.tag): pressed after an edit, it is refused."""
+    approve = _button(f"approve.{seen}" if seen else "approve", "Approve", ref, "primary")
     approve["confirm"] = {
         "title": _plain("Approve this step?", CONFIRM_TITLE_MAX),
         "text": _plain(f"Approve “{approval.title}” ({approval.step})?", CONFIRM_TEXT_MAX),
@@ -203,7 +205,7 @@ def actions(approval: Approval, ref: str) -> Block:
     }
 
 
-def card_blocks(approval: Approval, ref: str) -> list[Block]:
+def card_blocks(approval: Approval, ref: str, seen: str = "") -> list[Block]:
     """The whole card: live buttons while waiting, the outcome (and no buttons) once decided."""
     blocks: list[Block] = [{"type": "header", "text": _plain(approval.title or "Approval requested", HEADER_MAX)}]
     section: Block = {"type": "section"}
@@ -221,7 +223,7 @@ def card_blocks(approval: Approval, ref: str) -> list[Block]:
     if approval.status.final:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": outcome_text(approval)}})
     else:
-        blocks.append(actions(approval, ref))
+        blocks.append(actions(approval, ref, seen))
     return blocks
 
 
@@ -230,7 +232,7 @@ COMPACT_FIELDS = 3
 COMPACT_FIELD = 300
 
 
-def compact_blocks(approval: Approval, ref: str, page: str) -> list[Block]:
+def compact_blocks(approval: Approval, ref: str, page: str, seen: str = "") -> list[Block]:
     """The card Slack refused (too many blocks, too much text), cut down: the title, the summary,
     the first fields and a link to the whole request on the web page `page`, with the same
     context line and buttons (or outcome). Well under every limit whatever the request holds."""
@@ -241,7 +243,7 @@ def compact_blocks(approval: Approval, ref: str, page: str) -> list[Block]:
     ]
     if fields:
         section["fields"] = fields
-    blocks = card_blocks(approval, ref)
+    blocks = card_blocks(approval, ref, seen)
     blocks[1:-2] = [section]  # header, [this section], context, actions or outcome
     return blocks
 

@@ -53,7 +53,12 @@ def reply_text(verdict: presses.Verdict) -> str | None:
         return render.already_text(approval)
     if verdict.result is presses.PressResult.VOTE and approval is not None:
         return f"Your approval is recorded: {render.progress(approval)}."
-    if verdict.result in (presses.PressResult.INVALID, presses.PressResult.EXTENDED, presses.PressResult.EDITED):
+    if verdict.result in (
+        presses.PressResult.INVALID,
+        presses.PressResult.EXTENDED,
+        presses.PressResult.EDITED,
+        presses.PressResult.STALE,
+    ):
         return verdict.text() + "."
     return _REPLIES.get(verdict.result)
 
@@ -101,7 +106,10 @@ class InteractionHandler:
             reply = reply_text(verdict) if verdict is not None else None
         else:
             outcome = Outcome.APPROVE if press.verb == "approve" else Outcome.REJECT
-            reply = await self._decide(press.approval_id, outcome, press.user_id, press.channel_id, redelivered)
+            seen = (press.arg or None) if outcome is Outcome.APPROVE else None  # the round tag
+            reply = await self._decide(
+                press.approval_id, outcome, press.user_id, press.channel_id, redelivered, seen=seen
+            )
         if reply:  # the commit is done: the reply is slow work, after the ack
             self._out.spawn(self._out.respond(press.response_url, reply))
         return None
@@ -135,10 +143,14 @@ class InteractionHandler:
         channel_id: str,
         redelivered: bool,
         comment: str | None = None,
+        *,
+        seen: str | None = None,
     ) -> str | None:
         """Commit the vote; return what to tell the presser, or None when the card says it all."""
         actor = f"slack:{user_id}"
-        press = presses.Press(approval_id, outcome, actor, _where(channel_id), comment=comment, redelivered=redelivered)
+        press = presses.Press(
+            approval_id, outcome, actor, _where(channel_id), comment=comment, redelivered=redelivered, seen=seen
+        )
         verdict = await self._ctx.inbound.press(press)
         if redelivered:  # the first delivery's own vote or decision: answer as it would have
             d = verdict.approval.decision if verdict.approval else None

@@ -1,4 +1,5 @@
-"""Pure `callback_data` for the card buttons: `<verb>|<approval id>|<truncated HMAC>`.
+"""Pure `callback_data` for the card buttons: `<verb>|<approval id>|<truncated HMAC>`, and
+`a|<approval id>|<round tag>|<truncated HMAC>` for Approve.
 
 Verbs: `a` approve, `r` reject, `e` edit (the presser gets a one-time link to the edit form),
 `x<duration>` extend the deadline (`x1h`).
@@ -6,6 +7,11 @@ Verbs: `a` approve, `r` reject, `e` edit (the presser gets a one-time link to th
 Telegram allows 1-64 bytes. The approval id (16 characters from `service.new_id`) and the verb
 are signed with the server secret (purpose `hitl.telegram.cb.v1`), so a forged, edited or
 foreign button is refused before anything is looked up. State stays on the server.
+
+Approve also carries the round it was drawn for (gateway.core.rounds.tag, 10 characters, under
+the MAC), so that a press on a card drawn before another approver changed the args is refused
+instead of counting for args the presser never saw. An Approve button without one (drawn before
+round tags) parses with `seen` None: the press use case takes it as drawn for the original args.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ PURPOSE = "hitl.telegram.cb.v1"
 MAC_LENGTH = 16  # hex characters = 64 bits
 _VERBS = {"a": Outcome.APPROVE, "r": Outcome.REJECT}
 _CODES = {v: k for k, v in _VERBS.items()}
-MAX_ID_BYTES = MAX_BYTES - len("a||") - MAC_LENGTH  # 45
+TAG_LENGTH = 10  # gateway.core.rounds.TAG_LENGTH
+MAX_ID_BYTES = MAX_BYTES - len("a|||") - TAG_LENGTH - MAC_LENGTH  # 34 (ids are 16)
 EDIT = "e"
 EXTEND = "x"
 MAX_DURATION = 8  # '+90m', '1d12h': an extend verb stays short
@@ -44,13 +51,17 @@ class Button:
     outcome: Outcome
     action: str = "vote"  # vote | edit | extend
     duration: str | None = None  # extend: the policy's duration, as written ('1h')
+    seen: str | None = None  # approve: the round tag the card was drawn with (None: an older card)
 
 
-def build(signer: Macs, approval_id: str, outcome: Outcome) -> str:
-    """The signed callback_data for one button; CallbackTooLong if it cannot fit 64 bytes."""
+def build(signer: Macs, approval_id: str, outcome: Outcome, seen: str = "") -> str:
+    """The signed callback_data for one button (`seen`: Approve's round tag; without one, the
+    format of the cards drawn before round tags); CallbackTooLong if it cannot fit 64 bytes."""
     if not approval_id or "|" in approval_id or len(approval_id.encode()) > MAX_ID_BYTES:
         raise CallbackTooLong(f"approval id must be 1-{MAX_ID_BYTES} bytes without '|' to fit callback_data")
-    message = f"{_CODES[outcome]}|{approval_id}"
+    if (seen and outcome is not Outcome.APPROVE) or len(seen) > TAG_LENGTH or "|" in seen:
+        raise ValueError("only Approve carries a round tag, of at most 10 characters")
+    message = f"{_CODES[outcome]}|{approval_id}" + (f"|{seen}" if seen else "")
     data = f"{message}|{signer.mac(PURPOSE, message, MAC_LENGTH)}"
     assert len(data.encode()) <= MAX_BYTES
     return data
@@ -72,6 +83,11 @@ def parse(signer: Macs, data: str | None) -> Button | None:
     if not data or len(data.encode()) > MAX_BYTES:
         return None
     parts = data.split("|")
+    if len(parts) == 4 and parts[0] == _CODES[Outcome.APPROVE] and parts[2]:
+        verb, approval_id, seen, mac = parts
+        if len(mac) != MAC_LENGTH or not signer.check_mac(PURPOSE, f"{verb}|{approval_id}|{seen}", mac, MAC_LENGTH):
+            return None
+        return Button(approval_id, Outcome.APPROVE, seen=seen) if approval_id else None
     if len(parts) != 3:
         return None
     verb, approval_id, mac = parts

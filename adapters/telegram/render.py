@@ -157,14 +157,16 @@ def _plain_fallback(text: str) -> str:
 
 
 def keyboard(approval: Approval, signer: callback.Macs) -> InlineKeyboardMarkup | None:
-    """Approve and Reject while waiting; no keyboard once decided."""
+    """Approve (bound to this round's args) and Reject while waiting; no keyboard once decided."""
     if approval.status.final:
         return None
     approve = "✅ Approve"
     if approval.policy.quorum > 1:
         approve += f" ({approval.approvals_count}/{approval.policy.quorum})"
     buttons: Iterable[InlineKeyboardButton] = (
-        InlineKeyboardButton(approve, callback_data=callback.build(signer, approval.id, Outcome.APPROVE)),
+        InlineKeyboardButton(
+            approve, callback_data=callback.build(signer, approval.id, Outcome.APPROVE, rounds.tag(signer, approval))
+        ),
         InlineKeyboardButton("❌ Reject", callback_data=callback.build(signer, approval.id, Outcome.REJECT)),
     )
     rows = [list(buttons)]

@@ -96,6 +96,7 @@ class TelegramUpdates:
             card_ref=None if p.chat_id is None or p.message_id is None else parse.card_ref(p.chat_id, p.message_id),
             name=p.who,
             redelivered=not fresh,
+            seen=button.seen,
         )
         if button.action != "vote" or await self._reason_first(press):
             return await self._other(button, press, p, fresh)

@@ -161,6 +161,16 @@ class AlreadyDecided(Conflict):
     code = "already_decided"
 
 
+class StaleRound(Conflict):
+    """An approve on args that are no longer the current round's (gateway.core.rounds.tag):
+    another approver changed them after the card, page or form was drawn. Nothing is recorded."""
+
+    code = "stale_round"
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}", field=field)
+
+
 class IdempotencyConflict(Conflict):
     """The idempotency key was used for a different request."""
 

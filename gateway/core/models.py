@@ -307,6 +307,7 @@ class Approval:
             "args_schema": self.terms.schema if self.terms else None,
             "editable": (self.terms.to_json()["editable"] if self.terms else False),
             "proposal": self.proposal.to_json() if self.proposal else None,
+            "current_args_hash": self.current_hash,  # a decision's `args_hash`: approve what you read
             "extensions": self.extensions,
         }
 

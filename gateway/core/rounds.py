@@ -6,18 +6,63 @@ become the proposal, the votes so far no longer count (they stay in the events) 
 the first of the new round, so everyone who approved before is asked again (their cards are
 synced to show the change). A vote without args, or with the current args, is a vote in the
 current round. Rejecting needs no args: a reject is a veto whatever the args.
+
+An approve is bound to the round it was drawn for: every card's approve button, one-time link and
+form carries `tag(approval)`, a short keyed MAC of the approval id and the hash of the args the
+round votes on, and the vote use case refuses an approve whose tag is not the current round's
+(`saw_current`: StaleRound, nothing recorded). Why a tag and not `Proposal.round`: an edit back
+to the original args ends the proposal, so round numbers repeat (round 1 on args Y, back to round
+0, round 1 again on args Z) while the hash of the args cannot; and why keyed: a plain hash of the
+raw args on a card would let anyone who sees the button guess redacted values offline. A button
+drawn before tags existed carries none: it is taken as drawn for the original args (`ORIGINAL`),
+so after an edit it is refused too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from gateway.core.edits import change_list
 from gateway.core.events import EventKind
 from gateway.core.models import Approval, Outcome, Proposal, Vote
 from gateway.core.policy import Transition, already_decided, apply_vote
+
+
+class Macs(Protocol):
+    """Short MACs, as gateway.core.tokens.TokenSigner makes and checks them."""
+
+    def mac(self, purpose: str, message: str, length: int = 10) -> str: ...
+
+    def check_mac(self, purpose: str, message: str, mac: str, length: int = 10) -> bool: ...
+
+
+TAG_PURPOSE = "hitl.round.v1"
+TAG_LENGTH = 10  # hex characters = 40 bits: small enough for a 64-byte button payload
+ORIGINAL = "0"  # what a card drawn before round tags saw: the original args (never a real tag)
+
+
+def tag_of(signer: Macs, approval_id: str, args_hash: str) -> str:
+    """The round tag of the round that votes on the args hashed `args_hash`."""
+    return signer.mac(TAG_PURPOSE, f"{approval_id}|{args_hash}", TAG_LENGTH)
+
+
+def tag(signer: Macs, approval: Approval) -> str:
+    """The tag a card's approve button (link, form) carries: the round it was drawn for."""
+    return tag_of(signer, approval.id, approval.current_hash)
+
+
+def saw_current(signer: Macs, approval: Approval, seen: str) -> bool:
+    """Whether `seen` (a tag, or ORIGINAL) names the args the current round votes on. Checked
+    against every key of the signer, so a card drawn before a key rotation stays valid."""
+    if seen == ORIGINAL:
+        return approval.current_hash == approval.args_hash
+    return signer.check_mac(TAG_PURPOSE, f"{approval.id}|{approval.current_hash}", seen, TAG_LENGTH)
+
+
+def round_number(approval: Approval) -> int:
+    return approval.proposal.round if approval.proposal is not None else 0
 
 
 def vote_on(approval: Approval, vote: Vote, proposal: Proposal | None) -> Transition:
@@ -80,4 +125,4 @@ def change_text(
     return f"changes proposed by {editor}: {changes} (votes restart on the changed args)"
 
 
-__all__ = ["change_text", "vote_on"]
+__all__ = ["ORIGINAL", "change_text", "round_number", "saw_current", "tag", "tag_of", "vote_on"]

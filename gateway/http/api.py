@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.core import rounds
 from gateway.core.clock import iso
 from gateway.core.errors import ValidationError
 from gateway.core.models import Approval, Status
@@ -94,18 +95,22 @@ async def list_events(request: web.Request) -> web.Response:
 
 @routes.post("/v1/approvals/{id}/decision")
 async def decide(request: web.Request) -> web.Response:
-    """An operator decides as itself (`operator:NAME`); `by` is only kept as `on_behalf_of`."""
+    """An operator decides as itself (`operator:NAME`); `by` is only kept as `on_behalf_of`.
+    With `args_hash` (the `current_args_hash` read), an approve on args changed since is a 409."""
     rt, caller = _rt(request), operator(request)
-    outcome, by, comment, args = schemas.parse_decision(await schemas.read_json(request))
+    body = schemas.parse_decision(await schemas.read_json(request))
+    approval_id = request.match_info["id"]
     approval = await rt.service.decide(
-        request.match_info["id"],
-        outcome,
+        approval_id,
+        body.outcome,
         caller.identity,
-        comment=comment,
+        comment=body.comment,
         channel="api",
         trusted=True,
-        on_behalf_of=by,
-        args=args,
+        on_behalf_of=body.on_behalf_of,
+        args=body.args,
+        seen=None if body.args_hash is None else rounds.tag_of(rt.signer, approval_id, body.args_hash),
+        seen_field="args_hash",
     )
     return web.json_response(await _approval_view(rt, approval))
 

@@ -120,6 +120,11 @@ _DECISION = {
         "by": {"type": "string", "description": "whom the operator acts for: kept as on_behalf_of"},
         "comment": {"type": "string"},
         "args": {"type": "object", "description": "approve with changes: the edited args (editable fields only)"},
+        "args_hash": {
+            "type": "string",
+            "description": "the approval's current_args_hash as read: an approve on args changed since is a 409"
+            " stale_round (a reject is a veto on any args)",
+        },
     },
 }
 _EXTEND = {

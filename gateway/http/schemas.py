@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -216,14 +217,28 @@ def on_behalf_of(body: dict[str, Any]) -> str | None:
     return opt_text(body, "by", max_len=200) or None
 
 
-def parse_decision(body: dict[str, Any]) -> tuple[Outcome, str | None, str | None, dict[str, Any] | None]:
-    """(outcome, on_behalf_of, comment, edited args)."""
-    _unknown(body, {"outcome", "comment", "by", "args"})
+@dataclass(frozen=True, slots=True)
+class DecisionBody:
+    """`POST /v1/approvals/{id}/decision`. `args_hash`: the `current_args_hash` of the approval
+    the caller read; an approve on other args is then a 409 (`stale_round`)."""
+
+    outcome: Outcome
+    on_behalf_of: str | None
+    comment: str | None
+    args: dict[str, Any] | None
+    args_hash: str | None
+
+
+def parse_decision(body: dict[str, Any]) -> DecisionBody:
+    _unknown(body, {"outcome", "comment", "by", "args", "args_hash"})
     outcome = parse_outcome(body)
     args = body.get("args")
     if args is not None and not isinstance(args, dict):
         raise ValidationError("args", "must be a JSON object (the edited args)")
-    return outcome, on_behalf_of(body), opt_text(body, "comment"), args
+    seen = body.get("args_hash")
+    if seen is not None and not (isinstance(seen, str) and 0 < len(seen) <= 128):
+        raise ValidationError("args_hash", "must be the approval's current_args_hash (a string)")
+    return DecisionBody(outcome, on_behalf_of(body), opt_text(body, "comment"), args, seen)
 
 
 def parse_extend(body: dict[str, Any]) -> tuple[timedelta, str | None]:

@@ -16,12 +16,13 @@ from gateway.core import extend as extend_rules
 from gateway.core import policy as rules
 from gateway.core import rounds
 from gateway.core.clock import Clock
-from gateway.core.errors import Conflict, Forbidden, ValidationError
+from gateway.core.errors import Conflict, Forbidden, StaleRound, ValidationError
 from gateway.core.events import EventKind
 from gateway.core.identity import Identities
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Vote
 from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
+from gateway.core.tokens import TokenSigner
 from gateway.service import edits as service_edits
 from gateway.store import Store
 
@@ -40,6 +41,7 @@ class Decisions:
     clock: Clock
     identities: Identities
     redactor: Redactor
+    signer: TokenSigner
 
     if TYPE_CHECKING:
 
@@ -76,14 +78,20 @@ class Decisions:
         check_approver: bool = True,
         on_behalf_of: str | None = None,
         args: dict[str, Any] | None = None,
+        seen: str | None = None,
+        seen_field: str = "round",
     ) -> Approval:
         """A person's vote. `trusted` callers (operators) may decide where the approval names no
         approvers; chat users must be on the channel's allowlist. `actor` must be a canonical
         identity (a ValidationError naming `by` otherwise). `on_behalf_of` (an operator's note of
         whom it acted for) is recorded, never taken as the approver. The comment is redacted
         before it is stored or shown. `args`: the approver's edited args (approve with changes,
-        gateway.service.edits), which start a new round when they differ from the current ones."""
-        ballot = _Ballot(comment, channel, None, trusted, check_approver, on_behalf_of, args)
+        gateway.service.edits), which start a new round when they differ from the current ones.
+        `seen`: the round tag of what the voter saw (gateway.core.rounds.tag, or ORIGINAL); an
+        approve on another round's args is refused (StaleRound, 409, naming `seen_field`), a
+        reject never is (a veto whatever the args). None: not checked (an operator's API call
+        that gave none)."""
+        ballot = _Ballot(comment, channel, None, trusted, check_approver, on_behalf_of, args, seen, seen_field)
         return (await self._vote(approval_id, outcome, actor, ballot))[0]
 
     async def vote(
@@ -96,11 +104,12 @@ class Decisions:
         comment: str | None,
         name: str | None,
         args: dict[str, Any] | None = None,
+        seen: str | None = None,
     ) -> tuple[Approval, EventKind]:
         """A press: `decide` for someone on a channel's allowlist, returning also what the vote
         did (approved, rejected, vote, duplicate_vote), so that the presser is told what was
-        committed. `name` is how the platform shows them, for cards."""
-        return await self._vote(approval_id, outcome, actor, _Ballot(comment, channel, name, args=args))
+        committed. `name` is how the platform shows them, for cards; `seen` as in `decide`."""
+        return await self._vote(approval_id, outcome, actor, _Ballot(comment, channel, name, args=args, seen=seen))
 
     def check_vote(
         self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, Any] | None, comment: str | None
@@ -125,6 +134,16 @@ class Decisions:
             if b.check_approver:
                 allowlist = (actor,) if b.trusted else self.allowlist(actor)
                 rules.check_may_decide(actor, approval, allowlist, self.identities.party)
+            if (
+                b.seen is not None
+                and outcome is Outcome.APPROVE
+                and not rounds.saw_current(self.signer, approval, b.seen)
+            ):
+                raise StaleRound(
+                    b.seen_field,
+                    f"the arguments changed since this was drawn (round {rounds.round_number(approval)} votes on"
+                    " other args): look at the updated card; nothing was recorded",
+                )
             self.check_vote(approval, outcome, actor, args=None, comment=comment)
             proposal, sealed = None, None
             if b.args is not None:
@@ -234,3 +253,5 @@ class _Ballot:
     check_approver: bool = True
     on_behalf_of: str | None = None
     args: dict[str, Any] | None = None  # edited args (approve with changes)
+    seen: str | None = None  # the round tag the voter saw (None: not checked)
+    seen_field: str = "round"  # how the caller named it, for the refusal

@@ -15,12 +15,14 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from gateway.core import rounds
 from gateway.core.errors import (
     AlreadyDecided,
     Conflict,
     Forbidden,
     NotAnApprover,
     RequesterCannotDecide,
+    StaleRound,
     ValidationError,
 )
 from gateway.core.events import EventKind
@@ -52,6 +54,7 @@ class PressResult(StrEnum):
     EDITED = "edited"  # this press changed the args: a new round of votes on them began
     EXTENDED = "extended"  # this press extended the deadline
     INVALID = "invalid"  # refused, nothing changed: `Verdict.error` says why (a bad edit, a missing reason)
+    STALE = "stale"  # an approve drawn for args another approver changed since: refused, the card re-synced
 
 
 _RESULT = {
@@ -70,6 +73,7 @@ _TEXT = {
     PressResult.BUSY: "Too many people pressed at once; please press again",
     PressResult.ASK: "Why do you reject?",
     PressResult.EDITED: "Your changes are recorded; the approvers vote again on them",
+    PressResult.STALE: "The arguments changed: look at the updated card",
 }
 
 
@@ -93,6 +97,9 @@ class Press:
     comment: str | None = None
     redelivered: bool = False
     args: dict[str, Any] | None = None  # approve with changes: the edited args
+    # The round tag the button, link or form was drawn with (gateway.core.rounds.tag); None: one
+    # drawn before tags existed, taken as drawn for the original args. Only an approve checks it.
+    seen: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +145,14 @@ class Verdict:
 
 
 _REFUSED = frozenset(
-    {PressResult.DENIED, PressResult.ALREADY_DECIDED, PressResult.UNKNOWN, PressResult.BUSY, PressResult.INVALID}
+    {
+        PressResult.DENIED,
+        PressResult.ALREADY_DECIDED,
+        PressResult.UNKNOWN,
+        PressResult.BUSY,
+        PressResult.INVALID,
+        PressResult.STALE,
+    }
 )
 
 
@@ -306,15 +320,37 @@ class Inbound:
             return Verdict(PressResult.DUPLICATE_VOTE, approval)  # its first delivery was committed
         try:
             after, event = await self._svc.vote(
-                approval.id, p.outcome, actor, channel=p.channel, comment=p.comment, name=p.name, args=p.args
+                approval.id,
+                p.outcome,
+                actor,
+                channel=p.channel,
+                comment=p.comment,
+                name=p.name,
+                args=p.args,
+                seen=p.seen or rounds.ORIGINAL,
             )
         except AlreadyDecided:  # lost the race: tell the truth about the winner
             return Verdict(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+        except StaleRound:  # drawn for args that changed since: nothing recorded, redraw that card
+            current = await self._svc.store.get_approval(approval.id)
+            await self._resync(current or approval, p)
+            return Verdict(PressResult.STALE, current or approval)
         except ValidationError as exc:  # a bad edit, or a reject without the reason the policy requires
             return Verdict(PressResult.INVALID, approval, error=exc.message)
         except Conflict:
             return Verdict(PressResult.BUSY, approval)
         return Verdict(_RESULT.get(event, PressResult.ALREADY_DECIDED), after)
+
+    async def _resync(self, approval: Approval, p: Press) -> None:
+        """Redraw the card a stale approve came from, so that it shows the current args with a
+        current approve (the edit synced it already, unless that sync is still on its way or the
+        card cannot change: `{"stale": True}` tells a channel whose sent cards are immutable, a
+        mail, to send a fresh one)."""
+        if p.channel not in approval.channels or approval.status.final:
+            return
+        now = self._svc.clock.now()
+        await self._svc.store.enqueue_outbox([NewOutbox(approval.id, p.channel, OutboxKind.SYNC, {"stale": True})], now)
+        self._svc.wake_outbox()
 
     async def _adopt(self, approval: Approval, p: Press) -> str | None:
         """A press proves where a card is. If its post had no recorded answer (`uncertain`, or a

@@ -137,12 +137,16 @@ class GatewayClient:
         by: str | None = None,
         comment: str | None = None,
         args: dict[str, Any] | None = None,
+        args_hash: str | None = None,
     ) -> dict[str, Any]:
         """Decide as this client's operator key (an agent key gets 403 operator_required); `by`
         is kept as `on_behalf_of`, never as who decided. `args`: approve with changes (the
-        edited args; the approval must allow them, `editable`)."""
+        edited args; the approval must allow them, `editable`). `args_hash`: the approval's
+        `current_args_hash` as read: an approve on args another approver changed since is a 409
+        `stale_round` (nothing recorded)."""
         body: dict[str, Any] = {"outcome": outcome, **({"by": by} if by else {})}
         body |= ({"comment": comment} if comment else {}) | ({"args": args} if args is not None else {})
+        body |= {"args_hash": args_hash} if args_hash else {}
         result: dict[str, Any] = await self.request(
             "POST", f"/v1/approvals/{quote(approval_id, safe='')}/decision", body
         )

@@ -75,12 +75,16 @@ async def test_an_approval_with_changes_charges_the_edited_amount_exactly_once(
             await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
     approval_id = suspended.value.approval_id
     async with GatewayClient(env.url, TEST_OPERATOR_KEY) as client:
-        shown = (await client.get(approval_id))["args"]  # the e-mail is redacted here: kept raw underneath
+        read = await client.get(approval_id)
+        shown = read["args"]  # the e-mail is redacted here: kept raw underneath
         too_much = {**shown, "amount": 2_000_000}
         with pytest.raises(GatewayHTTPError) as refused:
             await client.decide(approval_id, "approve", args=too_much)
         assert refused.value.status == 400 and "args.amount" in refused.value.message
-        await client.decide(approval_id, "approve", args={**shown, "amount": 3900})
+        with pytest.raises(GatewayHTTPError) as stale:  # bound to args it never read
+            await client.decide(approval_id, "approve", args={**shown, "amount": 3900}, args_hash="0" * 64)
+        assert stale.value.status == 409 and stale.value.code == "stale_round"
+        await client.decide(approval_id, "approve", args={**shown, "amount": 3900}, args_hash=read["current_args_hash"])
     await env.rt.worker.drain()
     await env.rt.worker.drain()
     assert [(c["amount"], c["run_id"]) for c in env.payments.charges.values()] == [(3900, "inv-3")]

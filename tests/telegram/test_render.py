@@ -102,6 +102,16 @@ def test_callback_data_fits_64_bytes_and_round_trips() -> None:
         callback.build(SIGNER, "ü" * 30, Outcome.APPROVE)  # 60 bytes in UTF-8
 
 
+def test_an_approve_with_its_round_tag_fits_64_bytes_and_round_trips() -> None:
+    seen = "0123456789"  # rounds.TAG_LENGTH characters
+    for length in (1, 16, callback.MAX_ID_BYTES):
+        data = callback.build(SIGNER, "x" * length, Outcome.APPROVE, seen)
+        assert len(data.encode()) <= 64
+        assert callback.parse(SIGNER, data) == callback.Button("x" * length, Outcome.APPROVE, seen=seen)
+    with pytest.raises(ValueError):
+        callback.build(SIGNER, "abcdefghijklmnop", Outcome.REJECT, seen)  # a veto needs no round
+
+
 def test_callback_data_is_refused_when_forged_or_signed_by_another_key() -> None:
     data = callback.build(SIGNER, "abcdefghijklmnop", Outcome.APPROVE)
     verb, aid, mac = data.split("|")

@@ -73,8 +73,17 @@ async def test_a_stranger_pressing_in_a_loop_does_not_grow_the_record_without_bo
 async def test_forged_callback_data_is_refused(tg: TG) -> None:
     approval_id, mid = await tg.posted()
     good = tg.data(mid, "Approve")
-    verb, aid, mac = good.split("|")
-    forged = [f"r|{aid}|{mac}", f"{verb}|{aid}|{'0' * len(mac)}", f"a|zzzzzzzzzzzzzzzz|{mac}", "approve", "a|b|c|d"]
+    verb, aid, seen, mac = good.split("|")
+    forged = [
+        f"r|{aid}|{mac}",
+        f"r|{aid}|{seen}|{mac}",
+        f"{verb}|{aid}|{seen}|{'0' * len(mac)}",
+        f"a|zzzzzzzzzzzzzzzz|{seen}|{mac}",
+        f"a|{aid}|{'0' * len(seen)}|{mac}",  # another round's tag: the MAC covers it
+        f"a|{aid}|{mac}",  # the tag dropped (to pass for an older card)
+        "approve",
+        "a|b|c|d",
+    ]
     for data in forged:
         assert await tg.send(tg.press(ALICE, data, mid)) == 200
     assert tg.answers() == ["This button is not valid"] * len(forged)

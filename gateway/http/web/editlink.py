@@ -3,7 +3,11 @@
 No sign-in: the signed link names who decides. The GET only shows the form (link previews and
 scanners fetch links, they do not submit); the POST, with a CSRF token bound to a cookie the page
 set, goes through the press use case as the link's identity, like a button press on its channel.
-A refused edit re-renders the form with the error next to it and what was typed kept.
+A refused edit re-renders the form with the error next to it and what was typed kept. The form
+carries the round it was drawn for (gateway.core.rounds.tag): submitted after another approver
+changed the args, it is refused (no vote), and drawn anew on the current args with a fresh link,
+without what was typed (built on the old args, it would silently undo that change): an edit
+on a stale form is not taken as a new proposal, because its untouched fields are the old values.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ def _ctx(approval: Approval, link: editlinks.EditLink, token: str, **form: Any) 
         "token": token,
         "fields": Markup(argsform.render(fs, form.get("submitted"), form.get("error_field"))),  # escaped there
         "change": rounds.change_text(approval) or "",
+        "round": form.get("round") or "",
         "form_error": form.get("error", ""),
     }
 
@@ -70,8 +75,8 @@ async def edit_page(request: web.Request) -> web.Response:
     opened = await _open(request, token)
     if isinstance(opened, web.Response):
         return opened
-    _, link, approval = opened
-    return render(request, "edit_link.html", _ctx(approval, link, token))
+    rt, link, approval = opened
+    return render(request, "edit_link.html", _ctx(approval, link, token, round=rounds.tag(rt.signer, approval)))
 
 
 @routes.post("/edit/{token}")
@@ -89,18 +94,43 @@ async def edit_submit(request: web.Request) -> web.Response:
     kept = {k: v for k, v in form.items() if k.startswith(argsform.PREFIX)}
     try:
         args = argsform.read(approval, form)
-        press = Press(approval.id, Outcome.APPROVE, link.actor, parse_address(link.actor)[0], name=link.name, args=args)
+        where = parse_address(link.actor)[0]
+        seen = form.get("round") or None
+        press = Press(approval.id, Outcome.APPROVE, link.actor, where, name=link.name, args=args, seen=seen)
         verdict = await rt.inbound.press(press)
+        if verdict.result is PressResult.STALE and verdict.approval is not None:
+            return _again(request, rt, verdict.approval, link, status=409, error=verdict.text() + ".")
         if verdict.result is PressResult.INVALID:
             raise ValidationError(_field_of(verdict.error) or "args", (verdict.error or "").split(": ", 1)[-1])
     except GatewayError as exc:
-        again = editlinks.token(rt.signer, approval.id, link.actor, link.name, rt.clock.now())
-        ctx = _ctx(approval, link, again, error=exc.message, submitted=kept, error_field=exc.details.get("field"))
-        return render(request, "edit_link.html", ctx, status=exc.status)
+        # what was typed is kept with the round it was typed on: stale, it is refused when sent again
+        field, seen_round = exc.details.get("field"), form.get("round") or rounds.ORIGINAL
+        return _again(
+            request,
+            rt,
+            approval,
+            link,
+            status=exc.status,
+            error=exc.message,
+            submitted=kept,
+            error_field=field,
+            round=seen_round,
+        )
     if verdict.result not in _DONE:
         status = 403 if verdict.result is PressResult.DENIED else 409 if verdict.refused else 400
         return _fail(request, status, verdict.text())
     return render(request, "done.html", {"message": _DONE[verdict.result] + "."})
+
+
+def _again(
+    request: web.Request, rt: Runtime, approval: Approval, link: editlinks.EditLink, **form: Any
+) -> web.Response:
+    """The form again, with a fresh link for the same person, drawn for the current round."""
+    status = form.pop("status")
+    form.setdefault("round", rounds.tag(rt.signer, approval))
+    again = editlinks.token(rt.signer, approval.id, link.actor, link.name, rt.clock.now())
+    ctx = _ctx(approval, link, again, **form)
+    return render(request, "edit_link.html", ctx, status=status)
 
 
 def _field_of(error: str | None) -> str | None:

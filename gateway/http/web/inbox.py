@@ -16,7 +16,7 @@ from markupsafe import Markup
 
 from gateway.core import extend as extend_rules
 from gateway.core import rounds
-from gateway.core.errors import GatewayError
+from gateway.core.errors import GatewayError, StaleRound
 from gateway.core.extend import parse_extension
 from gateway.core.models import Approval, Outcome, Status
 from gateway.http.keys import RUNTIME
@@ -40,6 +40,7 @@ _CONTENT_TYPES = {
     "/live": "text/event-stream",
 }
 _MAX_COMMENT = 2000
+STALE_TEXT = "The arguments changed while this page was open: look at them again below. Nothing was recorded."
 
 
 # ---------------------------------------------------------------- pages
@@ -93,6 +94,8 @@ async def _approval_ctx(rt: Runtime, approval: Approval, user: User, **form: Any
     return {
         "edit_fields": Markup(edit_fields),  # escaped by argsform.render
         "change": rounds.change_text(approval) or "",
+        # the form approves this round's args only; typed input kept after an error keeps its round
+        "round": form.get("round") or rounds.tag(rt.signer, approval),
         "extend_choices": [extend_rules.label(d) for d in extend_rules.choices(approval)],
         "require_reason": approval.policy.require_reason,
         "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
@@ -114,7 +117,9 @@ async def _approval_ctx(rt: Runtime, approval: Approval, user: User, **form: Any
 async def decide(request: web.Request, user: User) -> web.StreamResponse:
     """Approve, or reject with a comment, as web:<name> (approvers only; CSRF token required).
     A decision that cannot be taken re-renders the page with the error next to the form and
-    what was typed kept."""
+    what was typed kept; a page drawn before another approver changed the args (its `round`)
+    comes back drawn anew, the comment kept but not the arg fields, which were the old args and
+    would silently undo that change."""
     rt = request.app[RUNTIME]
     form = await checked_form(request)
     comment = form.get("comment", "").strip()
@@ -124,7 +129,13 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
         # The edit fields travel with an approve (unchanged ones are no edit: the same args hash).
         args = argsform.read(current, form) if outcome is Outcome.APPROVE else None
         approval = await rt.service.decide(
-            current.id, outcome, user.actor, comment=comment or None, channel="web", args=args
+            current.id,
+            outcome,
+            user.actor,
+            comment=comment or None,
+            channel="web",
+            args=args,
+            seen=form.get("round") or rounds.ORIGINAL,  # a page without one predates round tags
         )
     except (PageError, GatewayError) as exc:
         status = exc.status
@@ -133,8 +144,18 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
         current = await rt.service.get(current.id)
         field = exc.details.get("field") if isinstance(exc, GatewayError) else None
         kept = {k: v for k, v in form.items() if k.startswith(argsform.PREFIX)}
+        message, seen_round = exc.message, form.get("round") or rounds.ORIGINAL
+        if isinstance(exc, StaleRound):
+            kept, field, message, seen_round = {}, None, STALE_TEXT, ""
         ctx = await _approval_ctx(
-            rt, current, user, error=exc.message, comment=comment[:_MAX_COMMENT], submitted=kept, error_field=field
+            rt,
+            current,
+            user,
+            error=message,
+            comment=comment[:_MAX_COMMENT],
+            submitted=kept,
+            error_field=field,
+            round=seen_round,
         )
         return render(request, "approval.html", ctx, status=status)
     raise web.HTTPSeeOther(f"/approvals/{approval.id}")
