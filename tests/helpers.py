@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 from gateway.runtime import Runtime
@@ -19,3 +21,19 @@ async def table_counts(rt: Runtime) -> dict[str, Any]:
         "outbox": outbox,
         "jobs": len(await store.list_jobs(limit=10_000)),
     }
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def source_copy(dst: Path) -> Path:
+    """The server's sources (pyproject, README, gateway, adapters) copied to `dst`, to build a
+    distribution from: a build writes build/ and *.egg-info next to its sources, which must not
+    land in the checkout (an egg-info there makes `hitl-gateway` look installed to any interpreter
+    run with the checkout on its path)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copyfile(ROOT / name, dst / name)
+    for package in ("gateway", "adapters"):
+        shutil.copytree(ROOT / package, dst / package, ignore=shutil.ignore_patterns("__pycache__"))
+    return dst

@@ -18,6 +18,7 @@ from gateway.store.migrations import MIGRATIONS
 from gateway.store.rows import APPROVAL_COLUMNS, POLICY_COLUMNS
 from gateway.store.sql import DIALECTS, in_list, parse, queries, to_dialect
 from gateway.store.sqlite.writes import multi_row
+from tests.helpers import source_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 _USE = re.compile(r"\bQ\.(\w+)|queries\(\"(?:sqlite|postgres)\"\)\.(\w+)")
@@ -120,14 +121,7 @@ def test_migrations_are_files_with_both_dialects() -> None:
 def test_an_installed_wheel_finds_its_sql_files(tmp_path: Path) -> None:
     """Build the wheel from a copy of the tree, install it into a bare directory, and load every
     query and migration from there in a fresh interpreter run outside the checkout."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        (src / name).write_bytes((ROOT / name).read_bytes())
-    for package in ("gateway", "adapters"):
-        subprocess.run(
-            ["cp", "-r", str(ROOT / package), str(src / package)], check=True
-        )  # a copy: the build writes build/ and *.egg-info next to the sources
+    src = source_copy(tmp_path / "src")
     wheels, target = tmp_path / "wheels", tmp_path / "site"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(src)], check=True)

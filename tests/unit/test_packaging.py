@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import source_copy
 
 
 @pytest.mark.slow
 def test_building_the_wheel_prints_no_deprecation_warning(tmp_path: Path) -> None:
+    src = source_copy(tmp_path / "src")
     out = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-w", str(tmp_path), "-v"],
+        [sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-w", str(tmp_path / "wheels"), "-v"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -23,4 +24,4 @@ def test_building_the_wheel_prints_no_deprecation_warning(tmp_path: Path) -> Non
     assert out.returncode == 0, out.stderr[-2000:]
     log = out.stdout + out.stderr
     assert "deprecated" not in log.lower(), [line for line in log.splitlines() if "deprecat" in line.lower()]
-    assert list(tmp_path.glob("hitl_gateway-*.whl"))
+    assert list((tmp_path / "wheels").glob("hitl_gateway-*.whl"))
