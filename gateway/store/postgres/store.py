@@ -4,8 +4,9 @@ its SQL by name from gateway/store/sql/ (queries.sql, and postgres.sql for what 
 Correctness across replicas comes from the database, never from a leader:
 - `save_transition` is a compare-and-set on `version` (a concurrent UPDATE waits for the row
   lock, then re-checks the version and touches nothing);
-- claims use `FOR UPDATE SKIP LOCKED` plus a lease, so each due row goes to one replica, and a
-  row held by a dead replica is taken again once its lease runs out;
+- claims use `FOR UPDATE SKIP LOCKED` plus a lease, so each due row goes to one replica; a
+  replica proved gone (liveness.py: its advisory lock is free and its heartbeat stale) has its
+  claims released by another within about two seconds, and a stopping one hands its own back;
 - after committing deliveries, jobs or deadlines, the store NOTIFYs (notify.py: why not inside
   the transaction) and other replicas' loops wake (`subscribe`); polling stays as the fallback.
 Reads are one statement each: one consistent snapshot under READ COMMITTED.
@@ -34,6 +35,7 @@ from gateway.core.models import (
     StepRecord,
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
+from gateway.store.postgres.liveness import Liveness
 from gateway.store.postgres.migrate import migrate, schema_version
 from gateway.store.postgres.notify import Listener, Notifier, Notify
 from gateway.store.postgres.pool import Pool, affected
@@ -64,6 +66,7 @@ class PostgresStore:
         self._db = Pool(url, min_size=min_size, max_size=max_size)
         self._listener = Listener(url)
         self._notifier = Notifier(url)
+        self._liveness = Liveness(url)
 
     # ---------------------------------------------------------------- lifecycle
     async def open(self) -> None:
@@ -76,6 +79,7 @@ class PostgresStore:
             raise
 
     async def close(self) -> None:
+        await self._liveness.release()  # no-op unless still held (release_claims lets it go first)
         await self._notifier.close()
         await self._listener.close()
         await self._db.close()
@@ -104,6 +108,35 @@ class PostgresStore:
         async with self._db.tx() as conn:
             rows: list[Any] = await conn.fetch(sql, to_ts(now), limit, owner, to_ts(now + lease))
             return rows
+
+    # ---------------------------------------------------------------- liveness (liveness.py)
+    async def take_over(self, owner: str, now: datetime, *, exclusive: bool = False) -> int:
+        """Prove `owner` alive for as long as it claims (an advisory lock and a heartbeat), then
+        release the claims of the replicas that are gone."""
+        await self._liveness.hold(owner)
+        return await self.reap(owner, now)
+
+    async def reap(self, owner: str, now: datetime) -> int:
+        """Renew `owner`'s heartbeat; release the claims of every replica proved gone."""
+        released = 0
+
+        async def release(conn: Any, gone: str) -> None:
+            nonlocal released
+            released += await _release(conn, gone, to_ts(now))
+
+        gone = await self._liveness.reap(release)
+        if gone:
+            self._notifier.committed(outbox=True, jobs=True, wake_at=to_ts(now))
+        return released
+
+    async def release_claims(self, owner: str, now: datetime) -> int:
+        """Hand back what `owner` still holds (a stopping gateway), wake the other replicas,
+        and stop proving it alive."""
+        async with self._db.tx() as conn:
+            released = await _release(conn, owner, to_ts(now))
+        self._notifier.committed(outbox=True, jobs=True, wake_at=to_ts(now))
+        await self._liveness.release()
+        return released
 
     # ---------------------------------------------------------------- approvals
     async def create_approval(
@@ -399,3 +432,11 @@ class PostgresStore:
         created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
         assert created is not None and expires is not None
         return Prompt(row["key"], row["approval_id"], row["actor"], row["purpose"], created, expires)
+
+
+async def _release(conn: Any, owner: str, now: float | None) -> int:
+    """Every claim `owner` holds, claimable again at once (one transaction: the caller's)."""
+    jobs = affected(await conn.execute(Q.release_jobs, owner, now))
+    deliveries = affected(await conn.execute(Q.release_outbox, owner))
+    wakes = affected(await conn.execute(Q.release_wakes, owner))
+    return jobs + deliveries + wakes

@@ -40,6 +40,7 @@ from gateway.store.sql import approvals_sql, queries
 from gateway.store.sqlite import claims
 from gateway.store.sqlite.engine import Engine
 from gateway.store.sqlite.migrate import migrate, schema_version
+from gateway.store.sqlite.serve_lock import ServeLock
 from gateway.store.sqlite.writes import (
     insert_events,
     insert_jobs,
@@ -60,13 +61,35 @@ class SQLiteStore:
     def __init__(self, path: str) -> None:
         self.path = path
         self._engine = Engine(path)
+        self._serve_lock = ServeLock(path) if path != ":memory:" else None
 
     # ---------------------------------------------------------------- lifecycle
     async def open(self) -> None:
         await self._engine.open(migrate)
 
     async def close(self) -> None:
-        await self._engine.close()
+        try:
+            await self._engine.close()
+        finally:
+            if self._serve_lock is not None:
+                self._serve_lock.release()
+
+    async def take_over(self, owner: str, now: datetime, *, exclusive: bool = False) -> int:
+        """With `exclusive` (a `serve`): take the file's lock (serve_lock.py; StoreInUse if another
+        serve lives), which proves every claim in the file a dead process's, and release them all."""
+        if not exclusive or self._serve_lock is None:
+            return 0
+        self._serve_lock.acquire()
+        t = to_ts(now)
+        return await self._write(lambda c: claims.release_every(c, t))
+
+    async def reap(self, owner: str, now: datetime) -> int:
+        """Nothing to reap: one serving process per file."""
+        return 0
+
+    async def release_claims(self, owner: str, now: datetime) -> int:
+        t = to_ts(now)
+        return await self._write(lambda c: claims.release(c, owner, t))
 
     async def schema_version(self) -> int:
         return await self._read(schema_version)
