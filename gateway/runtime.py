@@ -157,9 +157,7 @@ class Runtime:
         _freeze_startup_heap()
         if background:
             loops = [*self.loops, self._liveness] if self.store.dialect != "sqlite" else self.loops
-            self._tasks = [
-                asyncio.create_task(loop(), name=getattr(loop, "__qualname__", "loop")) for loop in loops
-            ]
+            self._tasks = [asyncio.create_task(loop(), name=getattr(loop, "__qualname__", "loop")) for loop in loops]
 
     async def _liveness(self) -> None:
         """Prove this process alive and take over, within about two seconds, the claims of the
