@@ -52,6 +52,12 @@ def _freeze_startup_heap() -> None:
         gc.freeze()
 
 
+def _report_failed_loop(task: asyncio.Task[None]) -> None:
+    """A background loop that died is logged when it dies (/readyz turns 503), not at exit."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("background loop %s failed; /readyz reports it", task.get_name(), exc_info=exc)
+
+
 class WakeUps(Observer):
     """The background loops wake early when a commit queued their work or moved a deadline
     (other replicas poll, or hear a NOTIFY: `Runtime._on_wakeup`)."""
@@ -158,6 +164,8 @@ class Runtime:
         if background:
             loops = [*self.loops, self._liveness] if self.store.dialect != "sqlite" else self.loops
             self._tasks = [asyncio.create_task(loop(), name=getattr(loop, "__qualname__", "loop")) for loop in loops]
+            for task in self._tasks:
+                task.add_done_callback(_report_failed_loop)
 
     async def _liveness(self) -> None:
         """Prove this process alive and take over, within about two seconds, the claims of the
