@@ -4,6 +4,7 @@ interpreter's exit (the SQLite engine's threads are daemons, and the watchdog en
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from tests.procs import free_port, wait_ready, write_config
@@ -33,16 +35,14 @@ def _start(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[bytes], Path, in
 
 
 async def _sigterm_and_time(tmp_path: Path, mode: str) -> tuple[int, float, str]:
-    import aiohttp
-
     proc, log, port = _start(tmp_path, mode)
     try:
         async with aiohttp.ClientSession() as http:
             await wait_ready(http, f"http://127.0.0.1:{port}", lambda: proc.poll() is None, path="/healthz", log=log)
-        time.sleep(0.5)  # the loops fail meanwhile
+        await asyncio.sleep(0.5)  # the loops fail meanwhile
         proc.send_signal(signal.SIGTERM)
         sent = time.monotonic()
-        code = proc.wait(SHUTDOWN + 10)
+        code = await asyncio.to_thread(proc.wait, SHUTDOWN + 10)
         return code, time.monotonic() - sent, log.read_text()
     finally:
         if proc.poll() is None:
