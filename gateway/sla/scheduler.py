@@ -145,6 +145,9 @@ class SlaScheduler:
         self.start()
         try:
             await self._stopping.wait()
+            if self._aps is not None and self._aps.running:
+                self._aps.pause()  # no new wake-up; one already handed to the loop returns at once
+            await asyncio.sleep(0.01)
             async with self._lock:  # let a tick in flight finish its batch before APScheduler goes
                 pass
         finally:
