@@ -158,7 +158,10 @@ def _free_port() -> int:
         return port
 
 
-def _start(db_url: str, chats: Chats, effects: FakeEffects, tmp: Path, i: int) -> Replica:
+def _start(
+    db_url: str, chats: Chats, effects: FakeEffects, tmp: Path, i: int, extra: dict[str, str] | None = None
+) -> Replica:
+    """Replica `i` (a restarted one appends to the same log); `extra`: more HITL_* settings."""
     port = _free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("HITL_")},
@@ -178,9 +181,10 @@ def _start(db_url: str, chats: Chats, effects: FakeEffects, tmp: Path, i: int) -
         "HITL_WORKERS_AGENT_TIMEOUT": "10s",
         "HITL_WORKERS_AGENT_RETRY_BASE": "0.2s",
         **chats.env(),
+        **(extra or {}),
     }
     cmd = [sys.executable, "-m", "gateway", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    with (tmp / f"replica-{i}.log").open("wb") as log:  # the child keeps its own descriptor
+    with (tmp / f"replica-{i}.log").open("ab") as log:  # the child keeps its own descriptor
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT)
     return Replica(i, port, proc)
 
