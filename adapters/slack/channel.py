@@ -20,11 +20,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from adapters.slack import once, render
-from adapters.slack.errors import classify, network_error
+from adapters.slack.errors import SlackCallError, classify, network_error
 from adapters.slack.parse import make_ref
+from adapters.slack.socket import SocketMode
 from adapters.slack.spec import SlackSettings
 from adapters.slack.webhook import PATH, InteractionHandler
-from gateway.delivery.channels import Attempt, OutgoingCard
+from gateway.core.models import Approval
+from gateway.delivery.channels import Attempt, OutgoingCard, web_card_ref
 from gateway.delivery.spec import ChannelContext
 
 log = logging.getLogger("adapters.slack")
@@ -57,6 +59,9 @@ class SlackChannel:
         self._client: AsyncWebClient | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.webhook = InteractionHandler(ctx, self, settings.signing_secret)
+        self.socket = (
+            SocketMode(ctx, self.webhook, settings.app_token, settings.base_url) if settings.app_token else None
+        )
 
     # ---------------------------------------------------------------- lifecycle
     async def start(self) -> None:
@@ -69,13 +74,18 @@ class SlackChannel:
                 timeout=TIMEOUT_SECONDS,
                 retry_handlers=[],
             )
+        if self.socket is not None:
+            await self.socket.start()
 
     async def close(self) -> None:
+        if self.socket is not None:
+            await self.socket.close()
         await self.settle()
         self._session = self._client = None  # the runtime closes the shared session
 
     def routes(self) -> Sequence[web.AbstractRouteDef]:
-        return [web.post(PATH, self.webhook.handle)]
+        """The webhook, unless Socket Mode alone is configured (no signing secret to check)."""
+        return [web.post(PATH, self.webhook.handle)] if self._settings.signing_secret else []
 
     # ---------------------------------------------------------------- Web API
     async def call(
@@ -104,27 +114,32 @@ class SlackChannel:
             if found is not None:
                 log.warning("slack: card of %s was already posted; adopting it", approval.id)
                 return f"{target}:{found}"
-        data = await self.call(
-            "chat.postMessage",
-            channel=target,
-            text=render.card_text(approval),
-            blocks=render.card_blocks(approval, make_ref(self._signer, approval.id)),
-            metadata=once.card_metadata(approval.id),
-            unfurl_links=False,
-        )
+        body = {"channel": target, "metadata": once.card_metadata(approval.id), "unfurl_links": False}
+        data = await self._send_card("chat.postMessage", card, body)
         return f"{data.get('channel', target)}:{data.get('ts', '')}"
 
     async def update_card(self, card: OutgoingCard) -> None:
         assert card.ref is not None
-        approval = card.approval
         channel, ts = split_ref(card.ref)
-        await self.call(
-            "chat.update",
-            channel=channel,
-            ts=ts,
-            text=render.card_text(approval),
-            blocks=render.card_blocks(approval, make_ref(self._signer, approval.id)),
-        )
+        await self._send_card("chat.update", card, {"channel": channel, "ts": ts})
+
+    async def _send_card(self, method: str, card: OutgoingCard, body: dict[str, Any]) -> dict[str, Any]:
+        """The full card; if Slack refuses it as too big, a compact one, once. Both attempts are
+        on the record: the refusal as a `card_degraded` event, the compact one as the delivery."""
+        approval, ref = card.approval, make_ref(self._signer, card.approval.id)
+        text = render.card_text(approval)
+        try:
+            return await self.call(method, **body, text=text, blocks=render.card_blocks(approval, ref))
+        except SlackCallError as exc:
+            if not exc.too_big:
+                raise
+            log.warning("slack: the card of %s is too big (%s); sending a compact one", approval.id, exc.code)
+            await self._ctx.inbound.card_degraded(approval.id, card.address, str(exc))
+        blocks = render.compact_blocks(approval, ref, self._page(approval))
+        return await self.call(method, **body, text=render.cut(text, 300), blocks=blocks)
+
+    def _page(self, approval: Approval) -> str:
+        return f"{self._ctx.public_url}{web_card_ref(approval.id)}" if self._ctx.public_url else ""
 
     async def send_reminder(self, card: OutgoingCard) -> None:
         """A threaded reply under the card (or a plain message if the card is unknown)."""

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from gateway.delivery.channels import DeliveryError
 
+# The card itself is refused (too many blocks, too much text, a block Slack will not take): the
+# same card would fail the same way, so the channel posts a compact one instead (render.compact).
+TOO_BIG = frozenset({"msg_blocks_too_long", "msg_too_long", "invalid_blocks"})
 RATE_LIMITED = frozenset({"ratelimited", "rate_limited"})
 TRANSIENT = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})
 TERMINAL = frozenset(
@@ -29,6 +32,7 @@ TERMINAL = frozenset(
         "invalid_blocks",
         "invalid_arguments",
         "msg_too_long",
+        "msg_blocks_too_long",
         "message_not_found",
         "cant_update_message",
         "edit_window_closed",
@@ -47,17 +51,29 @@ def retry_after_seconds(header: str | None) -> float | None:
     return value if 0 <= value < 86400 else None
 
 
-def classify(method: str, status: int, error: str | None, retry_after: str | None = None) -> DeliveryError:
+class SlackCallError(DeliveryError):
+    """A Web API call that Slack answered with an error: `code` is Slack's (e.g. `msg_too_long`)."""
+
+    def __init__(self, message: str, code: str | None, *, transient: bool, retry_after: float | None = None) -> None:
+        super().__init__(message, transient=transient, retry_after=retry_after)
+        self.code = code
+
+    @property
+    def too_big(self) -> bool:
+        return self.code in TOO_BIG
+
+
+def classify(method: str, status: int, error: str | None, retry_after: str | None = None) -> SlackCallError:
     """Turn one failed call into a transient or terminal DeliveryError."""
     what = error or f"HTTP {status}"
     message = f"slack {method}: {what}"
     if status == 429 or error in RATE_LIMITED:
-        return DeliveryError(message, transient=True, retry_after=retry_after_seconds(retry_after))
+        return SlackCallError(message, error, transient=True, retry_after=retry_after_seconds(retry_after))
     if status >= 500 or error in TRANSIENT:
-        return DeliveryError(message, transient=True)
+        return SlackCallError(message, error, transient=True)
     # TERMINAL lists the usual ones; an unknown code is terminal too: the same request would
     # fail the same way, and the error stays visible on the card instead of looping forever.
-    return DeliveryError(message, transient=False)
+    return SlackCallError(message, error, transient=False)
 
 
 def network_error(method: str, exc: BaseException) -> DeliveryError:

@@ -92,7 +92,12 @@ def _str(data: Any, *path: str) -> str:
 
 
 def parse(body: bytes, signer: TokenSigner) -> Interaction:
-    data = payload_of(body)
+    """A webhook body (`payload=<JSON>`), read like a Socket Mode envelope's payload."""
+    return read(payload_of(body), signer)
+
+
+def read(data: dict[str, Any], signer: TokenSigner) -> Interaction:
+    """An interaction payload, however it arrived (the webhook's form, a Socket Mode envelope)."""
     kind = data.get("type")
     if kind == "block_actions":
         return _press(data, signer)

@@ -197,6 +197,36 @@ def card_blocks(approval: Approval, ref: str) -> list[Block]:
     return blocks
 
 
+COMPACT_SUMMARY = 600
+COMPACT_FIELDS = 3
+COMPACT_FIELD = 300
+
+
+def compact_blocks(approval: Approval, ref: str, page: str) -> list[Block]:
+    """The card Slack refused (too many blocks, too much text), cut down: the title, the summary,
+    the first fields and a link to the whole request on the web page `page`, with the same
+    context line and buttons (or outcome). Well under every limit whatever the request holds."""
+    section: Block = {"type": "section", "text": {"type": "mrkdwn", "text": _compact_text(approval, page)}}
+    fields = [
+        {"type": "mrkdwn", "text": cut(f["text"], COMPACT_FIELD)}
+        for f in arg_fields(dict(list(approval.args.items())[:COMPACT_FIELDS]))
+    ]
+    if fields:
+        section["fields"] = fields
+    blocks = card_blocks(approval, ref)
+    blocks[1:-2] = [section]  # header, [this section], context, actions or outcome
+    return blocks
+
+
+def _compact_text(approval: Approval, page: str) -> str:
+    summary = fit(approval.summary, COMPACT_SUMMARY) if approval.summary else ""
+    more = len(approval.args) - COMPACT_FIELDS
+    shown = f"the first {COMPACT_FIELDS} of {len(approval.args)} arguments" if more > 0 else "a shortened card"
+    link = f"<{page}|the whole request>" if page.startswith(("https://", "http://")) else "the web inbox"
+    note = f"_Too long for Slack: {shown}; see {link}._"
+    return f"{summary}\n{note}" if summary else note
+
+
 def card_text(approval: Approval) -> str:
     """The notification / fallback text of the card: escaped like the blocks, so that a title
     cannot mention `<!channel>` or hide a link in a phone's notification."""

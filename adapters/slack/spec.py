@@ -26,6 +26,7 @@ class SlackSettings:
     signing_secret: str = ""
     base_url: str = "https://slack.com/api/"
     approvers: tuple[str, ...] = ()
+    app_token: str = ""  # xapp-…: interactions over Socket Mode instead of the public webhook
 
 
 def _enabled(section: SlackSettings) -> bool:
@@ -33,8 +34,12 @@ def _enabled(section: SlackSettings) -> bool:
 
 
 def _check(section: SlackSettings) -> None:
-    if _enabled(section) and not section.signing_secret:
-        raise ConfigError("slack.signing_secret", "required when slack.bot_token is set")
+    if section.app_token and not section.app_token.startswith("xapp-"):
+        raise ConfigError(
+            "slack.app_token", "an app-level token starts with 'xapp-' (Basic Information → App-Level Tokens)"
+        )
+    if _enabled(section) and not section.signing_secret and not section.app_token:
+        raise ConfigError("slack.signing_secret", "required when slack.bot_token is set (or set slack.app_token)")
 
 
 def channel_target(text: str) -> str:
@@ -54,20 +59,28 @@ SPEC = ChannelSpec(
     kind="slack",
     summary="Slack app: Block Kit cards, signed interactivity",
     settings=SlackSettings,
-    schema={"bot_token": string, "signing_secret": string, "base_url": string, "approvers": strings},
+    schema={
+        "bot_token": string,
+        "signing_secret": string,
+        "base_url": string,
+        "approvers": strings,
+        "app_token": string,
+    },
     # member ids: U… (or W… on Enterprise Grid), upper case
     identity=IdSyntax(r"[UWuw][A-Za-z0-9]{1,31}", "a Slack member id like U012AB3CD", str.upper),
     target=channel_target,
     create=_create,
     enabled=_enabled,
     check=_check,
-    secrets=frozenset({"bot_token", "signing_secret"}),
-    secret_patterns=(r"(?i)(xox[abpr]-)[A-Za-z0-9-]+",),  # bot and user tokens keep their prefix
+    secrets=frozenset({"bot_token", "signing_secret", "app_token"}),
+    # bot, user and app-level tokens keep their prefix
+    secret_patterns=(r"(?i)(xox[abpr]-)[A-Za-z0-9-]+", r"(?i)(xapp-)[A-Za-z0-9-]+"),
     quiet_loggers=("slack_sdk",),
     sample=(
         "# [slack]                    # docs/slack.md: cards with buttons; the app manifest is in deploy/\n"
         '# bot_token = ""             # xoxb-...\n'
         '# signing_secret = ""\n'
+        '# app_token = ""             # xapp-...: Socket Mode, no public URL needed (then no signing_secret)\n'
         '# approvers = ["U111"]       # member ids\n'
     ),
 )

@@ -1,10 +1,12 @@
-"""POST /webhooks/slack/interactions: verify, commit, ack, then the slow work.
+"""Slack interactions: ONE handler for the HTTP webhook and Socket Mode (`socket.py`).
 
-Order matters. The signature is checked on the raw bytes (401, nothing happens). A press goes
-through the press use case (`Inbound.press`: one group-committed transaction, which also queues
-the card syncs in the outbox) BEFORE the 200 is returned, so a press acked is a press kept even
-if the process dies right after. The presser's ephemeral reply says what was committed; it and
-`views.open` run after the ack.
+`InteractionHandler.interact` decides: a press goes through the press use case (`Inbound.press`:
+one group-committed transaction, which also queues the card syncs in the outbox) and returns the
+ack's body only after the commit, so a press acked is a press kept even if the process dies right
+after. The presser's ephemeral reply says what was committed; it and `views.open` run after.
+
+`POST /webhooks/slack/interactions` (`handle`) checks the signature on the raw bytes first (401,
+nothing happens), then acks with `interact`'s body as its reply.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from adapters.slack import render
-from adapters.slack.parse import BadPayload, Press, Submission, make_ref, parse
+from adapters.slack.parse import BadPayload, Interaction, Press, Submission, make_ref, parse
 from adapters.slack.verify import is_valid
 from gateway.core.errors import Unauthorized, ValidationError
 from gateway.core.models import Outcome
@@ -33,6 +35,7 @@ _REPLIES = {
     presses.PressResult.BUSY: "Too many people pressed at once; please press again.",
     presses.PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals.",
 }
+Ack = dict[str, Any] | None  # the ack's body (a modal's errors), or None for an empty ack
 
 
 class Responder(Protocol):
@@ -69,22 +72,29 @@ class InteractionHandler:
         except BadPayload as exc:
             log.warning("slack: unreadable interaction: %s", exc)
             return error_response(ValidationError("payload", str(exc)))
+        ack = await self.interact(interaction)
+        return web.Response(status=200) if ack is None else web.json_response(ack)
+
+    async def interact(self, interaction: Interaction, *, redelivered: bool = False) -> Ack:
+        """Decide on one interaction; return the ack's body once the decision is committed.
+        A `redelivered` one (Socket Mode sends an envelope again when its ack was lost) records
+        nothing twice and says nothing about the presser's own decision again."""
         if isinstance(interaction, Press):
-            return await self._press(interaction)
+            return await self._press(interaction, redelivered)
         if isinstance(interaction, Submission):
-            return await self._submission(interaction)
-        return web.Response(status=200)
+            return await self._submission(interaction, redelivered)
+        return None
 
     # ---------------------------------------------------------------- buttons
-    async def _press(self, press: Press) -> web.Response:
+    async def _press(self, press: Press, redelivered: bool) -> Ack:
         if press.verb == "reason":
             reply = await self._open_reason(press)
         else:
             outcome = Outcome.APPROVE if press.verb == "approve" else Outcome.REJECT
-            reply = await self._decide(press.approval_id, outcome, press.user_id, press.channel_id)
+            reply = await self._decide(press.approval_id, outcome, press.user_id, press.channel_id, redelivered)
         if reply:  # the commit is done: the reply is slow work, after the ack
             self._out.spawn(self._out.respond(press.response_url, reply))
-        return web.Response(status=200)
+        return None
 
     async def _open_reason(self, press: Press) -> str | None:
         """Check that the presser may decide now, then open the modal after the ack."""
@@ -98,13 +108,13 @@ class InteractionHandler:
         return None
 
     # ---------------------------------------------------------------- the modal
-    async def _submission(self, sub: Submission) -> web.Response:
+    async def _submission(self, sub: Submission, redelivered: bool) -> Ack:
         if not sub.comment:
             return _modal_error("Please write a reason.")
-        reply = await self._decide(sub.approval_id, Outcome.REJECT, sub.user_id, sub.channel_id, sub.comment)
-        if reply:
-            return _modal_error(reply)
-        return web.Response(status=200)  # an empty 200 closes the modal
+        reply = await self._decide(
+            sub.approval_id, Outcome.REJECT, sub.user_id, sub.channel_id, redelivered, sub.comment
+        )
+        return None if not reply else _modal_error(reply)  # an empty ack closes the modal
 
     # ---------------------------------------------------------------- the decision
     async def _decide(
@@ -113,11 +123,20 @@ class InteractionHandler:
         outcome: Outcome,
         user_id: str,
         channel_id: str,
+        redelivered: bool,
         comment: str | None = None,
     ) -> str | None:
         """Commit the vote; return what to tell the presser, or None when the card says it all."""
-        press = presses.Press(approval_id, outcome, f"slack:{user_id}", _where(channel_id), comment=comment)
-        return reply_text(await self._ctx.inbound.press(press))
+        actor = f"slack:{user_id}"
+        press = presses.Press(approval_id, outcome, actor, _where(channel_id), comment=comment, redelivered=redelivered)
+        verdict = await self._ctx.inbound.press(press)
+        if redelivered:  # the first delivery's own vote or decision: answer as it would have
+            d = verdict.approval.decision if verdict.approval else None
+            if verdict.result is presses.PressResult.ALREADY_DECIDED and d is not None and d.decided_by == actor:
+                return None
+            if verdict.result is presses.PressResult.DUPLICATE_VOTE:
+                verdict = presses.Verdict(presses.PressResult.VOTE, verdict.approval)
+        return reply_text(verdict)
 
 
 def _where(channel_id: str) -> str:
@@ -130,5 +149,5 @@ class InvalidSignature(Unauthorized):
     code = "invalid_signature"
 
 
-def _modal_error(text: str) -> web.Response:
-    return web.json_response({"response_action": "errors", "errors": {render.REASON_BLOCK: text[:150]}})
+def _modal_error(text: str) -> dict[str, Any]:
+    return {"response_action": "errors", "errors": {render.REASON_BLOCK: text[:150]}}

@@ -15,7 +15,7 @@ from typing import TypeVar
 from aiohttp import web
 from telegram import Bot, ForceReply, Message, ReplyParameters
 from telegram.constants import ParseMode
-from telegram.error import ChatMigrated, TelegramError
+from telegram.error import BadRequest, ChatMigrated, TelegramError
 
 from adapters.telegram import render
 from adapters.telegram.callback import CallbackTooLong
@@ -29,6 +29,7 @@ from gateway.delivery.spec import ChannelContext
 
 log = logging.getLogger("adapters.telegram")
 T = TypeVar("T")
+Chat = int | str
 WEBHOOK_PATH = "/webhooks/telegram"
 ALLOWED_UPDATES = ("callback_query", "message")
 START_TIMEOUT = 5.0  # getMe at start-up: a slow Bot API must not hold the gateway's start
@@ -53,6 +54,7 @@ class TelegramChannel:
             get_updates_request=AiohttpRequest(1, 40),
         )
         self.updates = TelegramUpdates(ctx, self)
+        self._moved: dict[Chat, int] = {}  # chats that became supergroups: old id -> new id
 
     @property
     def resend_unknown(self) -> bool:
@@ -80,6 +82,24 @@ class TelegramChannel:
         except TelegramError as exc:
             raise delivery_error(exc) from None
 
+    async def follow(self, chat: Chat, call: Callable[[Chat], Awaitable[T]]) -> tuple[T, Chat]:
+        """`call(chat)`; if Telegram says the group became a supergroup (`migrate_to_chat_id`),
+        `call` again there. Returns the result and the chat it went to; raises TelegramError."""
+        chat = self._moved.get(chat, chat)
+        try:
+            return await call(chat), chat
+        except ChatMigrated as exc:
+            log.info("telegram: chat %s migrated to %s; following it", chat, exc.new_chat_id)
+            self._moved[chat] = exc.new_chat_id
+            return await call(exc.new_chat_id), exc.new_chat_id
+
+    async def _card_moved(self, card: OutgoingCard, chat: Chat, message_id: int) -> None:
+        """The card's chat moved: its new ref goes in the store, for every later edit and reminder."""
+        assert card.ref is not None
+        new = card_ref(chat, message_id)
+        if new != card.ref and await self.ctx.inbound.card_moved(card.approval.id, card.address, card.ref, new):
+            log.info("telegram: the card of %s moved to chat %s", card.approval.id, chat)
+
     # ---------------------------------------------------------------- Channel protocol
     async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
         text = render.render_card(card.approval, card.now)
@@ -88,18 +108,10 @@ class TelegramChannel:
         except CallbackTooLong as exc:
             raise DeliveryError(f"telegram: {exc}", transient=False, unsent=True) from None
 
-        async def send(chat: int | str) -> Message:
+        async def send(chat: Chat) -> Message:
             return await self.bot.send_message(chat, text, parse_mode=ParseMode.HTML, reply_markup=markup)
 
-        chat = chat_id(card.target)
-        try:
-            message = await send(chat)
-        except ChatMigrated as exc:  # the group became a supergroup: follow it
-            moved = exc.new_chat_id
-            log.info("telegram: chat %s migrated to %s; posting there", chat, moved)
-            message = await self._call(lambda: send(moved))
-        except TelegramError as exc:
-            raise delivery_error(exc) from None
+        message, _ = await self._call(lambda: self.follow(chat_id(card.target), send))
         return card_ref(message.chat.id, message.message_id)
 
     async def update_card(self, card: OutgoingCard) -> None:
@@ -108,20 +120,31 @@ class TelegramChannel:
         approval = card.approval
         text = render.render_card(approval, card.now)
         markup = None if approval.status.final else render.keyboard(approval, self.ctx.signer)
-        try:
-            await self.bot.edit_message_text(
-                text, chat_id=chat, message_id=message_id, parse_mode=ParseMode.HTML, reply_markup=markup
-            )
-        except TelegramError as exc:
-            if not_modified(exc):
-                return
-            raise delivery_error(exc) from None
+
+        async def edit(to: Chat) -> None:
+            try:
+                await self.bot.edit_message_text(
+                    text, chat_id=to, message_id=message_id, parse_mode=ParseMode.HTML, reply_markup=markup
+                )
+            except BadRequest as exc:
+                if not not_modified(exc):  # identical content: the card already shows it
+                    raise
+
+        _, where = await self._call(lambda: self.follow(chat, edit))
+        if where != chat:
+            await self._card_moved(card, where, message_id)
 
     async def send_reminder(self, card: OutgoingCard) -> None:
         chat, reply = (chat_id(card.target), None) if card.ref is None else parse_ref(card.ref)
         params = None if reply is None else ReplyParameters(reply, allow_sending_without_reply=True)
         text = render.render_reminder(card.approval, card.now)
-        await self._call(lambda: self.bot.send_message(chat, text, parse_mode=ParseMode.HTML, reply_parameters=params))
+
+        async def send(to: Chat) -> Message:
+            return await self.bot.send_message(to, text, parse_mode=ParseMode.HTML, reply_parameters=params)
+
+        _, where = await self._call(lambda: self.follow(chat, send))
+        if where != chat and reply is not None:
+            await self._card_moved(card, where, reply)
 
     # ---------------------------------------------------------------- used by the update handler
     async def answer(self, query_id: str, text: str, *, alert: bool = False) -> None:
@@ -131,13 +154,18 @@ class TelegramChannel:
         except TelegramError as exc:
             log.warning("telegram: answerCallbackQuery failed: %s", exc.message)
 
-    async def ask_reason(self, chat: int, card_message_id: int, user_id: int, who: str) -> int:
-        """Ask the presser why, with ForceReply so their client opens a reply box."""
-        message = await self.bot.send_message(
-            chat,
-            render.reason_prompt(user_id, who),
-            parse_mode=ParseMode.HTML,
-            reply_markup=ForceReply(selective=True, input_field_placeholder="Reason for rejecting"),
-            reply_parameters=ReplyParameters(card_message_id, allow_sending_without_reply=True),
-        )
-        return message.message_id
+    async def ask_reason(self, chat: int, card_message_id: int, user_id: int, who: str) -> tuple[Chat, int]:
+        """Ask the presser why, with ForceReply so their client opens a reply box; returns where
+        the question went (the chat, if it moved, and the message id)."""
+
+        async def send(to: Chat) -> Message:
+            return await self.bot.send_message(
+                to,
+                render.reason_prompt(user_id, who),
+                parse_mode=ParseMode.HTML,
+                reply_markup=ForceReply(selective=True, input_field_placeholder="Reason for rejecting"),
+                reply_parameters=ReplyParameters(card_message_id, allow_sending_without_reply=True),
+            )
+
+        message, where = await self.follow(chat, send)
+        return where, message.message_id

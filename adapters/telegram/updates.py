@@ -107,11 +107,14 @@ class TelegramUpdates:
     async def _ask_reason(self, verdict: Verdict, actor: str, p: parse.Press) -> None:
         assert verdict.approval is not None and p.chat_id is not None and p.message_id is not None
         try:
-            prompt_id = await self.channel.ask_reason(p.chat_id, p.message_id, p.user_id, p.who)
+            chat, prompt_id = await self.channel.ask_reason(p.chat_id, p.message_id, p.user_id, p.who)
         except TelegramError as exc:
             log.warning("telegram: could not ask for a reject reason: %s", exc.message)
             return
-        await self.ctx.inbound.expect_reason(parse.prompt_key(p.chat_id, prompt_id), verdict.approval.id, actor)
+        if chat != p.chat_id:  # the group became a supergroup: the card is there now
+            old, new = parse.card_ref(p.chat_id, p.message_id), parse.card_ref(chat, p.message_id)
+            await self.ctx.inbound.card_moved(verdict.approval.id, f"telegram:{p.chat_id}", old, new)
+        await self.ctx.inbound.expect_reason(parse.prompt_key(chat, prompt_id), verdict.approval.id, actor)
 
     async def _reply(self, r: parse.Reply) -> str:
         reply = Reply(

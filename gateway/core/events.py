@@ -29,6 +29,8 @@ class EventKind(StrEnum):
     CARD_SYNCED = "card_synced"
     CARD_ADOPTED = "card_adopted"  # a card whose post had no recorded answer, found by a press
     ORPHAN_CARD_SYNCED = "orphan_card_synced"  # a second copy of a card, closed by a press on it
+    CARD_DEGRADED = "card_degraded"  # the platform refused the full card (too big): a compact one follows
+    CARD_MOVED = "card_moved"  # the card's chat moved (e.g. a group became a supergroup): its new ref
     REMINDER_SENT = "reminder_sent"
     DELIVERY_RETRY = "delivery_retry"
     DELIVERY_FAILED = "delivery_failed"

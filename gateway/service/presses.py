@@ -1,5 +1,6 @@
 """The inbound use cases every channel shares: a press, asking for a reason, attaching a reason,
-and de-duplicating an inbound delivery.
+de-duplicating an inbound delivery, and what a delivery learned about its card (it was refused as
+too big, its chat moved).
 
 An adapter turns a platform payload into a `Press` or a `Reply`, calls one of these, and renders
 the `Verdict` as the platform's answer. It never reaches the store: the verdict is computed from
@@ -195,6 +196,25 @@ class Inbound:
             log.warning("reason not attached: %s", exc.message)
             return False
         return True
+
+    # ---------------------------------------------------------------- what a delivery learned
+    async def card_degraded(self, approval_id: str, channel: str, error: str) -> None:
+        """The platform refused the full card on `channel` (too big): on the record before the
+        channel sends a compact one, whose own outcome the outbox records as usual."""
+        now = self._svc.clock.now()
+        data = {"error": error[:500]}
+        await self._svc.store.append_events(
+            [NewEvent(approval_id, EventKind.CARD_DEGRADED, now, channel=channel, data=data)]
+        )
+
+    async def card_moved(self, approval_id: str, channel: str, old_ref: str, new_ref: str) -> bool:
+        """The card's chat moved (the platform said so on a call): record its new ref durably, so
+        that every later sync and reminder goes there. False if the card's ref is not `old_ref`."""
+        now = self._svc.clock.now()
+        moved = NewEvent(
+            approval_id, EventKind.CARD_MOVED, now, channel=channel, data={"from": old_ref, "ref": new_ref}
+        )
+        return await self._svc.store.move_card(approval_id, channel, old_ref, new_ref, now, [moved])
 
     # ---------------------------------------------------------------- the steps of a press
     async def _check(self, approval: Approval, p: Press) -> tuple[str, Verdict | None]:

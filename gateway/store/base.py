@@ -231,6 +231,13 @@ class Store(Protocol):
         whose outcome was unknown, found when someone pressed it); the events only if it was."""
         ...
 
+    async def move_card(
+        self, approval_id: str, channel: str, old_ref: str, new_ref: str, now: datetime, events: Sequence[NewEvent] = ()
+    ) -> bool:
+        """Replace the card's ref `old_ref` by `new_ref` (its chat moved); False, and nothing
+        written, if the card's ref is not `old_ref`."""
+        ...
+
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]: ...
 

@@ -1,6 +1,8 @@
 """A local fake of the Slack Web API (and of `response_url`) on loopback, for the REAL
 slack_sdk AsyncWebClient: it records every call and injects 429 + Retry-After, 5xx and
-`ok:false` errors on demand. Also builds signed interaction requests like Slack sends them.
+`ok:false` errors on demand. It refuses messages over Slack's limits as Slack does
+(`slack_limits.py`), and serves Socket Mode (`slack_socket.py`). Also builds signed interaction
+requests like Slack sends them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from urllib.parse import parse_qs, urlencode
 from aiohttp import web
 
 from adapters.slack.verify import sign
+from tests.fakes.slack_limits import message_error, view_error
+from tests.fakes.slack_socket import APP_TOKEN, FakeSockets
 
 BOT_TOKEN = "xoxb-test-token"
 SIGNING_SECRET = "test-signing-secret-0123456789"
@@ -49,6 +53,7 @@ class FakeSlack:
         self.holds: dict[str, asyncio.Event] = {}
         self.arrived: list[str] = []  # methods whose reply is being held
         self.missing_scopes: set[str] = set()
+        self.sockets = FakeSockets()
         self._arrivals: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -60,6 +65,7 @@ class FakeSlack:
         app.router.add_post("/api/{method}", self._api)
         app.router.add_get("/api/{method}", self._api)
         app.router.add_post("/response/{key}", self._response_url)
+        self.sockets.install(app)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -71,6 +77,7 @@ class FakeSlack:
     async def stop(self) -> None:
         for event in self.holds.values():
             event.set()
+        await self.sockets.stop()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -124,7 +131,8 @@ class FakeSlack:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         body = await self._body(request)
-        if request.headers.get("Authorization") != f"Bearer {self.token}":
+        token = APP_TOKEN if method == "apps.connections.open" else self.token  # the app-level token
+        if request.headers.get("Authorization") != f"Bearer {token}":
             return self._record(method, body, web.json_response({"ok": False, "error": "invalid_auth"}))
         queue = self.failures.get(method)
         if queue:
@@ -135,6 +143,7 @@ class FakeSlack:
             "views.open": self._views_open,
             "chat.postEphemeral": self._ok,
             "conversations.history": self._history,
+            "apps.connections.open": lambda _: self.sockets.open_url(self.url),
         }.get(method)
         reply = handler(body) if handler else {"ok": False, "error": "unknown_method"}
         if method in self.holds:  # done on Slack's side, but the reply is slow to come back
@@ -156,6 +165,9 @@ class FakeSlack:
         return web.json_response({"ok": False, "error": f.error or "ratelimited"}, status=f.status, headers=headers)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        error = message_error(body)
+        if error:
+            return {"ok": False, "error": error}
         self._n += 1
         channel, ts = str(body.get("channel")), f"{int(self.clock())}.{self._n:06d}"
         self.messages[(channel, ts)] = dict(body)
@@ -165,6 +177,9 @@ class FakeSlack:
         key = (str(body.get("channel")), str(body.get("ts")))
         if key not in self.messages:
             return {"ok": False, "error": "message_not_found"}
+        error = message_error(body)
+        if error:
+            return {"ok": False, "error": error}
         self.messages[key] = {**self.messages[key], **body}
         return {"ok": True, "channel": key[0], "ts": key[1]}
 
@@ -183,6 +198,9 @@ class FakeSlack:
     def _views_open(body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("trigger_id"):
             return {"ok": False, "error": "invalid_trigger_id"}
+        error = view_error(body.get("view"))
+        if error:
+            return {"ok": False, "error": error}
         return {"ok": True, "view": {"id": "V0001", **(body.get("view") or {})}}
 
     @staticmethod

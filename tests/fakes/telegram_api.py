@@ -2,8 +2,11 @@
 
 It parses bodies as the real API receives them (form-encoded, `reply_markup` a JSON string),
 records every call, keeps the messages it "sent" (so edits to identical content fail with
-"message is not modified"), checks callback_data sizes (400 BUTTON_DATA_INVALID above 64 bytes)
-and injects faults: 429 with `parameters.retry_after`, 500, 403, 400 or a chat migration.
+"message is not modified"), checks callback_data sizes (400 BUTTON_DATA_INVALID above 64 bytes),
+parses HTML as strictly as Telegram and refuses a text over 4096 characters after parsing
+(`telegram_html.py`), and injects faults: 429 with `parameters.retry_after`, 500, 403, 400, or a
+group upgraded to a supergroup (`migrate`: every later call on the old chat id is refused with
+`migrate_to_chat_id`, as Telegram does).
 The REAL python-telegram-bot client talks to it through `base_url`.
 """
 
@@ -18,6 +21,9 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.telegram_html import text_error
+
+UPGRADED = "Bad Request: group chat was upgraded to a supergroup chat"
 BOT_USER = {"id": 999, "is_bot": True, "first_name": "HITL", "username": "hitl_test_bot"}
 NOT_MODIFIED = (
     "Bad Request: message is not modified: specified new message content and reply markup are exactly"
@@ -45,6 +51,7 @@ class FakeTelegramAPI:
         self.faults: dict[str, list[Fault]] = defaultdict(list)
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.updates: list[dict[str, Any]] = []
+        self.migrated: dict[int, int] = {}  # old chat id -> the supergroup's id
         self.holds: dict[str, asyncio.Event] = {}
         self.answer_holds: dict[str, asyncio.Event] = {}
         self.base_url = ""  # set by the test once the server listens
@@ -60,6 +67,14 @@ class FakeTelegramAPI:
             status, "Forbidden: bot was kicked from the group chat"
         )
         self.faults[method].extend(Fault(status, text, dict(parameters)) for _ in range(times))
+
+    def migrate(self, old: int, new: int) -> None:
+        """The group `old` becomes the supergroup `new`; its messages move there with their ids
+        (an assumption: the Bot API does not say what becomes of them)."""
+        self.migrated[old] = new
+        for chat, mid in [k for k in self.messages if k[0] == old]:
+            msg = self.messages.pop((chat, mid))
+            self.messages[(new, mid)] = {**msg, "chat": {**msg["chat"], "id": new}}
 
     def hold(self, method: str) -> asyncio.Event:
         """Calls of `method` hang (after being recorded) until the returned event is set."""
@@ -97,6 +112,9 @@ class FakeTelegramAPI:
         if self.faults[method]:
             fault = self.faults[method].pop(0)
             return _error(fault.status, fault.description, fault.parameters)
+        moved = self.migrated.get(_int(params.get("chat_id")))
+        if moved is not None:
+            return _error(400, UPGRADED, {"migrate_to_chat_id": moved})
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return _error(404, "Not Found: method not found")
@@ -113,7 +131,7 @@ class FakeTelegramAPI:
         return BOT_USER
 
     def _m_sendMessage(self, params: dict[str, Any]) -> Any:
-        bad = _check_markup(params.get("reply_markup"))
+        bad = _check_markup(params.get("reply_markup")) or _check_text(params)
         if bad:
             return bad
         chat = int(params["chat_id"])
@@ -136,7 +154,7 @@ class FakeTelegramAPI:
             return _error(400, "Bad Request: message to edit not found")
         if msg["text"] == params["text"] and msg.get("reply_markup") == params.get("reply_markup"):
             return _error(400, NOT_MODIFIED)
-        bad = _check_markup(params.get("reply_markup"))
+        bad = _check_markup(params.get("reply_markup")) or _check_text(params)
         if bad:
             return bad
         msg.update(text=params["text"], reply_markup=params.get("reply_markup"))
@@ -202,6 +220,18 @@ def _public(msg: dict[str, Any]) -> dict[str, Any]:
     if "inline_keyboard" not in (msg.get("reply_markup") or {}):
         out.pop("reply_markup", None)
     return out
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_text(params: dict[str, Any]) -> web.Response | None:
+    error = text_error(str(params.get("text", "")), params.get("parse_mode"))
+    return None if error is None else _error(400, error)
 
 
 def _check_markup(markup: Any) -> web.Response | None:

@@ -26,6 +26,7 @@ from gateway.runtime import Runtime
 from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock, make_settings
 from tests.conftest import AUTH, suspend_body
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
+from tests.fakes.slack_socket import APP_TOKEN
 from tests.procs import wait_ready
 from tests.slack.conftest import CARDS, PATH, slack_section
 
@@ -109,3 +110,59 @@ async def test_press_survives_kill_9_right_after_the_ack(fake_slack: FakeSlack, 
         assert len(fake_slack.calls_to("chat.postMessage")) == 1  # the card was not posted twice
     finally:
         await rt.stop()
+
+
+async def test_socket_mode_ack_comes_after_the_commit_kill_9(
+    fake_slack: FakeSlack, gateway_env: dict[str, str]
+) -> None:
+    """Over Socket Mode: the envelope is acked, the process is killed at once, and the decision
+    is there. Slack sends the envelope again to the next process: it records nothing twice."""
+    env = {k: v for k, v in gateway_env.items() if k != "HITL_SLACK_SIGNING_SECRET"}
+    env |= {"HITL_SLACK_BASE_URL": fake_slack.base_url, "HITL_SLACK_APP_TOKEN": APP_TOKEN}
+    sockets = fake_slack.sockets
+
+    async def serve() -> tuple[asyncio.subprocess.Process, str]:
+        port = _free_port()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "gateway", "serve", env={**env, "HITL_SERVER_PORT": str(port)}
+        )
+        return proc, f"http://127.0.0.1:{port}"
+
+    first, url = await serve()
+    try:
+        async with aiohttp.ClientSession() as http:
+            await wait_ready(http, url, lambda: first.returncode is None, path="/healthz")
+            await sockets.wait_connected(opened=1)
+            async with http.post(
+                f"{url}/v1/suspend", json=suspend_body(channels=[f"slack:{CARDS}"]), headers=AUTH
+            ) as r:
+                assert r.status == 201
+                aid = (await r.json())["id"]
+        ref = make_ref(TokenSigner([TEST_SECRET]), aid)
+        payload = block_actions("UALICE", f"hitl:approve:{ref}", ref, response_url=fake_slack.response_url("a"))
+        envelope = await sockets.send(payload)
+        await sockets.ack(envelope)
+        first.send_signal(signal.SIGKILL)
+        await first.wait()
+        second, url = await serve()
+        try:
+            await sockets.wait_connected(opened=2)
+            await sockets.send(payload, envelope_id=envelope)  # the ack was "lost": sent again
+            await sockets.ack(envelope, nth=2)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            await second.wait()
+    finally:
+        if first.returncode is None:
+            first.kill()
+            await first.wait()
+    settings = make_settings(env["HITL_STORE_URL"], {"slack": slack_section(fake_slack, approvers=["UALICE"])})
+    rt = Runtime(settings, clock=FakeClock(datetime.now(UTC)), owner="check")
+    await rt.store.open()
+    try:
+        approval = await rt.service.get(aid)
+        assert approval.status is Status.APPROVED and approval.decision is not None
+        kinds = [e.kind for e in await rt.store.list_events(aid)]
+        assert kinds.count("approved") == 1 and "duplicate_vote" not in kinds
+    finally:
+        await rt.store.close()

@@ -467,6 +467,19 @@ async def test_a_press_may_adopt_a_card_before_any_card_row_exists(store: Store)
     assert card is not None and card.ref == "-100:5" and card.posted_at is not None
 
 
+async def test_a_card_moves_only_from_the_ref_it_had(store: Store) -> None:
+    (approval_id,) = await _create(store, channels=("telegram:-100",))
+    address = "telegram:-100"
+    assert not await store.move_card(approval_id, address, "-100:5", "-200:5", NOW)  # no card yet
+    assert await store.adopt_card(approval_id, address, "-100:5", NOW)
+    moved = NewEvent(approval_id, "card_moved", NOW, None, address, {"from": "-100:5", "ref": "-200:5"})
+    assert not await store.move_card(approval_id, address, "-100:9", "-200:9", NOW, [moved])  # another ref
+    assert await store.move_card(approval_id, address, "-100:5", "-200:5", NOW, [moved])
+    card = await store.get_card(approval_id, address)
+    assert card is not None and card.ref == "-200:5" and card.status is DeliveryStatus.DONE
+    assert [e.kind for e in await store.list_events(approval_id)].count("card_moved") == 1
+
+
 async def test_prune_drops_old_inbound_marks_and_expired_prompts_only(store: Store) -> None:
     old, recent = NOW - timedelta(days=3), NOW - timedelta(hours=1)
     for i in range(7):

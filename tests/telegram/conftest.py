@@ -54,7 +54,12 @@ class TG:
         return {b["text"]: b["callback_data"] for row in markup.get("inline_keyboard", []) for b in row}
 
     def data(self, message_id: int, verb: str) -> str:
-        return next(v for k, v in self.buttons(message_id).items() if verb in k)
+        return self.data_in(CHAT, message_id, verb)
+
+    def data_in(self, chat_id: int, message_id: int, verb: str) -> str:
+        markup = self.api.message(chat_id, message_id).get("reply_markup") or {}
+        buttons = {b["text"]: b["callback_data"] for row in markup.get("inline_keyboard", []) for b in row}
+        return next(v for k, v in buttons.items() if verb in k)
 
     def press(self, user_id: int, data: str, message_id: int, *, username: str | None = None) -> dict[str, Any]:
         user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": f"U{user_id}"}
@@ -62,8 +67,8 @@ class TG:
             user["username"] = username
         return callback_update(next(self._update_ids), str(next(self._query_ids)), user, CHAT, message_id, data)
 
-    def reply(self, user_id: int, to_message_id: int, text: str) -> dict[str, Any]:
-        chat = {"id": CHAT, "type": "supergroup", "title": "ops"}
+    def reply(self, user_id: int, to_message_id: int, text: str, *, chat_id: int = CHAT) -> dict[str, Any]:
+        chat = {"id": chat_id, "type": "supergroup", "title": "ops"}
         return {
             "update_id": next(self._update_ids),
             "message": {

@@ -309,6 +309,11 @@ class PostgresStore:
         t = to_ts(now)
         return await self._changed(Q.adopt_card, approval_id, channel, ref, t, t, events=events)
 
+    async def move_card(
+        self, approval_id: str, channel: str, old_ref: str, new_ref: str, now: datetime, events: Sequence[NewEvent] = ()
+    ) -> bool:
+        return await self._changed(Q.move_card, new_ref, to_ts(now), approval_id, channel, old_ref, events=events)
+
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
         rows = await self._claim(Q.claim_jobs, now, owner, lease, limit)

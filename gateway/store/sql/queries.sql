@@ -106,6 +106,10 @@ ON CONFLICT (approval_id, channel) DO UPDATE SET
     posted_at = COALESCE(cards.posted_at, excluded.posted_at), updated_at = excluded.updated_at
 WHERE cards.ref IS NULL;
 
+-- name: move_card
+-- The card's chat moved (its platform said so): the new ref, only over the one it replaces.
+UPDATE cards SET ref = $1, updated_at = $2 WHERE approval_id = $3 AND channel = $4 AND ref = $5;
+
 -------------------------------------------------------------------------- resume jobs
 
 -- name: insert_job

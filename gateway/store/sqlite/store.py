@@ -292,6 +292,11 @@ class SQLiteStore:
         t = to_ts(now)
         return await self._changed(Q.adopt_card, (approval_id, channel, ref, t, t), events)
 
+    async def move_card(
+        self, approval_id: str, channel: str, old_ref: str, new_ref: str, now: datetime, events: Sequence[NewEvent] = ()
+    ) -> bool:
+        return await self._changed(Q.move_card, (new_ref, to_ts(now), approval_id, channel, old_ref), events)
+
     # ---------------------------------------------------------------- resume jobs
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
         t, until = to_ts(now), to_ts(now + lease)
