@@ -36,6 +36,7 @@ log = logging.getLogger("gateway.runtime")
 # close may take. The worst case stays inside shutdown_timeout + 5 s (the serve watchdog's limit).
 STOP_TIMEOUT = 1.0
 CLOSE_TIMEOUT = 1.0
+CHANNEL_CLOSE_TIMEOUT = 3.5
 LIVENESS_EVERY = 0.5  # seconds between heartbeats and reaps of gone replicas (PostgreSQL)
 _startup_frozen = False
 
@@ -50,6 +51,14 @@ def _freeze_startup_heap() -> None:
         _startup_frozen = True
         gc.collect()
         gc.freeze()
+
+
+async def _bounded(name: str, close: Callable[[], Coroutine[Any, Any, None]], seconds: float) -> None:
+    try:
+        async with asyncio.timeout(seconds):
+            await close()
+    except Exception as exc:
+        log.error("closing the %s failed at shutdown: %s", name, type(exc).__name__)
 
 
 def _report_failed_loop(task: asyncio.Task[None]) -> None:
@@ -256,22 +265,21 @@ class Runtime:
         self._tasks = []
 
     async def _close_all(self) -> None:
-        """Close the launchers, channels, HTTP session and store, each bounded and on its own:
-        one that fails or hangs does not keep the others (the store above all) open."""
-        closers: list[tuple[str, Callable[[], Coroutine[Any, Any, None]]]] = [("worker", self.worker.close)]
-        closers += [(f"channel {kind}", ch.close) for kind, ch in self.channels.items()]
+        """Close the launchers, channels and HTTP session together, then the store, each bounded
+        and on its own: one that fails or hangs does not keep the others (the store above all)
+        open. A channel gets CHANNEL_CLOSE_TIMEOUT (Slack's Socket Mode lets envelopes being
+        decided be acked); if everything hangs at once, serve's watchdog still ends the process."""
+        closers: list[tuple[str, Callable[[], Coroutine[Any, Any, None]], float]] = [
+            ("worker", self.worker.close, CLOSE_TIMEOUT)
+        ]
+        closers += [(f"channel {kind}", ch.close, CHANNEL_CLOSE_TIMEOUT) for kind, ch in self.channels.items()]
         if self._http is not None:
-            closers.append(("http session", self._http.close))
+            closers.append(("http session", self._http.close, CLOSE_TIMEOUT))
             self._http = None
+        await asyncio.gather(*(_bounded(name, close, seconds) for name, close, seconds in closers))
         if self._started:
             self._started = False
-            closers.append(("store", self.store.close))
-        for name, close in closers:
-            try:
-                async with asyncio.timeout(CLOSE_TIMEOUT if name != "store" else 2 * CLOSE_TIMEOUT):
-                    await close()
-            except Exception as exc:
-                log.error("closing the %s failed at shutdown: %s", name, type(exc).__name__)
+            await _bounded("store", self.store.close, 2 * CLOSE_TIMEOUT)
 
     async def ready(self) -> bool:
         try:
