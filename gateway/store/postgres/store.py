@@ -35,6 +35,7 @@ from gateway.core.models import (
     StepRecord,
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
+from gateway.store.postgres.handover import Handover
 from gateway.store.postgres.liveness import Liveness
 from gateway.store.postgres.migrate import migrate, schema_version
 from gateway.store.postgres.notify import Listener, Notifier, Notify
@@ -58,7 +59,7 @@ __all__ = ["PostgresStore"]
 Q = queries("postgres")
 
 
-class PostgresStore:
+class PostgresStore(Handover):
     dialect = "postgres"
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
@@ -108,35 +109,6 @@ class PostgresStore:
         async with self._db.tx() as conn:
             rows: list[Any] = await conn.fetch(sql, to_ts(now), limit, owner, to_ts(now + lease))
             return rows
-
-    # ---------------------------------------------------------------- liveness (liveness.py)
-    async def take_over(self, owner: str, now: datetime, *, exclusive: bool = False) -> int:
-        """Prove `owner` alive for as long as it claims (an advisory lock and a heartbeat), then
-        release the claims of the replicas that are gone."""
-        await self._liveness.hold(owner)
-        return await self.reap(owner, now)
-
-    async def reap(self, owner: str, now: datetime) -> int:
-        """Renew `owner`'s heartbeat; release the claims of every replica proved gone."""
-        released = 0
-
-        async def release(conn: Any, gone: str) -> None:
-            nonlocal released
-            released += await _release(conn, gone, to_ts(now))
-
-        gone = await self._liveness.reap(release)
-        if gone:
-            self._notifier.committed(outbox=True, jobs=True, wake_at=to_ts(now))
-        return released
-
-    async def release_claims(self, owner: str, now: datetime) -> int:
-        """Hand back what `owner` still holds (a stopping gateway), wake the other replicas,
-        and stop proving it alive."""
-        async with self._db.tx() as conn:
-            released = await _release(conn, owner, to_ts(now))
-        self._notifier.committed(outbox=True, jobs=True, wake_at=to_ts(now))
-        await self._liveness.release()
-        return released
 
     # ---------------------------------------------------------------- approvals
     async def create_approval(
@@ -437,11 +409,3 @@ class PostgresStore:
         created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
         assert created is not None and expires is not None
         return Prompt(row["key"], row["approval_id"], row["actor"], row["purpose"], created, expires)
-
-
-async def _release(conn: Any, owner: str, now: float | None) -> int:
-    """Every claim `owner` holds, claimable again at once (one transaction: the caller's)."""
-    jobs = affected(await conn.execute(Q.release_jobs, owner, now))
-    deliveries = affected(await conn.execute(Q.release_outbox, owner))
-    wakes = affected(await conn.execute(Q.release_wakes, owner))
-    return jobs + deliveries + wakes
