@@ -282,6 +282,10 @@ class Runtime:
             await _bounded("store", self.store.close, 2 * CLOSE_TIMEOUT)
 
     async def ready(self) -> bool:
+        """The store answers and every loop runs; false once stopping (a load balancer stops
+        routing to a gateway that hands its work back)."""
+        if self._stop_by is not None:
+            return False
         try:
             await self.store.next_wake_at()  # an index probe: O(log n), not a count of every approval
         except Exception:

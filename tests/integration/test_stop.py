@@ -43,6 +43,17 @@ async def _start(
     return rt, approval.id
 
 
+async def test_a_stopping_runtime_is_not_ready(settings_factory: Callable[..., Any], clock: FakeClock) -> None:
+    rt = Runtime(settings_factory(), clock=clock, owner="t")
+    await rt.start(exclusive=True)
+    try:
+        assert await rt.ready()
+        rt.begin_stop()  # SIGTERM: /readyz answers 503 while in-flight requests drain
+        assert not await rt.ready()
+    finally:
+        await rt.stop()
+
+
 async def test_a_running_job_finishes_within_the_shutdown_timeout(
     settings_factory: Callable[..., Any], clock: FakeClock
 ) -> None:
