@@ -267,7 +267,7 @@ class Runtime:
     async def _close_all(self) -> None:
         """Close the launchers, channels and HTTP session together, then the store, each bounded
         and on its own: one that fails or hangs does not keep the others (the store above all)
-        open. A channel gets CHANNEL_CLOSE_TIMEOUT (Slack's Socket Mode lets envelopes being
+        open. A channel gets CHANNEL_CLOSE_TIMEOUT (a socket-mode channel lets envelopes being
         decided be acked); if everything hangs at once, serve's watchdog still ends the process."""
         closers: list[tuple[str, Callable[[], Coroutine[Any, Any, None]], float]] = [
             ("worker", self.worker.close, CLOSE_TIMEOUT)
