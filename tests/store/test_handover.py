@@ -75,6 +75,36 @@ async def test_a_sqlite_serve_takes_over_every_claim_behind_the_file_lock(tmp_pa
         await second.close()
 
 
+async def test_a_restarted_sqlite_serve_leaves_a_live_pollers_claims_alone(tmp_path: Path) -> None:
+    """`serve` beside `telegram poll` on one file (docs/telegram.md): both claim work. A restarted
+    serve takes over the dead serve's claims, not those of the poller that still runs."""
+    url = f"sqlite:///{tmp_path / 'gw.db'}"
+    dead, poller, restarted = open_store(url), open_store(url), open_store(url)
+    for store in (dead, poller, restarted):
+        await store.open()
+    try:
+        await dead.take_over("serve-1", NOW, exclusive=True)
+        await poller.take_over("poller", NOW)  # not a serve: no serve lock
+        mine = await _hold_one_of_each(dead, "serve-1")
+        assert await _claimable(poller, "poller") == ([], [], [])  # serve-1 holds them
+        polled = await _hold_one_of_each(poller, "poller")
+        await dead.close()  # gone (a kill leaves its claimer file unlocked: tests/integration/test_worker_crash.py)
+        assert await restarted.take_over("serve-2", LATER, exclusive=True) == 3  # serve-1's, not the poller's
+        assert await _claimable(restarted, "serve-2") == ([mine[0]], [mine[1]], [mine[2]])
+        await poller.close()  # now the poller dies too: the next start takes its claims
+        again = open_store(url)
+        await again.open()
+        try:
+            await restarted.close()
+            assert await again.take_over("serve-3", LATER, exclusive=True) == 3 + 3  # serve-2's and the poller's
+            assert polled[0] in (await _claimable(again, "serve-3"))[0]
+        finally:
+            await again.close()
+    finally:
+        for store in (dead, poller, restarted):
+            await store.close()
+
+
 @pytest.fixture
 def quick(monkeypatch: pytest.MonkeyPatch) -> float:
     """A 0.3 s staleness instead of 1.5 s, to keep the test short."""

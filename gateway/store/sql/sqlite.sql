@@ -84,14 +84,9 @@ DELETE FROM prompts WHERE key = $1;
 -- name: has_schema_migrations
 SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations';
 
--- name: release_every_job
--- A `serve` that holds the file's lock (sqlite/serve_lock.py) takes over every claim in the file:
--- whoever made it is gone. $1 now.
-UPDATE resume_jobs SET status = 'queued', claimed_by = NULL, lease_until = NULL, updated_at = $1
-WHERE status = 'running';
-
--- name: release_every_delivery
-UPDATE outbox SET lease_owner = NULL, lease_until = NULL WHERE status = 'pending' AND lease_owner IS NOT NULL;
-
--- name: release_every_wake
-UPDATE approvals SET wake_owner = NULL, wake_lease_until = NULL WHERE wake_at IS NOT NULL AND wake_owner IS NOT NULL;
+-- name: claim_owners
+-- Whoever holds a claim in the file (a starting process checks which of them are gone:
+-- sqlite/serve_lock.py). The partial indexes of active rows keep each part small.
+SELECT claimed_by AS owner FROM resume_jobs WHERE status IN ('queued', 'running') AND claimed_by IS NOT NULL
+UNION SELECT lease_owner FROM outbox WHERE status = 'pending' AND lease_owner IS NOT NULL
+UNION SELECT wake_owner FROM approvals WHERE wake_at IS NOT NULL AND wake_owner IS NOT NULL;

@@ -13,7 +13,7 @@ from gateway.core.models import Approval, OutboxItem, ResumeJob
 from gateway.store.rows import approval_from_values, job_from_row, outbox_from_row
 from gateway.store.sql import in_list, queries
 
-__all__ = ["claim_due", "claim_jobs", "claim_outbox", "release", "release_every"]
+__all__ = ["claim_due", "claim_jobs", "claim_outbox", "owners", "release", "release_owners"]
 
 Q = queries("sqlite")
 
@@ -61,9 +61,10 @@ def release(conn: sqlite3.Connection, owner: str, now: float | None) -> int:
     return jobs + deliveries + conn.execute(Q.release_wakes, (owner,)).rowcount
 
 
-def release_every(conn: sqlite3.Connection, now: float | None) -> int:
-    """Every claim in the file: run by a `serve` holding the file's lock (serve_lock.py), which
-    proves that whoever made them is gone."""
-    jobs = conn.execute(Q.release_every_job, (now,)).rowcount
-    deliveries = conn.execute(Q.release_every_delivery).rowcount
-    return jobs + deliveries + conn.execute(Q.release_every_wake).rowcount
+def owners(conn: sqlite3.Connection) -> list[str]:
+    """Every owner of a claim in the file."""
+    return [r[0] for r in conn.execute(Q.claim_owners)]
+
+
+def release_owners(conn: sqlite3.Connection, gone: list[str], now: float | None) -> int:
+    return sum(release(conn, owner, now) for owner in gone)
