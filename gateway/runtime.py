@@ -179,13 +179,19 @@ class Runtime:
     async def _liveness(self) -> None:
         """Prove this process alive and take over, within about two seconds, the claims of the
         replicas that are gone (postgres/liveness.py); their work is claimed at once."""
+        failing = False
         while True:
             await asyncio.sleep(LIVENESS_EVERY)
             try:
                 released = await self.store.reap(self.owner, self.clock.now())
             except Exception as exc:  # the database is away: polling and leases still hold
-                log.warning("liveness heartbeat failed (%s); retrying", type(exc).__name__)
+                if not failing:  # once per outage, not twice a second
+                    log.warning("liveness heartbeat failed (%s); retrying", type(exc).__name__)
+                failing = True
                 continue
+            if failing:
+                log.info("liveness heartbeat renewed")
+                failing = False
             if released:
                 log.warning("took over %d claims of a replica that is gone", released)
                 self.observers.outbox_queued()
