@@ -1,7 +1,7 @@
 """Which processes claiming work on a SQLite file are alive, proved by file locks the kernel
 drops when a process dies, however it dies (kill -9 included):
 
-- every claiming process (`serve`, and `telegram poll`, which runs the same loops beside it)
+- every claiming process (`serve`, and a channel's poller, which runs the same loops beside it)
   holds `flock(LOCK_EX)` on a file of its own, `<db>.claimers/<owner>.lock`;
 - every `serve` also holds `<db>.lock`, exclusively: one serving process per file.
 
