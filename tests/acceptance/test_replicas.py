@@ -49,6 +49,7 @@ tests/integration/test_worker_crash.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -222,26 +223,35 @@ async def effects() -> AsyncIterator[FakeEffects]:
         await fake.stop()
 
 
-@pytest.fixture
-async def cluster(pg_database: str, chats: Chats, effects: FakeEffects, tmp_path: Path) -> AsyncIterator[Cluster]:
-    """Three replicas started at once on a fresh database (they race to migrate it)."""
-    db_url = await pg.create_database("hitl_replicas")
-    replicas = [_start(db_url, chats, effects, tmp_path, i) for i in range(3)]
+@contextlib.asynccontextmanager
+async def three_replicas(
+    prefix: str, chats: Chats, effects: FakeEffects, tmp: Path, extra: dict[str, str] | None = None
+) -> AsyncIterator[Cluster]:
+    """Three replicas started at once on a fresh database (they race to migrate it); stopped
+    (those still running, a test may have replaced some) and the database dropped after."""
+    db_url = await pg.create_database(prefix)
+    cluster = Cluster([_start(db_url, chats, effects, tmp, i, extra) for i in range(3)], db_url, chats, effects)
     try:
         async with aiohttp.ClientSession() as session:
-            await asyncio.gather(*(_wait_ready(session, r, tmp_path) for r in replicas))
-        yield Cluster(replicas, db_url, chats, effects)
+            await asyncio.gather(*(_wait_ready(session, r, tmp) for r in cluster.replicas))
+        yield cluster
     finally:
-        for r in replicas:
+        for r in cluster.replicas:
             if r.proc.poll() is None:
                 r.proc.send_signal(signal.SIGTERM)
-        for r in replicas:
+        for r in cluster.replicas:
             try:
                 r.proc.wait(10)
             except subprocess.TimeoutExpired:
                 r.proc.kill()
                 r.proc.wait()
         await pg.drop_database(db_url)
+
+
+@pytest.fixture
+async def cluster(pg_database: str, chats: Chats, effects: FakeEffects, tmp_path: Path) -> AsyncIterator[Cluster]:
+    async with three_replicas("hitl_replicas", chats, effects, tmp_path) as cluster:
+        yield cluster
 
 
 Press = Callable[[Cluster, aiohttp.ClientSession, str, dict[str, Any], str], Awaitable[aiohttp.ClientResponse]]

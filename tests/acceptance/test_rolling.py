@@ -36,7 +36,6 @@ import asyncpg
 import pytest
 
 from gateway.testing import TEST_SECRET
-from tests import pg
 from tests.acceptance.test_replicas import (
     AUTH,
     PRESSES,
@@ -49,6 +48,7 @@ from tests.acceptance.test_replicas import (
     _start,
     _wait_ready,
     chats,
+    three_replicas,
 )
 from tests.fakes.effects import FakeEffects
 
@@ -86,19 +86,8 @@ async def effects() -> AsyncIterator[FakeEffects]:
 
 @pytest.fixture
 async def cluster(pg_database: str, chats: Chats, effects: FakeEffects, tmp_path: Path) -> AsyncIterator[Cluster]:
-    db_url = await pg.create_database("hitl_rolling")
-    replicas = [_start(db_url, chats, effects, tmp_path, i, EXTRA) for i in range(3)]
-    cluster = Cluster(replicas, db_url, chats, effects)
-    try:
-        async with aiohttp.ClientSession() as session:
-            await asyncio.gather(*(_wait_ready(session, r, tmp_path) for r in replicas))
+    async with three_replicas("hitl_rolling", chats, effects, tmp_path, EXTRA) as cluster:
         yield cluster
-    finally:
-        for r in cluster.replicas:
-            if r.proc.poll() is None:
-                r.proc.kill()
-                r.proc.wait()
-        await pg.drop_database(db_url)
 
 
 async def _suspend(cluster: Cluster, session: aiohttp.ClientSession, i: int) -> dict[str, Any]:
