@@ -317,6 +317,9 @@ _POLICY_KEYS = (
     "after_escalation",
     "remind",
     "quorum",
+    "extend",
+    "max_extensions",
+    "require_reason",
     *BOUND_KEYS,
 )
 _WORKER_SPEC: dict[str, Coerce] = {
@@ -330,7 +333,7 @@ _WORKER_SPEC: dict[str, Coerce] = {
     "pool_size": integer,
     "retry_base": duration,
 }
-_POLICY_LISTS = {"escalate_to", "remind", "agent_may_set"}
+_POLICY_LISTS = {"escalate_to", "remind", "agent_may_set", "extend"}
 SECRET_KEYS = frozenset(
     {"secret_keys", "api_keys", "operator_keys", "agents", "operators", "passwords", "secret", "upstream_headers"}
 )
@@ -507,8 +510,11 @@ def _policies(raw: dict[str, Any]) -> tuple[dict[str, Policy], dict[str, AgentBo
         for key in _POLICY_LISTS & body.keys():
             if isinstance(body[key], str):
                 body[key] = listing(f"policies.{name}.{key}", body[key])
-        if isinstance(body.get("quorum"), str):
-            body["quorum"] = integer(f"policies.{name}.quorum", body["quorum"])
+        for key in ("quorum", "max_extensions"):  # from the environment, numbers are strings
+            if isinstance(body.get(key), str):
+                body[key] = integer(f"policies.{name}.{key}", body[key])
+        if isinstance(body.get("require_reason"), str):
+            body["require_reason"] = body["require_reason"].strip().lower() in ("1", "true", "yes", "on")
         try:
             bounds[name] = parse_bounds({k: body.pop(k) for k in BOUND_KEYS if k in body})
             policies[name] = parse_policy(body, name=name)

@@ -21,10 +21,13 @@ from aiohttp import web
 from adapters.email import links, pages, render
 from adapters.email.errors import delivery_error
 from adapters.email.spec import EmailSettings
-from gateway.core.errors import InvalidToken, TokenExpired
+from gateway.core import extend as extend_rules
+from gateway.core.durations import format_duration, parse_duration
+from gateway.core.errors import GatewayError, InvalidToken, TokenExpired
 from gateway.core.models import Approval, Outcome
 from gateway.delivery.channels import Attempt, ChannelBase, DeliveryError, OutgoingCard
 from gateway.delivery.spec import ChannelContext
+from gateway.http.web import argsform
 from gateway.service.presses import Press, PressResult, already_text
 
 log = logging.getLogger("adapters.email")
@@ -57,7 +60,10 @@ class EmailChannel(ChannelBase):
 
     # ---------------------------------------------------------------- Channel protocol
     async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
-        msg = render.card(card.approval, self.settings.from_, card.target, self._links(card.approval, card.target))
+        extend = self._extend_links(card.approval, card.target)
+        msg = render.card(
+            card.approval, self.settings.from_, card.target, self._links(card.approval, card.target), extend
+        )
         await self._send(msg)
         return str(msg["Message-ID"])
 
@@ -67,7 +73,8 @@ class EmailChannel(ChannelBase):
             await self._send(render.outcome(card.approval, self.settings.from_, card.target))
 
     async def send_reminder(self, card: OutgoingCard) -> None:
-        number = card.data.get("number", 1)
+        # an edit that restarted the votes asks again: its own message in the thread per round
+        number = 1000 + int(card.data["edited"]) if "edited" in card.data else card.data.get("number", 1)
         approval = card.approval
         links_ = self._links(approval, card.target)
         await self._send(render.reminder(approval, self.settings.from_, card.target, links_, int(number)))
@@ -78,6 +85,14 @@ class EmailChannel(ChannelBase):
             o: links.url(self.ctx.public_url, links.token(self.ctx.signer, approval, to, o, age))
             for o in (Outcome.APPROVE, Outcome.REJECT)
         }
+
+    def _extend_links(self, approval: Approval, to: str) -> dict[str, str]:
+        """'+1h' -> a one-time link that extends the deadline by the policy's 1h."""
+        age, out = self.settings.link_max_age, {}
+        for d in extend_rules.choices(approval):
+            t = links.token(self.ctx.signer, approval, to, Outcome.APPROVE, age, extend=format_duration(d))
+            out[extend_rules.label(d)] = links.url(self.ctx.public_url, t)
+        return out
 
     async def _send(self, msg: EmailMessage) -> None:
         s = self.settings
@@ -118,7 +133,9 @@ class EmailChannel(ChannelBase):
         if approval.status.final:
             return _html(200, "Nothing to do", already_text(approval))
         cookie = request.cookies.get(COOKIE) or secrets.token_urlsafe(18)
-        body = pages.confirm(approval, link, links.PATH + token, links.csrf(self.ctx.signer, cookie, token))
+        csrf = links.csrf(self.ctx.signer, cookie, token)
+        page = pages.confirm_extend if link.extend else pages.confirm
+        body = page(approval, link, links.PATH + token, csrf)
         resp = _page(200, body)
         resp.set_cookie(
             COOKIE, cookie, path=links.PATH, httponly=True, samesite="Strict", secure=self._secure_cookie, max_age=3600
@@ -136,10 +153,18 @@ class EmailChannel(ChannelBase):
             self.ctx.signer, request.cookies.get(COOKIE), token, given if isinstance(given, str) else None
         ):
             return _html(403, "Please confirm again", "This form was not opened from its link; open the link again.")
-        if not await self.ctx.inbound.first_time(links.use_key(link)):
-            return _html(409, "This link was already used", "Each link works once.")
         comment = reason.strip()[:1000] if isinstance(reason, str) and link.outcome is Outcome.REJECT else ""
         actor = f"email:{link.addressee}"
+        if link.extend:
+            return await self._extend(link, actor)
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        refused = await self._refused(request, token, link, actor, fields, comment)
+        if refused is not None:  # checked before the link is used: it works until a decision is taken
+            return refused
+        approval = await self.ctx.inbound.approval(link.approval_id)
+        args = argsform.read(approval, fields) if approval and link.outcome is Outcome.APPROVE else None
+        if not await self.ctx.inbound.first_time(links.use_key(link)):
+            return _html(409, "This link was already used", "Each link works once.")
         verdict = await self.ctx.inbound.press(
             Press(
                 approval_id=link.approval_id,
@@ -148,9 +173,48 @@ class EmailChannel(ChannelBase):
                 channel=actor,
                 card_ref=render.message_id(link.approval_id, link.addressee, "card", self.settings.from_),
                 comment=comment or None,
+                args=args,
             )
         )
         return _html(_STATUS.get(verdict.result, 200), verdict.text(), _after(verdict.result))
+
+    async def _extend(self, link: links.Link, actor: str) -> web.Response:
+        if not await self.ctx.inbound.first_time(links.use_key(link)):
+            return _html(409, "This link was already used", "Each link works once.")
+        verdict = await self.ctx.inbound.extend(
+            Press(link.approval_id, Outcome.APPROVE, actor, actor), parse_duration(link.extend or "")
+        )
+        status = 200 if verdict.result is PressResult.EXTENDED else _STATUS.get(verdict.result, 403)
+        return _html(
+            status,
+            verdict.text(),
+            "Nothing was changed." if verdict.refused else "Everyone who was asked sees the new deadline.",
+        )
+
+    async def _refused(
+        self, request: web.Request, token: str, link: links.Link, actor: str, fields: dict[str, str], comment: str
+    ) -> web.Response | None:
+        """The page again, with the error and what was typed, when the edit or the reason would be
+        refused (gateway.service.presses.Inbound.check); None when the press may go ahead."""
+        approval = await self.ctx.inbound.approval(link.approval_id)
+        if approval is None or approval.status.final:
+            return None  # the press says so
+        try:
+            args = argsform.read(approval, fields) if link.outcome is Outcome.APPROVE else None
+            await self.ctx.inbound.check(approval, link.outcome, actor, args=args, comment=comment or None)
+        except GatewayError as exc:
+            csrf = links.csrf(self.ctx.signer, request.cookies.get(COOKIE) or "", token)
+            body = pages.confirm(
+                approval,
+                link,
+                links.PATH + token,
+                csrf,
+                error=exc.message,
+                submitted=fields,
+                error_field=exc.details.get("field"),
+            )
+            return _page(400, body)
+        return None
 
 
 def _after(result: PressResult) -> str:

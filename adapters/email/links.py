@@ -29,6 +29,7 @@ class Link:
     approval_id: str
     outcome: Outcome
     addressee: str  # canonical address: who decides by confirming
+    extend: str | None = None  # an extend link: the policy's duration ('1h'); `outcome` is unused
 
 
 def expiry(approval: Approval, max_age: timedelta) -> datetime:
@@ -38,8 +39,15 @@ def expiry(approval: Approval, max_age: timedelta) -> datetime:
     return max(until, approval.deadline) if approval.deadline else until
 
 
-def token(signer: TokenSigner, approval: Approval, addressee: str, outcome: Outcome, max_age: timedelta) -> str:
-    payload = {"a": approval.id, "o": _CODES[outcome], "t": addressee}
+def token(
+    signer: TokenSigner,
+    approval: Approval,
+    addressee: str,
+    outcome: Outcome,
+    max_age: timedelta,
+    extend: str | None = None,
+) -> str:
+    payload = {"a": approval.id, "o": _CODES[outcome], "t": addressee} | ({"x": extend} if extend else {})
     return signer.sign(PURPOSE, payload, expiry(approval, max_age))
 
 
@@ -50,16 +58,19 @@ def url(public_url: str, link_token: str) -> str:
 def read(signer: TokenSigner, link_token: str, now: datetime) -> Link:
     """The link a token stands for; InvalidToken (forged, edited) or TokenExpired."""
     data = signer.verify(PURPOSE, link_token, now)
-    approval_id, code, addressee = data.get("a"), data.get("o"), data.get("t")
+    approval_id, code, addressee, extend = data.get("a"), data.get("o"), data.get("t"), data.get("x")
     if not isinstance(approval_id, str) or not isinstance(addressee, str) or code not in _OUTCOMES:
         raise InvalidToken()
-    return Link(approval_id, _OUTCOMES[code], addressee)
+    if extend is not None and not isinstance(extend, str):
+        raise InvalidToken()
+    return Link(approval_id, _OUTCOMES[code], addressee, extend)
 
 
 def use_key(link: Link) -> str:
     """The inbound mark that makes a link work once."""
     who = hashlib.sha256(link.addressee.encode()).hexdigest()[:16]
-    return f"email:link:{link.approval_id}:{_CODES[link.outcome]}:{who}"
+    what = f"x{link.extend}" if link.extend else _CODES[link.outcome]
+    return f"email:link:{link.approval_id}:{what}:{who}"
 
 
 CSRF_LENGTH = 32  # hex characters of the form's token

@@ -7,10 +7,13 @@ asks for a confirmation; only its POST decides (mail scanners fetch links, they 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 
 from adapters.email.links import Link
 from adapters.email.render import MAX_VALUE, when
+from gateway.core import rounds
 from gateway.core.models import Approval, Outcome
+from gateway.http.web import argsform
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
 _STYLE = (
@@ -29,15 +32,39 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def confirm(approval: Approval, link: Link, action: str, csrf: str) -> str:
-    """The approval, and a form that decides it as `link.addressee` when submitted."""
+def confirm(
+    approval: Approval,
+    link: Link,
+    action: str,
+    csrf: str,
+    *,
+    error: str = "",
+    submitted: Mapping[str, str] | None = None,
+    error_field: str | None = None,
+) -> str:
+    """The approval, and a form that decides it as `link.addressee` when submitted: with the
+    edit fields (gateway.http.web.argsform) on an Approve link when the suspend allows edits,
+    and a reason field on a Reject link (required when the policy says so). A refused submit
+    comes back with `error`, what was typed kept and the field it names marked."""
     esc = html.escape
+    fields = argsform.fields(approval) if link.outcome is Outcome.APPROVE else []
+    edit = (
+        "<fieldset><legend>Arguments (change them before approving, if you need to)</legend>"
+        + argsform.render(fields, submitted, error_field)
+        + "</fieldset>"
+        if fields
+        else ""
+    )
+    alert = f"<p role='alert' style='color:#b00;font-weight:600'>{esc(error)}</p>" if error else ""
+    change = rounds.change_text(approval)
     verb = "Approve" if link.outcome is Outcome.APPROVE else "Reject"
     rows = "".join(
         f"<li><b>{esc(str(k)[:80])}</b>: <code>{esc(str(v)[:MAX_VALUE])}</code></li>" for k, v in approval.args.items()
     )
+    needed = "required" if approval.policy.require_reason else "optional"
+    typed = esc((submitted or {}).get("reason", ""))
     reason = (
-        "<p><label>Why reject? (optional)<br><textarea name='reason' maxlength='1000'></textarea></label></p>"
+        f"<p><label>Why reject? ({needed})<br><textarea name='reason' maxlength='1000'>{typed}</textarea></label></p>"
         if link.outcome is Outcome.REJECT
         else ""
     )
@@ -47,11 +74,25 @@ def confirm(approval: Approval, link: Link, action: str, csrf: str) -> str:
         + (f"<p>{esc(approval.summary)}</p>" if approval.summary else "")
         + f"<p>Run <code>{esc(approval.run_id)}</code> · step <code>{esc(approval.step)}</code> · {deadline}</p>"
         + (f"<ul>{rows}</ul>" if rows else "")
+        + (f"<p><b>{esc(change[0].upper() + change[1:])}.</b></p>" if change else "")
         + f"<form method='post' action='{esc(action)}'><input type='hidden' name='csrf' value='{esc(csrf)}'>"
-        + f"{reason}<p>You decide as <b>{esc(link.addressee)}</b>.</p>"
+        + f"{alert}{edit}{reason}<p>You decide as <b>{esc(link.addressee)}</b>.</p>"
         + f"<button type='submit' name='confirm' value='yes'>{verb}</button></form>"
     )
     return _page(f"{verb}: {approval.title}", body)
+
+
+def confirm_extend(approval: Approval, link: Link, action: str, csrf: str) -> str:
+    """The page of an extend link: the deadline now, and a form that extends it by the link's duration."""
+    esc = html.escape
+    deadline = f"The deadline is {esc(when(approval.deadline))}." if approval.deadline else "No deadline."
+    body = (
+        f"<h1>Extend the deadline by {esc(link.extend or '')}?</h1><h2>{esc(approval.title)}</h2><p>{deadline}</p>"
+        f"<form method='post' action='{esc(action)}'><input type='hidden' name='csrf' value='{esc(csrf)}'>"
+        f"<p>You extend it as <b>{esc(link.addressee)}</b>.</p>"
+        f"<button type='submit' name='confirm' value='yes'>Extend by {esc(link.extend or '')}</button></form>"
+    )
+    return _page(f"Extend: {approval.title}", body)
 
 
 def message(title: str, text: str) -> str:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from email.message import EmailMessage
 from typing import Any
 
+from gateway.core import rounds
 from gateway.core.models import Approval, Outcome, Status
 
 MAX_SUBJECT = 150
@@ -80,6 +81,9 @@ def _facts_text(approval: Approval) -> list[str]:
         lines += [approval.summary, ""]
     lines.append(f"Run {approval.run_id} · step {approval.step}")
     lines += [f"  {k}: {v}" for k, v in _args(approval.args)]
+    change = rounds.change_text(approval)
+    if change:
+        lines.append(change[0].upper() + change[1:])
     lines.append(f"Deadline: {when(approval.deadline)}" if approval.deadline else "No deadline")
     return lines
 
@@ -95,13 +99,20 @@ def _facts_html(approval: Approval) -> str:
     parts.append(f"<p>Run <code>{esc(approval.run_id)}</code> · step <code>{esc(approval.step)}</code></p>")
     if rows:
         parts.append(f"<table cellpadding='4'>{rows}</table>")
+    change = rounds.change_text(approval)
+    if change:
+        parts.append(f"<p><b>{esc(change[0].upper() + change[1:])}</b></p>")
     deadline = f"Deadline: {esc(when(approval.deadline))}" if approval.deadline else "No deadline"
     parts.append(f"<p>{deadline}</p>")
     return "".join(parts)
 
 
-def card(approval: Approval, sender: str, to: str, links: Mapping[Outcome, str]) -> EmailMessage:
-    """The card: the question, the facts, and one-time Approve and Reject links."""
+def card(
+    approval: Approval, sender: str, to: str, links: Mapping[Outcome, str], extend: Mapping[str, str] | None = None
+) -> EmailMessage:
+    """The card: the question, the facts, one-time Approve and Reject links, and the policy's
+    extend links ('+1h' -> url), if any."""
+    extend = extend or {}
     approve, reject = links[Outcome.APPROVE], links[Outcome.REJECT]
     msg = _mail(sender, to, f"Approval needed: {approval.title}", message_id(approval.id, to, "card", sender), None)
     text = [
@@ -109,6 +120,7 @@ def card(approval: Approval, sender: str, to: str, links: Mapping[Outcome, str])
         "",
         f"Approve: {approve}",
         f"Reject:  {reject}",
+        *(f"Extend the deadline {label}: {url}" for label, url in extend.items()),
         "",
         "Each link opens a page where you confirm; nothing is decided until you do. The links are",
         f"yours alone ({to}) and work once. Approval {approval.id}.",
@@ -117,7 +129,9 @@ def card(approval: Approval, sender: str, to: str, links: Mapping[Outcome, str])
     esc = html.escape
     buttons = (
         f"<p><a href='{esc(approve)}'><b>Approve…</b></a> &nbsp; · &nbsp; "
-        f"<a href='{esc(reject)}'><b>Reject…</b></a></p>"
+        f"<a href='{esc(reject)}'><b>Reject…</b></a>"
+        + "".join(f" &nbsp; · &nbsp; <a href='{esc(url)}'>Extend {esc(label)}…</a>" for label, url in extend.items())
+        + "</p>"
     )
     note = (
         f"<p><small>Each link opens a page where you confirm; nothing is decided until you do. The links are"
@@ -134,7 +148,11 @@ def reminder(approval: Approval, sender: str, to: str, links: Mapping[Outcome, s
     msg = _mail(sender, to, f"Reminder: {approval.title}", mid, thread)
     deadline = f" before {when(approval.deadline)}" if approval.deadline else ""
     approve, reject = links[Outcome.APPROVE], links[Outcome.REJECT]
-    msg.set_content(f"“{approval.title}” still needs a decision{deadline}.\n\nApprove: {approve}\nReject:  {reject}\n")
+    change = rounds.change_text(approval)
+    again = f"\n{change[0].upper() + change[1:]}: please vote again.\n" if change else ""
+    msg.set_content(
+        f"“{approval.title}” still needs a decision{deadline}.\n{again}\nApprove: {approve}\nReject:  {reject}\n"
+    )
     esc = html.escape
     msg.add_alternative(
         f"<html><body><p>“{esc(approval.title)}” still needs a decision{esc(deadline)}.</p>"
@@ -159,6 +177,9 @@ def outcome(approval: Approval, sender: str, to: str) -> EmailMessage:
     mid = message_id(approval.id, to, f"outcome{approval.version}", sender)
     msg = _mail(sender, to, f"{head}: {approval.title}", mid, thread)
     lines = [f"{approval.title}", "", f"{what} · {when(d.decided_at)}"]
+    change = rounds.change_text(approval)
+    if change:
+        lines.append(change[0].upper() + change[1:])
     if d.reason:
         lines.append(d.reason)
     if d.comment:
@@ -167,6 +188,8 @@ def outcome(approval: Approval, sender: str, to: str) -> EmailMessage:
     msg.set_content("\n".join(lines))
     esc = html.escape
     body = [f"<h2>{esc(approval.title)}</h2>", f"<p><b>{esc(what)}</b> · {esc(when(d.decided_at))}</p>"]
+    if change:
+        body.append(f"<p>{esc(change[0].upper() + change[1:])}</p>")
     if d.reason:
         body.append(f"<p><i>{esc(d.reason)}</i></p>")
     if d.comment:

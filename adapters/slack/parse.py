@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
+from adapters.slack.edit import EDIT_CALLBACK
 from adapters.slack.render import REASON_BLOCK, REASON_CALLBACK, REASON_INPUT
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.tokens import TokenSigner
 
 REF_PURPOSE = "hitl.slack.ref.v1"
 MAC_LENGTH = 32
-Verb = Literal["approve", "reject", "reason"]
-VERBS: tuple[Verb, ...] = ("approve", "reject", "reason")
+Verb = Literal["approve", "reject", "reason", "edit", "extend"]
+VERBS: tuple[Verb, ...] = ("approve", "reject", "reason", "edit", "extend")
 
 
 class BadPayload(ValueError):
@@ -36,6 +37,7 @@ class Press:
     message_ts: str
     response_url: str
     trigger_id: str
+    arg: str = ""  # extend: the duration ('1h'), from `hitl:extend.1h:<ref>`
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,13 +51,23 @@ class Submission:
 
 
 @dataclass(frozen=True, slots=True)
+class EditSubmission:
+    """The Edit & approve modal was submitted: `values` is its `view.state.values`."""
+
+    approval_id: str
+    user_id: str
+    channel_id: str
+    values: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Ignored:
     """Something we do not act on (another app's button, a modal closed...)."""
 
     reason: str
 
 
-Interaction = Press | Submission | Ignored
+Interaction = Press | Submission | EditSubmission | Ignored
 
 
 def make_ref(signer: TokenSigner, approval_id: str) -> str:
@@ -115,7 +127,8 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     verb, _, ref = rest.partition(":")
     if prefix != "hitl":
         return Ignored("not our button")
-    if verb not in VERBS or ref != value:
+    verb, _, arg = verb.partition(".")
+    if verb not in VERBS or ref != value or (verb == "extend") != bool(arg):
         raise BadPayload("unknown button")
     approval_id = check_ref(signer, value)
     if approval_id is None:
@@ -131,12 +144,13 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
         message_ts=_str(data, "container", "message_ts") or _str(data, "message", "ts"),
         response_url=_str(data, "response_url"),
         trigger_id=_str(data, "trigger_id"),
+        arg=arg,
     )
 
 
 def _submission(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     view = data.get("view")
-    if not isinstance(view, dict) or view.get("callback_id") != REASON_CALLBACK:
+    if not isinstance(view, dict) or view.get("callback_id") not in (REASON_CALLBACK, EDIT_CALLBACK):
         return Ignored("not our modal")
     try:
         meta = json.loads(_str(view, "private_metadata"))
@@ -149,5 +163,9 @@ def _submission(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if not user_id:
         raise BadPayload("user.id is missing")
     values = view.get("state", {}).get("values", {}) if isinstance(view.get("state"), dict) else {}
+    if not isinstance(values, dict):
+        raise BadPayload("view.state.values must be an object")
+    if view.get("callback_id") == EDIT_CALLBACK:
+        return EditSubmission(approval_id, user_id, _str(meta, "channel"), values)
     comment = _str(values, REASON_BLOCK, REASON_INPUT, "value").strip()
     return Submission(approval_id, user_id, _str(meta, "channel"), comment)

@@ -11,7 +11,10 @@ import json
 from datetime import datetime
 from typing import Any
 
+from gateway.core import extend as extend_rules
+from gateway.core import rounds
 from gateway.core.clock import iso
+from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
 
 HEADER_MAX = 150
@@ -116,6 +119,8 @@ def progress(approval: Approval) -> str:
 def context_line(approval: Approval) -> str:
     parts = [f"Run {_code(approval.run_id)}", f"Step {_code(approval.step)}"]
     parts.append(f"Deadline {when(approval.deadline)}" if approval.deadline else "No deadline")
+    if approval.extensions:
+        parts[-1] += f" (extended {approval.extensions}×)"
     parts.append(f"Policy {_code(approval.policy.name)}")
     if approval.policy.quorum > 1:
         parts.append(progress(approval))
@@ -159,6 +164,24 @@ def _button(verb: str, text: str, ref: str, style: str | None = None) -> Block:
     return button
 
 
+def _extras(approval: Approval, ref: str) -> list[Block]:
+    """Edit & approve (when the suspend allows edits) and the policy's '+1h' extend buttons."""
+    out = [_button("edit", "Edit & approve…", ref)] if approval.editable else []
+    for d in extend_rules.choices(approval):
+        out.append(_button(f"extend.{format_duration(d)}", extend_rules.label(d), ref))
+    return out
+
+
+def change_line(approval: Approval) -> str:
+    """'_approved with changes by <@U1>: amount 4200 → 3900_', or '' (gateway.core.rounds)."""
+    text = rounds.change_text(approval, _named, lambda t: escape(t[:1000]))
+    return f":pencil2: {cut(text, 1500)}" if text else ""
+
+
+def _named(identity: str, shown: str) -> str:
+    return who(identity) if identity.startswith("slack:") else escape(shown)
+
+
 def actions(approval: Approval, ref: str) -> Block:
     approve = _button("approve", "Approve", ref, "primary")
     approve["confirm"] = {
@@ -172,8 +195,10 @@ def actions(approval: Approval, ref: str) -> Block:
         "block_id": ACTIONS_BLOCK,
         "elements": [
             approve,
-            _button("reject", "Reject", ref, "danger"),
+            # a policy that requires a reason gets only the modal that asks for one
+            *([] if approval.policy.require_reason else [_button("reject", "Reject", ref, "danger")]),
             _button("reason", "Reject with reason…", ref),
+            *_extras(approval, ref),
         ],
     }
 
@@ -190,6 +215,9 @@ def card_blocks(approval: Approval, ref: str) -> list[Block]:
     if len(section) > 1:
         blocks.append(section)
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": context_line(approval)}]})
+    change = change_line(approval)
+    if change:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": change}})
     if approval.status.final:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": outcome_text(approval)}})
     else:
@@ -239,8 +267,11 @@ def card_text(approval: Approval) -> str:
 
 
 def reminder_text(approval: Approval) -> str:
+    """A nudge; when an approver changed the args, what changed (the votes restarted on them)."""
     deadline = f" before {when(approval.deadline)}" if approval.deadline else ""
-    return f":bell: Reminder: “{fit(approval.title, 300)}” still needs a decision{deadline}."
+    change = change_line(approval)
+    again = f"\n{change}: please vote again" if change else ""
+    return f":bell: Reminder: “{fit(approval.title, 300)}” still needs a decision{deadline}.{again}"
 
 
 def reason_modal(approval: Approval, ref: str, channel_id: str) -> Block:

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from adapters.slack import render
-from adapters.slack.parse import BadPayload, Interaction, Press, Submission, make_ref, parse
+from adapters.slack import amend, render
+from adapters.slack.parse import BadPayload, EditSubmission, Interaction, Press, Submission, make_ref, parse
 from adapters.slack.verify import is_valid
 from gateway.core.errors import Unauthorized, ValidationError
 from gateway.core.models import Outcome
@@ -53,6 +53,8 @@ def reply_text(verdict: presses.Verdict) -> str | None:
         return render.already_text(approval)
     if verdict.result is presses.PressResult.VOTE and approval is not None:
         return f"Your approval is recorded: {render.progress(approval)}."
+    if verdict.result in (presses.PressResult.INVALID, presses.PressResult.EXTENDED, presses.PressResult.EDITED):
+        return verdict.text() + "."
     return _REPLIES.get(verdict.result)
 
 
@@ -83,12 +85,20 @@ class InteractionHandler:
             return await self._press(interaction, redelivered)
         if isinstance(interaction, Submission):
             return await self._submission(interaction, redelivered)
+        if isinstance(interaction, EditSubmission):  # the card, synced, shows the change
+            return (await amend.submit_edit(self._ctx, interaction))[0]
         return None
 
     # ---------------------------------------------------------------- buttons
     async def _press(self, press: Press, redelivered: bool) -> Ack:
         if press.verb == "reason":
             reply = await self._open_reason(press)
+        elif press.verb == "edit":
+            verdict = await amend.open_edit(self._ctx, self._out, press)
+            reply = reply_text(verdict) if verdict is not None else None
+        elif press.verb == "extend":  # at most once: a redelivered envelope must not extend twice
+            verdict = None if redelivered else await amend.extend(self._ctx, press)
+            reply = reply_text(verdict) if verdict is not None else None
         else:
             outcome = Outcome.APPROVE if press.verb == "approve" else Outcome.REJECT
             reply = await self._decide(press.approval_id, outcome, press.user_id, press.channel_id, redelivered)

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from aiohttp import web
-from telegram import Bot, ForceReply, Message, ReplyParameters
+from telegram import Bot, ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, ChatMigrated, TelegramError
 
@@ -24,6 +24,7 @@ from adapters.telegram.parse import card_ref, chat_id, parse_ref
 from adapters.telegram.request import AiohttpRequest
 from adapters.telegram.spec import TelegramSettings
 from adapters.telegram.updates import TelegramUpdates
+from gateway.core.models import Approval
 from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard
 from gateway.delivery.spec import ChannelContext
 
@@ -153,6 +154,14 @@ class TelegramChannel:
             await self.bot.answer_callback_query(query_id, text=render.cut(text, 200), show_alert=alert)
         except TelegramError as exc:
             log.warning("telegram: answerCallbackQuery failed: %s", exc.message)
+
+    async def send_edit_link(self, user_id: int, approval: Approval, url: str) -> None:
+        """The presser's one-time edit link, in their private chat with the bot (never the group:
+        whoever opens the link acts as the presser). TelegramError if they never started the bot."""
+        markup = InlineKeyboardMarkup([[InlineKeyboardButton("Open the edit form", url=url)]])
+        await self.bot.send_message(
+            user_id, render.edit_link_text(approval), parse_mode=ParseMode.HTML, reply_markup=markup
+        )
 
     async def ask_reason(self, chat: int, card_message_id: int, user_id: int, who: str) -> tuple[Chat, int]:
         """Ask the presser why, with ForceReply so their client opens a reply box; returns where

@@ -16,7 +16,9 @@ from typing import Any
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from adapters.telegram import callback
-from gateway.core.durations import humanize
+from gateway.core import extend as extend_rules
+from gateway.core import rounds
+from gateway.core.durations import format_duration, humanize
 from gateway.core.models import Approval, OnTimeout, Outcome, Status
 from gateway.service.presses import PressResult, Verdict
 
@@ -85,11 +87,16 @@ def quorum_words(approval: Approval) -> str:
 
 
 def _status_lines(approval: Approval, now: datetime, note_limit: int) -> list[str]:
+    change = rounds.change_text(approval)
     if approval.status is Status.WAITING:
         deadline = f"{esc(when(approval.deadline))} · " if approval.deadline else ""
         lines = [f"⏳ {deadline}{esc(timeout_words(approval, now))}"]
+        if approval.extensions:
+            lines[0] += f" (extended {approval.extensions}×)"
         if approval.policy.quorum > 1:
             lines.append(f"👥 {quorum_words(approval)}")
+        if change:
+            lines.append(f"✏️ {esc(cut(change, 300))}")
         return lines
     d = approval.decision
     head = _HEAD.get(approval.status, esc(approval.status.value))
@@ -99,6 +106,8 @@ def _status_lines(approval: Approval, now: datetime, note_limit: int) -> list[st
         lines = [f"{head}: {esc(d.outcome.value)}ed by policy · {esc(when(d.decided_at))}"]
     else:
         lines = [f"{head} by {esc(d.shown_as)} · {esc(when(d.decided_at))}"]
+    if change:
+        lines.append(f"✏️ {esc(cut(change, 300))}")
     if d.reason:
         lines.append(f"<i>{esc(cut(d.reason, min(300, note_limit)))}</i>")
     if d.comment:
@@ -158,11 +167,32 @@ def keyboard(approval: Approval, signer: callback.Macs) -> InlineKeyboardMarkup 
         InlineKeyboardButton(approve, callback_data=callback.build(signer, approval.id, Outcome.APPROVE)),
         InlineKeyboardButton("❌ Reject", callback_data=callback.build(signer, approval.id, Outcome.REJECT)),
     )
-    return InlineKeyboardMarkup([list(buttons)])
+    rows = [list(buttons)]
+    if approval.editable:  # the form is a web page: the presser gets a one-time link to it
+        rows.append([InlineKeyboardButton("✏️ Edit", callback_data=callback.build_action(signer, approval.id, "e"))])
+    extend = [
+        InlineKeyboardButton(
+            f"⏳ {extend_rules.label(d)}",
+            callback_data=callback.build_action(signer, approval.id, "x" + format_duration(d)),
+        )
+        for d in extend_rules.choices(approval)
+        if len(format_duration(d)) <= callback.MAX_DURATION
+    ]
+    if extend:
+        rows.append(extend)
+    return InlineKeyboardMarkup(rows)
+
+
+def edit_link_text(approval: Approval) -> str:
+    """The private message that carries the edit link (its button opens the form)."""
+    return f"✏️ Edit <b>{esc(cut(approval.title, MAX_TITLE))}</b> before approving: the link works once, for you only."
 
 
 def render_reminder(approval: Approval, now: datetime) -> str:
-    return f"⏰ Reminder: <b>{esc(cut(approval.title, MAX_TITLE))}</b> is waiting · {esc(timeout_words(approval, now))}"
+    """A nudge; when an approver changed the args, what changed (the votes restarted on them)."""
+    text = f"⏰ Reminder: <b>{esc(cut(approval.title, MAX_TITLE))}</b> is waiting · {esc(timeout_words(approval, now))}"
+    change = rounds.change_text(approval)
+    return text + (f"\n✏️ {esc(cut(change, 300))}: please vote again" if change else "")
 
 
 def reason_prompt(user_id: int, who: str) -> str:

@@ -24,9 +24,11 @@ from telegram.error import TelegramError
 
 from adapters.telegram import callback, parse, render
 from gateway.core.depth import too_deep
+from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError
+from gateway.core.models import Outcome
 from gateway.delivery.spec import ChannelContext
-from gateway.service.presses import Press, PressResult, Reply, Verdict
+from gateway.service.presses import REASON_PURPOSE, REJECT_PURPOSE, Press, PressResult, Reply, Verdict
 
 if TYPE_CHECKING:
     from adapters.telegram.channel import TelegramChannel
@@ -95,6 +97,8 @@ class TelegramUpdates:
             name=p.who,
             redelivered=not fresh,
         )
+        if button.action != "vote" or await self._reason_first(press):
+            return await self._other(button, press, p, fresh)
         verdict = await inbound.press(press)
         if not fresh:
             return "duplicate"  # answered the first time
@@ -104,7 +108,47 @@ class TelegramUpdates:
             await self._ask_reason(verdict, press.actor, p)
         return verdict.result.value
 
-    async def _ask_reason(self, verdict: Verdict, actor: str, p: parse.Press) -> None:
+    async def _reason_first(self, press: Press) -> bool:
+        """A reject under `require_reason`: asked why first, recorded with the reply."""
+        if press.outcome is not Outcome.REJECT:
+            return False
+        approval = await self.ctx.inbound.approval(press.approval_id)
+        return approval is not None and approval.policy.require_reason
+
+    async def _other(self, button: callback.Button, press: Press, p: parse.Press, fresh: bool) -> str:
+        """Edit (a one-time link in the presser's private chat), extend, or a reject that must
+        say why (the question first; the reply decides)."""
+        if not fresh:
+            return "duplicate"  # nothing to finish: these commit nothing before the answer
+        inbound = self.ctx.inbound
+        if button.action == "extend":
+            verdict = await inbound.extend(press, parse_duration(button.duration or ""))
+            await self.channel.answer(p.query_id, render.answer_text(verdict), alert=verdict.refused)
+            return verdict.result.value
+        if button.action == "edit":
+            verdict, url = await inbound.edit_link(press)
+            if url is None or verdict.approval is None:
+                await self.channel.answer(p.query_id, render.answer_text(verdict), alert=True)
+                return verdict.result.value
+            try:
+                await self.channel.send_edit_link(p.user_id, verdict.approval, url)
+            except TelegramError as exc:
+                log.warning("telegram: could not send an edit link: %s", exc.message)
+                await self.channel.answer(
+                    p.query_id, "Start a private chat with me first, then press Edit again", alert=True
+                )
+                return "no_private_chat"
+            await self.channel.answer(p.query_id, "I sent you a private link to the edit form")
+            return "edit_link"
+        verdict = await inbound.may_ask_reason(press)
+        if verdict.result is not PressResult.ASK or p.chat_id is None or p.message_id is None:
+            await self.channel.answer(p.query_id, render.answer_text(verdict), alert=True)
+            return verdict.result.value
+        await self.channel.answer(p.query_id, "Reply to my question with your reason to reject")
+        await self._ask_reason(verdict, press.actor, p, purpose=REJECT_PURPOSE)
+        return "ask"
+
+    async def _ask_reason(self, verdict: Verdict, actor: str, p: parse.Press, purpose: str = REASON_PURPOSE) -> None:
         assert verdict.approval is not None and p.chat_id is not None and p.message_id is not None
         try:
             chat, prompt_id = await self.channel.ask_reason(p.chat_id, p.message_id, p.user_id, p.who)
@@ -114,7 +158,8 @@ class TelegramUpdates:
         if chat != p.chat_id:  # the group became a supergroup: the card is there now
             old, new = parse.card_ref(p.chat_id, p.message_id), parse.card_ref(chat, p.message_id)
             await self.ctx.inbound.card_moved(verdict.approval.id, f"telegram:{p.chat_id}", old, new)
-        await self.ctx.inbound.expect_reason(parse.prompt_key(chat, prompt_id), verdict.approval.id, actor)
+        key = parse.prompt_key(chat, prompt_id)
+        await self.ctx.inbound.expect_reason(key, verdict.approval.id, actor, purpose=purpose)
 
     async def _reply(self, r: parse.Reply) -> str:
         reply = Reply(

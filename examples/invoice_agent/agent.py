@@ -71,6 +71,18 @@ def email(fx: Effects, invoice: dict[str, Any], text: str) -> dict[str, Any]:
     return {"to": invoice["email"], "body": text}
 
 
+INVOICE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "customer": {"type": "string"},
+        "amount": {"type": "integer", "minimum": 1, "maximum": 1_000_000, "description": "cents"},
+        "currency": {"enum": ["EUR", "USD"]},
+        "email": {"type": "string"},
+    },
+    "required": ["customer", "amount", "currency"],
+}
+
+
 async def invoice_run(run: DurableRun, customer: str, payments: str, fx: Effects) -> Any:
     invoice = await run.step("research", research, fx, customer)
     await run.step("validate", validate, fx, invoice)
@@ -81,9 +93,14 @@ async def invoice_run(run: DurableRun, customer: str, payments: str, fx: Effects
         summary=text,
         args=invoice,
         worker="invoice",
+        args_schema=INVOICE_SCHEMA,
+        editable=["amount"],  # the approver may lower (or raise) the amount, within the schema
     )
     if decision.outcome is not Outcome.APPROVE:
         return await run.step("email", email, fx, invoice, f"Not charged ({decision.decided_by}).")
+    # What runs is what was approved: the edited args when the approver changed them, and the
+    # charge's idempotency key is derived from those approved args.
+    invoice = decision.edited_args or invoice
     key = run.idempotency_key("charge", invoice)
     receipt = await run.step("charge", charge, fx, payments, run.run_id, invoice, key)
     return await run.step("email", email, fx, invoice, f"{text}. Charged as {receipt['id']}.")

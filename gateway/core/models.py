@@ -12,6 +12,7 @@ from hitl_sdk.models import Decision, Outcome, Source, StepRecord, StepStatus
 
 from gateway.core.clock import from_ts, iso, to_ts
 from gateway.core.durations import format_duration, parse_duration
+from gateway.core.terms import EditTerms, Proposal
 
 # Decision, Outcome, Source, StepRecord and StepStatus are shared with the agent SDK (hitl_sdk):
 # the gateway stores exactly what the agent reads.
@@ -20,6 +21,7 @@ __all__ = [
     "Card",
     "Decision",
     "DeliveryStatus",
+    "EditTerms",
     "Event",
     "JobStatus",
     "NewEvent",
@@ -29,6 +31,7 @@ __all__ = [
     "OutboxKind",
     "Outcome",
     "Policy",
+    "Proposal",
     "ResumeJob",
     "Source",
     "Status",
@@ -76,8 +79,24 @@ class Policy:
     after_escalation: Outcome = Outcome.REJECT
     remind: tuple[timedelta, ...] = ()
     quorum: int = 1
+    extend: tuple[timedelta, ...] = ()  # the durations an approver may add to the deadline
+    max_extensions: int = 0  # how many extensions in all (parse_policy: 1 when `extend` is given alone)
+    require_reason: bool = False  # a reject must say why, on every path
 
     def to_json(self) -> dict[str, Any]:
+        return self._base_json() | self._extra_json()
+
+    def _extra_json(self) -> dict[str, Any]:
+        """The keys added in v12, only when set: older policies are stored byte for byte as before."""
+        out: dict[str, Any] = {}
+        if self.extend:
+            out["extend"] = [format_duration(d) for d in self.extend]
+            out["max_extensions"] = self.max_extensions
+        if self.require_reason:
+            out["require_reason"] = True
+        return out
+
+    def _base_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "timeout": format_duration(self.timeout) if self.timeout else "never",
@@ -102,6 +121,9 @@ class Policy:
             after_escalation=Outcome(data.get("after_escalation", "reject")),
             remind=tuple(parse_duration(r) for r in data.get("remind", ())),
             quorum=int(data.get("quorum", 1)),
+            extend=tuple(parse_duration(d) for d in data.get("extend", ())),
+            max_extensions=int(data.get("max_extensions", 0)),
+            require_reason=bool(data.get("require_reason", False)),
         )
 
 
@@ -191,6 +213,9 @@ class Approval:
     reminders_sent: int = 0
     sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
     agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11
+    terms: EditTerms | None = None  # args_schema and editable, when the suspend gave them (v12)
+    proposal: Proposal | None = None  # the edited args the current round votes on, if any
+    extensions: int = 0  # how many times the deadline was extended
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.
@@ -218,6 +243,26 @@ class Approval:
     def approvals_count(self) -> int:
         """Distinct parties who approved: a person's identities on several channels count once."""
         return len({v.party for v in self.votes if v.outcome is Outcome.APPROVE})
+
+    @property
+    def editable(self) -> bool:
+        return self.terms is not None and self.terms.allows_edits
+
+    @property
+    def current_args(self) -> dict[str, Any]:
+        """The args the current round votes on (redacted): the proposal's, else the original."""
+        return self.proposal.args if self.proposal is not None else self.args
+
+    @property
+    def current_hash(self) -> str:
+        return self.proposal.args_hash if self.proposal is not None else self.args_hash
+
+    @property
+    def run_hash(self) -> str:
+        """The hash of the args that run: the edited ones once approved with changes, else the
+        original (also when a policy decided while a round on changes was waiting)."""
+        d = self.decision
+        return self.proposal.args_hash if self.proposal and d is not None and d.args is not None else self.args_hash
 
     @property
     def quorum_text(self) -> str:
@@ -257,6 +302,10 @@ class Approval:
             "escalations": self.escalations,
             "reminders_sent": self.reminders_sent,
             "version": self.version,
+            "args_schema": self.terms.schema if self.terms else None,
+            "editable": (self.terms.to_json()["editable"] if self.terms else False),
+            "proposal": self.proposal.to_json() if self.proposal else None,
+            "extensions": self.extensions,
         }
 
 

@@ -29,8 +29,12 @@ _POLICY_FIELDS = {
     "after_escalation",
     "remind",
     "quorum",
+    "extend",
+    "max_extensions",
+    "require_reason",
 }
 MAX_REMINDERS = 10
+MAX_EXTENSIONS = 100
 MAX_QUORUM = 100
 
 
@@ -127,7 +131,32 @@ def parse_policy(data: Mapping[str, Any], *, name: str = "inline", prefix: str =
         after_escalation=Outcome(after),
         remind=_reminders(f"{prefix}remind", data.get("remind", []), timeout),
         quorum=_quorum(f"{prefix}quorum", data.get("quorum", 1)),
+        **_extensions(prefix, data, timeout),
     )
+
+
+def _extensions(prefix: str, data: Mapping[str, Any], timeout: timedelta | None) -> dict[str, Any]:
+    """`extend` (durations an approver may add to the deadline), `max_extensions` (default 1
+    when `extend` is given) and `require_reason` (a reject must say why)."""
+    raw = data.get("extend", [])
+    if not isinstance(raw, list | tuple) or len(raw) > MAX_REMINDERS:
+        raise ValidationError(
+            f"{prefix}extend", f"must be a list of at most {MAX_REMINDERS} durations, like ['1h', '1d']"
+        )
+    extend = []
+    for i, value in enumerate(raw):
+        delta = _opt_duration(f"{prefix}extend[{i}]", value, never=False)
+        assert delta is not None
+        extend.append(delta)
+    if extend and timeout is None:
+        raise ValidationError(f"{prefix}extend", "extensions need a timeout (there is no deadline to extend)")
+    most = data.get("max_extensions", 1 if extend else 0)
+    if isinstance(most, bool) or not isinstance(most, int) or not 0 <= most <= MAX_EXTENSIONS:
+        raise ValidationError(f"{prefix}max_extensions", f"must be an integer from 0 to {MAX_EXTENSIONS}")
+    reason = data.get("require_reason", False)
+    if not isinstance(reason, bool):
+        raise ValidationError(f"{prefix}require_reason", "must be true or false")
+    return {"extend": tuple(sorted(set(extend))), "max_extensions": most if extend else 0, "require_reason": reason}
 
 
 # ---------------------------------------------------------------- time

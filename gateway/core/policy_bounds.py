@@ -6,8 +6,9 @@ The operator's config is the authority. An agent may:
   (`"policy": {"name": "content", "timeout": "45m"}`, or a suspend `deadline`, which chooses the
   timeout as an instant; `max_timeout` / `min_timeout` bound both);
 - give an inline policy, as `security.inline_policies` allows: `restrict` (the default) refuses
-  one that approves on its own (`on_timeout` or `after_escalation` = `approve`) or that lowers the
-  default policy's quorum, `deny` refuses every inline policy, `allow` takes it as it is.
+  one that approves on its own (`on_timeout` or `after_escalation` = `approve`), that lowers the
+  default policy's quorum or drops its `require_reason`, `deny` refuses every inline policy,
+  `allow` takes it as it is.
 A refusal is `PolicyNotAllowed` (403) naming the field. Operators are trusted with policies.
 """
 
@@ -96,6 +97,10 @@ def check_inline(policy: Policy, mode: str, default: Policy) -> None:
     if policy.quorum < default.quorum:
         raise PolicyNotAllowed(
             "policy.quorum", f"an inline policy may not lower the default policy's quorum of {default.quorum} {why}"
+        )
+    if default.require_reason and not policy.require_reason:
+        raise PolicyNotAllowed(
+            "policy.require_reason", f"an inline policy may not drop the default policy's require_reason {why}"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from aiohttp import web
@@ -15,6 +16,7 @@ from gateway.http.scope import operator, owner_filter, principal
 from gateway.runtime import Runtime
 
 routes = web.RouteTableDef()
+log = logging.getLogger("gateway.http")
 
 
 def _rt(request: web.Request) -> Runtime:
@@ -94,7 +96,7 @@ async def list_events(request: web.Request) -> web.Response:
 async def decide(request: web.Request) -> web.Response:
     """An operator decides as itself (`operator:NAME`); `by` is only kept as `on_behalf_of`."""
     rt, caller = _rt(request), operator(request)
-    outcome, by, comment = schemas.parse_decision(await schemas.read_json(request))
+    outcome, by, comment, args = schemas.parse_decision(await schemas.read_json(request))
     approval = await rt.service.decide(
         request.match_info["id"],
         outcome,
@@ -103,7 +105,19 @@ async def decide(request: web.Request) -> web.Response:
         channel="api",
         trusted=True,
         on_behalf_of=by,
+        args=args,
     )
+    return web.json_response(await _approval_view(rt, approval))
+
+
+@routes.post("/v1/approvals/{id}/extend")
+async def extend(request: web.Request) -> web.Response:
+    """An operator extends the deadline as the policy's `extend` allows (403 beyond it)."""
+    rt, caller = _rt(request), operator(request)
+    duration, by = schemas.parse_extend(await schemas.read_json(request))
+    approval = await rt.service.extend(request.match_info["id"], duration, caller.identity, channel="api", trusted=True)
+    if by:
+        log.info("approval %s extended by %s on behalf of %s", approval.id, caller.identity, by)
     return web.json_response(await _approval_view(rt, approval))
 
 

@@ -93,6 +93,11 @@ _SUSPEND = {
             "format": "date-time",
             "description": "RFC 3339 with an offset; where the named policy's agent_may_set lists timeout",
         },
+        "args_schema": {"type": "object", "description": "JSON Schema 2020-12 the args and every edit must validate"},
+        "editable": {
+            "oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}],
+            "description": "true, or the top-level args an approver may change before approving",
+        },
     },
 }
 _SUSPENDED = {
@@ -114,6 +119,16 @@ _DECISION = {
         "outcome": {"enum": ["approve", "reject"]},
         "by": {"type": "string", "description": "whom the operator acts for: kept as on_behalf_of"},
         "comment": {"type": "string"},
+        "args": {"type": "object", "description": "approve with changes: the edited args (editable fields only)"},
+    },
+}
+_EXTEND = {
+    "type": "object",
+    "required": ["duration"],
+    "additionalProperties": False,
+    "properties": {
+        "duration": {"type": "string", "examples": ["1h"], "description": "one of the policy's `extend`"},
+        "by": {"type": "string", "description": "whom the operator acts for"},
     },
 }
 _TOKEN_DECISION = {
@@ -248,6 +263,20 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
                 408,
                 409,
                 body=_DECISION,
+                params=[_ID],
+            )
+        },
+        "/v1/approvals/{id}/extend": {
+            "post": _op(
+                "Extend the deadline by one of the policy's `extend` durations (operators; 403 beyond it)",
+                _APPROVAL,
+                400,
+                401,
+                403,
+                404,
+                408,
+                409,
+                body=_EXTEND,
                 params=[_ID],
             )
         },

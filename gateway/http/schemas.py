@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from aiohttp import web
 
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.errors import InvalidJSON, UnsupportedMediaType, ValidationError
+from gateway.core.extend import parse_extension
 from gateway.core.models import Outcome
 from gateway.service import SuspendRequest
 from gateway.service.policies import PolicyValue
@@ -29,6 +30,8 @@ _SUSPEND_FIELDS = {
     "idempotency_key",
     "requested_by",
     "deadline",
+    "args_schema",
+    "editable",
 }
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})$")
 
@@ -193,6 +196,8 @@ def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> S
         idempotency_key=opt_text(body, "idempotency_key", max_len=200),
         requested_by=opt_text(body, "requested_by", max_len=200),
         deadline=_deadline(body),
+        args_schema=body.get("args_schema"),  # checked by the service (gateway.core.edits)
+        editable=body.get("editable"),
     )
 
 
@@ -209,11 +214,22 @@ def on_behalf_of(body: dict[str, Any]) -> str | None:
     return opt_text(body, "by", max_len=200) or None
 
 
-def parse_decision(body: dict[str, Any]) -> tuple[Outcome, str | None, str | None]:
-    """(outcome, on_behalf_of, comment)."""
-    _unknown(body, {"outcome", "comment", "by"})
+def parse_decision(body: dict[str, Any]) -> tuple[Outcome, str | None, str | None, dict[str, Any] | None]:
+    """(outcome, on_behalf_of, comment, edited args)."""
+    _unknown(body, {"outcome", "comment", "by", "args"})
     outcome = parse_outcome(body)
-    return outcome, on_behalf_of(body), opt_text(body, "comment")
+    args = body.get("args")
+    if args is not None and not isinstance(args, dict):
+        raise ValidationError("args", "must be a JSON object (the edited args)")
+    return outcome, on_behalf_of(body), opt_text(body, "comment"), args
+
+
+def parse_extend(body: dict[str, Any]) -> tuple[timedelta, str | None]:
+    """`POST /v1/approvals/{id}/extend`: (duration, on_behalf_of)."""
+    _unknown(body, {"duration", "by"})
+    if body.get("duration") is None:
+        raise ValidationError("duration", "is required, like '1h'")
+    return parse_extension(body["duration"]), on_behalf_of(body)
 
 
 def parse_cancel(body: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -38,6 +38,9 @@ class GatewayCallError(Exception):
         self.status = status
 
 
+MAX_TOKENS = 10_000
+
+
 class Gateway:
     """The gateway's API for one MCP process: `as_caller(key)` gives a client for one caller."""
 
@@ -46,6 +49,9 @@ class Gateway:
         self.poll_interval = poll_interval
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        # Resume tokens of the approvals this process asked for (bounded): an approval decided
+        # with changes is read through its token, for the raw approved args (the API's are redacted).
+        self.tokens: dict[str, str] = {}
 
     def pool(self) -> aiohttp.ClientSession:
         if self._session is None:  # built lazily: it needs the running loop
@@ -105,7 +111,21 @@ class Caller:
     async def suspend(self, body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """Create the approval (idempotent by key): (the body, whether it is new)."""
         status, data = await self.exchange("POST", "/v1/suspend", body)
+        if isinstance(data, dict) and data.get("resume_token"):
+            if len(self.gateway.tokens) >= MAX_TOKENS:
+                self.gateway.tokens.pop(next(iter(self.gateway.tokens)))
+            self.gateway.tokens[str(data["id"])] = str(data["resume_token"])
         return data, status == 201
+
+    async def approved(self, view: dict[str, Any]) -> dict[str, Any]:
+        """`view`, with the raw approved args in its decision when an approver changed them and
+        this process holds the approval's resume token (the rehydration document has them)."""
+        decision = view.get("decision")
+        token = self.gateway.tokens.get(str(view.get("id")))
+        if not isinstance(decision, dict) or decision.get("args") is None or token is None:
+            return view
+        doc = await self.rehydrate(token)
+        return {**view, "decision": doc.get("decision") or decision}
 
     async def approval(self, approval_id: str) -> dict[str, Any]:
         result: dict[str, Any] = await self.call("GET", f"/v1/approvals/{quote(approval_id, safe='')}")

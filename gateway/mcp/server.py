@@ -105,9 +105,16 @@ def build_server(gateway: Gateway, api_key: str | None, defaults: Defaults = Def
         step: Annotated[str, Field(min_length=1, max_length=200)] = "request_approval",
         idempotency_key: Annotated[str | None, Field(max_length=200)] = None,
         wait_seconds: Wait = 25,
+        args_schema: Annotated[
+            dict[str, Any] | None, Field(description="JSON Schema 2020-12 the args, and a human's edits, must validate")
+        ] = None,
+        editable: Annotated[
+            bool | list[str] | None, Field(description="true, or the args a human may change before approving")
+        ] = None,
     ) -> ApprovalResult:
         who = caller(ctx)
-        fields = {"run_id": run_id or f"mcp-{who.tag}", "step": step, "title": title, "summary": summary, "args": args}
+        fields: dict[str, Any] = {"run_id": run_id or f"mcp-{who.tag}", "step": step, "title": title}
+        fields |= {"summary": summary, "args": args, "args_schema": args_schema, "editable": editable}
         body = defaults.fill({**fields, "channels": channels, "policy": policy, "approvers": approvers})
         body["idempotency_key"] = idempotency_key or approvals.request_key("mcp", {**body, "caller": who.tag})
         return await _tool(_request(who, ctx, body, wait_seconds))
@@ -119,7 +126,7 @@ def build_server(gateway: Gateway, api_key: str | None, defaults: Defaults = Def
         async def go() -> dict[str, Any]:
             who = caller(ctx)
             view = await who.wait(await who.approval(id), within(wait_seconds), _progress(ctx, wait_seconds))
-            return approvals.result(view)
+            return approvals.result(await who.approved(view))
 
         return await _tool(go())
 
@@ -152,7 +159,7 @@ async def _request(who: Caller, ctx: Context[Any, Any], body: dict[str, Any], wa
     view = {"id": created["id"], "status": approvals.WAITING, "deadline": created.get("deadline")}
     if wait_seconds > 0 or not new:  # a retried request: the approval may be decided by now
         view = await who.wait(await who.approval(created["id"]), within(wait_seconds), _progress(ctx, wait_seconds))
-    return approvals.result(view, body.get("args", {}))
+    return approvals.result(await who.approved(view), body.get("args", {}))
 
 
 async def _permission(

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from gateway.config import Settings
+from gateway.core import edits as edit_rules
 from gateway.core import policy as rules
 from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
@@ -33,19 +34,19 @@ from gateway.core.errors import (
 from gateway.core.events import EventKind
 from gateway.core.identity import WEB
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
-from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status, Vote
+from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status
 from gateway.core.observers import Observer, Observers
 from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
+from gateway.service import edits as service_edits
+from gateway.service.decisions import CAS_RETRIES, DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy
 from gateway.store import NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
-_CAS_RETRIES = 64
-DENIED_KEPT = 5  # `denied` events kept per person and approval
 TOKEN_ACTOR = "token"  # who decided by holding the resume token (`decide_by_token`): no identity
 
 
@@ -69,9 +70,11 @@ class SuspendRequest:
     idempotency_key: str | None = None
     requested_by: str | None = None
     deadline: datetime | None = None  # the timeout as an instant, if the policy lets the agent set it
+    args_schema: dict[str, Any] | None = None  # JSON Schema 2020-12 the args (and edits) must validate
+    editable: bool | list[str] | None = None  # true, or the top-level args an approver may change
 
 
-class Service:
+class Service(Decisions):
     def __init__(
         self, settings: Settings, store: Store, clock: Clock, signer: TokenSigner, observer: Observer | None = None
     ) -> None:
@@ -140,6 +143,9 @@ class Service:
         now = self.clock.now()
         checked = self._validate(req, principal, now)
         policy = checked.policy
+        terms = edit_rules.parse_terms(req.args_schema, req.editable)
+        if terms is not None:
+            edit_rules.check_args(terms.schema, req.args)
         encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         agent = principal.identity if principal is not None else None  # an agent's run is claimed on create
@@ -167,6 +173,7 @@ class Service:
             args_hash=args_hash(req.args, encoded=encoded),
             wake_at=rules.first_wake(policy, now, deadline),  # == rules.next_wake(approval)
             agent=agent,
+            terms=terms,
         )
         event = NewEvent(
             approval.id,
@@ -262,125 +269,13 @@ class Service:
         """NotAnApprover or RequesterCannotDecide unless `actor` (canonical) may decide."""
         rules.check_may_decide(actor, approval, self.allowlist(actor), self.identities.party)
 
-    async def decide(
-        self,
-        approval_id: str,
-        outcome: Outcome,
-        actor: str,
-        *,
-        comment: str | None = None,
-        channel: str | None = None,
-        trusted: bool = False,
-        check_approver: bool = True,
-        on_behalf_of: str | None = None,
-    ) -> Approval:
-        """A person's vote. `trusted` callers (operators) may decide where the approval names no
-        approvers; chat users must be on the channel's allowlist. `actor` must be a canonical
-        identity (a ValidationError naming `by` otherwise). `on_behalf_of` (an operator's note of
-        whom it acted for) is recorded, never taken as the approver. The comment is redacted
-        before it is stored or shown."""
-        ballot = _Ballot(comment, channel, None, trusted, check_approver, on_behalf_of)
-        return (await self._vote(approval_id, outcome, actor, ballot))[0]
-
-    async def vote(
-        self, approval_id: str, outcome: Outcome, actor: str, *, channel: str, comment: str | None, name: str | None
-    ) -> tuple[Approval, EventKind]:
-        """A press: `decide` for someone on a channel's allowlist, returning also what the vote
-        did (approved, rejected, vote, duplicate_vote), so that the presser is told what was
-        committed. `name` is how the platform shows them, for cards."""
-        return await self._vote(approval_id, outcome, actor, _Ballot(comment, channel, name))
-
-    async def _vote(self, approval_id: str, outcome: Outcome, actor: str, b: _Ballot) -> tuple[Approval, EventKind]:
-        if b.check_approver:
-            actor = self.identities.canonical(actor, "by")
-        person = self.identities.person(actor)
-        comment = self.redactor.text(b.comment) if b.comment else b.comment
-        on_behalf_of = b.on_behalf_of
-        for _ in range(_CAS_RETRIES):
-            approval = await self.get(approval_id)
-            if approval.status.final:
-                raise rules.already_decided(approval)
-            if b.check_approver:
-                allowlist = (actor,) if b.trusted else self.allowlist(actor)
-                rules.check_may_decide(actor, approval, allowlist, self.identities.party)
-            vote = Vote(
-                actor,
-                outcome,
-                self.clock.now(),
-                comment,
-                b.channel,
-                on_behalf_of=on_behalf_of,
-                person=person,
-                name=b.name,
-            )
-            transition = rules.apply_vote(approval, vote)
-            if on_behalf_of:
-                transition = replace(transition, data={**transition.data, "on_behalf_of": on_behalf_of})
-            if transition.approval is approval:  # the same person approving twice counts once
-                await self.store.append_events(
-                    [NewEvent(approval.id, transition.event, vote.at, actor, b.channel, dict(transition.data))]
-                )
-                return approval, transition.event
-            if await self._commit(approval, transition, actor, b.channel):
-                return transition.approval, transition.event
-        raise Conflict("too much contention on this approval, retry")
-
-    async def record_denied(self, approval_id: str, actor: str, channel: str | None, reason: str) -> bool:
-        """A press from someone who may not decide: nothing changes, but it is on the record, at
-        most DENIED_KEPT times per person and approval, whether it waits or is decided (the events
-        table is append-only: a stranger pressing in a loop must not grow it). Concurrent presses
-        take numbered slots through the inbound marks (an atomic insert-once on every backend), so
-        the bound holds across replicas too. True if recorded."""
-        party = self.identities.party(actor)
-        events = await self.store.list_events(approval_id)
-        kept = sum(1 for e in events if e.kind == EventKind.DENIED and self.identities.party(e.actor or "") == party)
-        now = self.clock.now()
-        for slot in range(kept + 1, DENIED_KEPT + 1):
-            if await self.store.remember_inbound(f"denied:{approval_id}:{party}:{slot}", now):
-                log.warning("approval %s: denied %s on %s: %s", approval_id, actor, channel, reason)
-                data = {"reason": reason, **({"person": party} if party != actor else {})}
-                await self.store.append_events([NewEvent(approval_id, EventKind.DENIED, now, actor, channel, data)])
-                return True
-        log.debug("approval %s: denied %s again (not recorded: %d already)", approval_id, actor, DENIED_KEPT)
-        return False
-
-    async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
-        """The person who decided explains it afterwards (e.g. the reason asked for after a
-        Reject press): the comment (redacted) goes on the decision and every card is synced."""
-        actor = self.identities.canonical(actor, "by")
-        comment = self.redactor.text(comment)
-        for _ in range(_CAS_RETRIES):
-            approval = await self.get(approval_id)
-            decision = approval.decision
-            if decision is None or decision.decided_by != actor:
-                raise Forbidden(f"{actor} did not decide this approval")
-            after = approval.evolve(decision=replace(decision, comment=comment), version=approval.version + 1)
-            transition = rules.Transition(after, EventKind.COMMENT_ADDED, False, {"by": actor, "comment": comment})
-            syncs = [NewOutbox(approval.id, c, OutboxKind.SYNC) for c in approval.channels]
-            if await self._commit(approval, transition, actor, channel, syncs):
-                return after
-        raise Conflict("too much contention on this approval, retry")
-
-    async def cancel(
-        self, approval_id: str, by: str, reason: str | None = None, *, on_behalf_of: str | None = None
-    ) -> Approval:
-        by = self.identities.canonical(by, "by")
-        person = self.identities.person(by)
-        reason = self.redactor.text(reason) if reason else reason
-        for _ in range(_CAS_RETRIES):
-            approval = await self.get(approval_id)
-            transition = rules.cancel(approval, by, reason, self.clock.now(), on_behalf_of, person)
-            if await self._commit(approval, transition, by, None):
-                return transition.approval
-        raise Conflict("too much contention on this approval, retry")
-
     async def apply_due(self, approval_id: str, now: datetime, *, current: Approval | None = None) -> str | None:
         """The scheduler's use case: apply the timeout, escalation or reminder due at `now`,
         exactly once. The CAS on `version` commits the transition with its events, card posts,
         syncs and reminders and the resume job, or nothing if another writer got there first.
         `current` (a row the caller just read) saves the first read."""
         approval = current
-        for _ in range(_CAS_RETRIES):
+        for _ in range(CAS_RETRIES):
             if approval is None:
                 approval = await self.store.get_approval(approval_id)
                 if approval is None:
@@ -436,8 +331,12 @@ class Service:
         events = [NewEvent(after.id, transition.event, now, actor, channel, dict(transition.data))]
         outbox = list(extra_outbox)
         job = None
-        if transition.final or transition.event is EventKind.VOTE:
+        if transition.final or transition.event in _SYNCED:
             outbox += [NewOutbox(after.id, c, OutboxKind.SYNC) for c in after.channels]
+        if transition.event is EventKind.EDITED and transition.data.get("reset_votes"):
+            # the approvers who voted for other args are asked again, next to their card
+            ask = {"edited": transition.data["round"], "number": after.reminders_sent}
+            outbox += [NewOutbox(after.id, c, OutboxKind.REMIND, ask) for c in after.channels]
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
             events.append(NewEvent(after.id, EventKind.JOB_QUEUED, now, data={"worker": after.worker}))
@@ -502,14 +401,17 @@ class Service:
         return self.signer.sign(RESUME, payload, expires)
 
     def worker_token(self, approval: Approval) -> str:
-        """A fresh token for a worker run (valid for the grace period from now)."""
-        payload = {"a": approval.id, "r": approval.run_id, "h": approval.args_hash[:16]}
+        """A fresh token for a worker run (valid for the grace period from now), bound to the
+        approved args (the edited ones, when an approver changed them)."""
+        payload = {"a": approval.id, "r": approval.run_id, "h": approval.run_hash[:16]}
         return self.signer.sign(RESUME, payload, self.clock.now() + self.settings.security.token_grace)
 
     async def approval_for_token(self, token: str) -> Approval:
         data = self.signer.verify(RESUME, token, self.clock.now())
         approval = await self.store.get_approval(str(data.get("a")))
-        if approval is None or approval.run_id != data.get("r") or approval.args_hash[:16] != data.get("h"):
+        # Bound to the args asked for (the suspend's token) or to the approved ones (a worker's).
+        hashes = (approval.args_hash[:16], approval.run_hash[:16]) if approval else ()
+        if approval is None or approval.run_id != data.get("r") or data.get("h") not in hashes:
             raise InvalidToken("the token does not match an approval")
         return approval
 
@@ -526,14 +428,24 @@ class Service:
         return raw["args"], raw["state"]
 
     def rehydration_document(self, approval: Approval) -> dict[str, Any]:
-        args, state = self.raw_args_state(approval)
+        """What a worker resumes with: `args` are the approved args (what must run), raw;
+        `original_args` what the agent asked for and `patch` the RFC 6902 change between them;
+        `args_hash` binds them (the decision carries the same three, raw, for the SDK)."""
+        _, state = self.raw_args_state(approval)
+        approved, original, patch = service_edits.approved_raw(self, approval)
+        decision = approval.decision.to_api() if approval.decision else None
+        if decision is not None and decision.get("args") is not None:
+            decision |= {"args": approved, "original_args": original, "patch": patch}
         return {
             "approval": approval.to_api(),
             "status": approval.status.value,
-            "decision": approval.decision.to_api() if approval.decision else None,
+            "decision": decision,
             "run_id": approval.run_id,
             "step": approval.step,
-            "args": args,
+            "args": approved,
+            "original_args": original,
+            "patch": patch,
+            "args_hash": approval.run_hash,
             "state": state,
             "deadline": iso(approval.deadline),
         }
@@ -556,17 +468,7 @@ class _Checked(NamedTuple):
     requested_by: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class _Ballot:
-    """How a vote came: its comment and channel, the platform's name for the voter, and whether
-    the caller is an operator (`trusted`) or needs no check at all (a resume token)."""
-
-    comment: str | None
-    channel: str | None
-    name: str | None
-    trusted: bool = False
-    check_approver: bool = True
-    on_behalf_of: str | None = None
+_SYNCED = frozenset({EventKind.VOTE, EventKind.EDITED, EventKind.EXTENDED})  # cards show what changed
 
 
 def _encoded(req: SuspendRequest) -> tuple[str, str]:
@@ -606,4 +508,4 @@ def _due_outbox(before: Approval, transition: rules.Transition) -> list[NewOutbo
     return []
 
 
-__all__ = ["AlreadyDecided", "Service", "SuspendRequest", "new_id"]
+__all__ = ["DENIED_KEPT", "AlreadyDecided", "Service", "SuspendRequest", "new_id"]

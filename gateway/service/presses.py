@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway.core.errors import (
     AlreadyDecided,
@@ -27,6 +27,7 @@ from gateway.core.events import EventKind
 from gateway.core.identity import shown
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status
 from gateway.delivery.channels import DeliveryError, OutgoingCard, parse_address
+from gateway.service import editlinks
 from gateway.store import Prompt
 
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gateway.presses")
 REASON_WINDOW = timedelta(minutes=10)  # how long a "why reject?" question waits for its reply
-REASON_PURPOSE = "reject_reason"
+REASON_PURPOSE = "reject_reason"  # the reason for a reject already recorded
+REJECT_PURPOSE = "reject_with_reason"  # `require_reason`: the reply is the reject (asked before it)
 
 
 class PressResult(StrEnum):
@@ -46,7 +48,10 @@ class PressResult(StrEnum):
     DENIED = "denied"  # the presser may not decide
     UNKNOWN = "unknown"  # no such approval
     BUSY = "busy"  # too much contention: press again
-    ASK = "ask"  # `may_ask_reason`: go ahead and ask
+    ASK = "ask"  # `may_ask_reason` / `may_edit`: go ahead and ask
+    EDITED = "edited"  # this press changed the args: a new round of votes on them began
+    EXTENDED = "extended"  # this press extended the deadline
+    INVALID = "invalid"  # refused, nothing changed: `Verdict.error` says why (a bad edit, a missing reason)
 
 
 _RESULT = {
@@ -54,6 +59,7 @@ _RESULT = {
     EventKind.REJECTED: PressResult.REJECTED,
     EventKind.VOTE: PressResult.VOTE,
     EventKind.DUPLICATE_VOTE: PressResult.DUPLICATE_VOTE,
+    EventKind.EDITED: PressResult.EDITED,
 }
 _TEXT = {
     PressResult.APPROVED: "Approved",
@@ -63,6 +69,7 @@ _TEXT = {
     PressResult.UNKNOWN: "This approval no longer exists",
     PressResult.BUSY: "Too many people pressed at once; please press again",
     PressResult.ASK: "Why do you reject?",
+    PressResult.EDITED: "Your changes are recorded; the approvers vote again on them",
 }
 
 
@@ -85,6 +92,7 @@ class Press:
     name: str | None = None
     comment: str | None = None
     redelivered: bool = False
+    args: dict[str, Any] | None = None  # approve with changes: the edited args
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +111,7 @@ class Verdict:
 
     result: PressResult
     approval: Approval | None = None
+    error: str | None = None  # INVALID: why, naming the field ('args.amount: ...')
 
     @property
     def decided_by(self) -> str | None:
@@ -113,7 +122,7 @@ class Verdict:
     @property
     def refused(self) -> bool:
         """Nothing was recorded for the presser (a platform may show this as an alert)."""
-        return self.result in (PressResult.DENIED, PressResult.ALREADY_DECIDED, PressResult.UNKNOWN, PressResult.BUSY)
+        return self.result in _REFUSED
 
     def text(self) -> str:
         """The answer in plain English (adapters escape it, or word it their way)."""
@@ -121,7 +130,16 @@ class Verdict:
             return f"Vote recorded: {self.approval.approvals_count} of {self.approval.policy.quorum} approvals"
         if self.result is PressResult.ALREADY_DECIDED and self.approval is not None:
             return already_text(self.approval)
+        if self.result is PressResult.INVALID and self.error:
+            return self.error
+        if self.result is PressResult.EXTENDED and self.approval is not None and self.approval.deadline:
+            return f"Extended: the new deadline is {self.approval.deadline.strftime('%Y-%m-%d %H:%M UTC')}"
         return _TEXT.get(self.result, self.result.value)
+
+
+_REFUSED = frozenset(
+    {PressResult.DENIED, PressResult.ALREADY_DECIDED, PressResult.UNKNOWN, PressResult.BUSY, PressResult.INVALID}
+)
 
 
 def already_text(approval: Approval) -> str:
@@ -172,12 +190,57 @@ class Inbound:
             return Verdict(PressResult.ALREADY_DECIDED, approval)
         return Verdict(PressResult.ASK, approval)
 
-    async def expect_reason(self, key: str, approval_id: str, actor: str) -> None:
+    async def check(
+        self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, Any] | None, comment: str | None
+    ) -> None:
+        """What a press with these edited args and comment would be refused for (a ValidationError
+        naming the field), without committing anything: for a one-time link that must not be
+        used up by a typo."""
+        self._svc.check_vote(approval, outcome, actor, args=args, comment=comment)
+
+    async def may_edit(self, p: Press) -> Verdict:
+        """Whether the presser may edit the args (before a form or a link opens): ASK, or why not."""
+        verdict = await self.may_ask_reason(p)
+        if verdict.result is PressResult.ASK and verdict.approval is not None and not verdict.approval.editable:
+            return Verdict(PressResult.INVALID, verdict.approval, error="This approval does not allow edits")
+        return verdict
+
+    async def edit_link(self, p: Press) -> tuple[Verdict, str | None]:
+        """A one-time link to the edit form for the presser (gateway.service.editlinks), once
+        they may edit: (ASK, url), or the verdict saying why not (and no link)."""
+        verdict = await self.may_edit(p)
+        if verdict.result is not PressResult.ASK:
+            return verdict, None
+        svc = self._svc
+        actor = svc.identities.canonical(p.actor, "actor")
+        link = editlinks.token(svc.signer, p.approval_id, actor, p.name, svc.clock.now())
+        return verdict, editlinks.url(svc.settings.server.public_url, link)
+
+    async def extend(self, p: Press, duration: timedelta) -> Verdict:
+        """An approver's '+1h' press: the deadline moves as the policy allows (INVALID beyond it)."""
+        approval = await self._svc.store.get_approval(p.approval_id)
+        if approval is None:
+            return Verdict(PressResult.UNKNOWN)
+        actor, denied = await self._check(approval, p)
+        if denied is not None:
+            return denied
+        try:
+            after = await self._svc.extend(approval.id, duration, actor, channel=p.channel)
+        except AlreadyDecided:
+            return Verdict(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+        except Forbidden as exc:  # PolicyNotAllowed: beyond what the policy allows
+            return Verdict(PressResult.INVALID, approval, error=exc.message)
+        except Conflict:
+            return Verdict(PressResult.BUSY, approval)
+        return Verdict(PressResult.EXTENDED, after)
+
+    async def expect_reason(self, key: str, approval_id: str, actor: str, *, purpose: str = REASON_PURPOSE) -> None:
         """The gateway asked `actor` why they rejected, at `key`: their reply there, within
-        REASON_WINDOW, becomes the decision's comment (`attach_reason`)."""
+        REASON_WINDOW, becomes the decision's comment (`attach_reason`); with REJECT_PURPOSE
+        (a policy that requires a reason) the reply is the reject itself."""
         now = self._svc.clock.now()
         actor = self._svc.identities.canonical(actor, "actor")
-        await self._svc.store.save_prompt(Prompt(key, approval_id, actor, REASON_PURPOSE, now, now + REASON_WINDOW))
+        await self._svc.store.save_prompt(Prompt(key, approval_id, actor, purpose, now, now + REASON_WINDOW))
 
     async def attach_reason(self, r: Reply) -> bool:
         """A reply to a question asked with `expect_reason`, by the person asked and in time:
@@ -190,6 +253,9 @@ class Inbound:
         prompt = await svc.store.take_prompt(r.key, actor, svc.clock.now())
         if prompt is None:
             return False
+        if prompt.purpose == REJECT_PURPOSE:
+            verdict = await self.press(Press(prompt.approval_id, Outcome.REJECT, actor, r.channel, comment=r.text))
+            return verdict.result is PressResult.REJECTED
         try:
             await svc.attach_comment(prompt.approval_id, actor, r.text, channel=r.channel)
         except Forbidden as exc:
@@ -240,10 +306,12 @@ class Inbound:
             return Verdict(PressResult.DUPLICATE_VOTE, approval)  # its first delivery was committed
         try:
             after, event = await self._svc.vote(
-                approval.id, p.outcome, actor, channel=p.channel, comment=p.comment, name=p.name
+                approval.id, p.outcome, actor, channel=p.channel, comment=p.comment, name=p.name, args=p.args
             )
         except AlreadyDecided:  # lost the race: tell the truth about the winner
             return Verdict(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+        except ValidationError as exc:  # a bad edit, or a reject without the reason the policy requires
+            return Verdict(PressResult.INVALID, approval, error=exc.message)
         except Conflict:
             return Verdict(PressResult.BUSY, approval)
         return Verdict(_RESULT.get(event, PressResult.ALREADY_DECIDED), after)
@@ -292,4 +360,14 @@ class Inbound:
         await svc.store.append_events([synced])
 
 
-__all__ = ["REASON_WINDOW", "Inbound", "Press", "PressResult", "Reply", "Verdict", "already_text"]
+__all__ = [
+    "REASON_PURPOSE",
+    "REASON_WINDOW",
+    "REJECT_PURPOSE",
+    "Inbound",
+    "Press",
+    "PressResult",
+    "Reply",
+    "Verdict",
+    "already_text",
+]

@@ -14,11 +14,13 @@ from gateway.core.models import (
     Card,
     Decision,
     DeliveryStatus,
+    EditTerms,
     Event,
     JobStatus,
     OutboxItem,
     OutboxKind,
     Policy,
+    Proposal,
     ResumeJob,
     Status,
     StepRecord,
@@ -54,6 +56,9 @@ APPROVAL_COLUMNS = (
     "args_hash",
     "sealed",
     "agent",
+    "terms",
+    "proposal",
+    "extensions",
 )
 
 APPROVAL_SELECT = ", ".join(APPROVAL_COLUMNS)  # a SELECT list in that order, for approval_from_values
@@ -86,6 +91,14 @@ def _decision_json(decision: Decision) -> str:
     return canonical_json(decision.to_json())
 
 
+def _decision_text(d: Decision | None) -> str | None:
+    if d is None:
+        return None
+    if d.args is not None or d.patch is not None:  # edited: dicts inside, not hashable for the cache
+        return canonical_json(d.to_json())
+    return _decision_json(d)
+
+
 def approval_values(a: Approval) -> tuple[Any, ...]:
     return (
         a.id,
@@ -107,12 +120,15 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         to_ts(a.deadline),
         to_ts(a.wake_at),
         dumps([v.to_json() for v in a.votes]) if a.votes else "[]",
-        _decision_json(a.decision) if a.decision else None,
+        _decision_text(a.decision),
         a.escalations,
         a.reminders_sent,
         a.args_hash,
         a.sealed,
         a.agent,
+        canonical_json(a.terms.to_json()) if a.terms else None,
+        canonical_json(a.proposal.to_json()) if a.proposal else None,
+        a.extensions,
     )
 
 
@@ -122,7 +138,7 @@ def policy_values(a: Approval) -> tuple[Any, ...]:
         a.version,
         to_ts(a.deadline),
         to_ts(a.wake_at),
-        _decision_json(a.decision) if a.decision else None,
+        _decision_text(a.decision),
         a.escalations,
         a.reminders_sent,
         _strings_json(a.channels),
@@ -164,7 +180,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
     (
         id_, key, run_id, step, title, summary, args, state, channels, approvers, policy, worker, requested_by,
         status, version, created_at, deadline, wake_at, votes, decision, escalations, reminders_sent, args_hash, sealed,
-        agent,
+        agent, terms, proposal, extensions,
     ) = values  # fmt: skip
     created = from_ts(created_at)
     assert created is not None
@@ -194,6 +210,9 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
         reminders_sent,
         sealed,
         agent,
+        EditTerms.from_json(json.loads(terms)) if terms else None,
+        Proposal.from_json(json.loads(proposal)) if proposal else None,
+        extensions or 0,
     )
 
 

@@ -21,6 +21,8 @@ class SuspendOptions(TypedDict, total=False):
     approvers: Sequence[str]
     policy: str | dict[str, Any] | None
     worker: str | None
+    args_schema: dict[str, Any] | None  # JSON Schema 2020-12 the args and every edit must validate
+    editable: bool | Sequence[str]  # True, or the top-level args an approver may change
     extra: dict[str, Any] | None
 
 
@@ -105,12 +107,16 @@ class GatewayClient:
             "state": options.get("state"),
             "channels": list(options.get("channels", ("web",))),
         }
-        optional = {
+        optional: dict[str, Any] = {
             "approvers": list(options.get("approvers", ())),
             "policy": options.get("policy"),
             "worker": options.get("worker"),
             "idempotency_key": idempotency_key,
+            "args_schema": options.get("args_schema"),
         }
+        editable = options.get("editable")
+        if editable:
+            optional["editable"] = editable if isinstance(editable, bool) else list(editable)
         body.update({k: v for k, v in optional.items() if v})
         body.update(options.get("extra") or {})
         result: dict[str, Any] = await self.request("POST", "/v1/suspend", body)
@@ -121,11 +127,18 @@ class GatewayClient:
         return result
 
     async def decide(
-        self, approval_id: str, outcome: str, by: str | None = None, comment: str | None = None
+        self,
+        approval_id: str,
+        outcome: str,
+        by: str | None = None,
+        comment: str | None = None,
+        args: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Decide as this client's operator key (an agent key gets 403 operator_required); `by`
-        is kept as `on_behalf_of`, never as who decided."""
-        body = {"outcome": outcome, **({"by": by} if by else {}), **({"comment": comment} if comment else {})}
+        is kept as `on_behalf_of`, never as who decided. `args`: approve with changes (the
+        edited args; the approval must allow them, `editable`)."""
+        body: dict[str, Any] = {"outcome": outcome, **({"by": by} if by else {})}
+        body |= ({"comment": comment} if comment else {}) | ({"args": args} if args is not None else {})
         result: dict[str, Any] = await self.request(
             "POST", f"/v1/approvals/{quote(approval_id, safe='')}/decision", body
         )

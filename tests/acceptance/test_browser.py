@@ -155,7 +155,7 @@ async def test_sign_in_approve_and_see_the_card_synced(gateway: str, tmp_path: P
             await page.screenshot(path=shots / "inbox.png")
             await page.get_by_role("link", name="Charge ACME $42").click()
             await expect(page.get_by_text('"amount_cents": 4200')).to_be_visible()
-            await page.get_by_label("Comment (required to reject)").fill("Invoice checked")
+            await page.get_by_label("Comment (optional)").fill("Invoice checked")
             await page.get_by_role("button", name="Approve").focus()  # keyboard, not mouse
             await page.keyboard.press("Enter")
             await expect(page.get_by_role("heading", name=re.compile(r"Outcome: approved"))).to_be_visible()

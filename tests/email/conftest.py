@@ -73,7 +73,12 @@ def mail_settings(settings_factory: Callable[..., Settings], inbox: Inbox) -> Se
     return settings_factory(
         email=email_section(inbox),
         web={"approvers": ["carol"]},
-        policies={"pair": {"timeout": "1h", "quorum": 2}, "nudge": {"timeout": "30m", "remind": ["10m"]}},
+        policies={
+            "pair": {"timeout": "1h", "quorum": 2},
+            "nudge": {"timeout": "30m", "remind": ["10m"]},
+            "strict": {"timeout": "1h", "require_reason": True},
+            "stretch": {"timeout": "1h", "extend": ["1h"], "max_extensions": 1},
+        },
     )
 
 

@@ -198,10 +198,16 @@ class FakeSlack:
     def _views_open(body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("trigger_id"):
             return {"ok": False, "error": "invalid_trigger_id"}
-        error = view_error(body.get("view"))
+        view = body.get("view") or {}
+        if isinstance(view, str):
+            view = json.loads(view)
+        error = view_error(view)
         if error:
             return {"ok": False, "error": error}
-        return {"ok": True, "view": {"id": "V0001", **(body.get("view") or {})}}
+        problem = _modal_problem(view)
+        if problem:
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {"messages": [problem]}}
+        return {"ok": True, "view": {"id": "V0001", **view}}
 
     @staticmethod
     def _ok(body: dict[str, Any]) -> dict[str, Any]:
@@ -251,3 +257,49 @@ def signed(payload: dict[str, Any], now: float, secret: str = SIGNING_SECRET) ->
         "Content-Type": "application/x-www-form-urlencoded",
     }
     return body, headers
+
+
+_INPUTS = {"plain_text_input", "number_input", "static_select"}
+
+
+def _modal_problem(view: dict[str, Any]) -> str | None:
+    """What Slack refuses in a modal's inputs, beyond slack_limits.view_error (title, metadata,
+    block count): unique block ids, an input's label and element, a number_input's string values,
+    a static_select's 1-100 options with an initial option among them."""
+    blocks = view.get("blocks") or []
+    ids = [b.get("block_id") for b in blocks if b.get("block_id")]
+    if len(ids) != len(set(ids)):
+        return "[ERROR] block_id must be unique"
+    problems = (_input_problem(b) for b in blocks if b.get("type") == "input")
+    return next((p for p in problems if p), None)
+
+
+def _input_problem(b: dict[str, Any]) -> str | None:
+    el = b.get("element") or {}
+    if not b.get("label") or el.get("type") not in _INPUTS or not el.get("action_id"):
+        return "[ERROR] an input needs a label and a supported element with an action_id"
+    if el["type"] == "number_input":
+        bad = [k for k in ("initial_value", "min_value", "max_value") if k in el and not isinstance(el[k], str)]
+        return f"[ERROR] {bad[0]} must be a string" if bad else None
+    if el["type"] == "static_select":
+        options = el.get("options") or []
+        if not 1 <= len(options) <= 100:
+            return "[ERROR] a static_select needs 1 to 100 options"
+        if "initial_option" in el and el["initial_option"] not in options:
+            return "[ERROR] initial_option must be one of the options"
+    return None
+
+
+def edit_submission(user: str, private_metadata: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The Edit & approve modal submitted: `values` is {arg name: the typed or chosen value}."""
+    state = {}
+    for name, value in values.items():
+        if isinstance(value, dict):  # a static_select's option
+            state[f"arg:{name}"] = {"value": {"type": "static_select", "selected_option": value}}
+        else:
+            state[f"arg:{name}"] = {"value": {"type": "plain_text_input", "value": value}}
+    return {
+        "type": "view_submission",
+        "user": {"id": user},
+        "view": {"callback_id": "hitl:edit", "private_metadata": private_metadata, "state": {"values": state}},
+    }

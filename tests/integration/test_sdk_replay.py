@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hitl_sdk import GatewayHTTPError
 
 from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.core.models import JobStatus, StepStatus
@@ -61,3 +62,31 @@ async def test_rejection_resumes_and_compensates(
     assert env.payments.charges == {}
     journal = {s.name: s for s in await env.rt.store.get_steps("inv-2")}
     assert journal["email"].output["body"] == "Not charged (operator:api)."
+
+
+async def test_an_approval_with_changes_charges_the_edited_amount_exactly_once(
+    aiohttp_server: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path
+) -> None:
+    """The example's approver lowers the amount: the worker charges 3900, once, with a key derived
+    from the approved args (a second drain charges nothing more)."""
+    env = await start_env(aiohttp_server, settings_factory, clock, tmp_path)
+    async with await DurableRun.open("inv-3", gateway_url=env.url, api_key=API_KEY) as run:
+        with pytest.raises(Suspended) as suspended:
+            await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
+    approval_id = suspended.value.approval_id
+    async with GatewayClient(env.url, TEST_OPERATOR_KEY) as client:
+        shown = (await client.get(approval_id))["args"]  # the e-mail is redacted here: kept raw underneath
+        too_much = {**shown, "amount": 2_000_000}
+        with pytest.raises(GatewayHTTPError) as refused:
+            await client.decide(approval_id, "approve", args=too_much)
+        assert refused.value.status == 400 and "args.amount" in refused.value.message
+        await client.decide(approval_id, "approve", args={**shown, "amount": 3900})
+    await env.rt.worker.drain()
+    await env.rt.worker.drain()
+    assert [(c["amount"], c["run_id"]) for c in env.payments.charges.values()] == [(3900, "inv-3")]
+    assert env.effects.read_text().split().count("charge") == 1
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-3")}
+    decision = journal["approval"].output
+    assert decision["args"]["amount"] == 3900 and decision["original_args"]["amount"] == 4200
+    assert decision["args"]["email"] == "billing@acme.test"  # raw in the worker's document
+    assert journal["email"].output["to"] == "billing@acme.test"

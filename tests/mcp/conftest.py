@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -142,7 +143,10 @@ async def mcp_session(
 
 def approval_server(stack: Stack, *args: str, key: str = TEST_API_KEY) -> tuple[list[str], dict[str, str]]:
     """`hitl-gateway mcp` for the stack's gateway, posting to the fake Telegram chat."""
-    return mcp_command("mcp", "--gateway", stack.url, "--channel", CHANNEL, *args), {"HITL_API_KEY": key}
+    # the SDK's stdio client passes only a few variables on: keep PYTHONPATH, so that the server
+    # runs the tree under test (not whatever gateway is installed)
+    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
+    return mcp_command("mcp", "--gateway", stack.url, "--channel", CHANNEL, *args), {"HITL_API_KEY": key, **path}
 
 
 def payload(result: CallToolResult) -> dict[str, Any]:

@@ -9,7 +9,16 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from gateway.testing import TEST_API_KEY
-from tests.mcp.conftest import CHANNEL, SECOND_AGENT_KEY, Stack, approval_server, error_text, mcp_session, payload
+from tests.mcp.conftest import (
+    CHANNEL,
+    OPERATOR,
+    SECOND_AGENT_KEY,
+    Stack,
+    approval_server,
+    error_text,
+    mcp_session,
+    payload,
+)
 
 pytestmark = pytest.mark.slow
 CHARGE = {"title": "Charge ACME $42", "summary": "Monthly invoice", "args": {"amount": 4200, "currency": "USD"}}
@@ -132,3 +141,24 @@ async def test_tools_have_schemas_and_permission_prompt_has_no_structured_output
     assert set(tools["permission_prompt"].input_schema["required"]) == {"tool_name", "input"}
     assert "404" in unknown and "not_found" in unknown, unknown
     json.dumps(tools["get_approval"].input_schema)
+
+
+async def test_an_approval_with_changes_gives_the_raw_approved_args(stack: Stack) -> None:
+    """The human changed the amount; the e-mail they saw was redacted and left alone: the tool
+    answers the raw approved args (through the approval's resume token), not the display copy."""
+    args = {"amount": 4200, "email": "billing@acme.test"}
+    schema = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 5000}}}
+    request = {**CHARGE, "args": args, "args_schema": schema, "editable": ["amount"], "wait_seconds": 0}
+    command, env = approval_server(stack)
+    async with mcp_session(stack.tmp, command, env) as mcp:
+        first = payload(await mcp.call_tool("request_approval", request))
+        shown = (await stack.view(first["id"]))["args"]
+        assert shown["email"] == "[redacted:email]"
+        body = {"outcome": "approve", "args": {**shown, "amount": 3900}}
+        async with stack.http.post(
+            f"{stack.url}/v1/approvals/{first['id']}/decision", json=body, headers=OPERATOR
+        ) as r:
+            assert r.status == 200, await r.text()
+        done = payload(await mcp.call_tool("get_approval", {"id": first["id"], "wait_seconds": 0}))
+    assert done["status"] == "approved"
+    assert done["decision"]["args"] == {"amount": 3900, "email": "billing@acme.test"}

@@ -46,7 +46,12 @@ def slack_section(fake: FakeSlack, **over: Any) -> dict[str, Any]:
 def slack_settings(settings_factory: Callable[..., Settings], fake_slack: FakeSlack) -> Settings:
     return settings_factory(
         slack=slack_section(fake_slack),
-        policies={"two": {"quorum": 2}, "remind": {"timeout": "1h", "remind": ["10m"]}},
+        policies={
+            "two": {"quorum": 2},
+            "remind": {"timeout": "1h", "remind": ["10m"]},
+            "stretch": {"timeout": "1h", "extend": ["1h"], "max_extensions": 1},
+            "strict": {"timeout": "1h", "require_reason": True},
+        },
         web={"approvers": ["alice"]},
     )
 

@@ -23,7 +23,7 @@ from gateway.runtime import Runtime
 from gateway.service import presses
 from gateway.telemetry.logs import Redactor
 from gateway.testing import FakeClock
-from tests.fakes.slack_api import FakeSlack, block_actions, view_submission
+from tests.fakes.slack_api import FakeSlack, block_actions, edit_submission, view_submission
 from tests.fakes.slack_socket import APP_TOKEN
 from tests.slack.conftest import CARDS, PATH, SlackEnv, slack_section
 
@@ -246,3 +246,22 @@ def test_app_tokens_are_masked_in_logs() -> None:
     line = Redactor(patterns=SPEC.secret_patterns).redact(f"connecting with {APP_TOKEN}")
     assert APP_TOKEN not in line and "xapp-[REDACTED]" in line
     assert "app_token" in SPEC.secrets
+
+
+async def test_the_edit_modal_over_socket_mode(gw: Gateway) -> None:
+    """The Edit & approve modal goes through the same handler: errors in the ack, then approval."""
+    schema = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 5000}}}
+    aid = await gw.suspend(args_schema=schema, editable=["amount"])
+    await gw.fake.sockets.ack(await gw.fake.sockets.send(gw.button("UALICE", "edit", aid)))
+    await gw.channel.settle()
+    (opened,) = gw.fake.calls_to("views.open", ok_only=True)
+    metadata = opened["view"]["private_metadata"]
+    bad = await gw.fake.sockets.send(edit_submission("UALICE", metadata, {"amount": "9000"}))
+    ack = await gw.fake.sockets.ack(bad)
+    assert "maximum of 5000" in ack["payload"]["errors"]["arg:amount"]
+    assert await gw.status(aid) is Status.WAITING
+    good = await gw.fake.sockets.send(edit_submission("UALICE", metadata, {"amount": "3900"}))
+    assert await gw.fake.sockets.ack(good) == {"envelope_id": good}
+    approval = await gw.rt.store.get_approval(aid)
+    assert approval is not None and approval.decision is not None and approval.decision.args is not None
+    assert approval.decision.args["amount"] == 3900

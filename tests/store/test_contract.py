@@ -15,11 +15,13 @@ from gateway.core.errors import RunNotFound
 from gateway.core.models import (
     Decision,
     DeliveryStatus,
+    EditTerms,
     JobStatus,
     NewEvent,
     NewOutbox,
     OutboxKind,
     Outcome,
+    Proposal,
     Status,
     StepRecord,
     StepStatus,
@@ -69,6 +71,22 @@ async def test_create_and_get_round_trip(store: Store) -> None:
     assert await store.get_approval(a.id) == a
     assert await store.get_approval("missing") is None
     assert [e.kind for e in await store.list_events(a.id)] == ["suspended"]
+
+
+async def test_edit_terms_a_proposal_and_extensions_round_trip(store: Store) -> None:
+    """v12's columns: what may be edited, the edited args a round votes on, and an approval
+    decided with them (its decision's args and patch), through create and save_transition."""
+    schema = {"type": "object", "properties": {"amount": {"type": "integer"}}}
+    a = make_approval(terms=EditTerms(schema, ("amount",)))
+    await store.create_approval(a, [], [])
+    assert await store.get_approval(a.id) == a
+    patch = [{"op": "replace", "path": "/amount", "value": 3900}]
+    proposal = Proposal({"amount": 3900}, patch, "web:alice", 1, "h1", name="Alice")
+    decision = Decision(Outcome.APPROVE, "web:alice", NOW, args={"amount": 3900}, original_args=a.args, patch=patch)
+    after = a.evolve(proposal=proposal, extensions=2, status=Status.APPROVED, decision=decision, version=2)
+    assert await store.save_transition(after, a.version, [], [])
+    assert await store.get_approval(a.id) == after
+    assert (await store.list_approvals())[0] == after
 
 
 async def test_create_is_idempotent_by_key(store: Store) -> None:

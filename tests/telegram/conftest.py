@@ -107,7 +107,12 @@ def tg_settings(settings_factory: Callable[..., Settings], tg_api: FakeTelegramA
     }
     return settings_factory(
         telegram=telegram,
-        policies={"pair": {"timeout": "1h", "quorum": 2}, "nudge": {"timeout": "30m", "remind": ["10m"]}},
+        policies={
+            "pair": {"timeout": "1h", "quorum": 2},
+            "nudge": {"timeout": "30m", "remind": ["10m"]},
+            "stretch": {"timeout": "1h", "extend": ["1h", "1d"], "max_extensions": 1},
+            "strict": {"timeout": "1h", "require_reason": True},
+        },
     )
 
 

@@ -86,6 +86,21 @@ def test_env_overrides_every_kind_of_key(tmp_path: Path) -> None:
     assert s.workers["billing"].max_attempts == 7
 
 
+def test_extend_and_require_reason_from_the_environment(tmp_path: Path) -> None:
+    env = {
+        "HITL_POLICIES_PAYMENTS_TIMEOUT": "1h",
+        "HITL_POLICIES_PAYMENTS_ON_TIMEOUT": "reject",
+        "HITL_POLICIES_PAYMENTS_EXTEND": "1h,1d",
+        "HITL_POLICIES_PAYMENTS_MAX_EXTENSIONS": "3",
+        "HITL_POLICIES_PAYMENTS_REQUIRE_REASON": "true",
+    }
+    pay = load_settings(write(tmp_path, GOOD), env=env).policies["payments"]
+    assert pay.extend == (timedelta(hours=1), timedelta(days=1)) and pay.max_extensions == 3
+    assert pay.require_reason is True
+    with pytest.raises(ConfigError, match=r"policies\.payments\.max_extensions"):
+        load_settings(write(tmp_path, GOOD), env={**env, "HITL_POLICIES_PAYMENTS_MAX_EXTENSIONS": "-1"})
+
+
 def test_config_path_from_env(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD)
     assert load_settings(None, env={"HITL_CONFIG": str(path)}).server.port == 9000

@@ -33,7 +33,15 @@ def csrf_of(html: str) -> str:
 
 @pytest.fixture
 def web_settings(settings_factory: Callable[..., Settings]) -> Settings:
-    return settings_factory(web=WEB, workers={"agent": {"command": ["true"]}}, policies={"fast": {"timeout": "1m"}})
+    return settings_factory(
+        web=WEB,
+        workers={"agent": {"command": ["true"]}},
+        policies={
+            "fast": {"timeout": "1m"},
+            "strict": {"timeout": "1h", "require_reason": True},
+            "pay": {"timeout": "1h", "extend": ["1h", "1d"], "max_extensions": 2},
+        },
+    )
 
 
 @pytest.fixture

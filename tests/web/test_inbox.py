@@ -91,17 +91,27 @@ async def test_deciding_through_the_form_syncs_the_cards(web: Any, web_rt: Runti
     assert again.status == 409 and "already approved by web:alice" in await again.text()
 
 
-async def test_reject_needs_a_comment(web: Any, web_rt: Runtime) -> None:
-    approval = await _suspend(web_rt, "Pay ACME")
+async def test_a_reason_to_reject_is_the_policys_call_as_on_every_path(web: Any, web_rt: Runtime) -> None:
+    """`require_reason`: the web refuses a reject without a comment exactly when the API does."""
+    approval = await _suspend(web_rt, "Pay ACME", policy="strict")
     await sign_in(web)
-    token = csrf_of(await (await web.get(f"/approvals/{approval.id}")).text())
+    page = await (await web.get(f"/approvals/{approval.id}")).text()
+    assert "Comment (required to reject)" in page
+    token = csrf_of(page)
     before = await table_counts(web_rt)
     url = f"/approvals/{approval.id}/decision"
-    for data, msg in (({"outcome": "reject"}, "say why"), ({"outcome": "maybe"}, "approve or reject")):
+    for data, msg in (
+        ({"outcome": "reject"}, "policy &#39;strict&#39; requires a reason to reject"),
+        ({"outcome": "maybe"}, "approve or reject"),
+    ):
         resp = await web.post(url, data={"csrf": token, **data})
         assert resp.status == 400 and msg in await resp.text()
     assert await table_counts(web_rt) == before
     resp = await web.post(url, data={"csrf": token, "outcome": "reject", "comment": "too much"})
+    assert resp.status == 200 and "Outcome: rejected (reject)" in await resp.text()
+    other = await _suspend(web_rt, "Pay Initech", run_id="run-2")  # the default policy: no reason needed
+    assert "Comment (optional)" in await (await web.get(f"/approvals/{other.id}")).text()
+    resp = await web.post(f"/approvals/{other.id}/decision", data={"csrf": token, "outcome": "reject"})
     assert resp.status == 200 and "Outcome: rejected (reject)" in await resp.text()
 
 

@@ -12,13 +12,17 @@ from typing import Any
 import aiohttp_jinja2
 import jinja2
 from aiohttp import web
+from markupsafe import Markup
 
+from gateway.core import extend as extend_rules
+from gateway.core import rounds
 from gateway.core.errors import GatewayError
+from gateway.core.extend import parse_extension
 from gateway.core.models import Approval, Outcome, Status
 from gateway.http.keys import RUNTIME
+from gateway.http.web import argsform, editlink, live
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
-from gateway.http.web import live
 from gateway.http.web import sessions as web_sessions
 from gateway.http.web.auth import PageError, checked_form, render, require
 from gateway.http.web.sessions import User
@@ -84,7 +88,14 @@ async def approval_page(request: web.Request, user: User) -> web.Response:
 async def _approval_ctx(rt: Runtime, approval: Approval, user: User, **form: Any) -> dict[str, Any]:
     now = rt.clock.now()
     view = row(approval, now)
+    submitted = form.get("submitted")
+    edit_fields = argsform.render(argsform.fields(approval), submitted, form.get("error_field"))
     return {
+        "edit_fields": Markup(edit_fields),  # escaped by argsform.render
+        "change": rounds.change_text(approval) or "",
+        "extend_choices": [extend_rules.label(d) for d in extend_rules.choices(approval)],
+        "require_reason": approval.policy.require_reason,
+        "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
         **view,
         "self_row": view,
         "args": pretty(approval.args),
@@ -107,19 +118,44 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
     rt = request.app[RUNTIME]
     form = await checked_form(request)
     comment = form.get("comment", "").strip()
+    current = await rt.service.get(request.match_info["id"])
     try:
         outcome = _form_outcome(form.get("outcome", ""), comment)
+        # The edit fields travel with an approve (unchanged ones are no edit: the same args hash).
+        args = argsform.read(current, form) if outcome is Outcome.APPROVE else None
         approval = await rt.service.decide(
-            request.match_info["id"], outcome, user.actor, comment=comment or None, channel="web"
+            current.id, outcome, user.actor, comment=comment or None, channel="web", args=args
         )
     except (PageError, GatewayError) as exc:
         status = exc.status
         if status >= 500:
             raise
-        current = await rt.service.get(request.match_info["id"])
-        ctx = await _approval_ctx(rt, current, user, error=exc.message, comment=comment[:_MAX_COMMENT])
+        current = await rt.service.get(current.id)
+        field = exc.details.get("field") if isinstance(exc, GatewayError) else None
+        kept = {k: v for k, v in form.items() if k.startswith(argsform.PREFIX)}
+        ctx = await _approval_ctx(
+            rt, current, user, error=exc.message, comment=comment[:_MAX_COMMENT], submitted=kept, error_field=field
+        )
         return render(request, "approval.html", ctx, status=status)
     raise web.HTTPSeeOther(f"/approvals/{approval.id}")
+
+
+@routes.post("/approvals/{id}/extend")
+@require("approver")
+async def extend(request: web.Request, user: User) -> web.StreamResponse:
+    """Extend the deadline by one of the policy's `extend` durations (approvers; CSRF token required)."""
+    rt = request.app[RUNTIME]
+    form = await checked_form(request)
+    approval_id = request.match_info["id"]
+    try:
+        duration = parse_extension(form.get("duration", "").lstrip("+"))
+        await rt.service.extend(approval_id, duration, user.actor, channel="web")
+    except GatewayError as exc:
+        if exc.status >= 500:
+            raise
+        ctx = await _approval_ctx(rt, await rt.service.get(approval_id), user, error=exc.message)
+        return render(request, "approval.html", ctx, status=exc.status)
+    raise web.HTTPSeeOther(f"/approvals/{approval_id}")
 
 
 def _form_outcome(value: str, comment: str) -> Outcome:
@@ -129,9 +165,7 @@ def _form_outcome(value: str, comment: str) -> Outcome:
         raise PageError(400, "outcome: must be approve or reject") from None
     if len(comment) > _MAX_COMMENT:
         raise PageError(400, f"comment: at most {_MAX_COMMENT} characters")
-    if outcome is Outcome.REJECT and not comment:
-        raise PageError(400, "comment: say why you reject")
-    return outcome
+    return outcome  # a reason to reject is the policy's call (`require_reason`), as on every path
 
 
 @routes.get("/static/web.css")
@@ -193,7 +227,7 @@ def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
     app.middlewares.append(security_headers)
     app.middlewares.append(web_auth.page_errors)
     app.on_startup.append(web_sessions.forget_removed_users)  # after the runtime started (cleanup_ctx)
-    table = [*routes, *web_auth.routes, *web_dashboard.routes]
+    table = [*routes, *web_auth.routes, *web_dashboard.routes, *editlink.routes]
     app.add_routes(table)
     return openapi_paths(table)
 

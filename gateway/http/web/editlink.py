@@ -1,0 +1,111 @@
+"""GET/POST /edit/{token}: the edit form behind a one-time link (gateway.service.editlinks).
+
+No sign-in: the signed link names who decides. The GET only shows the form (link previews and
+scanners fetch links, they do not submit); the POST, with a CSRF token bound to a cookie the page
+set, goes through the press use case as the link's identity, like a button press on its channel.
+A refused edit re-renders the form with the error next to it and what was typed kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+from markupsafe import Markup
+
+from gateway.core import rounds
+from gateway.core.errors import GatewayError, ValidationError
+from gateway.core.models import Approval, Outcome
+from gateway.delivery.channels import parse_address
+from gateway.http.keys import RUNTIME
+from gateway.http.web import argsform
+from gateway.http.web.auth import checked_form, render
+from gateway.runtime import Runtime
+from gateway.service import editlinks
+from gateway.service.presses import Press, PressResult
+
+routes = web.RouteTableDef()
+_DONE = {
+    PressResult.APPROVED: "Approved",
+    PressResult.EDITED: "Your changes are recorded: the approvers vote again on them",
+    PressResult.VOTE: "Your approval is recorded",
+    PressResult.DUPLICATE_VOTE: "You already approved these args",
+}
+
+
+def _fail(request: web.Request, status: int, message: str) -> web.Response:
+    return render(request, "error.html", {"status": status, "message": message}, status=status)
+
+
+def _ctx(approval: Approval, link: editlinks.EditLink, token: str, **form: Any) -> dict[str, Any]:
+    fs = argsform.fields(approval)
+    return {
+        "a": approval,
+        "who": link.name or link.actor,
+        "token": token,
+        "fields": Markup(argsform.render(fs, form.get("submitted"), form.get("error_field"))),  # escaped there
+        "change": rounds.change_text(approval) or "",
+        "form_error": form.get("error", ""),
+    }
+
+
+async def _open(request: web.Request, token: str) -> tuple[Runtime, editlinks.EditLink, Approval] | web.Response:
+    rt: Runtime = request.app[RUNTIME]
+    try:
+        link = editlinks.read(rt.signer, token, rt.clock.now())
+    except GatewayError as exc:
+        return _fail(request, exc.status, "This edit link is not valid or has expired. Press Edit again.")
+    approval = await rt.store.get_approval(link.approval_id)
+    if approval is None:
+        return _fail(request, 404, "This approval no longer exists.")
+    if approval.status.final:
+        return _fail(request, 409, f"Already {approval.status.verb}; nothing to edit.")
+    return rt, link, approval
+
+
+@routes.get("/edit/{token}")
+async def edit_page(request: web.Request) -> web.Response:
+    """The edit form of a one-time link (shows it; only its POST decides)."""
+    token = request.match_info["token"]
+    opened = await _open(request, token)
+    if isinstance(opened, web.Response):
+        return opened
+    _, link, approval = opened
+    return render(request, "edit_link.html", _ctx(approval, link, token))
+
+
+@routes.post("/edit/{token}")
+async def edit_submit(request: web.Request) -> web.Response:
+    """Approve with the edited args, as the link's identity (CSRF token required). Each submit
+    uses its link; a refused edit comes back with a fresh link for the same person."""
+    token = request.match_info["token"]
+    form = await checked_form(request)
+    opened = await _open(request, token)
+    if isinstance(opened, web.Response):
+        return opened
+    rt, link, approval = opened
+    if not await rt.store.remember_inbound(link.use_key, rt.clock.now()):
+        return _fail(request, 410, "This edit link was already used. Press Edit again for a new one.")
+    kept = {k: v for k, v in form.items() if k.startswith(argsform.PREFIX)}
+    try:
+        args = argsform.read(approval, form)
+        press = Press(approval.id, Outcome.APPROVE, link.actor, parse_address(link.actor)[0], name=link.name, args=args)
+        verdict = await rt.inbound.press(press)
+        if verdict.result is PressResult.INVALID:
+            raise ValidationError(_field_of(verdict.error) or "args", (verdict.error or "").split(": ", 1)[-1])
+    except GatewayError as exc:
+        again = editlinks.token(rt.signer, approval.id, link.actor, link.name, rt.clock.now())
+        ctx = _ctx(approval, link, again, error=exc.message, submitted=kept, error_field=exc.details.get("field"))
+        return render(request, "edit_link.html", ctx, status=exc.status)
+    if verdict.result not in _DONE:
+        status = 403 if verdict.result is PressResult.DENIED else 409 if verdict.refused else 400
+        return _fail(request, status, verdict.text())
+    return render(request, "done.html", {"message": _DONE[verdict.result] + "."})
+
+
+def _field_of(error: str | None) -> str | None:
+    head = (error or "").split(":", 1)[0]
+    return head if head.startswith("args") else None
+
+
+__all__ = ["routes"]
