@@ -71,6 +71,7 @@ class Ledger:
     swept: int = 0  # uncertain cards pressed after the soak
     retries: int = 0
     requests: int = 0
+    downtimes: list[tuple[float, float]] = field(default_factory=list)  # (killed, ready again), wall times
 
 
 async def _call(
@@ -154,17 +155,21 @@ async def _press(gw: Gateway, http: aiohttp.ClientSession, approval_id: str, led
     return True
 
 
-async def _killer(gw: Gateway, kills: int, seconds: float, rng: random.Random, stop: asyncio.Event) -> int:
+async def _killer(
+    gw: Gateway, kills: int, seconds: float, rng: random.Random, stop: asyncio.Event, ledger: Ledger
+) -> int:
     """`kills` SIGKILLs spread over `seconds` (at least), each followed by a restart."""
     done = 0
     stop_at = time.monotonic() + seconds
     gap = seconds / max(1, kills)
     while done < kills:
         await asyncio.sleep(rng.uniform(0.2 * gap, 1.0 * gap))
+        killed = time.time()
         gw.kill()
         done += 1
         await asyncio.sleep(rng.uniform(0.0, 0.3))
         await asyncio.to_thread(gw.start)
+        ledger.downtimes.append((killed, time.time()))
     await asyncio.sleep(max(0.0, stop_at - time.monotonic()))
     stop.set()
     return done
@@ -333,6 +338,50 @@ def check_payments(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[st
     return len(ledger.payments.charges), bad
 
 
+@dataclass
+class Stalls:
+    """How long decided approvals waited for their worker to start, the gateway's downtime left
+    out (nothing can start while no gateway runs). `first`: from the decision to the first
+    launch, per approval (a backlog of jobs counts: they run `concurrency` at a time).
+    `takeover`: from a kill that cut a launch short to the launch that took it over, once the
+    gateway was back (the restarted `serve` takes over every claim at once: sqlite/serve_lock.py)."""
+
+    first: list[tuple[float, str]] = field(default_factory=list)
+    takeover: list[tuple[float, str]] = field(default_factory=list)
+
+    def line(self) -> str:
+        first = sorted(self.first)
+        p50 = first[len(first) // 2][0] if first else 0.0
+        worst = max(first, default=(0.0, "-"))
+        took = max(self.takeover, default=(0.0, "-"))
+        return (
+            f"decision to worker start p50 {p50 * 1000:.0f} ms, worst {worst[0]:.2f}s ({worst[1]});"
+            f" worst takeover of a launch cut by a kill {took[0]:.2f}s ({took[1]}, {len(self.takeover)} cut)"
+        )
+
+
+def stalls(db: sqlite3.Connection, ledger: Ledger) -> Stalls:
+    def waited(since: float, until: float) -> float:
+        down = sum(max(0.0, min(until, back) - max(since, killed)) for killed, back in ledger.downtimes)
+        return until - since - down
+
+    events: dict[str, list[tuple[str, float]]] = {}
+    for aid, kind, at in db.execute("SELECT approval_id, kind, at FROM events ORDER BY id"):
+        events.setdefault(aid, []).append((kind, at))
+    out = Stalls()
+    for aid, evs in events.items():
+        decided = next((at for kind, at in evs if kind in FINAL_EVENTS), None)
+        starts = [at for kind, at in evs if kind == "job_started"]
+        if decided is None or not starts:
+            continue
+        out.first.append((waited(decided, starts[0]), aid))
+        for before, after in itertools.pairwise(starts):
+            cut = next((killed for killed, _ in ledger.downtimes if before <= killed <= after), None)
+            if cut is not None:  # else a retry after a transient failure: its backoff is no stall
+                out.takeover.append((waited(cut, after), aid))
+    return out
+
+
 CHECKS: list[tuple[str, Check]] = [
     ("no acknowledged approval lost", check_no_approval_lost),
     ("one approval per idempotency key", check_one_approval_per_key),
@@ -394,7 +443,7 @@ async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger
     try:
         stop = asyncio.Event()
         agents = [_agent(gw, ledger, stop, random.Random(rng.random())) for _ in range(args.clients)]
-        results = await asyncio.gather(_killer(gw, args.kills, args.seconds, rng, stop), *agents)
+        results = await asyncio.gather(_killer(gw, args.kills, args.seconds, rng, stop, ledger), *agents)
         drained = await _drain(work / "gateway.db", args.drain)
         if drained >= 0 and await _sweep(gw, work / "gateway.db", ledger):
             drained += await _drain(work / "gateway.db", args.drain)
@@ -428,6 +477,7 @@ def main() -> int:
             jobs = db.execute("SELECT COUNT(*) FROM resume_jobs").fetchone()[0]
             cards = db.execute("SELECT COUNT(*) FROM cards WHERE channel = ?", (f"telegram:{CHAT}",)).fetchone()[0]
             in_chat, never_sent = uncertain_cards(db, ledger)
+            stalled = stalls(db, ledger)
     failed = sum(1 for _, _, bad in outcomes if bad)
     print(
         f"chaos: seed {seed}, {kills} SIGKILLs in {args.seconds:.0f}s, {args.clients} agents, "
@@ -447,6 +497,7 @@ def main() -> int:
         f"mid-call ({ledger.swept} adopted by a press after the soak, {len(in_chat)} still waiting), "
         f"{len(never_sent)} never reached the chat (at most once: see docs/telegram.md)"
     )
+    print(f"failover ({len(ledger.downtimes)} restarts, their downtime left out): {stalled.line()}")
     width = max(len(c[0]) for c in CHECKS)
     print(f"{'invariant':<{width}}  {'checked':>8}  result")
     for name, checked, bad in outcomes:

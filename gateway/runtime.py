@@ -32,7 +32,13 @@ from gateway.store import Store, open_store
 from gateway.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.runtime")
-STOP_TIMEOUT = 10.0  # seconds a background loop gets to finish when the runtime stops
+# Seconds a loop still running at the shutdown deadline (running jobs had server.shutdown_timeout)
+# gets to end once cancelled, before it is abandoned; and what handing back the claims and each
+# close may take. The worst case stays inside shutdown_timeout + 5 s (the serve watchdog's limit).
+STOP_TIMEOUT = 1.0
+CLOSE_TIMEOUT = 1.0
+CHANNEL_CLOSE_TIMEOUT = 3.5
+LIVENESS_EVERY = 0.5  # seconds between heartbeats and reaps of gone replicas (PostgreSQL)
 _startup_frozen = False
 
 
@@ -46,6 +52,20 @@ def _freeze_startup_heap() -> None:
         _startup_frozen = True
         gc.collect()
         gc.freeze()
+
+
+async def _bounded(name: str, close: Callable[[], Coroutine[Any, Any, None]], seconds: float) -> None:
+    try:
+        async with asyncio.timeout(seconds):
+            await close()
+    except Exception as exc:
+        log.error("closing the %s failed at shutdown: %s", name, type(exc).__name__)
+
+
+def _report_failed_loop(task: asyncio.Task[None]) -> None:
+    """A background loop that died is logged when it dies (/readyz turns 503), not at exit."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("background loop %s failed; /readyz reports it", task.get_name(), exc_info=exc)
 
 
 class WakeUps(Observer):
@@ -113,6 +133,8 @@ class Runtime:
         self.loops.append(self.audit.run_forever)
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
+        self._claiming = False  # take_over done: release_claims at stop
+        self._stop_by: float | None = None  # loop time by which running jobs must have finished
 
     def channel_context(self, kind: str) -> ChannelContext:
         """What the channel `kind` may use: its section, the signer, the clock, the inbound use
@@ -133,17 +155,52 @@ class Runtime:
             self._http = aiohttp.ClientSession()
         return self._http
 
-    async def start(self, *, background: bool = True) -> None:
-        await self.store.open()
-        await self.store.subscribe(self._on_wakeup)
-        for channel in self.channels.values():
-            await channel.start()
-        self._started = True
+    async def start(self, *, background: bool = True, exclusive: bool = False) -> None:
+        """Open the store and the channels; with `background`, take over the claims of claimers
+        proved gone (`Store.take_over`; `exclusive`: a `serve`, which holds a SQLite file alone)
+        and start the loops. A start that fails half-way closes what it opened."""
+        try:
+            await self.store.open()
+            self._started = True
+            if background:
+                released = await self.store.take_over(self.owner, self.clock.now(), exclusive=exclusive)
+                self._claiming = True
+                if released:
+                    log.warning("took over %d claims (jobs, deliveries, wake-ups) of a gateway that is gone", released)
+            await self.store.subscribe(self._on_wakeup)
+            for channel in self.channels.values():
+                await channel.start()
+        except BaseException:
+            await self.stop()
+            raise
         _freeze_startup_heap()
         if background:
-            self._tasks = [
-                asyncio.create_task(loop(), name=getattr(loop, "__qualname__", "loop")) for loop in self.loops
-            ]
+            loops = [*self.loops, self._liveness] if self.store.dialect != "sqlite" else self.loops
+            self._tasks = [asyncio.create_task(loop(), name=getattr(loop, "__qualname__", "loop")) for loop in loops]
+            for task in self._tasks:
+                task.add_done_callback(_report_failed_loop)
+
+    async def _liveness(self) -> None:
+        """Prove this process alive and take over, within about two seconds, the claims of the
+        replicas that are gone (postgres/liveness.py); their work is claimed at once."""
+        failing = False
+        while True:
+            await asyncio.sleep(LIVENESS_EVERY)
+            try:
+                released = await self.store.reap(self.owner, self.clock.now())
+            except Exception as exc:  # the database is away: polling and leases still hold
+                if not failing:  # once per outage, not twice a second
+                    log.warning("liveness heartbeat failed (%s); retrying", type(exc).__name__)
+                failing = True
+                continue
+            if failing:
+                log.info("liveness heartbeat renewed")
+                failing = False
+            if released:
+                log.warning("took over %d claims of a replica that is gone", released)
+                self.observers.outbox_queued()
+                self.observers.jobs_queued()
+                self.observers.wake_at(self.clock.now())
 
     def _on_wakeup(self, topic: str, payload: str) -> None:
         """Another replica committed work: tell the observers what a local commit would."""
@@ -157,37 +214,88 @@ class Runtime:
                 if when is not None:
                     self.observers.wake_at(when)
 
+    def begin_stop(self) -> None:
+        """SIGTERM (serve's on_shutdown, while in-flight requests drain): stop claiming now; the
+        jobs running now get `server.shutdown_timeout` from now to finish. Idempotent."""
+        if self._stop_by is not None:
+            return
+        self._stop_by = asyncio.get_running_loop().time() + self.settings.server.shutdown_timeout.total_seconds()
+        self.outbox.stop()
+        self.worker.stop(self._stop_by)
+        self.scheduler.stop()
+
     async def stop(self) -> None:
-        """Cancel the background loops and close everything. A loop that does not finish within
-        STOP_TIMEOUT seconds is logged with its stack and abandoned: shutdown must never hang."""
+        """Stop claiming, let the running jobs finish (until the deadline `begin_stop` set), hand
+        back every claim still held, close everything. Bounded whatever fails or hangs: a loop
+        still running at the deadline is cancelled, then abandoned (logged with its stack), and
+        the store is closed on every path."""
+        self.begin_stop()
+        try:
+            await self._stop_loops()
+            if self._claiming:
+                self._claiming = False
+                with contextlib.suppress(Exception):  # the store is away: the leases still run out
+                    async with asyncio.timeout(CLOSE_TIMEOUT):
+                        released = await self.store.release_claims(self.owner, self.clock.now())
+                        if released:
+                            log.info("handed back %d claims (jobs, deliveries, wake-ups)", released)
+        finally:
+            await self._close_all()
+            self._stop_by = None
+
+    async def _stop_loops(self) -> None:
+        if not self._tasks:
+            return
+        loop = asyncio.get_running_loop()
+        assert self._stop_by is not None
+        # The outbox, worker and scheduler stop claiming and finish what they started (until the
+        # deadline); the other loops (housekeeping, liveness) have nothing to finish.
+        graceful = {self.outbox.run_forever, self.worker.run_forever, self.scheduler.run_forever}
+        names = {getattr(loop_fn, "__qualname__", "") for loop_fn in graceful}
+        finishing = [task for task in self._tasks if task.get_name() in names]
         for task in self._tasks:
-            task.cancel()
-        if self._tasks:
-            done, pending = await asyncio.wait(self._tasks, timeout=STOP_TIMEOUT)
-            for task in done:
-                if not task.cancelled():
-                    task.exception()  # retrieved: a loop that died is not re-reported at exit
-            for task in pending:
-                stack = "".join(traceback.format_stack(task.get_stack()[-1])) if task.get_stack() else "?"
-                log.error(
-                    "background loop %s did not stop within %.1fs; abandoning it at:\n%s",
-                    task.get_name(),
-                    STOP_TIMEOUT,
-                    stack,
-                )
+            if task not in finishing:
+                task.cancel()
+        if finishing:
+            await asyncio.wait(finishing, timeout=max(self._stop_by - loop.time(), 0) + 0.1)
+        for task in self._tasks:
+            task.cancel()  # a no-op on the tasks that are done
+        done, pending = await asyncio.wait(self._tasks, timeout=STOP_TIMEOUT)
+        for task in done:
+            if not task.cancelled():
+                task.exception()  # retrieved: a loop that died is not re-reported at exit
+        for task in pending:
+            stack = "".join(traceback.format_stack(task.get_stack()[-1])) if task.get_stack() else "?"
+            log.error(
+                "background loop %s did not stop within %.1fs; abandoning it at:\n%s",
+                task.get_name(),
+                STOP_TIMEOUT,
+                stack,
+            )
         self._tasks = []
-        await self.worker.close()
-        for channel in self.channels.values():
-            with contextlib.suppress(Exception):
-                await channel.close()
+
+    async def _close_all(self) -> None:
+        """Close the launchers, channels and HTTP session together, then the store, each bounded
+        and on its own: one that fails or hangs does not keep the others (the store above all)
+        open. A channel gets CHANNEL_CLOSE_TIMEOUT (a socket-mode channel lets envelopes being
+        decided be acked); if everything hangs at once, serve's watchdog still ends the process."""
+        closers: list[tuple[str, Callable[[], Coroutine[Any, Any, None]], float]] = [
+            ("worker", self.worker.close, CLOSE_TIMEOUT)
+        ]
+        closers += [(f"channel {kind}", ch.close, CHANNEL_CLOSE_TIMEOUT) for kind, ch in self.channels.items()]
         if self._http is not None:
-            await self._http.close()
+            closers.append(("http session", self._http.close, CLOSE_TIMEOUT))
             self._http = None
+        await asyncio.gather(*(_bounded(name, close, seconds) for name, close, seconds in closers))
         if self._started:
-            await self.store.close()
             self._started = False
+            await _bounded("store", self.store.close, 2 * CLOSE_TIMEOUT)
 
     async def ready(self) -> bool:
+        """The store answers and every loop runs; false once stopping (a load balancer stops
+        routing to a gateway that hands its work back)."""
+        if self._stop_by is not None:
+            return False
         try:
             await self.store.next_wake_at()  # an index probe: O(log n), not a count of every approval
         except Exception:

@@ -48,7 +48,7 @@ def serve(settings: Settings, *, dev_link: bool = False) -> int:
     sock = bind(settings.server.host, settings.server.port)
     if dev_link:
         web_cli.print_dev_link(settings)
-    app = create_app(settings)
+    app = create_app(settings, exclusive=True)
     app.on_startup.append(freeze_heap)  # after the runtime's own start-up (cleanup_ctx runs first)
     transport.run(
         app,

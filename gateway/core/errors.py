@@ -210,3 +210,10 @@ class StoreUnavailable(GatewayError):
 
     code = "store_unavailable"
     status = 503
+
+
+class StoreInUse(GatewayError):
+    """Another live `serve` holds the SQLite file (one serving process per file)."""
+
+    code = "store_in_use"
+    status = 409

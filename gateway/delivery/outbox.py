@@ -86,10 +86,17 @@ class OutboxRunner:
         self.store, self.channels, self.clock, self.owner = store, channels, clock, owner
         self.lease, self.batch, self.poll_interval = lease, batch, poll_interval
         self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
         self._posting: dict[str, asyncio.Semaphore] = {}  # per channel kind: its posts_in_flight
         self.observer: Observer = observer or Observers()  # told each recorded delivery (metrics)
 
     def notify(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Stop claiming; the round in progress finishes the deliveries it started and hands
+        back the rest of its batch (`_deliver_group`)."""
+        self._stopping.set()
         self._wake.set()
 
     async def run_once(self) -> int:
@@ -106,7 +113,7 @@ class OutboxRunner:
         return await loops.drain(self.run_once, max_rounds)
 
     async def run_forever(self) -> None:
-        await loops.poll_forever(self.run_once, self._wake, self.poll_interval, log)
+        await loops.poll_forever(self.run_once, self._wake, self.poll_interval, log, self._stopping)
 
     async def _deliver_group(self, items: list[OutboxItem]) -> None:
         # Every row must be recorded well before its lease runs out: after that another replica
@@ -116,7 +123,7 @@ class OutboxRunner:
         deadline = loop.time() + self.lease.total_seconds() / 2
         for item in items:  # a card's post, syncs and reminders go in order
             left = deadline - loop.time()
-            if left <= 0:  # give it back now; it is claimed again at once
+            if left <= 0 or self._stopping.is_set():  # give it back now; it is claimed again at once
                 await self._finish(item, DeliveryStatus.PENDING, retry_in=0, count_attempt=False)
                 continue
             try:

@@ -27,7 +27,9 @@ def create_app(
     runtime: Runtime | None = None,
     clock: Clock | None = None,
     background: bool = True,
+    exclusive: bool = False,
 ) -> web.Application:
+    """`exclusive`: this is `serve`, the one serving process of a SQLite file (Store.take_over)."""
     rt = runtime or Runtime(settings, clock=clock)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
@@ -63,7 +65,7 @@ def create_app(
     app.router.add_get("/openapi.json", openapi_json)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        await rt.start(background=background)
+        await rt.start(background=background, exclusive=exclusive)
         log.info(
             "gateway ready: store=%s channels=%s",
             settings.store.url.split("://")[0],
@@ -72,5 +74,9 @@ def create_app(
         yield
         await rt.stop()
 
+    async def stop_claiming(app: web.Application) -> None:
+        rt.begin_stop()  # while in-flight requests drain: running jobs share the same deadline
+
     app.cleanup_ctx.append(lifecycle)
+    app.on_shutdown.append(stop_claiming)
     return app

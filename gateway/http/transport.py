@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import socket
+import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,6 +39,8 @@ from gateway.http.middleware import error_response
 log = logging.getLogger("gateway.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ACCESS_LOG_FORMAT = '%a "%r" %s %b %Tfs rid=%{X-Request-Id}o'
+EXIT_GRACE = 5.0  # seconds past server.shutdown_timeout after which a stopping gateway exits anyway
+EXIT_OVERRAN = 70  # the exit status then (EX_SOFTWARE)
 
 
 class HeadDeadline(web.RequestHandler):
@@ -167,12 +172,29 @@ async def serve(
     try:
         announce()
         await stop.wait()
+        exit_after(server.shutdown_timeout.total_seconds() + EXIT_GRACE)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
         listener.close()
         sweeper.cancel()
         await runner.cleanup()
+
+
+def exit_after(seconds: float) -> threading.Timer:
+    """Exit is guaranteed: once a stop was asked for, the process ends within `seconds`, whatever
+    hangs (a loop, a close, a non-daemon thread that `threading._shutdown` would wait for at
+    interpreter exit). A daemon timer thread, so that it never holds the exit up itself."""
+
+    def overran() -> None:
+        sys.stderr.write(f"hitl-gateway: shutdown did not finish within {seconds:g}s; exiting anyway\n")
+        sys.stderr.flush()
+        os._exit(EXIT_OVERRAN)
+
+    timer = threading.Timer(seconds, overran)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def run(
@@ -195,4 +217,4 @@ def run(
         loop.close()
 
 
-__all__ = ["ACCESS_LOG_FORMAT", "HeadDeadline", "deadlines", "run", "serve", "sweep"]
+__all__ = ["ACCESS_LOG_FORMAT", "HeadDeadline", "deadlines", "exit_after", "run", "serve", "sweep"]

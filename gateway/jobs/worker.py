@@ -57,8 +57,17 @@ class WorkerRunner:
         self.redactor = redactor or service.redactor
         self.launchers: dict[str, Launcher] = {}
         self._wake = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._finish_by: float | None = None  # loop time: running jobs are cut at this point
 
     def notify(self) -> None:
+        self._wake.set()
+
+    def stop(self, finish_by: float) -> None:
+        """Stop claiming; the jobs running now may finish until `finish_by` (the event loop's
+        time), then they are cut (their launch killed) and the runtime hands them back."""
+        self._finish_by = finish_by
+        self._stopping.set()
         self._wake.set()
 
     def launcher(self, cfg: WorkerSettings) -> Launcher:
@@ -78,10 +87,11 @@ class WorkerRunner:
         return await loops.drain(self.run_once, max_rounds)
 
     async def run_forever(self) -> None:
-        """Keep up to `concurrency` jobs running: a long job does not hold back the others."""
+        """Keep up to `concurrency` jobs running: a long job does not hold back the others. Once
+        stopped, claim no more and let the running jobs finish until `finish_by`."""
         running: set[asyncio.Task[None]] = set()
         try:
-            while True:
+            while not self._stopping.is_set():
                 claimed = await self._claim(self.concurrency - len(running))
                 for job in claimed:
                     task = asyncio.create_task(self._guarded(job), name=f"resume-job-{job.id}")
@@ -97,8 +107,13 @@ class WorkerRunner:
                     with contextlib.suppress(asyncio.CancelledError):
                         await waiter
                 self._wake.clear()
+            if running and self._finish_by is not None:
+                left = self._finish_by - asyncio.get_running_loop().time()
+                log.info("stopping: waiting up to %.1fs for %d running resume jobs", max(left, 0), len(running))
+                if left > 0:
+                    await asyncio.wait(set(running), timeout=left)
         finally:
-            for task in list(running):  # shutdown: their process groups are killed, leases expire
+            for task in list(running):  # cut: their process groups are killed; the runtime hands them back
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
 

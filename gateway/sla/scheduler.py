@@ -68,6 +68,7 @@ class SlaScheduler:
         self._aps: AsyncIOScheduler | None = None
         self._lock = asyncio.Lock()
         self._ticking = False
+        self._stopping = asyncio.Event()
 
     # ---------------------------------------------------------------- the pure-ish core
     async def tick(self, now: datetime | None = None) -> TickReport:
@@ -77,7 +78,7 @@ class SlaScheduler:
         applies a batch concurrently, so the store's group commit folds it into few transactions."""
         now = now or self.clock.now()
         report = TickReport(now)
-        while True:
+        while not self._stopping.is_set():  # a stopping gateway claims no more
             # A lease on each due row: a racing replica skips it; applying it releases it.
             due = await self.store.claim_due(now, self.owner, self.lease, self.batch)
             if not due:
@@ -135,11 +136,20 @@ class SlaScheduler:
         self._aps = None
         self.armed_at = None
 
+    def stop(self) -> None:
+        """Stop claiming: a tick in progress ends after its batch, no new tick starts."""
+        self._stopping.set()
+
     async def run_forever(self) -> None:
-        """A `Runtime.loops` entry: the scheduler lives as long as this task."""
+        """A `Runtime.loops` entry: the scheduler lives as long as this task, or until `stop`."""
         self.start()
         try:
-            await asyncio.Event().wait()
+            await self._stopping.wait()
+            if self._aps is not None and self._aps.running:
+                self._aps.pause()  # no new wake-up; one already handed to the loop returns at once
+            await asyncio.sleep(0.01)
+            async with self._lock:  # let a tick in flight finish its batch before APScheduler goes
+                pass
         finally:
             self.shutdown()
             async with self._lock:  # let a tick in flight end (or be cancelled) before the store closes
@@ -161,6 +171,8 @@ class SlaScheduler:
 
     async def _run(self) -> None:
         """One wake-up: tick, then arm the next wake-up the database holds."""
+        if self._stopping.is_set():
+            return
         async with self._lock:
             self._ticking = True
             self.armed_at = None

@@ -91,6 +91,25 @@ class Store(AuditStore, Protocol):
         keep polling. A no-op where there is only one process (SQLite)."""
         ...
 
+    # ---------------------------------------------------------------- liveness and hand-over
+    async def take_over(self, owner: str, now: datetime, *, exclusive: bool = False) -> int:
+        """Start claiming as `owner`: from now on prove it alive, and release at once the claims
+        of claimers proved gone; return how many were released. SQLite, with `exclusive` (a
+        `serve`): take the file's lock (`StoreInUse` if another serve holds it); holding it
+        proves every claim in the file a dead process's. PostgreSQL: an advisory lock held on a
+        connection of its own plus a heartbeat (postgres/liveness.py)."""
+        ...
+
+    async def reap(self, owner: str, now: datetime) -> int:
+        """Renew `owner`'s proof of life and release the claims of claimers proved gone since
+        (the runtime calls it every half second); return how many were released."""
+        ...
+
+    async def release_claims(self, owner: str, now: datetime) -> int:
+        """Hand back every claim `owner` still holds (a stopping gateway: jobs, deliveries and
+        wake-ups), claimable by another process at once; then stop proving `owner` alive."""
+        ...
+
     # ---------------------------------------------------------------- approvals
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]

@@ -1,6 +1,7 @@
 """The one real-time SLA test: a `hitl-gateway serve` process with a 2 s SLA is SIGKILLed while
-the deadlines pass; two restarted processes share the SQLite file and race to apply them. Each
-timeout fires exactly once."""
+the deadlines pass; two processes are restarted at once on the SQLite file. One of them serves,
+the other is refused with one line (one serving process per file: sqlite/serve_lock.py), and
+each timeout fires exactly once."""
 
 from __future__ import annotations
 
@@ -95,11 +96,18 @@ async def test_timeouts_fire_exactly_once_after_sigkill_and_racing_restarts(tmp_
         killed_at = datetime.now(UTC)
         assert killed_at < deadlines[-1], "the suspends were too slow: the deadlines passed before the kill"
         await asyncio.sleep(2.3)  # the deadlines pass while the gateway is down
-        a, b = Gateway(tmp_path), Gateway(tmp_path)  # two replicas on one file race at start
+        a, b = Gateway(tmp_path), Gateway(tmp_path)  # two restarts on one file race at start
         try:
-            await asyncio.gather(a.wait_ready(session), b.wait_ready(session))
+            ready = await asyncio.gather(a.wait_ready(session), b.wait_ready(session), return_exceptions=True)
+            served = [g for g, r in zip((a, b), ready, strict=True) if r is None]
+            refused = [g for g, r in zip((a, b), ready, strict=True) if r is not None]
+            assert len(served) == 1 and len(refused) == 1, ready
+            assert refused[0].proc.wait(10) == 2
+            log = (tmp_path / f"gw-{refused[0].port}.log").read_text()
+            assert "store_in_use: another hitl-gateway serve (pid " in log and "Traceback" not in log, log
+            live = served[0]
             for _ in range(200):
-                views = [await get(session, f"{a.url}/v1/approvals/{i}") for i in ids]
+                views = [await get(session, f"{live.url}/v1/approvals/{i}") for i in ids]
                 if all(v["status"] == "timed_out" for v in views):
                     break
                 await asyncio.sleep(0.05)
@@ -107,7 +115,7 @@ async def test_timeouts_fire_exactly_once_after_sigkill_and_racing_restarts(tmp_
             assert {v["decision"]["decided_by"] for v in views} == {"policy"}
             await asyncio.sleep(0.3)  # let a late loser finish, if there were one
             for approval_id in ids:
-                events = (await get(session, f"{b.url}/v1/approvals/{approval_id}/events"))["items"]
+                events = (await get(session, f"{live.url}/v1/approvals/{approval_id}/events"))["items"]
                 assert [e["kind"] for e in events].count("timed_out") == 1
         finally:
             a.kill()

@@ -1,5 +1,6 @@
-"""A gateway killed (-9) mid-job: its lease runs out and another runner picks the job up.
-Also `hitl-gateway jobs list|retry` as a real process."""
+"""A gateway killed (-9) mid-job: a restarted `serve` takes the job over at once (the SQLite file's
+serve lock proves the killed one gone); a runner that cannot prove it waits out the lease. Also
+`hitl-gateway jobs list|retry` as a real process."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from gateway.config import load_settings
+from gateway.core.errors import StoreInUse
 from gateway.core.models import JobStatus, Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
@@ -102,6 +106,45 @@ async def test_lease_expiry_after_kill(tmp_path: Path) -> None:
         done = await rt.store.get_job(approval_id)
         assert done is not None and done.status is JobStatus.SUCCEEDED and done.attempts == 2
         assert len(marker.read_text().split()) == 2
+    finally:
+        await rt.stop()
+
+
+async def test_a_restarted_serve_takes_the_job_over_at_once(tmp_path: Path) -> None:
+    """store.lease is 60 s; the restarted serve relaunches the killed one's job in well under 1 s,
+    and while the killed one lived, a second serve on the file was refused."""
+    marker = tmp_path / "attempts"
+    script = (
+        "import os,sys,time; f=open(sys.argv[1],'a'); f.write(str(os.getpid())+'\\n'); f.close();"
+        " time.sleep(0 if len(open(sys.argv[1]).read().split()) > 1 else 60)"
+    )
+    cfg = write_config(tmp_path, [sys.executable, "-c", script, str(marker)])
+    approval_id = await decided(cfg)
+    doomed = await asyncio.create_subprocess_exec(sys.executable, str(FAKES / "run_worker.py"), str(cfg), "serve")
+    for _ in range(200):
+        if marker.exists() and marker.read_text().strip():
+            break
+        await asyncio.sleep(0.05)
+    second = Runtime(load_settings(cfg, env={}), owner="second")
+    with pytest.raises(StoreInUse, match=r"another hitl-gateway serve \(pid \d+\) is using"):
+        await second.start(exclusive=True)
+    doomed.send_signal(signal.SIGKILL)
+    await doomed.wait()
+    killed = asyncio.get_running_loop().time()
+
+    rt = Runtime(load_settings(cfg, env={}), owner="restarted")
+    await rt.start(exclusive=True)  # what `serve` does: the lock, then every claim in the file
+    try:
+        for _ in range(200):
+            job = await rt.store.get_job(approval_id)
+            if job is not None and job.status is JobStatus.SUCCEEDED:
+                break
+            await asyncio.sleep(0.02)
+        took = asyncio.get_running_loop().time() - killed
+        assert job is not None and job.status is JobStatus.SUCCEEDED and job.attempts == 2
+        assert len(marker.read_text().split()) == 2
+        assert took < 3.0, f"the job was taken over {took:.1f}s after the kill (the lease is 60s)"
+        print(f"\nSQLite restart: the killed serve's job relaunched {took:.2f}s after the kill (restart included)")
     finally:
         await rt.stop()
 

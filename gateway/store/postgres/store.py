@@ -4,8 +4,9 @@ its SQL by name from gateway/store/sql/ (queries.sql, and postgres.sql for what 
 Correctness across replicas comes from the database, never from a leader:
 - `save_transition` is a compare-and-set on `version` (a concurrent UPDATE waits for the row
   lock, then re-checks the version and touches nothing);
-- claims use `FOR UPDATE SKIP LOCKED` plus a lease, so each due row goes to one replica, and a
-  row held by a dead replica is taken again once its lease runs out;
+- claims use `FOR UPDATE SKIP LOCKED` plus a lease, so each due row goes to one replica; a
+  replica proved gone (liveness.py: its advisory lock is free and its heartbeat stale) has its
+  claims released by another within about two seconds, and a stopping one hands its own back;
 - after committing deliveries, jobs or deadlines, the store NOTIFYs (notify.py: why not inside
   the transaction) and other replicas' loops wake (`subscribe`); polling stays as the fallback.
 Reads are one statement each: one consistent snapshot under READ COMMITTED.
@@ -35,6 +36,8 @@ from gateway.core.models import (
 )
 from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
 from gateway.store.postgres.audit import PostgresAudit
+from gateway.store.postgres.handover import Handover
+from gateway.store.postgres.liveness import Liveness
 from gateway.store.postgres.migrate import migrate, schema_version
 from gateway.store.postgres.notify import Listener, Notifier, Notify
 from gateway.store.postgres.pool import Pool, affected
@@ -57,7 +60,7 @@ __all__ = ["PostgresStore"]
 Q = queries("postgres")
 
 
-class PostgresStore(PostgresAudit):
+class PostgresStore(PostgresAudit, Handover):
     dialect = "postgres"
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
@@ -65,6 +68,7 @@ class PostgresStore(PostgresAudit):
         self._db = Pool(url, min_size=min_size, max_size=max_size)
         self._listener = Listener(url)
         self._notifier = Notifier(url)
+        self._liveness = Liveness(url)
 
     # ---------------------------------------------------------------- lifecycle
     async def open(self) -> None:
@@ -77,6 +81,7 @@ class PostgresStore(PostgresAudit):
             raise
 
     async def close(self) -> None:
+        await self._liveness.release()  # no-op unless still held (release_claims lets it go first)
         await self._notifier.close()
         await self._listener.close()
         await self._db.close()

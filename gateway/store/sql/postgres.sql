@@ -132,3 +132,40 @@ WHERE approval_id = ANY($1::text[]) ORDER BY approval_id, id;
 
 -- name: audit_heads_in
 SELECT approval_id, seq, hash FROM audit_heads WHERE approval_id = ANY($1::text[]);
+
+-- name: lock_replica
+-- Liveness that PostgreSQL proves (postgres/liveness.py): a session lock, gone with the
+-- connection. $1 the class (a constant), $2 this process's random key.
+SELECT pg_try_advisory_lock($1, $2);
+
+-- name: register_replica
+-- In database time: every replica compares seen_at with the same clock.
+INSERT INTO replicas (owner, lock_key, started_at, seen_at)
+VALUES ($1, $2, extract(epoch FROM clock_timestamp()), extract(epoch FROM clock_timestamp()))
+ON CONFLICT (owner) DO UPDATE SET lock_key = excluded.lock_key, seen_at = excluded.seen_at;
+
+-- name: replica_heartbeat
+-- 0 rows: another replica found this one gone meanwhile (its connection was lost) and
+-- released its claims; it registers again.
+UPDATE replicas SET seen_at = extract(epoch FROM clock_timestamp()) WHERE owner = $1 AND lock_key = $2
+RETURNING 1;
+
+-- name: gone_replicas
+-- Replicas that are gone: their advisory lock is free (the connection that held it closed: a
+-- kill, a crash, a lost node once TCP keepalives give up) AND they have not renewed seen_at for
+-- $2 seconds. Both, so that neither a stalled process (it keeps its connection, hence its lock)
+-- nor a connection lost by a live one (it keeps renewing) is taken for dead. Deleted here: of
+-- two replicas reaping at once, one gets each. $1 this replica, $3 the lock class.
+DELETE FROM replicas r
+WHERE r.owner <> $1
+    AND r.seen_at < extract(epoch FROM clock_timestamp()) - $2
+    AND NOT EXISTS (
+        SELECT 1 FROM pg_locks l
+        WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            AND l.classid::bigint = $3 AND l.objid::bigint = r.lock_key
+    )
+RETURNING r.owner;
+
+-- name: unregister_replica
+DELETE FROM replicas WHERE owner = $1 AND lock_key = $2;

@@ -148,6 +148,23 @@ SELECT status, COUNT(*) AS n FROM resume_jobs GROUP BY status;
 UPDATE resume_jobs SET status = 'queued', attempts = 0, next_attempt_at = $1, updated_at = $1, last_error = NULL
 WHERE approval_id = $2 AND status = 'failed';
 
+-------------------------------------------------------------------------- handing claims back
+
+-- name: release_jobs
+-- A claimer's jobs back in the queue, due as they were ($1 owner, $2 now): a stopping gateway's
+-- (SIGTERM), or a dead replica's. The attempt they were cut short in stays counted.
+UPDATE resume_jobs SET status = 'queued', claimed_by = NULL, lease_until = NULL, updated_at = $2
+WHERE status = 'running' AND claimed_by = $1;
+
+-- name: release_outbox
+-- A claimer's pending deliveries, claimable again at once (index outbox_due). A post cut short
+-- left its post_attempt marker: the next claimer knows it may have been sent.
+UPDATE outbox SET lease_owner = NULL, lease_until = NULL WHERE status = 'pending' AND lease_owner = $1;
+
+-- name: release_wakes
+-- A claimer's leased wake-ups (due deadlines and reminders; index approvals_wake).
+UPDATE approvals SET wake_owner = NULL, wake_lease_until = NULL WHERE wake_at IS NOT NULL AND wake_owner = $1;
+
 -------------------------------------------------------------------------- journal
 
 -- name: get_steps

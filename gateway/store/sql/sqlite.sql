@@ -109,3 +109,10 @@ UPDATE audit_heads SET sealed_seq = seq WHERE seq > sealed_seq;
 -- name: audit_events_in
 SELECT id, approval_id, seq, kind, at, actor, channel, data, hash FROM events
 WHERE approval_id IN ({ids}) ORDER BY approval_id, id;
+
+-- name: claim_owners
+-- Whoever holds a claim in the file (a starting process checks which of them are gone:
+-- sqlite/serve_lock.py). The partial indexes of active rows keep each part small.
+SELECT claimed_by AS owner FROM resume_jobs WHERE status IN ('queued', 'running') AND claimed_by IS NOT NULL
+UNION SELECT lease_owner FROM outbox WHERE status = 'pending' AND lease_owner IS NOT NULL
+UNION SELECT wake_owner FROM approvals WHERE wake_at IS NOT NULL AND wake_owner IS NOT NULL;

@@ -41,6 +41,7 @@ from gateway.store.sqlite import claims
 from gateway.store.sqlite.audit import SQLiteAudit
 from gateway.store.sqlite.engine import Engine
 from gateway.store.sqlite.migrate import migrate, schema_version
+from gateway.store.sqlite.serve_lock import FileLock, claimer_gone, claimer_lock, serve_lock
 from gateway.store.sqlite.writes import (
     insert_events,
     insert_jobs,
@@ -61,13 +62,56 @@ class SQLiteStore(SQLiteAudit):
     def __init__(self, path: str) -> None:
         self.path = path
         self._engine = Engine(path)
+        self._serve_lock: FileLock | None = None  # held by a `serve` (serve_lock.py)
+        self._claimer: FileLock | None = None  # held by any process that claims work
 
     # ---------------------------------------------------------------- lifecycle
     async def open(self) -> None:
         await self._engine.open(migrate)
 
     async def close(self) -> None:
-        await self._engine.close()
+        try:
+            await self._engine.close()
+        finally:
+            self._let_go()
+
+    def _let_go(self) -> None:
+        if self._claimer is not None:
+            self._claimer.release(remove=True)
+            self._claimer = None
+        if self._serve_lock is not None:
+            self._serve_lock.release()
+            self._serve_lock = None
+
+    async def take_over(self, owner: str, now: datetime, *, exclusive: bool = False) -> int:
+        """Hold `owner`'s claimer lock (and with `exclusive`, a `serve`, the file's serve lock:
+        StoreInUse if another serve lives), then release the claims of the owners proved gone
+        (serve_lock.py)."""
+        if self.path == ":memory:":
+            return 0
+        if exclusive and self._serve_lock is None:
+            self._serve_lock = serve_lock(self.path)
+        if self._claimer is None:
+            self._claimer = claimer_lock(self.path, owner)
+        serving = self._serve_lock is not None
+        held = await self._read(claims.owners)
+        gone = [o for o in held if o != owner and claimer_gone(self.path, o, serving=serving)]
+        if not gone:
+            return 0
+        t = to_ts(now)
+        return await self._write(lambda c: claims.release_owners(c, gone, t))
+
+    async def reap(self, owner: str, now: datetime) -> int:
+        """Nothing between starts: a restarted process takes over (`take_over`)."""
+        return 0
+
+    async def release_claims(self, owner: str, now: datetime) -> int:
+        t = to_ts(now)
+        released = await self._write(lambda c: claims.release(c, owner, t))
+        if self._claimer is not None:
+            self._claimer.release(remove=True)
+            self._claimer = None
+        return released
 
     async def schema_version(self) -> int:
         return await self._read(schema_version)
