@@ -175,8 +175,7 @@ class CommandLauncher:
                 await asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err), _feed(proc.stdin, body))
                 returncode = await proc.wait()
         except TimeoutError:
-            kill_group(proc.pid)
-            await proc.wait()
+            await reap(proc)  # bounded: a wait that never returns would hold the job forever
             why = f"timed out after {self.cfg.timeout.total_seconds():g}s; process group killed"
             return AttemptResult(Verdict.TRANSIENT, why, join_tails(out.text(), err.text()))
         except BaseException:  # cancelled (shutdown): leave nothing running
