@@ -253,7 +253,11 @@ class Break:
         where = f"checkpoint {self.checkpoint}" if self.checkpoint is not None else ""
         if self.approval_id is not None:
             where = (where + ", " if where else "") + f"approval {self.approval_id} seq {self.seq}"
-        return f"{where}: expected {self.expected}, found {self.found}"
+        return (
+            f"{where}: expected {self.expected}, found {self.found}"
+            if where
+            else f"expected {self.expected}, found {self.found}"
+        )
 
 
 @dataclass

@@ -90,8 +90,9 @@ class AuditService:
 
     # ---------------------------------------------------------------- verify and export
     async def verify(self, since: float | None = None, public_key: Ed25519PublicKey | None = None) -> Verdict:
-        """Every chain the range covers from its first event, their live heads, the checkpoints
-        taken since `since` (linked, their roots, signed by the key) and their leaves."""
+        """Every chain the range covers from its first event, their live heads (PostgreSQL) or the
+        holes in the event ids (SQLite), the checkpoints taken since `since` (linked, their
+        roots, signed by the key) and their leaves."""
         key = public_key or (self.key.public_key() if self.key is not None else None)
         low = since if since is not None else -_FOREVER
         checker = Checker(public_key=key, anchored=since is not None)
@@ -106,8 +107,13 @@ class AuditService:
             heads = await self.store.audit_heads(chunk)
             by = {a: list(es) for a, es in groupby(events, key=lambda e: e.approval_id)}
             for approval_id in chunk:
-                checker.approval(approval_id, by.get(approval_id, ()), heads.get(approval_id), heads=True)
-        return Verdict(checker.finish(), checker.summary())
+                head = heads.get(approval_id) if heads is not None else None
+                checker.approval(approval_id, by.get(approval_id, ()), head, heads=heads is not None)
+        problem = checker.finish()  # a broken chain or sealed head names its approval: it comes first
+        missing = await self.store.audit_missing_event() if problem is None else None
+        if missing is not None:
+            problem = Break(None, None, f"event id {missing} (event ids have no holes)", "no such event")
+        return Verdict(problem, checker.summary())
 
     async def export(self, since: float | None = None, until: float | None = None) -> AsyncIterator[str]:
         """The export's lines (each ends with a newline), read a chunk of approvals at a time."""

@@ -20,14 +20,22 @@ MakeCheckpoint = Callable[[Checkpoint | None, Sequence[Leaf]], Checkpoint]
 class AuditStore(Protocol):
     async def audit_approvals(self, since: float, until: float, *, full: bool) -> list[str]:
         """Approval ids with an event in [since, until], or sealed by a checkpoint in it; with
-        `full`, also every approval with a head row. Sorted."""
+        `full`, also every approval with a head row (PostgreSQL). Sorted."""
         ...
 
     async def audit_events(self, approval_ids: Sequence[str]) -> list[ChainEvent]:
         """Their events, by approval id then event id."""
         ...
 
-    async def audit_heads(self, approval_ids: Sequence[str]) -> dict[str, tuple[int, str]]: ...
+    async def audit_heads(self, approval_ids: Sequence[str]) -> dict[str, tuple[int, str]] | None:
+        """Their live head rows (PostgreSQL: what a truncated chain no longer matches), or None
+        where a head is the approval's last event (SQLite), with nothing apart to compare."""
+        ...
+
+    async def audit_missing_event(self) -> int | None:
+        """The first event id missing where ids have no holes (SQLite: events are never deleted
+        and AUTOINCREMENT never reuses an id), else None."""
+        ...
 
     async def audit_checkpoints(self, since: float, until: float) -> list[Checkpoint]:
         """Checkpoints taken in [since, until], in order, with their leaves."""

@@ -57,7 +57,8 @@ async def test_deleted_approval(runtime: Runtime, trail: list[str], raw: Raw) ->
     victim = trail[1]
     last = (await raw.run("SELECT MAX(seq) FROM events WHERE approval_id = $1", victim))[0][0]
     await raw.run("DELETE FROM events WHERE approval_id = $1", victim)
-    await raw.run("DELETE FROM audit_heads WHERE approval_id = $1", victim)
+    if not raw.sqlite:  # SQLite has no head rows (a head is the last event)
+        await raw.run("DELETE FROM audit_heads WHERE approval_id = $1", victim)
     problem = (await runtime.audit.verify()).problem
     assert problem is not None and (problem.approval_id, problem.seq) == (victim, last)
     assert problem.found == "no such event" and problem.checkpoint == 1
@@ -89,7 +90,8 @@ async def test_recomputed_without_the_key(runtime: Runtime, trail: list[str], ra
     for id_, seq, kind, at, actor, channel, data in rows:
         prev = event_hash(prev, seq, victim, kind, actor, at, channel, data)
         await raw.run("UPDATE events SET hash = $1 WHERE id = $2", prev, id_)
-    await raw.run("UPDATE audit_heads SET hash = $1 WHERE approval_id = $2", prev, victim)
+    if not raw.sqlite:
+        await raw.run("UPDATE audit_heads SET hash = $1 WHERE approval_id = $2", prev, victim)
     await raw.run("UPDATE audit_leaves SET hash = $1 WHERE approval_id = $2", prev, victim)
     leaves = await raw.run("SELECT approval_id, seq, hash FROM audit_leaves WHERE checkpoint = 1")
     root = merkle_root((a, s, h) for a, s, h in leaves)

@@ -29,6 +29,9 @@ class PostgresAudit:
         rows = await self._db.fetch(Q.audit_heads_in, list(approval_ids))
         return {r["approval_id"]: (r["seq"], r["hash"]) for r in rows}
 
+    async def audit_missing_event(self) -> None:
+        return None  # sequence ids have holes (a rolled-back insert keeps its id): the head rows tell
+
     async def audit_checkpoints(self, since: float, until: float) -> list[Checkpoint]:
         async with self._db.tx() as conn:  # one snapshot for both
             checkpoints = await conn.fetch(Q.checkpoints_between, since, until)

@@ -130,6 +130,15 @@ LOCK TABLE audit_checkpoints IN EXCLUSIVE MODE;
 SELECT id, approval_id, seq, kind, at, actor, channel, data, hash FROM events
 WHERE approval_id = ANY($1::text[]) ORDER BY approval_id, id;
 
+-- name: audit_approvals
+-- The approvals an audit covers: those with an event in [$1, $2], those a checkpoint in that
+-- range sealed, and ($3 = 1, a full check) every approval with a head row.
+SELECT approval_id FROM events WHERE at >= $1 AND at <= $2
+UNION SELECT approval_id FROM audit_leaves
+    WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
+UNION SELECT approval_id FROM audit_heads WHERE $3 = 1
+ORDER BY approval_id;
+
 -- name: audit_heads_in
 SELECT approval_id, seq, hash FROM audit_heads WHERE approval_id = ANY($1::text[]);
 

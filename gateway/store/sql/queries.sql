@@ -261,15 +261,6 @@ SELECT checkpoint, approval_id, seq, hash FROM audit_leaves
 WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
 ORDER BY checkpoint, approval_id;
 
--- name: audit_approvals
--- The approvals an audit covers: those with an event in [$1, $2], those a checkpoint in that
--- range sealed, and ($3 = 1, a full check) every approval with a head row.
-SELECT approval_id FROM events WHERE at >= $1 AND at <= $2
-UNION SELECT approval_id FROM audit_leaves
-    WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
-UNION SELECT approval_id FROM audit_heads WHERE $3 = 1
-ORDER BY approval_id;
-
 -- name: prune_raw
 -- Retention: the sealed raw args and state of decided approvals created before $1 whose resume
 -- job (if any) succeeded before $1, a slice of $2 at a time. A failed job keeps them (it can be

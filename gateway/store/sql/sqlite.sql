@@ -84,27 +84,56 @@ DELETE FROM prompts WHERE key = $1;
 -- name: has_schema_migrations
 SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations';
 
--------------------------------------------------------------------------- audit (migration 13)
+-------------------------------------------------------------------------- audit (migrations 13, 15)
 
 -- name: audit_heads_in
--- One writer: the heads read here are the latest (no lock needed).
-SELECT approval_id, seq, hash FROM audit_heads WHERE approval_id IN ({ids});
+-- The approvals' heads: each one's last event (index events_approval). One writer: nothing
+-- moves them while it extends the chains (a legacy last event, seq NULL: no chain yet).
+SELECT approval_id, seq, hash FROM events
+WHERE id IN (SELECT MAX(id) FROM events WHERE approval_id IN ({ids}) GROUP BY approval_id);
 
 -- name: audit_head_of
-SELECT seq, hash FROM audit_heads WHERE approval_id = $1;
-
--- name: upsert_audit_head
--- Multi-row inserts of this row (sqlite/writes.py); sealed_seq is the checkpoint's.
-INSERT INTO audit_heads (approval_id, seq, hash) VALUES ($1, $2, $3)
-ON CONFLICT (approval_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash;
+SELECT seq, hash FROM events WHERE approval_id = $1 ORDER BY id DESC LIMIT 1;
 
 -- name: unsealed_heads
--- The heads moved since the last checkpoint (partial index audit_heads_unsealed); the
--- checkpoint's transaction then seals them (seal_heads): one writer, nothing moves in between.
-SELECT approval_id, seq, hash FROM audit_heads WHERE seq > sealed_seq ORDER BY approval_id;
+-- The heads that moved since the last checkpoint: each approval with a chained event after the
+-- watermark, at its last such event (the bare columns of a MAX() aggregate come from the row
+-- holding the maximum, SQLite's documented rule). The checkpoint's transaction then moves the
+-- watermark (seal_heads): one writer, no event comes in between.
+SELECT approval_id, MAX(seq) AS seq, hash FROM events
+WHERE id > (SELECT events_upto FROM audit_seal) AND seq IS NOT NULL
+GROUP BY approval_id ORDER BY approval_id;
 
 -- name: seal_heads
-UPDATE audit_heads SET sealed_seq = seq WHERE seq > sealed_seq;
+UPDATE audit_seal SET events_upto = (SELECT COALESCE(MAX(id), events_upto) FROM events);
+
+-- name: audit_approvals
+-- The approvals an audit covers: those with an event in [$1, $2] and those a checkpoint in that
+-- range sealed. A full check needs nothing more here (PostgreSQL adds its head rows): every
+-- approval with an event is in the first part, and one whose events are all gone shows as a
+-- hole in the event ids (missing_event).
+SELECT approval_id FROM events WHERE at >= $1 AND at <= $2
+UNION SELECT approval_id FROM audit_leaves
+    WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
+ORDER BY approval_id;
+
+-- name: missing_event
+-- Events are never deleted (the append-only triggers) and AUTOINCREMENT never reuses an id (a
+-- rolled-back insert takes its id back with it), so from the first chained event up to the
+-- counter in sqlite_sequence every id is there: the first one that is not is a deleted event,
+-- the last ones included (a truncated tail leaves the counter above the highest id).
+WITH bounds AS (
+    SELECT (SELECT MIN(id) FROM events WHERE hash IS NOT NULL) AS low,
+           (SELECT seq FROM sqlite_sequence WHERE name = 'events') AS high
+)
+SELECT MIN(missing) FROM (
+    SELECT e.id + 1 AS missing FROM events e, bounds
+    WHERE e.id >= bounds.low AND e.id < bounds.high
+      AND NOT EXISTS (SELECT 1 FROM events n WHERE n.id = e.id + 1)
+    UNION ALL
+    SELECT bounds.high FROM bounds
+    WHERE bounds.high IS NOT NULL AND bounds.low IS NOT NULL AND NOT EXISTS (SELECT 1 FROM events WHERE id = bounds.high)
+);
 
 -- name: audit_events_in
 SELECT id, approval_id, seq, kind, at, actor, channel, data, hash FROM events

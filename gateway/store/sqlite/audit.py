@@ -1,5 +1,7 @@
 """The SQLite store's audit calls (gateway/store/audit.py): reads on the reader, the
-checkpoint on the one writer (so nothing moves a head while it seals)."""
+checkpoint on the one writer (so nothing moves a head while it seals). One writer makes event
+ids commit order: a head is its approval's last event, and a checkpoint seals the approvals
+with events after its watermark (migration 15); event ids have no holes (missing_event)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ class SQLiteAudit:
     _engine: Engine
 
     async def audit_approvals(self, since: float, until: float, *, full: bool) -> list[str]:
-        rows = await self._engine.read(lambda c: c.execute(Q.audit_approvals, (since, until, int(full))).fetchall())
+        rows = await self._engine.read(lambda c: c.execute(Q.audit_approvals, (since, until)).fetchall())
         return [r[0] for r in rows]
 
     async def audit_events(self, approval_ids: Sequence[str]) -> list[ChainEvent]:
@@ -35,16 +37,12 @@ class SQLiteAudit:
 
         return await self._engine.read(op)
 
-    async def audit_heads(self, approval_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
-        def op(conn: sqlite3.Connection) -> dict[str, tuple[int, str]]:
-            out: dict[str, tuple[int, str]] = {}
-            for i in range(0, len(approval_ids), _CHUNK):
-                chunk = list(approval_ids[i : i + _CHUNK])
-                for a, s, h in conn.execute(in_list(Q.audit_heads_in, len(chunk)), chunk):
-                    out[a] = (s, h)
-            return out
+    async def audit_heads(self, approval_ids: Sequence[str]) -> None:
+        return None  # no head rows: a head is its approval's last event (migration 15)
 
-        return await self._engine.read(op)
+    async def audit_missing_event(self) -> int | None:
+        row = await self._engine.read(lambda c: c.execute(Q.missing_event).fetchone())
+        return None if row is None else row[0]
 
     async def audit_checkpoints(self, since: float, until: float) -> list[Checkpoint]:
         def op(conn: sqlite3.Connection) -> list[Checkpoint]:

@@ -71,37 +71,36 @@ def _insert_many(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, .
 
 
 def insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent], *, fresh: bool = False) -> None:
-    """The events with their chain links (gateway/core/audit.py), in the writer's transaction:
-    the heads are read, extended and written back here, and the one writer means no other
-    transaction moves them in between (a rolled-back op takes its heads with it). `fresh`: the
-    events of approvals created in this transaction, which have no head yet (nothing to read)."""
+    """The events with their chain links (gateway/core/audit.py), in the writer's transaction.
+    An approval's head is its last event (migration 15): the one writer means no other
+    transaction adds one in between, and nothing else is written to extend the chain. `fresh`:
+    the events of approvals created in this transaction, which have no event yet (nothing to read)."""
     if not events:
         return
     heads = {} if fresh else _heads(conn, list({e.approval_id: None for e in events}))
     rows = []
     for e in events:
         at, data = e.at.timestamp(), dumps(e.data)  # to_ts, never None here
-        seq, prev = heads.get(e.approval_id, (0, GENESIS))
+        seq, prev = heads.get(e.approval_id, _START)
         digest = event_hash(prev, seq + 1, e.approval_id, e.kind, e.actor, at, e.channel, data)
         heads[e.approval_id] = (seq + 1, digest)
         rows.append((e.approval_id, e.kind, at, e.actor, e.channel, data, seq + 1, digest))
     _insert_many(conn, Q.insert_event, rows)
-    if len(heads) == 1:  # the common case (one approval's events): one plain statement
-        ((approval_id, (seq, digest)),) = heads.items()
-        conn.execute(Q.upsert_audit_head, (approval_id, seq, digest))
-    else:
-        _insert_many(conn, Q.upsert_audit_head, [(a, s, h) for a, (s, h) in heads.items()])
+
+
+_START = (0, GENESIS)  # an approval with no chained event yet (none, or only events from before migration 13)
 
 
 def _heads(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, str]]:
     if len(ids) == 1:
         row = conn.execute(Q.audit_head_of, ids).fetchone()
-        return {} if row is None else {ids[0]: (row[0], row[1])}
+        return {} if row is None or row[0] is None else {ids[0]: (row[0], row[1])}
     heads: dict[str, tuple[int, str]] = {}
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         for approval_id, seq, digest in conn.execute(in_list(Q.audit_heads_in, len(chunk)), chunk):
-            heads[approval_id] = (seq, digest)
+            if seq is not None:
+                heads[approval_id] = (seq, digest)
     return heads
 
 
