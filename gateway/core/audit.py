@@ -40,7 +40,9 @@ __all__ = [
     "Leaf",
     "checkpoint_hash",
     "event_hash",
+    "event_tail",
     "key_id",
+    "link_hash",
     "load_private_key",
     "load_public_key",
     "merkle_root",
@@ -60,9 +62,23 @@ _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 def event_hash(
     prev: str, seq: int, approval_id: str, kind: str, actor: str | None, at: float, channel: str | None, data: str
 ) -> str:
-    """The chain link of one event (a JSON list: a fixed order, no keys to sort)."""
+    """The chain link of one event (a JSON list: a fixed order, no keys to sort). The checker's
+    form: `prev` as found, whatever a tamperer wrote there, encoded as JSON would."""
     body = _ENCODE([prev, seq, approval_id, kind, actor, at, channel, data])
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def event_tail(approval_id: str, kind: str, actor: str | None, at: float, channel: str | None, data: str) -> str:
+    """The hashed text of an event after its `prev` and `seq`: everything that does not depend
+    on the chain, so that a store encodes it on the caller's thread and the single writer only
+    links it (`link_hash`). The compact JSON of a list is `[` + its items joined by `,` + `]`."""
+    return _ENCODE([approval_id, kind, actor, at, channel, data])[1:]
+
+
+def link_hash(prev: str, seq: int, tail: str) -> str:
+    """`event_hash` from an `event_tail`: `prev` is 64 hex digits (a hash, or GENESIS), which JSON
+    prints as is, so the text is exactly `canonical([prev, seq, approval_id, ...])`."""
+    return hashlib.sha256(f'["{prev}",{seq},{tail}'.encode()).hexdigest()
 
 
 def merkle_root(leaves: Iterable[tuple[str, int, str]]) -> str:

@@ -3,14 +3,16 @@ run in an isolated interpreter that cannot import the gateway) and by `verify_li
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gateway.core.audit import load_public_key
+from gateway.core.audit import GENESIS, event_hash, event_tail, link_hash, load_public_key
 from gateway.runtime import Runtime
 from gateway.service.audit import verify_lines
 from gateway.testing import FakeClock
@@ -100,3 +102,30 @@ def load_public_key_hex(seed: str) -> str:
     from gateway.core.audit import load_private_key, public_key_hex
 
     return public_key_hex(load_private_key(seed))
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        ("a1b2c3", "suspended", None, 1796163119.70765, None, '{"args_hash":"ab","run_id":"r1"}'),
+        ("a1b2c3", "vote", 'web:al"ice\\', 1e-7, "web", '{"note":"\\u00e9t\\u00e9 \\"quoted\\"","n":[1,2.5]}'),
+        ("x", "approved", "telegram:42", 0.1 + 0.2, "telegram", "{}"),
+        ("é", "card_posted", "ünïcode", -1.5, "slack", '{"ref":"C1/1.2"}'),
+    ],
+)
+def test_the_writers_link_is_the_verifiers_hash(fields: tuple[Any, ...]) -> None:
+    """The store encodes an event's tail on the caller's thread and the writer only links it:
+    the text must be the verifier's compact JSON list byte for byte."""
+    approval_id, kind, actor, at, channel, data = fields
+    for prev, seq in ((GENESIS, 1), (hashlib.sha256(b"x").hexdigest(), 17)):
+        body = json.dumps(
+            [prev, seq, approval_id, kind, actor, at, channel, data], separators=(",", ":"), ensure_ascii=False
+        )
+        assert (
+            link_hash(prev, seq, event_tail(approval_id, kind, actor, at, channel, data))
+            == hashlib.sha256(body.encode("utf-8")).hexdigest()
+        )
+        assert (
+            event_hash(prev, seq, approval_id, kind, actor, at, channel, data)
+            == hashlib.sha256(body.encode()).hexdigest()
+        )

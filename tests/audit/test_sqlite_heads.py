@@ -17,7 +17,7 @@ from gateway.service.audit import AuditService
 from gateway.store import open_store
 from gateway.store.sqlite import SQLiteStore
 from gateway.store.sqlite import migrate as sqlite_migrate
-from gateway.store.sqlite.writes import insert_events
+from gateway.store.sqlite.writes import encode_events, insert_events
 from gateway.testing import FakeClock
 from tests.store.conftest import make_approval
 
@@ -97,7 +97,7 @@ async def test_rolled_back_writes_leave_no_hole(store: SQLiteStore) -> None:
     (a,) = await _approvals(store, clock, 1)
 
     def failing(conn: sqlite3.Connection) -> None:
-        insert_events(conn, [NewEvent(a, "vote", clock.now(), "web:mallory")])
+        insert_events(conn, encode_events([NewEvent(a, "vote", clock.now(), "web:mallory")]))
         raise ValueError("refused after writing")
 
     with pytest.raises(ValueError):

@@ -43,6 +43,7 @@ from gateway.store.sqlite.engine import Engine
 from gateway.store.sqlite.migrate import migrate, schema_version
 from gateway.store.sqlite.serve_lock import FileLock, claimer_gone, claimer_lock, serve_lock
 from gateway.store.sqlite.writes import (
+    encode_events,
     insert_events,
     insert_jobs,
     insert_outbox,
@@ -135,11 +136,12 @@ class SQLiteStore(SQLiteAudit):
 
     async def _changed(self, sql: str, params: Sequence[Any], events: Sequence[NewEvent] = ()) -> bool:
         """One-row UPDATE (or INSERT); the events only if it changed a row."""
+        encoded = encode_events(events)
 
         def op(conn: sqlite3.Connection) -> bool:
             if conn.execute(sql, params).rowcount != 1:
                 return False
-            insert_events(conn, events)
+            insert_events(conn, encoded)
             return True
 
         return await self._write(op)
@@ -149,6 +151,7 @@ class SQLiteStore(SQLiteAudit):
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
         values = approval_values(approval)  # encoded on the caller's thread, not the writer's
+        encoded = encode_events(events)
 
         def op(conn: sqlite3.Connection) -> tuple[Approval, bool]:
             if claims_run(approval.agent):  # before anything is written: raising leaves no trace
@@ -165,7 +168,7 @@ class SQLiteStore(SQLiteAudit):
                 raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
             if not inserted:
                 return approval_from_row(conn.execute(Q.approval_by_key, (approval.idempotency_key,)).fetchone()), False
-            insert_events(conn, events, fresh=all(e.approval_id == approval.id for e in events))
+            insert_events(conn, encoded, fresh=all(e.approval_id == approval.id for e in events))
             insert_outbox(conn, outbox, time.time())
             return approval, True
 
@@ -207,12 +210,13 @@ class SQLiteStore(SQLiteAudit):
         job: NewJob | None = None,
     ) -> bool:
         values = (*approval_values(approval)[1:], approval.id, expected_version)  # encoded here, not on the writer
+        encoded = encode_events(events)
 
         def op(conn: sqlite3.Connection) -> bool:
             if conn.execute(Q.save_transition, values).rowcount != 1:
                 return False
             now = time.time()
-            insert_events(conn, events)
+            insert_events(conn, encoded)
             insert_outbox(conn, outbox, now)
             insert_jobs(conn, [job] if job is not None else [], now)
             return True
@@ -221,12 +225,13 @@ class SQLiteStore(SQLiteAudit):
 
     async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
         values = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
+        encoded = [encode_events(w.events) for w in writes]
 
         def op(conn: sqlite3.Connection) -> list[bool]:
             won = update_all_or_each(conn, Q.save_policy_transition, values)
             done = [w for w, ok in zip(writes, won, strict=True) if ok] if not all(won) else writes
             now = time.time()
-            insert_events(conn, [e for w in done for e in w.events])
+            insert_events(conn, [e for enc, ok in zip(encoded, won, strict=True) if ok for e in enc])
             insert_outbox(conn, [o for w in done for o in w.outbox], now)
             insert_jobs(conn, [w.job for w in done if w.job is not None], now)
             return won
@@ -249,7 +254,8 @@ class SQLiteStore(SQLiteAudit):
 
     # ---------------------------------------------------------------- events
     async def append_events(self, events: Sequence[NewEvent]) -> None:
-        await self._write(lambda c: insert_events(c, events))
+        encoded = encode_events(events)
+        await self._write(lambda c: insert_events(c, encoded))
 
     async def list_events(self, approval_id: str) -> list[Event]:
         return [event_from_row(r) for r in await self._rows(Q.list_events, (approval_id,))]
@@ -279,12 +285,14 @@ class SQLiteStore(SQLiteAudit):
         t = to_ts(now)
         values = (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner)
 
+        encoded = encode_events(events)
+
         def op(conn: sqlite3.Connection) -> bool:
             if conn.execute(Q.finish_outbox, values).rowcount != 1:
                 return False
             if card is not None:
                 upsert_card(conn, conn.execute(Q.outbox_approval, (item_id,)).fetchone()[0], card, t)
-            insert_events(conn, events)
+            insert_events(conn, encoded)
             return True
 
         return await self._write(op)

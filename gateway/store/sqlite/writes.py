@@ -12,9 +12,9 @@ import functools
 import re
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from gateway.core.audit import GENESIS, event_hash
+from gateway.core.audit import GENESIS, event_tail, link_hash
 from gateway.core.clock import to_ts
 from gateway.core.models import DeliveryStatus, NewEvent, NewOutbox
 from gateway.store.base import CardUpdate, NewJob
@@ -23,6 +23,8 @@ from gateway.store.sql import in_list, queries
 
 __all__ = [
     "ROWS_PER_INSERT",
+    "EncodedEvent",
+    "encode_events",
     "insert_events",
     "insert_jobs",
     "insert_outbox",
@@ -70,7 +72,29 @@ def _insert_many(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, .
         insert_rows(conn, head, row, rows, tail)
 
 
-def insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent], *, fresh: bool = False) -> None:
+class EncodedEvent(NamedTuple):
+    """A `NewEvent` as its row and its chain text (`event_tail`), encoded on the caller's thread:
+    the writer thread, which every use case waits for, then only reads the head and links it."""
+
+    approval_id: str
+    kind: str
+    at: float
+    actor: str | None
+    channel: str | None
+    data: str
+    tail: str
+
+
+def encode_events(events: Sequence[NewEvent]) -> list[EncodedEvent]:
+    out = []
+    for e in events:
+        at, data = e.at.timestamp(), dumps(e.data)  # to_ts, never None here
+        tail = event_tail(e.approval_id, e.kind, e.actor, at, e.channel, data)
+        out.append(EncodedEvent(e.approval_id, e.kind, at, e.actor, e.channel, data, tail))
+    return out
+
+
+def insert_events(conn: sqlite3.Connection, events: Sequence[EncodedEvent], *, fresh: bool = False) -> None:
     """The events with their chain links (gateway/core/audit.py), in the writer's transaction.
     An approval's head is its last event (migration 15): the one writer means no other
     transaction adds one in between, and nothing else is written to extend the chain. `fresh`:
@@ -80,11 +104,10 @@ def insert_events(conn: sqlite3.Connection, events: Sequence[NewEvent], *, fresh
     heads = {} if fresh else _heads(conn, list({e.approval_id: None for e in events}))
     rows = []
     for e in events:
-        at, data = e.at.timestamp(), dumps(e.data)  # to_ts, never None here
         seq, prev = heads.get(e.approval_id, _START)
-        digest = event_hash(prev, seq + 1, e.approval_id, e.kind, e.actor, at, e.channel, data)
+        digest = link_hash(prev, seq + 1, e.tail)
         heads[e.approval_id] = (seq + 1, digest)
-        rows.append((e.approval_id, e.kind, at, e.actor, e.channel, data, seq + 1, digest))
+        rows.append((e.approval_id, e.kind, e.at, e.actor, e.channel, e.data, seq + 1, digest))
     _insert_many(conn, Q.insert_event, rows)
 
 
