@@ -11,7 +11,8 @@ of the commit to compare). Per run, per bench, the trees take turns:
   in a fresh interpreter on that tree;
 - g: SDK journal replay, the tree's own `bench.inproc.journal`, likewise.
 For d and g, `cpu_s` is the CPU time of that interpreter, all threads, the loading of its rows
-included (the same code in both trees): less sensitive to the neighbours than the wall clock.
+included (the same code in both trees): less sensitive to the neighbours than the wall clock;
+d's `storm_cpu_s` is the storm's alone (a tree whose bench has no such field shows a dash).
 The trees run under this interpreter (a tree that needs other packages: install them in this
 venv, e.g. aiosqlite for a tree from before issue 15). Prints every run with the load average,
 then the medians in one column per tree. On a shared machine compare the columns of one
@@ -36,7 +37,7 @@ from bench.server import Gateway
 
 FIELDS = {
     "a": ("rate", "p50_ms", "p99_ms", "server_cpu_us", "client_cpu_us"),
-    "d": ("seconds", "cpu_s"),
+    "d": ("seconds", "storm_cpu_s", "cpu_s"),
     "g": ("replay_steps_per_s", "record_steps_per_s", "cpu_s"),
 }
 _INPROC = """
@@ -122,8 +123,9 @@ def main() -> int:
     print(f"{'bench':<28}" + "".join(f"{t!s:>{width + 2}}" for t in trees))
     for label, letter, _ in cases:
         for field in FIELDS[letter]:
-            cells = [statistics.median(r[field] for r in runs[(label, t)]) for t in trees]
-            print(f"{label + ' ' + field:<28}" + "".join(f"{c:>{width + 2},.1f}" for c in cells))
+            cells = [[r[field] for r in runs[(label, t)] if field in r] for t in trees]
+            shown = [f"{statistics.median(c):,.1f}" if c else "-" for c in cells]
+            print(f"{label + ' ' + field:<28}" + "".join(f"{c:>{width + 2}}" for c in shown))
     return 0
 
 

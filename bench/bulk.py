@@ -1,7 +1,8 @@
 """Bulk-load pending approvals straight through the row codec and SQL (fast, same bytes on disk).
 
 Each pending approval gets what the real suspend path leaves once its card is delivered: the
-approval row, its `suspended` and `card_posted` events, its done POST outbox row and its card.
+approval row, its `suspended` and `card_posted` events (chained, as the store links them: a storm
+then reads and extends real heads), its done POST outbox row and its card.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gateway.core.audit import GENESIS, event_tail, link_hash
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
 from gateway.core.models import Approval, Policy
 from gateway.store.rows import APPROVAL_COLUMNS, approval_values
@@ -70,14 +72,24 @@ def insert_pending(db: Path, count: int, tpl: Approval | None = None, prefix: st
                 v[0], v[1], v[2] = aid, idempotency_key(run, base.step, base.args), run
                 v[created] = ts - (count - n) * 0.001  # distinct, as real ones are (index order)
                 rows.append(v)
-                events.append((aid, "suspended", ts, None, None, ev_suspended.replace('"x"', f'"{run}"')))
-                events.append((aid, "card_posted", ts, None, "web", f'{{"ref":"/approvals/{aid}"}}'))
+                prev = GENESIS
+                for seq, (kind, channel, data) in enumerate(
+                    (
+                        ("suspended", None, ev_suspended.replace('"x"', f'"{run}"')),
+                        ("card_posted", "web", f'{{"ref":"/approvals/{aid}"}}'),
+                    ),
+                    start=1,
+                ):
+                    prev = link_hash(prev, seq, event_tail(aid, kind, None, ts, channel, data))
+                    events.append((aid, kind, ts, None, channel, data, seq, prev))
                 outbox.append((aid, "web", "post", "done", 1, ts, "{}", ts, ts))
                 cards.append((aid, "web", f"/approvals/{aid}", "done", None, ts, ts))
             conn.execute("BEGIN")
             conn.executemany(_INSERT, rows)
             conn.executemany(
-                "INSERT INTO events (approval_id, kind, at, actor, channel, data) VALUES (?, ?, ?, ?, ?, ?)", events
+                "INSERT INTO events (approval_id, kind, at, actor, channel, data, seq, hash)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                events,
             )
             conn.executemany(
                 "INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data,"

@@ -21,6 +21,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from json import encoder
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,7 @@ EXPORT_VERSION = 1
 # separators=(",", ":"), ensure_ascii=False), which the offline verifier uses, through the
 # prebuilt C encoder of canonical_json (a third of json.dumps's cost per event).
 _ENCODE = canonical_json
+_STRING = encoder.encode_basestring  # the string escape of _ENCODE's encoder (ensure_ascii=False)
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
@@ -71,8 +73,14 @@ def event_hash(
 def event_tail(approval_id: str, kind: str, actor: str | None, at: float, channel: str | None, data: str) -> str:
     """The hashed text of an event after its `prev` and `seq`: everything that does not depend
     on the chain, so that a store encodes it on the caller's thread and the single writer only
-    links it (`link_hash`). The compact JSON of a list is `[` + its items joined by `,` + `]`."""
-    return _ENCODE([approval_id, kind, actor, at, channel, data])[1:]
+    links it (`link_hash`). The compact JSON of a list is `[` + its items joined by `,` + `]`;
+    each item as the C encoder writes it (the same `encode_basestring`, a finite float's repr),
+    item by item: a third cheaper than encoding the list (test_offline holds the two equal)."""
+    if at - at != 0.0:  # inf or nan: what the encoder refuses (allow_nan=False)
+        raise ValueError(f"an event's time must be finite, not {at!r}")
+    actor_json = "null" if actor is None else _STRING(actor)
+    channel_json = "null" if channel is None else _STRING(channel)
+    return f"{_STRING(approval_id)},{_STRING(kind)},{actor_json},{at!r},{channel_json},{_STRING(data)}]"
 
 
 def link_hash(prev: str, seq: int, tail: str) -> str:

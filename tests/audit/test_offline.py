@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -111,6 +112,8 @@ def load_public_key_hex(seed: str) -> str:
         ("a1b2c3", "vote", 'web:al"ice\\', 1e-7, "web", '{"note":"\\u00e9t\\u00e9 \\"quoted\\"","n":[1,2.5]}'),
         ("x", "approved", "telegram:42", 0.1 + 0.2, "telegram", "{}"),
         ("é", "card_posted", "ünïcode", -1.5, "slack", '{"ref":"C1/1.2"}'),
+        ("a\nb", "vote", "tab\there\x00\x1f\x7f", 1e300, "line\u2028sep", '{"k":"\\n"}\n\r\x08\x0c'),
+        ("a", "vote", None, 1796163119, None, "null"),
     ],
 )
 def test_the_writers_link_is_the_verifiers_hash(fields: tuple[Any, ...]) -> None:
@@ -129,3 +132,9 @@ def test_the_writers_link_is_the_verifiers_hash(fields: tuple[Any, ...]) -> None
             event_hash(prev, seq, approval_id, kind, actor, at, channel, data)
             == hashlib.sha256(body.encode()).hexdigest()
         )
+
+
+@pytest.mark.parametrize("at", [math.inf, -math.inf, math.nan])
+def test_an_event_time_that_json_refuses_is_refused(at: float) -> None:
+    with pytest.raises(ValueError, match="finite"):
+        event_tail("a", "vote", None, at, None, "{}")

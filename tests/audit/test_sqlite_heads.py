@@ -156,3 +156,29 @@ async def test_migration_15_seals_what_the_head_rows_had_not(tmp_path: Path, mon
         assert (await audit.verify()).ok
     finally:
         await store.close()
+
+
+def test_the_storm_bench_extends_the_chains_its_bulk_load_wrote(tmp_path: Path) -> None:
+    """bench d's bulk load chains its events as the store would, so that its storm reads and
+    extends real heads (what production pays), and the file it leaves verifies."""
+    from bench import inproc
+
+    assert inproc.storm(tmp_path, 40)["decided"] == 40
+    db = tmp_path / "storm-40.db"
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT approval_id, seq FROM events ORDER BY approval_id, id").fetchall()
+    chains: dict[str, list[int]] = {}
+    for approval_id, seq in rows:
+        chains.setdefault(approval_id, []).append(seq)
+    # suspended and card_posted from the load, timed_out and job_queued from the storm
+    assert len(chains) == 40 and all(seqs == [1, 2, 3, 4] for seqs in chains.values())
+
+    async def verify() -> bool:
+        store = open_store(f"sqlite:///{db}")
+        await store.open()
+        try:
+            return (await AuditService(store, FakeClock()).verify()).ok
+        finally:
+            await store.close()
+
+    assert asyncio.run(verify())
