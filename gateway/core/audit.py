@@ -277,11 +277,8 @@ class Break:
         where = f"checkpoint {self.checkpoint}" if self.checkpoint is not None else ""
         if self.approval_id is not None:
             where = (where + ", " if where else "") + f"approval {self.approval_id} seq {self.seq}"
-        return (
-            f"{where}: expected {self.expected}, found {self.found}"
-            if where
-            else f"expected {self.expected}, found {self.found}"
-        )
+        what = f"expected {self.expected}, found {self.found}"
+        return f"{where}: {what}" if where else what
 
 
 @dataclass

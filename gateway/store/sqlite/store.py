@@ -152,6 +152,7 @@ class SQLiteStore(SQLiteAudit):
     ) -> tuple[Approval, bool]:
         values = approval_values(approval)  # encoded on the caller's thread, not the writer's
         encoded = encode_events(events)
+        fresh = all(e.approval_id == approval.id for e in events)  # its own events: no head to read
 
         def op(conn: sqlite3.Connection) -> tuple[Approval, bool]:
             if claims_run(approval.agent):  # before anything is written: raising leaves no trace
@@ -168,7 +169,7 @@ class SQLiteStore(SQLiteAudit):
                 raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
             if not inserted:
                 return approval_from_row(conn.execute(Q.approval_by_key, (approval.idempotency_key,)).fetchone()), False
-            insert_events(conn, encoded, fresh=all(e.approval_id == approval.id for e in events))
+            insert_events(conn, encoded, fresh=fresh)
             insert_outbox(conn, outbox, time.time())
             return approval, True
 
@@ -229,11 +230,11 @@ class SQLiteStore(SQLiteAudit):
 
         def op(conn: sqlite3.Connection) -> list[bool]:
             won = update_all_or_each(conn, Q.save_policy_transition, values)
-            done = [w for w, ok in zip(writes, won, strict=True) if ok] if not all(won) else writes
+            done = [(w, enc) for w, enc, ok in zip(writes, encoded, won, strict=True) if ok]
             now = time.time()
-            insert_events(conn, [e for enc, ok in zip(encoded, won, strict=True) if ok for e in enc])
-            insert_outbox(conn, [o for w in done for o in w.outbox], now)
-            insert_jobs(conn, [w.job for w in done if w.job is not None], now)
+            insert_events(conn, [e for _, enc in done for e in enc])
+            insert_outbox(conn, [o for w, _ in done for o in w.outbox], now)
+            insert_jobs(conn, [w.job for w, _ in done if w.job is not None], now)
             return won
 
         return await self._write(op)
@@ -284,7 +285,6 @@ class SQLiteStore(SQLiteAudit):
     ) -> bool:
         t = to_ts(now)
         values = (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner)
-
         encoded = encode_events(events)
 
         def op(conn: sqlite3.Connection) -> bool:
