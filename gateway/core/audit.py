@@ -1,10 +1,14 @@
 """The provable audit trail, pure: event hashes, Merkle roots, signed checkpoints, the checker.
 
 - Each event's `hash` is SHA-256 of `canonical([prev, seq, approval_id, kind, actor, at,
-  channel, data])`: `prev` is the approval's previous event hash (`GENESIS` for its first), `seq`
-  counts the approval's events from 1, `at` is the stored epoch-seconds float, `data` the stored
-  JSON text (hashed as text: no re-encoding can change it). One chain per approval: approvals
-  never wait for each other, on any backend.
+  channel])` followed by `data`: `prev` is the approval's previous event hash (`GENESIS` for its
+  first), `seq` counts the approval's events from 1, `at` is the stored epoch-seconds float,
+  `data` the stored JSON text, appended as is (no re-encoding can change it, and none is paid
+  for). The list's closing bracket ends the fields: no two events share a hashed text. One chain
+  per approval: approvals never wait for each other, on any backend.
+- Schema versions 13 to 15 hashed `data` as a JSON string, the list's last item
+  (`event_hash_v1`). Their events keep those hashes, and the checker accepts either form: the
+  first complete JSON value of a hashed text is a list of seven or of eight items, never both.
 - The global chain is a chain of checkpoints. A checkpoint seals the heads `(approval_id, seq,
   hash)` that moved since the previous one, as a Merkle root, and links to the previous
   checkpoint's hash; an Ed25519 signature over its hash makes it unforgeable without the key.
@@ -41,6 +45,7 @@ __all__ = [
     "Leaf",
     "checkpoint_hash",
     "event_hash",
+    "event_hash_v1",
     "event_tail",
     "key_id",
     "link_hash",
@@ -64,8 +69,18 @@ _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 def event_hash(
     prev: str, seq: int, approval_id: str, kind: str, actor: str | None, at: float, channel: str | None, data: str
 ) -> str:
-    """The chain link of one event (a JSON list: a fixed order, no keys to sort). The checker's
-    form: `prev` as found, whatever a tamperer wrote there, encoded as JSON would."""
+    """The chain link of one event (a JSON list: a fixed order, no keys to sort), then its data
+    text. The checker's form: `prev` as found, whatever a tamperer wrote there, encoded as JSON
+    would."""
+    fields = _ENCODE([prev, seq, approval_id, kind, actor, at, channel])
+    return hashlib.sha256((fields + data).encode("utf-8")).hexdigest()
+
+
+def event_hash_v1(
+    prev: str, seq: int, approval_id: str, kind: str, actor: str | None, at: float, channel: str | None, data: str
+) -> str:
+    """The link of schema versions 13 to 15 (`data` a JSON string in the list): still checked,
+    never written."""
     body = _ENCODE([prev, seq, approval_id, kind, actor, at, channel, data])
     return hashlib.sha256(body.encode("utf-8")).hexdigest()
 
@@ -75,17 +90,18 @@ def event_tail(approval_id: str, kind: str, actor: str | None, at: float, channe
     on the chain, so that a store encodes it on the caller's thread and the single writer only
     links it (`link_hash`). The compact JSON of a list is `[` + its items joined by `,` + `]`;
     each item as the C encoder writes it (the same `encode_basestring`, a finite float's repr),
-    item by item: a third cheaper than encoding the list (test_offline holds the two equal)."""
+    item by item: a third cheaper than encoding the list (test_offline holds the two equal).
+    `data` follows the list as is: escaping it as a string was a tenth of a timeout's chain cost."""
     if at - at != 0.0:  # inf or nan: what the encoder refuses (allow_nan=False)
         raise ValueError(f"an event's time must be finite, not {at!r}")
     actor_json = "null" if actor is None else _STRING(actor)
     channel_json = "null" if channel is None else _STRING(channel)
-    return f"{_STRING(approval_id)},{_STRING(kind)},{actor_json},{at!r},{channel_json},{_STRING(data)}]"
+    return f"{_STRING(approval_id)},{_STRING(kind)},{actor_json},{at!r},{channel_json}]{data}"
 
 
 def link_hash(prev: str, seq: int, tail: str) -> str:
     """`event_hash` from an `event_tail`: `prev` is 64 hex digits (a hash, or GENESIS), which JSON
-    prints as is, so the text is exactly `canonical([prev, seq, approval_id, ...])`."""
+    prints as is, so the text is exactly `canonical([prev, seq, approval_id, ..., channel]) + data`."""
     return hashlib.sha256(f'["{prev}",{seq},{tail}'.encode()).hexdigest()
 
 
@@ -326,8 +342,9 @@ class Checker:
             self.events += 1
             if e.seq != seq + 1:
                 self.fail(Break(approval_id, seq + 1, f"seq {seq + 1}", f"seq {e.seq} (event id {e.id})"))
-            computed = event_hash(prev, e.seq or 0, approval_id, e.kind, e.actor, e.at, e.channel, e.data)
-            if computed != e.hash:
+            fields = (approval_id, e.kind, e.actor, e.at, e.channel, e.data)
+            computed = event_hash(prev, e.seq or 0, *fields)
+            if computed != e.hash and event_hash_v1(prev, e.seq or 0, *fields) != e.hash:
                 self.fail(Break(approval_id, e.seq, computed, f"{e.hash} (event id {e.id})"))
             seq, prev = e.seq or seq + 1, e.hash
             if (approval_id, seq) in self._wanted:

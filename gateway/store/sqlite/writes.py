@@ -9,6 +9,7 @@ counter is written once per statement).
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -118,13 +119,8 @@ def _heads(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, str
     if len(ids) == 1:
         row = conn.execute(Q.audit_head_of, ids).fetchone()
         return {} if row is None or row[0] is None else {ids[0]: (row[0], row[1])}
-    heads: dict[str, tuple[int, str]] = {}
-    for i in range(0, len(ids), 500):
-        chunk = ids[i : i + 500]
-        for approval_id, seq, digest in conn.execute(in_list(Q.audit_heads_in, len(chunk)), chunk):
-            if seq is not None:
-                heads[approval_id] = (seq, digest)
-    return heads
+    rows = conn.execute(Q.audit_heads_in, (json.dumps(ids),))
+    return {approval_id: (seq, digest) for approval_id, seq, digest in rows if seq is not None}
 
 
 def insert_jobs(conn: sqlite3.Connection, jobs: Sequence[NewJob], now: float) -> None:
