@@ -15,7 +15,7 @@ from gateway.service.audit import AuditService, verify_lines
 from gateway.store import open_store
 from gateway.store.sqlite import migrate as sqlite_migrate
 from gateway.testing import FakeClock
-from tests.audit.test_offline import run_script, tampered, write
+from tests.audit.offline import run_script, tampered, write
 from tests.store.conftest import make_approval
 
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +16,7 @@ from gateway.runtime import Runtime
 from gateway.service.audit import verify_lines
 from gateway.testing import FakeClock
 from tests.audit.conftest import decided
-
-DOC = Path(__file__).parents[2] / "docs" / "audit.md"
-
-
-def verifier_script() -> str:
-    text = DOC.read_text(encoding="utf-8")
-    block = text.split("## Offline verifier", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-    assert len(block.splitlines()) <= 40  # the promise in the docs
-    return block
-
-
-def run_script(tmp_path: Path, export: Path, key: str) -> subprocess.CompletedProcess[str]:
-    script = tmp_path / "verify_audit.py"
-    script.write_text(verifier_script(), encoding="utf-8")
-    # -I: isolated (no PYTHONPATH, no user site, no cwd): only the installed `cryptography`
-    return subprocess.run(
-        [sys.executable, "-I", str(script), str(export), key], capture_output=True, text=True, timeout=60
-    )
+from tests.audit.offline import run_script, tampered, write
 
 
 @pytest.fixture
@@ -45,23 +26,6 @@ async def export(runtime: Runtime, clock: FakeClock, tmp_path: Path) -> list[str
     await decided(runtime, 1, clock, run="later")  # after the checkpoint: chained, not sealed yet
     await runtime.audit.seal()
     return [line async for line in runtime.audit.export()]
-
-
-def write(tmp_path: Path, lines: list[str]) -> Path:
-    path = tmp_path / "export.jsonl"
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
-
-
-def tampered(lines: list[str], kind: str = "approved") -> list[str]:
-    out = []
-    for line in lines:
-        record = json.loads(line)
-        if record["type"] == "event" and record["kind"] == kind and not any("mallory" in x for x in out):
-            record["actor"] = "operator:mallory"
-            line = json.dumps(record) + "\n"
-        out.append(line)
-    return out
 
 
 async def test_clean_export_is_accepted(runtime: Runtime, export: list[str], tmp_path: Path) -> None:

@@ -116,7 +116,7 @@ _START = (0, GENESIS)  # an approval with no chained event yet (none, or only ev
 
 
 def _heads(conn: sqlite3.Connection, ids: list[str]) -> dict[str, tuple[int, str]]:
-    if len(ids) == 1:
+    if len(ids) == 1:  # a press, a delivery: one seek, no JSON to build and parse (0.6 of the batch form's time)
         row = conn.execute(Q.audit_head_of, ids).fetchone()
         return {} if row is None or row[0] is None else {ids[0]: (row[0], row[1])}
     rows = conn.execute(Q.audit_heads_in, (json.dumps(ids),))
