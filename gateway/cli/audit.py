@@ -90,7 +90,8 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
             return 0
         if args.action == "checkpoint":
             made = await audit.seal()
-            print(f"checkpoint {made.seq}: {made.heads} heads sealed, {'signed' if made.signature else 'unsigned'}")
+            signed = "signed" if made.signature else "unsigned"
+            print(f"checkpoint {made.seq}: {made.heads} heads sealed, {signed}, hash {made.hash}")
             return 0
         if args.action == "verify":
             key = load_public_key(args.public_key) if args.public_key else None

@@ -25,6 +25,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from json import encoder
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from gateway.core.keys import canonical_json
 __all__ = [
     "EXPORT_VERSION",
     "GENESIS",
+    "SEAL_GRACE",
     "Break",
     "ChainEvent",
     "Checker",
@@ -58,6 +60,11 @@ __all__ = [
 
 GENESIS = "0" * 64
 EXPORT_VERSION = 1
+# Seconds an event may be dated before the checkpoint that did not seal it: its use case took
+# its time, then waited for the writer (or, on PostgreSQL, held its head row while the sealer
+# skipped it); a timeout storm dates each event at its tick's start, and 10^6 due at once take
+# minutes. Backdating by more is caught; an event forged within it passes as a recent one.
+SEAL_GRACE = 900.0
 # Compact JSON, UTF-8 kept: for the flat lists hashed here, the same text as json.dumps(value,
 # separators=(",", ":"), ensure_ascii=False), which the offline verifier uses, through the
 # prebuilt C encoder of canonical_json (a third of json.dumps's cost per event).
@@ -305,14 +312,21 @@ class Checker:
 
     public_key: Ed25519PublicKey | None = None
     anchored: bool = False
+    since: float = -1e18  # events dated before it were sealed by checkpoints outside the range
+    sealed_before: float | None = None  # every event dated before it must be sealed (`seal_deadline`)
+    dated_until: float = float("inf")  # no event may be dated after it (the database's now)
     problem: Break | None = None
     events: int = 0
     legacy: int = 0
     approvals: int = 0
     checkpoints: int = 0
     unsigned: int = 0
+    unsealed: int = 0
+    newest: Checkpoint | None = None
     _seen: dict[tuple[str, int], str] = field(default_factory=dict)  # sealed seqs found: hash
     _wanted: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)  # leaf -> (hash, checkpoint)
+    # approval -> its leaves in checkpoint order: (sealed seq, the checkpoint, the one before it)
+    _sealings: dict[str, list[tuple[int, Checkpoint, Checkpoint | None]]] = field(default_factory=dict)
 
     def fail(self, problem: Break) -> None:
         if self.problem is None:
@@ -332,10 +346,11 @@ class Checker:
     ) -> None:
         """One approval's events in id order; `heads`: also compare its live head row."""
         self.approvals += 1
-        seq, prev = 0, GENESIS
+        seq, prev, legacy_before = 0, GENESIS, 0
         for e in events:
             if e.hash is None:  # written before migration 13: only before the approval's chain
                 self.legacy += 1
+                legacy_before += 1
                 if seq:
                     self.fail(Break(approval_id, seq + 1, "a hash (its chain had started)", f"none (event id {e.id})"))
                 continue
@@ -346,9 +361,14 @@ class Checker:
             computed = event_hash(prev, e.seq or 0, *fields)
             if computed != e.hash and event_hash_v1(prev, e.seq or 0, *fields) != e.hash:
                 self.fail(Break(approval_id, e.seq, computed, f"{e.hash} (event id {e.id})"))
+            if not seq and legacy_before and e.kind == "suspended":  # an approval's first event, always
+                self.fail(
+                    Break(approval_id, 1, "no event before `suspended`", f"{legacy_before} unchained (event id {e.id})")
+                )
             seq, prev = e.seq or seq + 1, e.hash
             if (approval_id, seq) in self._wanted:
                 self._seen[(approval_id, seq)] = prev
+        self._check_sealing_times(approval_id, [e for e in events if e.hash is not None])
         if not heads:
             return
         if head is None and seq:
@@ -380,7 +400,62 @@ class Checker:
                 self.unsigned += 1
             elif self.public_key is not None and not _signed_by(self.public_key, c.hash, c.signature):
                 self.fail(Break(None, None, "a valid Ed25519 signature of the audit key", "a bad signature", c.seq))
-            prev = c
+            for lf in c.leaves:
+                self._sealings.setdefault(lf.approval_id, []).append((lf.seq, c, prev))
+            prev = self.newest = c
+
+    def seal_deadline(self, now: float | None = None, every: float = 0.0) -> None:
+        """Set `sealed_before`, after `checkpoint_chain`: a checkpoint seals every head that moved
+        before it, so an event dated before the newest checkpoint (less `SEAL_GRACE`, for the
+        writes in flight) must be sealed; with `now` (the database, where a gateway seals every
+        `every` seconds), so must one older than that. With neither, none may be unsealed."""
+        candidates = [self.newest.at - SEAL_GRACE] if self.newest is not None else []
+        if now is not None:
+            candidates.append(now - every - SEAL_GRACE)
+            self.dated_until = now + SEAL_GRACE  # else a rewrite dated in the future passes as unsealed
+        self.sealed_before = max(candidates) if candidates else float("inf")
+
+    def _check_sealing_times(self, approval_id: str, events: Sequence[ChainEvent]) -> None:
+        """An event cannot be sealed before its time, nor sealed late: the checkpoint before the
+        one that sealed it would have (an event appended behind the gateway's back, backdated).
+        An unsealed one must be newer than `sealed_before` (else checkpoints were deleted)."""
+        sealings = iter(self._sealings.get(approval_id, ()))
+        sealing = next(sealings, None)
+        for e in events:
+            while sealing is not None and sealing[0] < (e.seq or 0):
+                sealing = next(sealings, None)
+            if e.at > self.dated_until:
+                self.fail(Break(approval_id, e.seq, f"dated before now ({_when(self.dated_until)})", _when(e.at)))
+            if e.at < self.since + (SEAL_GRACE if self.anchored else 0.0):  # sealed before the range
+                continue
+            if sealing is None:
+                self.unsealed += 1
+                if self.sealed_before is not None and e.at < self.sealed_before:
+                    rule = "none here seals anything" if self.newest is None else "every event dated before"
+                    rule += "" if self.newest is None else f" {_when(self.sealed_before)} is"
+                    self.fail(
+                        Break(
+                            approval_id,
+                            e.seq,
+                            f"sealed by a checkpoint ({rule})",
+                            f"not sealed, dated {_when(e.at)} (event id {e.id}): checkpoints deleted, or written"
+                            " behind the gateway (`audit checkpoint` seals what a stopped gateway did not)",
+                        )
+                    )
+                continue
+            _, by, before = sealing
+            if e.at > by.at + SEAL_GRACE:
+                self.fail(Break(approval_id, e.seq, f"dated before {_when(by.at)}", _when(e.at), by.seq))
+            elif before is not None and e.at < before.at - SEAL_GRACE:
+                self.fail(
+                    Break(
+                        approval_id,
+                        e.seq,
+                        f"dated after checkpoint {before.seq} ({_when(before.at)}), which did not seal it",
+                        f"dated {_when(e.at)} (event id {e.id}): appended later, backdated",
+                        by.seq,
+                    )
+                )
 
     def finish(self) -> Break | None:
         """After every event: each sealed head must have been found, with its hash."""
@@ -396,4 +471,11 @@ class Checker:
             parts.append(f"{self.unsigned} unsigned")
         if self.legacy:
             parts.append(f"{self.legacy} events from before the chain (not covered)")
+        if self.unsealed:
+            newest = f" (newest at {_when(self.newest.at)})" if self.newest is not None else ""
+            parts.append(f"{self.unsealed} events not sealed yet, newer than every checkpoint{newest}: not yet proven")
         return ", ".join(parts)
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -184,6 +184,19 @@ class TokenExpired(GatewayError):
     status = 410
 
 
+class RawPruned(GatewayError):
+    """Retention removed the approval's raw args and state: nothing can resume it with them."""
+
+    code = "raw_pruned"
+    status = 410
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(
+            f"approval {approval_id}: its raw args and state were removed by retention ([retention] raw_after);"
+            " the redacted args are not the ones to run"
+        )
+
+
 class RequestTimeout(GatewayError):
     """The request body did not arrive in time (server.body_timeout)."""
 

@@ -17,6 +17,7 @@ from gateway.core.terms import EditTerms, Proposal
 # Decision, Outcome, Source, StepRecord and StepStatus are shared with the agent SDK (hitl_sdk):
 # the gateway stores exactly what the agent reads.
 __all__ = [
+    "PRUNED",
     "Approval",
     "Card",
     "Decision",
@@ -39,6 +40,8 @@ __all__ = [
     "StepStatus",
     "Vote",
 ]
+
+PRUNED = ""  # Approval.sealed once retention removed the raw args and state (sql prune_raw)
 
 
 def _aware(name: str, value: datetime | None) -> None:
@@ -211,7 +214,9 @@ class Approval:
     decision: Decision | None = None
     escalations: int = 0
     reminders_sent: int = 0
-    sealed: str | None = None  # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted
+    # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted. None: stored
+    # before sealing existed (the args are the raw ones); PRUNED: removed by retention.
+    sealed: str | None = None
     agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11
     terms: EditTerms | None = None  # args_schema and editable, when the suspend gave them (v12)
     proposal: Proposal | None = None  # the edited args the current round votes on, if any

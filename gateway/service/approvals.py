@@ -428,9 +428,7 @@ class Service(Decisions):
 
     def raw_args_state(self, approval: Approval) -> tuple[dict[str, Any], Any]:
         """The unredacted args and state (decrypted); only for resume-token holders and workers."""
-        if approval.sealed is None:  # stored before sealing existed
-            return approval.args, approval.state
-        raw = self.sealer.open(approval.sealed)
+        raw = service_edits.raw_sealed(self, approval)
         return raw["args"], raw["state"]
 
     def rehydration_document(self, approval: Approval) -> dict[str, Any]:

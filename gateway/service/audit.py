@@ -79,7 +79,9 @@ class AuditService:
 
         made = await self.store.write_checkpoint(make, force=force)
         if made is not None:
-            log.info("audit checkpoint %d: %d heads sealed%s", made.seq, made.heads, "" if self.key else " (unsigned)")
+            # its hash in the log: a copy outside the database, against which deleted checkpoints show
+            unsigned = "" if self.key else " (unsigned)"
+            log.info("audit checkpoint %d: %d heads sealed%s, hash %s", made.seq, made.heads, unsigned, made.hash)
         return made
 
     async def run_once(self) -> int:
@@ -95,16 +97,16 @@ class AuditService:
         roots, signed by the key) and their leaves."""
         key = public_key or (self.key.public_key() if self.key is not None else None)
         low = since if since is not None else -_FOREVER
-        checker = Checker(public_key=key, anchored=since is not None)
+        checker = Checker(public_key=key, anchored=since is not None, since=low)
         checkpoints = await self.store.audit_checkpoints(low, _FOREVER)
         for c in checkpoints:
             checker.expect_leaves(c)
         checker.checkpoint_chain(checkpoints)
+        checker.seal_deadline(self.clock.now().timestamp(), self.every)  # a gateway seals every `every`
         ids = await self.store.audit_approvals(low, _FOREVER, full=since is None)
         for i in range(0, len(ids), _CHUNK):
             chunk = ids[i : i + _CHUNK]
-            events = await self.store.audit_events(chunk)
-            heads = await self.store.audit_heads(chunk)
+            events, heads = await self.store.audit_chains(chunk)  # one snapshot: a live gateway writes on
             by = {a: list(es) for a, es in groupby(events, key=lambda e: e.approval_id)}
             for approval_id in chunk:
                 head = heads.get(approval_id) if heads is not None else None
@@ -157,6 +159,8 @@ def verify_lines(lines: Iterable[str], public_key: Ed25519PublicKey | None) -> V
                 raise ValueError(
                     f"export format version {record.get('version')} (this verifier reads {EXPORT_VERSION})"
                 )
+            if kind == "header" and record.get("since") is not None:  # events before it: sealed before it
+                checker.since = float(record["since"])
             if kind == "event":
                 events.append(_event(record))
             elif kind == "checkpoint":
@@ -168,6 +172,7 @@ def verify_lines(lines: Iterable[str], public_key: Ed25519PublicKey | None) -> V
     for c in checkpoints:
         checker.expect_leaves(c)
     checker.checkpoint_chain(checkpoints)
+    checker.seal_deadline()  # no checkpoint in the file: nothing in it is proven
     for approval_id, group in _by_approval(events):
         checker.approval(approval_id, group)
     return Verdict(checker.finish(), checker.summary())

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gateway.core import edits
-from gateway.core.errors import ValidationError
+from gateway.core.errors import RawPruned, ValidationError
 from gateway.core.keys import args_hash, canonical_json
-from gateway.core.models import Approval, Outcome, Proposal
+from gateway.core.models import PRUNED, Approval, Outcome, Proposal
 
 if TYPE_CHECKING:
     from gateway.service.approvals import Service
@@ -30,6 +30,8 @@ def raw_sealed(svc: Service, approval: Approval) -> dict[str, Any]:
     """The sealed raw copy: {"args", "state"} and, once edited, "edited" (the proposal's args)."""
     if approval.sealed is None:  # stored before sealing existed
         return {"args": approval.args, "state": approval.state}
+    if approval.sealed == PRUNED:  # not the redacted args in their place: they are not what was approved
+        raise RawPruned(approval.id)
     opened: dict[str, Any] = svc.sealer.open(approval.sealed)
     return opened
 

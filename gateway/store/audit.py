@@ -27,9 +27,12 @@ class AuditStore(Protocol):
         """Their events, by approval id then event id."""
         ...
 
-    async def audit_heads(self, approval_ids: Sequence[str]) -> dict[str, tuple[int, str]] | None:
-        """Their live head rows (PostgreSQL: what a truncated chain no longer matches), or None
-        where a head is the approval's last event (SQLite), with nothing apart to compare."""
+    async def audit_chains(
+        self, approval_ids: Sequence[str]
+    ) -> tuple[list[ChainEvent], dict[str, tuple[int, str]] | None]:
+        """Their events (as `audit_events`) and, read in the same snapshot, their live head rows
+        (PostgreSQL: what a truncated chain no longer matches), or None where a head is the
+        approval's last event (SQLite), with nothing apart to compare."""
         ...
 
     async def audit_missing_event(self) -> int | None:

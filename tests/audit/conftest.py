@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 
 from gateway.config import Settings
+from gateway.core.audit import GENESIS, event_hash
 from gateway.core.models import Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
@@ -85,7 +86,33 @@ class Raw:
             for table in ("events", "audit_checkpoints", "audit_leaves"):
                 await self.run(f"DROP TRIGGER {table}_append_only ON {table}")
 
+    async def rechain(self, approval_id: str) -> str:
+        """Recompute the approval's chain (and its head row) over its events as they now are,
+        as a tamperer without the key can; its new head hash."""
+        prev = GENESIS
+        rows = await self.run(
+            "SELECT id, seq, kind, at, actor, channel, data FROM events WHERE approval_id = $1 ORDER BY id", approval_id
+        )
+        for id_, seq, kind, at, actor, channel, data in rows:
+            prev = event_hash(prev, seq, approval_id, kind, actor, at, channel, data)
+            await self.run("UPDATE events SET hash = $1 WHERE id = $2", prev, id_)
+        if not self.sqlite:
+            await self.run("UPDATE audit_heads SET hash = $1 WHERE approval_id = $2", prev, approval_id)
+        return prev
+
 
 @pytest.fixture
 def raw(db_url: str) -> Raw:
     return Raw(db_url)
+
+
+@pytest.fixture
+async def trail(runtime: Runtime, clock: FakeClock, raw: Raw) -> list[str]:
+    """Three decided approvals, sealed and verified; then the tamperer drops the triggers."""
+    ids = await decided(runtime, 3, clock)
+    await runtime.audit.seal()
+    verdict = await runtime.audit.verify()
+    assert verdict.ok, verdict.problem
+    assert "0 unsigned" not in verdict.summary and "unsigned" not in verdict.summary
+    await raw.drop_triggers()
+    return ids

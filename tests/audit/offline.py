@@ -42,3 +42,40 @@ def tampered(lines: list[str], kind: str = "approved") -> list[str]:
             line = json.dumps(record) + "\n"
         out.append(line)
     return out
+
+
+def rechained(lines: list[str], approval_id: str) -> list[str]:
+    """The export with one approval's event hashes recomputed over its events as they now are:
+    what a tamperer without the key can do to a file."""
+    from gateway.core.audit import GENESIS, event_hash
+
+    out, prev = [], GENESIS
+    for line in lines:
+        record = json.loads(line)
+        if record["type"] == "event" and record["approval_id"] == approval_id:
+            fields = (record["kind"], record["actor"], record["at"], record["channel"], record["data"])
+            record["hash"] = prev = event_hash(prev, record["seq"], approval_id, *fields)
+            line = json.dumps(record) + "\n"
+        out.append(line)
+    return out
+
+
+def appended(lines: list[str], approval_id: str, at: float) -> list[str]:
+    """The export with a forged `rejected` event chained onto the end of one approval's chain."""
+    from gateway.core.audit import event_hash
+
+    events = [json.loads(x) for x in lines if json.loads(x).get("approval_id") == approval_id]
+    last = max(events, key=lambda e: e["id"])
+    seq = last["seq"] + 1
+    forged = {
+        **last,
+        "id": last["id"] + 10_000,
+        "seq": seq,
+        "kind": "rejected",
+        "actor": "operator:mallory",
+        "at": at,
+        "channel": None,
+        "data": "{}",
+    }
+    forged["hash"] = event_hash(last["hash"], seq, approval_id, "rejected", "operator:mallory", at, None, "{}")
+    return [*lines[:-1], json.dumps(forged) + "\n", lines[-1]]

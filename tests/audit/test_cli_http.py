@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,13 @@ from tests.procs import run_cli, write_config
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:  # subprocesses: SQLite is enough (the store tests cover both)
     return f"sqlite:///{tmp_path / 'gateway.db'}"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """Today, not the default 2030: the CLI checks the events against its real clock (one
+    dated after now is a rewrite)."""
+    return FakeClock(datetime.now(UTC).replace(microsecond=0))
 
 
 async def test_cli_verify_export_offline_public_key(runtime: Runtime, clock: FakeClock, tmp_path: Path) -> None:

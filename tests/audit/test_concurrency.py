@@ -80,3 +80,26 @@ async def test_three_postgres_replicas(pg_url: str, settings_factory: Callable[.
     finally:
         for rt in replicas:
             await rt.stop()
+
+
+async def test_verify_while_the_gateway_writes_sees_no_break(runtime: Runtime, clock: FakeClock) -> None:
+    """Each chunk's events and head rows come from one snapshot: a decision committed between
+    the two reads made a clean trail look broken (PostgreSQL, the review's live verify)."""
+    from gateway.core.models import NewEvent
+
+    ids = await suspend_many(runtime, 5, "live")
+    await runtime.audit.seal()
+    stop = asyncio.Event()
+
+    async def write() -> None:
+        while not stop.is_set():
+            events = [NewEvent(i, "comment_added", clock.now(), "operator:alice", data={"c": "x"}) for i in ids]
+            await runtime.store.append_events(events)
+
+    writer = asyncio.create_task(write())
+    try:
+        verdicts = [await runtime.audit.verify() for _ in range(20)]
+    finally:
+        stop.set()
+        await writer
+    assert [v.problem for v in verdicts if not v.ok] == []

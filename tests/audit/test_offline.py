@@ -11,12 +11,14 @@ from typing import Any
 
 import pytest
 
-from gateway.core.audit import GENESIS, event_hash, event_tail, link_hash, load_public_key
+from gateway.core.audit import GENESIS, SEAL_GRACE, event_hash, event_tail, link_hash, load_public_key
 from gateway.runtime import Runtime
 from gateway.service.audit import verify_lines
 from gateway.testing import FakeClock
 from tests.audit.conftest import decided
-from tests.audit.offline import run_script, tampered, write
+from tests.audit.offline import appended, rechained, run_script, tampered, verifier_script, write
+
+HOUR = 3600.0
 
 
 @pytest.fixture
@@ -24,6 +26,7 @@ async def export(runtime: Runtime, clock: FakeClock, tmp_path: Path) -> list[str
     await decided(runtime, 3, clock)
     await runtime.audit.seal()
     await decided(runtime, 1, clock, run="later")  # after the checkpoint: chained, not sealed yet
+    clock.advance(HOUR)  # sealed an hour later (a slow timer): a checkpoint may be late
     await runtime.audit.seal()
     return [line async for line in runtime.audit.export()]
 
@@ -63,6 +66,50 @@ async def test_dropped_approval_and_forged_signature_are_refused(
     assert done.returncode == 1 and "bad signature" in done.stderr
 
 
+async def test_stripped_checkpoints_and_rewritten_chain_are_refused(
+    runtime: Runtime, export: list[str], tmp_path: Path
+) -> None:
+    """The review's attack on a file: change the approver, recompute the chain, drop every
+    checkpoint line (nothing left to check a signature of)."""
+    key = runtime.audit.public_key
+    assert key is not None
+    victim = next(json.loads(x)["approval_id"] for x in tampered(export) if "mallory" in x)
+    bad = [x for x in rechained(tampered(export), victim) if json.loads(x)["type"] != "checkpoint"]
+    done = run_script(tmp_path, write(tmp_path, bad), key)
+    assert done.returncode == 1 and "not sealed" in done.stderr, done.stderr
+    problem = verify_lines(bad, load_public_key(key)).problem
+    assert problem is not None and problem.found.startswith("not sealed")
+
+
+async def test_event_appended_after_a_sealed_head_is_refused(
+    runtime: Runtime, export: list[str], tmp_path: Path
+) -> None:
+    """A forged decision chained onto a sealed approval, dated before the newest checkpoint:
+    that checkpoint would have sealed it."""
+    key = runtime.audit.public_key
+    assert key is not None
+    first = json.loads(export[1])
+    bad = appended(export, first["approval_id"], first["at"] + 0.5)
+    done = run_script(tmp_path, write(tmp_path, bad), key)
+    assert done.returncode == 1 and "not sealed" in done.stderr, done.stderr
+    problem = verify_lines(bad, load_public_key(key)).problem
+    assert problem is not None and problem.approval_id == first["approval_id"]
+    assert problem.found.startswith("not sealed")
+
+
+async def test_an_event_newer_than_every_checkpoint_is_reported_not_refused(
+    runtime: Runtime, export: list[str], tmp_path: Path
+) -> None:
+    key = runtime.audit.public_key
+    assert key is not None
+    last = max(json.loads(x)["at"] for x in export if json.loads(x)["type"] == "checkpoint")
+    newer = appended(export, json.loads(export[1])["approval_id"], last + 1)
+    done = run_script(tmp_path, write(tmp_path, newer), key)
+    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+    verdict = verify_lines(newer, load_public_key(key))
+    assert verdict.ok and "1 events not sealed yet" in verdict.summary, verdict
+
+
 def load_public_key_hex(seed: str) -> str:
     from gateway.core.audit import load_private_key, public_key_hex
 
@@ -95,3 +142,7 @@ def test_the_writers_link_is_the_verifiers_hash(fields: tuple[Any, ...]) -> None
 def test_an_event_time_that_json_refuses_is_refused(at: float) -> None:
     with pytest.raises(ValueError, match="finite"):
         event_tail("a", "vote", None, at, None, "{}")
+
+
+def test_the_script_allows_the_checkers_grace() -> None:
+    assert f"grace = {{}}, {{}}, {{}}, -1e18, None, {int(SEAL_GRACE)}  #" in verifier_script()

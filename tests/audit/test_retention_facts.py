@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from gateway.config import Settings
-from gateway.core.errors import ConfigError
+from gateway.core.errors import ConfigError, RawPruned
+from gateway.core.models import PRUNED, Approval, Outcome
 from gateway.core.shown import content_hash
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
@@ -29,12 +31,38 @@ async def test_retention_drops_raw_args_and_the_chain_holds(runtime: Runtime, cl
     assert await keeper.prune_raw() == 2
     for approval_id in old:
         approval = await runtime.store.get_approval(approval_id)
-        assert approval is not None and approval.sealed is None and approval.args  # the redacted view stays
+        assert approval is not None and approval.sealed == PRUNED and approval.args  # the redacted view stays
     for approval_id in (waiting.id, recent):  # still waiting / decided just now: kept
         approval = await runtime.store.get_approval(approval_id)
         assert approval is not None and approval.sealed is not None
     verdict = await runtime.audit.verify()
     assert verdict.ok, verdict.problem
+
+
+async def test_retention_counts_from_the_decision_and_never_serves_redacted_args_as_raw(
+    runtime: Runtime, clock: FakeClock
+) -> None:
+    """The review's case: a 60-day policy decided on day 31 keeps its raw args for 30 days after
+    the decision, not after the suspend; once they are gone, a resume-token holder gets a 410
+    that says so, not the redacted args as if they were the ones to run."""
+    approval, _ = await runtime.service.suspend(
+        SuspendRequest(run_id="slow", step="pay", title="Pay", args={"iban": "DE89370400440532013000", "amount": 5})
+    )
+    clock.advance(days=31)
+    await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", trusted=True)
+    keeper = Housekeeper(runtime.store, clock, raw_after=timedelta(days=30))
+    assert await keeper.prune_raw() == 0  # created 31 days ago, decided just now: kept
+
+    def resume(current: Approval | None) -> dict[str, Any]:
+        assert current is not None
+        return runtime.service.rehydration_document(current)
+
+    assert resume(await runtime.store.get_approval(approval.id))["args"]["iban"] == "DE89370400440532013000"
+    clock.advance(days=31)
+    assert await keeper.prune_raw() == 1
+    with pytest.raises(RawPruned) as gone:  # what a worker (or a resume-token holder) resumes with
+        resume(await runtime.store.get_approval(approval.id))
+    assert gone.value.status == 410 and gone.value.code == "raw_pruned"
 
 
 async def test_card_posted_records_the_content_hash(runtime: Runtime) -> None:

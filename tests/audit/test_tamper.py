@@ -3,23 +3,9 @@ the place: approval id, seq, what it expected and what it found (both backends).
 
 from __future__ import annotations
 
-import pytest
-
-from gateway.core.audit import GENESIS, checkpoint_hash, event_hash, merkle_root
+from gateway.core.audit import GENESIS, checkpoint_hash, merkle_root
 from gateway.runtime import Runtime
-from gateway.testing import FakeClock
-from tests.audit.conftest import Raw, decided
-
-
-@pytest.fixture
-async def trail(runtime: Runtime, clock: FakeClock, raw: Raw) -> list[str]:
-    ids = await decided(runtime, 3, clock)
-    await runtime.audit.seal()
-    verdict = await runtime.audit.verify()
-    assert verdict.ok, verdict.problem
-    assert "0 unsigned" not in verdict.summary and "unsigned" not in verdict.summary
-    await raw.drop_triggers()
-    return ids
+from tests.audit.conftest import Raw
 
 
 async def test_clean_trail_verifies(runtime: Runtime, trail: list[str]) -> None:
@@ -83,15 +69,7 @@ async def test_recomputed_without_the_key(runtime: Runtime, trail: list[str], ra
     head, the leaf, the root, the checkpoint hash): only the signature cannot be redone."""
     victim = trail[1]
     await raw.run("UPDATE events SET actor = 'operator:mallory' WHERE approval_id = $1 AND kind = 'approved'", victim)
-    prev, seq = GENESIS, 0
-    rows = await raw.run(
-        "SELECT id, seq, kind, at, actor, channel, data FROM events WHERE approval_id = $1 ORDER BY id", victim
-    )
-    for id_, seq, kind, at, actor, channel, data in rows:
-        prev = event_hash(prev, seq, victim, kind, actor, at, channel, data)
-        await raw.run("UPDATE events SET hash = $1 WHERE id = $2", prev, id_)
-    if not raw.sqlite:
-        await raw.run("UPDATE audit_heads SET hash = $1 WHERE approval_id = $2", prev, victim)
+    prev = await raw.rechain(victim)
     await raw.run("UPDATE audit_leaves SET hash = $1 WHERE approval_id = $2", prev, victim)
     leaves = await raw.run("SELECT approval_id, seq, hash FROM audit_leaves WHERE checkpoint = 1")
     root = merkle_root((a, s, h) for a, s, h in leaves)

@@ -25,9 +25,14 @@ class PostgresAudit:
     async def audit_events(self, approval_ids: Sequence[str]) -> list[ChainEvent]:
         return [chain_event(r) for r in await self._db.fetch(Q.audit_events_in, list(approval_ids))]
 
-    async def audit_heads(self, approval_ids: Sequence[str]) -> dict[str, tuple[int, str]]:
-        rows = await self._db.fetch(Q.audit_heads_in, list(approval_ids))
-        return {r["approval_id"]: (r["seq"], r["hash"]) for r in rows}
+    async def audit_chains(self, approval_ids: Sequence[str]) -> tuple[list[ChainEvent], dict[str, tuple[int, str]]]:
+        # One snapshot for both reads: under READ COMMITTED a decision committed between them
+        # shows as a head ahead of its last event (or the reverse), a break that is not there.
+        ids = list(approval_ids)
+        async with self._db.conn() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            events = [chain_event(r) for r in await conn.fetch(Q.audit_events_in, ids)]
+            rows = await conn.fetch(Q.audit_heads_in, ids)
+        return events, {r["approval_id"]: (r["seq"], r["hash"]) for r in rows}
 
     async def audit_missing_event(self) -> None:
         return None  # sequence ids have holes (a rolled-back insert keeps its id): the head rows tell

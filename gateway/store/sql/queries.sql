@@ -262,12 +262,16 @@ WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= 
 ORDER BY checkpoint, approval_id;
 
 -- name: prune_raw
--- Retention: the sealed raw args and state of decided approvals created before $1 whose resume
--- job (if any) succeeded before $1, a slice of $2 at a time. A failed job keeps them (it can be
+-- Retention: the sealed raw args and state of decided approvals with no event since $1 (the
+-- decision, the job's end: the clock starts at the last of them, not at the suspend) whose
+-- resume job (if any) succeeded, a slice of $2 at a time. A failed job keeps them (it can be
 -- retried); the events, which hold the redacted view only, and their chain are untouched.
-UPDATE approvals SET sealed = NULL WHERE id IN (
+-- '' marks them removed (models.PRUNED): unlike NULL, which an approval stored before sealing
+-- existed has, it must not be read as "the redacted args are the raw ones".
+UPDATE approvals SET sealed = '' WHERE id IN (
     SELECT a.id FROM approvals a
-    WHERE a.sealed IS NOT NULL AND a.status <> 'waiting_approval' AND a.created_at < $1
+    WHERE a.sealed IS NOT NULL AND a.sealed <> '' AND a.status <> 'waiting_approval' AND a.created_at < $1
+        AND NOT EXISTS (SELECT 1 FROM events e WHERE e.approval_id = a.id AND e.at >= $1)
         AND NOT EXISTS (SELECT 1 FROM resume_jobs j
                         WHERE j.approval_id = a.id AND (j.status <> 'succeeded' OR j.updated_at >= $1))
     LIMIT $2

@@ -37,8 +37,8 @@ class SQLiteAudit:
 
         return await self._engine.read(op)
 
-    async def audit_heads(self, approval_ids: Sequence[str]) -> None:
-        return None  # no head rows: a head is its approval's last event (migration 15)
+    async def audit_chains(self, approval_ids: Sequence[str]) -> tuple[list[ChainEvent], None]:
+        return await self.audit_events(approval_ids), None  # no head rows: a head is its last event (migration 15)
 
     async def audit_missing_event(self) -> int | None:
         row = await self._engine.read(lambda c: c.execute(Q.missing_event).fetchone())
