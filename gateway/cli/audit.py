@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +39,9 @@ def add_parser(sub: Any) -> None:
     verify.add_argument("--since", help="only chains and checkpoints from then: RFC 3339, or a duration ago (7d)")
     verify.add_argument("--file", action=_Offline, help="check this export instead of the database (offline)")
     verify.add_argument("--public-key", help="the audit public key (hex, PEM, or a file); needed with --file")
+    verify.add_argument(
+        "--anchor", help="SEQ:HASH of a checkpoint known from outside (its log line, an older export): it must be there"
+    )
     export = audit.add_parser("export", help="write the events, hashes and checkpoints as JSON Lines")
     export.add_argument("--since", help="RFC 3339, or a duration ago (7d)")
     export.add_argument("--until", help="RFC 3339, or a duration ago")
@@ -62,6 +66,16 @@ def when(value: str | None, name: str, now: datetime) -> float | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
+def anchor_of(value: str | None) -> tuple[int, str] | None:
+    """--anchor SEQ:HASH, as `audit checkpoint` and the gateway's log print them."""
+    if value is None:
+        return None
+    seq, _, digest = value.partition(":")
+    if not seq.isdigit() or re.fullmatch(r"[0-9a-f]{64}", digest) is None:
+        raise ConfigError("--anchor", f"{value!r} is not SEQ:HASH (a checkpoint's number and its 64 hex digits)")
+    return int(seq), digest
+
+
 def _report(verdict: Verdict) -> int:
     if verdict.ok:
         print(f"audit trail intact: {verdict.summary}")
@@ -78,7 +92,7 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
             key = load_public_key(args.public_key)
         except ValueError as exc:
             raise ConfigError("--public-key", str(exc)) from None
-        return _report(verify_lines(read_export(Path(args.file)), key))
+        return _report(verify_lines(read_export(Path(args.file)), key, anchor_of(args.anchor)))
     assert settings is not None
 
     async def go(rt: Any) -> int:
@@ -95,7 +109,7 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
             return 0
         if args.action == "verify":
             key = load_public_key(args.public_key) if args.public_key else None
-            return _report(await audit.verify(when(args.since, "--since", now), key))
+            return _report(await audit.verify(when(args.since, "--since", now), key, anchor_of(args.anchor)))
         since, until = when(args.since, "--since", now), when(args.until, "--until", now)
         out = sys.stdout if args.out == "-" else await asyncio.to_thread(open, args.out, "w", encoding="utf-8")
         count, batch = 0, []

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,9 @@ from gateway.core.keys import canonical_json
 
 __all__ = [
     "EXPORT_VERSION",
+    "FIRST_TS",
     "GENESIS",
+    "LAST_TS",
     "SEAL_GRACE",
     "Break",
     "ChainEvent",
@@ -65,6 +68,7 @@ EXPORT_VERSION = 1
 # skipped it); a timeout storm dates each event at its tick's start, and 10^6 due at once take
 # minutes. Backdating by more is caught; an event forged within it passes as a recent one.
 SEAL_GRACE = 900.0
+FIRST_TS, LAST_TS = -62135596800.0, 253402300799.0  # 0001-01-01 and 9999-12-31T23:59:59, UTC
 # Compact JSON, UTF-8 kept: for the flat lists hashed here, the same text as json.dumps(value,
 # separators=(",", ":"), ensure_ascii=False), which the offline verifier uses, through the
 # prebuilt C encoder of canonical_json (a third of json.dumps's cost per event).
@@ -312,9 +316,10 @@ class Checker:
 
     public_key: Ed25519PublicKey | None = None
     anchored: bool = False
-    since: float = -1e18  # events dated before it were sealed by checkpoints outside the range
+    since: float = -math.inf  # events dated before it were sealed by checkpoints outside the range
     sealed_before: float | None = None  # every event dated before it must be sealed (`seal_deadline`)
     dated_until: float = float("inf")  # no event may be dated after it (the database's now)
+    anchor: tuple[int, str] | None = None  # a checkpoint (seq, hash) known from outside: the log, an export
     problem: Break | None = None
     events: int = 0
     legacy: int = 0
@@ -325,8 +330,8 @@ class Checker:
     newest: Checkpoint | None = None
     _seen: dict[tuple[str, int], str] = field(default_factory=dict)  # sealed seqs found: hash
     _wanted: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)  # leaf -> (hash, checkpoint)
-    # approval -> its leaves in checkpoint order: (sealed seq, the checkpoint, the one before it)
-    _sealings: dict[str, list[tuple[int, Checkpoint, Checkpoint | None]]] = field(default_factory=dict)
+    _sealed: dict[str, int] = field(default_factory=dict)  # approval -> the highest seq a checkpoint sealed
+    _at_anchor: tuple[Checkpoint, dict[str, int]] | None = None  # the anchor, and `_sealed` as of it
 
     def fail(self, problem: Break) -> None:
         if self.problem is None:
@@ -355,6 +360,12 @@ class Checker:
                     self.fail(Break(approval_id, seq + 1, "a hash (its chain had started)", f"none (event id {e.id})"))
                 continue
             self.events += 1
+            if not FIRST_TS <= e.at <= LAST_TS:  # NaN too: no hash to compute, no date to show
+                self.fail(
+                    Break(approval_id, seq + 1, "a time between the years 1 and 9999", f"{e.at!r} (event id {e.id})")
+                )
+                seq, prev = e.seq or seq + 1, e.hash
+                continue
             if e.seq != seq + 1:
                 self.fail(Break(approval_id, seq + 1, f"seq {seq + 1}", f"seq {e.seq} (event id {e.id})"))
             fields = (approval_id, e.kind, e.actor, e.at, e.channel, e.data)
@@ -368,7 +379,7 @@ class Checker:
             seq, prev = e.seq or seq + 1, e.hash
             if (approval_id, seq) in self._wanted:
                 self._seen[(approval_id, seq)] = prev
-        self._check_sealing_times(approval_id, [e for e in events if e.hash is not None])
+        self._check_sealing(approval_id, [e for e in events if e.hash is not None])
         if not heads:
             return
         if head is None and seq:
@@ -400,9 +411,20 @@ class Checker:
                 self.unsigned += 1
             elif self.public_key is not None and not _signed_by(self.public_key, c.hash, c.signature):
                 self.fail(Break(None, None, "a valid Ed25519 signature of the audit key", "a bad signature", c.seq))
-            for lf in c.leaves:
-                self._sealings.setdefault(lf.approval_id, []).append((lf.seq, c, prev))
+            self._sealing(c)
             prev = self.newest = c
+        if self.anchor is not None:  # deleted, or outside the range checked
+            seq, digest = self.anchor
+            self.fail(Break(None, None, f"checkpoint {seq} with hash {digest} (the anchor)", "no such checkpoint", seq))
+
+    def _sealing(self, c: Checkpoint) -> None:
+        """What `c` seals; if it is the anchor, what was sealed as of it."""
+        for lf in c.leaves:
+            self._sealed[lf.approval_id] = max(lf.seq, self._sealed.get(lf.approval_id, 0))
+        if self.anchor is not None and c.seq == self.anchor[0]:
+            if c.hash != self.anchor[1]:
+                self.fail(Break(None, None, f"hash {self.anchor[1]} (the anchor)", f"hash {c.hash}", c.seq))
+            self.anchor, self._at_anchor = None, (c, dict(self._sealed))
 
     def seal_deadline(self, now: float | None = None, every: float = 0.0) -> None:
         """Set `sealed_before`, after `checkpoint_chain`: a checkpoint seals every head that moved
@@ -415,45 +437,41 @@ class Checker:
             self.dated_until = now + SEAL_GRACE  # else a rewrite dated in the future passes as unsealed
         self.sealed_before = max(candidates) if candidates else float("inf")
 
-    def _check_sealing_times(self, approval_id: str, events: Sequence[ChainEvent]) -> None:
-        """An event cannot be sealed before its time, nor sealed late: the checkpoint before the
-        one that sealed it would have (an event appended behind the gateway's back, backdated).
-        An unsealed one must be newer than `sealed_before` (else checkpoints were deleted)."""
-        sealings = iter(self._sealings.get(approval_id, ()))
-        sealing = next(sealings, None)
+    def _check_sealing(self, approval_id: str, events: Sequence[ChainEvent]) -> None:
+        """An event no checkpoint sealed must be newer than `sealed_before` (else checkpoints were
+        deleted, or the gateway has not sealed); none may be dated after `dated_until`. An export
+        covers an approval for an event in its range or a leaf: one with neither was slipped in."""
+        sealed = self._sealed.get(approval_id, 0)
+        if self.since > -math.inf and not sealed and events and all(e.at < self.since for e in events):
+            self.fail(Break(approval_id, None, f"an event since {_when(self.since)} or a sealed head", "neither"))
         for e in events:
-            while sealing is not None and sealing[0] < (e.seq or 0):
-                sealing = next(sealings, None)
             if e.at > self.dated_until:
                 self.fail(Break(approval_id, e.seq, f"dated before now ({_when(self.dated_until)})", _when(e.at)))
-            if e.at < self.since + (SEAL_GRACE if self.anchored else 0.0):  # sealed before the range
+            if e.at < self.since + (SEAL_GRACE if self.anchored else 0.0):
+                continue  # sealed before the range
+            if self._at_anchor is not None:  # known sealed then: anything later is not older than it
+                anchor, then = self._at_anchor
+                if (e.seq or 0) > then.get(approval_id, 0) and e.at < anchor.at - SEAL_GRACE:
+                    found = f"dated {_when(e.at)} (event id {e.id}): appended later, backdated"
+                    self.fail(Break(approval_id, e.seq, f"dated after checkpoint {anchor.seq}, the anchor", found))
+            if (e.seq or 0) <= sealed:
                 continue
-            if sealing is None:
-                self.unsealed += 1
-                if self.sealed_before is not None and e.at < self.sealed_before:
-                    rule = "none here seals anything" if self.newest is None else "every event dated before"
-                    rule += "" if self.newest is None else f" {_when(self.sealed_before)} is"
-                    self.fail(
-                        Break(
-                            approval_id,
-                            e.seq,
-                            f"sealed by a checkpoint ({rule})",
-                            f"not sealed, dated {_when(e.at)} (event id {e.id}): checkpoints deleted, or written"
-                            " behind the gateway (`audit checkpoint` seals what a stopped gateway did not)",
-                        )
-                    )
-                continue
-            _, by, before = sealing
-            if e.at > by.at + SEAL_GRACE:
-                self.fail(Break(approval_id, e.seq, f"dated before {_when(by.at)}", _when(e.at), by.seq))
-            elif before is not None and e.at < before.at - SEAL_GRACE:
+            self.unsealed += 1
+            if self.sealed_before is not None and e.at < self.sealed_before:
+                rule = "none here seals anything" if self.newest is None else "every event dated before"
+                rule += "" if self.newest is None else f" {_when(self.sealed_before)} is"
+                why = "no checkpoint in the range" if self.newest is None else "checkpoints deleted, or written"
+                why += (
+                    ""
+                    if self.newest is None
+                    else " behind the gateway (`audit checkpoint` seals what a stopped one did not)"
+                )
                 self.fail(
                     Break(
                         approval_id,
                         e.seq,
-                        f"dated after checkpoint {before.seq} ({_when(before.at)}), which did not seal it",
-                        f"dated {_when(e.at)} (event id {e.id}): appended later, backdated",
-                        by.seq,
+                        f"sealed by a checkpoint ({rule})",
+                        f"not sealed, dated {_when(e.at)} (event id {e.id}): {why}",
                     )
                 )
 
@@ -478,4 +496,6 @@ class Checker:
 
 
 def _when(ts: float) -> str:
+    if not FIRST_TS <= ts <= LAST_TS:  # what a tamperer wrote may be no date at all
+        return f"{ts!r} (epoch seconds)"
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -155,6 +155,18 @@ class Conflict(GatewayError):
     status = 409
 
 
+class CheckpointsDeleted(Conflict):
+    """The newest audit checkpoint in the database is older than one this gateway wrote."""
+
+    code = "audit_checkpoints_deleted"
+
+    def __init__(self, found: str, wrote: str) -> None:
+        super().__init__(
+            f"the newest audit checkpoint in the database is {found}, but this gateway wrote checkpoint {wrote}:"
+            " checkpoints were deleted; not sealing over them (check with `audit verify --anchor`)"
+        )
+
+
 class AlreadyDecided(Conflict):
     """The approval has already been decided."""
 

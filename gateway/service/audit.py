@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
@@ -25,6 +26,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from gateway.core import loops
 from gateway.core.audit import (
     EXPORT_VERSION,
+    FIRST_TS,
+    LAST_TS,
     Break,
     ChainEvent,
     Checker,
@@ -35,6 +38,7 @@ from gateway.core.audit import (
     public_key_hex,
 )
 from gateway.core.clock import Clock, iso
+from gateway.core.errors import CheckpointsDeleted
 from gateway.store import Store
 
 __all__ = ["AuditService", "Verdict", "verify_lines"]
@@ -58,6 +62,10 @@ class AuditService:
     def __init__(self, store: Store, clock: Clock, signing_key: str = "", *, every: float = 60.0) -> None:
         self.store, self.clock, self.every = store, clock, every
         self.key: Ed25519PrivateKey | None = load_private_key(signing_key) if signing_key else None
+        # The newest checkpoint this process wrote: a database whose newest is older lost some,
+        # and sealing on would sign whatever was rewritten under them (kept in memory only: a
+        # restart trusts the database again; the log keeps every hash).
+        self.last: Checkpoint | None = None
 
     @property
     def public_key(self) -> str | None:
@@ -75,29 +83,47 @@ class AuditService:
         at = self.clock.now().timestamp()
 
         def make(prev: Checkpoint | None, leaves: Sequence[Leaf]) -> Checkpoint:
+            last = self.last
+            if last is not None and (prev is None or prev.seq < last.seq):
+                found = "none" if prev is None else f"checkpoint {prev.seq} ({prev.hash})"
+                raise CheckpointsDeleted(found, f"{last.seq} ({last.hash})")
+            if last is not None and prev is not None and prev.seq == last.seq and prev.hash != last.hash:
+                raise CheckpointsDeleted(f"checkpoint {prev.seq} ({prev.hash})", f"{last.seq} ({last.hash})")
             return new_checkpoint(prev, max(at, prev.at if prev else at), leaves, self.key)
 
         made = await self.store.write_checkpoint(make, force=force)
         if made is not None:
+            self.last = made
             # its hash in the log: a copy outside the database, against which deleted checkpoints show
             unsigned = "" if self.key else " (unsigned)"
             log.info("audit checkpoint %d: %d heads sealed%s, hash %s", made.seq, made.heads, unsigned, made.hash)
         return made
 
     async def run_once(self) -> int:
-        return 1 if await self.checkpoint() is not None else 0
+        try:
+            return 1 if await self.checkpoint() is not None else 0
+        except CheckpointsDeleted as exc:  # every minute, until an operator looks: verify fails meanwhile
+            log.error("audit: %s", exc)
+            return 0
 
     async def run_forever(self) -> None:
         await loops.poll_forever(self.run_once, asyncio.Event(), self.every, log)
 
     # ---------------------------------------------------------------- verify and export
-    async def verify(self, since: float | None = None, public_key: Ed25519PublicKey | None = None) -> Verdict:
+    async def verify(
+        self,
+        since: float | None = None,
+        public_key: Ed25519PublicKey | None = None,
+        anchor: tuple[int, str] | None = None,
+    ) -> Verdict:
         """Every chain the range covers from its first event, their live heads (PostgreSQL) or the
         holes in the event ids (SQLite), the checkpoints taken since `since` (linked, their
         roots, signed by the key) and their leaves."""
         key = public_key or (self.key.public_key() if self.key is not None else None)
         low = since if since is not None else -_FOREVER
-        checker = Checker(public_key=key, anchored=since is not None, since=low)
+        checker = Checker(
+            public_key=key, anchored=since is not None, since=since if since is not None else -math.inf, anchor=anchor
+        )
         checkpoints = await self.store.audit_checkpoints(low, _FOREVER)
         for c in checkpoints:
             checker.expect_leaves(c)
@@ -143,30 +169,34 @@ def _line(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def verify_lines(lines: Iterable[str], public_key: Ed25519PublicKey | None) -> Verdict:
+def verify_lines(
+    lines: Iterable[str], public_key: Ed25519PublicKey | None, anchor: tuple[int, str] | None = None
+) -> Verdict:
     """An export checked with no database: the same checker, the checkpoint chain anchored at
     the export's first checkpoint (an export may start mid-way)."""
-    checker = Checker(public_key=public_key, anchored=True)
+    checker = Checker(public_key=public_key, anchor=anchor)
     events: list[ChainEvent] = []
     checkpoints: list[Checkpoint] = []
+    header = False
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
             kind = record["type"]
-            if kind == "header" and record.get("version") != EXPORT_VERSION:
-                raise ValueError(
-                    f"export format version {record.get('version')} (this verifier reads {EXPORT_VERSION})"
-                )
-            if kind == "header" and record.get("since") is not None:  # events before it: sealed before it
-                checker.since = float(record["since"])
-            if kind == "event":
+            if (kind == "header") == header:  # exactly one, first: its `since` is the range checked
+                raise ValueError("one header, the first line" if header else "a header first")
+            if kind == "header":
+                header = True
+                _check_header(record, checker)
+            elif kind == "event":
                 events.append(_event(record))
             elif kind == "checkpoint":
                 checkpoints.append(Checkpoint.from_json(record))
         except (ValueError, KeyError, TypeError) as exc:
             return Verdict(Break(None, None, "a valid export line", f"line {n}: {exc}"), "unreadable")
+    if not header:
+        return Verdict(Break(None, None, "a header first", "none"), "unreadable")
     if public_key is None:
         return Verdict(Break(None, None, "a public key", "none given"), "not checked")
     for c in checkpoints:
@@ -176,6 +206,20 @@ def verify_lines(lines: Iterable[str], public_key: Ed25519PublicKey | None) -> V
     for approval_id, group in _by_approval(events):
         checker.approval(approval_id, group)
     return Verdict(checker.finish(), checker.summary())
+
+
+def _check_header(record: dict[str, Any], checker: Checker) -> None:
+    """A partial export (a `since`) may start its checkpoint chain mid-way, and events before
+    `since` were sealed by checkpoints outside it; a whole one starts at the first checkpoint."""
+    if record.get("version") != EXPORT_VERSION:
+        raise ValueError(f"export format version {record.get('version')} (this verifier reads {EXPORT_VERSION})")
+    since = record.get("since")
+    if since is not None and (
+        isinstance(since, bool) or not isinstance(since, int | float) or not FIRST_TS <= since <= LAST_TS
+    ):
+        raise ValueError(f"since must be epoch seconds (years 1 to 9999) or null, not {since!r}")
+    if since is not None:
+        checker.anchored, checker.since = True, float(since)
 
 
 def _by_approval(events: list[ChainEvent]) -> Iterator[tuple[str, list[ChainEvent]]]:

@@ -145,4 +145,46 @@ def test_an_event_time_that_json_refuses_is_refused(at: float) -> None:
 
 
 def test_the_script_allows_the_checkers_grace() -> None:
-    assert f"grace = {{}}, {{}}, {{}}, -1e18, None, {int(SEAL_GRACE)}  #" in verifier_script()
+    assert f"{{}}, None, {int(SEAL_GRACE)}  # found" in verifier_script()
+
+
+def _forged_since(lines: list[str]) -> list[str]:
+    """Everything exempt as 'before the range': since far in the future, no checkpoint left."""
+    victim = next(json.loads(x)["approval_id"] for x in tampered(lines) if "mallory" in x)
+    out = [x for x in rechained(tampered(lines), victim) if json.loads(x)["type"] != "checkpoint"]
+    header = json.loads(out[0])
+    return [json.dumps({**header, "since": 2.5e11}) + "\n", *out[1:]]  # the year 9892
+
+
+def _without_first_checkpoint(lines: list[str]) -> list[str]:
+    """A whole export (no since) minus checkpoint 1 and every approval it sealed."""
+    first = next(json.loads(x) for x in lines if json.loads(x)["type"] == "checkpoint")
+    gone = {lf[0] for lf in first["leaves"]}
+
+    def kept(record: dict[str, Any]) -> bool:
+        if record["type"] == "checkpoint":
+            return bool(record["seq"] != first["seq"])
+        return record.get("approval_id") not in gone
+
+    return [x for x in lines if kept(json.loads(x))]
+
+
+def _dated_before_every_floor(lines: list[str]) -> list[str]:
+    return appended(lines, json.loads(lines[1])["approval_id"], -1e19)
+
+
+def _two_headers(lines: list[str]) -> list[str]:
+    return [lines[0], json.dumps({**json.loads(lines[0]), "since": 1e12}) + "\n", *lines[1:]]
+
+
+@pytest.mark.parametrize("forge", [_forged_since, _without_first_checkpoint, _dated_before_every_floor, _two_headers])
+async def test_the_second_reviews_forged_exports_are_refused(
+    runtime: Runtime, export: list[str], tmp_path: Path, forge: Any
+) -> None:
+    key = runtime.audit.public_key
+    assert key is not None
+    bad = forge(export)
+    done = run_script(tmp_path, write(tmp_path, bad), key)
+    assert done.returncode == 1 and "broken: " in done.stderr, (done.stdout, done.stderr)
+    verdict = verify_lines(bad, load_public_key(key))
+    assert not verdict.ok, verdict.summary

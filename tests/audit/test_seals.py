@@ -8,6 +8,7 @@ import asyncpg
 import pytest
 
 from gateway.core.audit import event_hash
+from gateway.core.errors import CheckpointsDeleted
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock
 from tests.audit.conftest import Raw, decided
@@ -64,23 +65,49 @@ async def _append(raw: Raw, approval_id: str, kind: str, actor: str, at: float) 
     return int(seq) + 1
 
 
-async def test_backdated_append_is_caught_before_and_after_the_next_seal(
+async def test_backdated_append_is_caught_before_the_next_seal_and_after_it_against_an_anchor(
     runtime: Runtime, clock: FakeClock, trail: list[str], raw: Raw
 ) -> None:
     """INSERT needs no trigger dropped: a comment dated just after the suspend, appended a day
-    later to a decided, sealed approval."""
+    later to a decided, sealed approval. Once the gateway has sealed it, only a checkpoint known
+    from before (its log line) tells: it had sealed the approval, and the event claims to be older."""
     victim = trail[0]
     suspended_at = (await raw.run("SELECT at FROM events WHERE approval_id = $1 AND seq = 1", victim))[0][0]
     clock.advance(24 * HOUR)
-    await runtime.audit.seal()  # the minute timer went on: checkpoint 2, a day after the events
+    anchor = await runtime.audit.seal()  # the minute timer went on: checkpoint 2, a day after the events
     seq = await _append(raw, victim, "comment_added", "operator:mallory", suspended_at + 0.5)
     problem = (await runtime.audit.verify()).problem
     assert problem is not None and (problem.approval_id, problem.seq) == (victim, seq)
     assert problem.found.startswith("not sealed")
-    await runtime.audit.seal()  # the gateway seals what it finds: the checker still sees the date
+    await runtime.audit.seal()  # the gateway seals what it finds
+    assert (await runtime.audit.verify()).ok  # the limit docs/audit.md states: a DBA may INSERT
+    problem = (await runtime.audit.verify(anchor=(anchor.seq, anchor.hash))).problem
+    assert problem is not None and (problem.approval_id, problem.seq) == (victim, seq)
+    assert "appended later, backdated" in problem.found and "checkpoint 2, the anchor" in problem.expected
+
+
+async def test_the_gateway_does_not_seal_over_deleted_checkpoints(
+    runtime: Runtime, clock: FakeClock, trail: list[str], raw: Raw, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The second review's attack: delete the newest checkpoint, rewrite what it sealed, reset
+    the watermark, and let the gateway's own timer re-sign the rewrite."""
+    later = await decided(runtime, 1, clock, run="later")
+    newest = await runtime.audit.seal()
+    await raw.run("DELETE FROM audit_leaves WHERE checkpoint = $1", newest.seq)
+    await raw.run("DELETE FROM audit_checkpoints WHERE seq = $1", newest.seq)
+    await raw.run("UPDATE events SET actor = 'operator:mallory' WHERE approval_id = $1 AND kind = 'approved'", *later)
+    await raw.rechain(later[0])
+    await raw.run("UPDATE audit_seal SET events_upto = 0" if raw.sqlite else "UPDATE audit_heads SET sealed_seq = 0")
+    with caplog.at_level("ERROR", logger="gateway.audit"):
+        assert await runtime.audit.run_once() == 0  # the minute timer refuses, loudly
+    assert "checkpoints were deleted" in caplog.text and f"checkpoint {newest.seq} ({newest.hash})" in caplog.text
+    with pytest.raises(CheckpointsDeleted):
+        await runtime.audit.seal()
+    clock.advance(HOUR)  # unsealed since: verify fails
     problem = (await runtime.audit.verify()).problem
-    assert problem is not None and (problem.approval_id, problem.seq, problem.checkpoint) == (victim, seq, 3)
-    assert "appended later, backdated" in problem.found and "checkpoint 2" in problem.expected
+    assert problem is not None and problem.found.startswith("not sealed")
+    problem = (await runtime.audit.verify(anchor=(newest.seq, newest.hash))).problem
+    assert problem is not None and problem.found == "no such checkpoint" and problem.checkpoint == newest.seq
 
 
 async def test_unchained_event_in_front_of_a_chain_is_caught(runtime: Runtime, trail: list[str], raw: Raw) -> None:
