@@ -1,4 +1,5 @@
-"""The provable audit trail, pure: event hashes, Merkle roots, signed checkpoints, the checker.
+"""The provable audit trail, pure: event hashes, Merkle roots, signed checkpoints (the checker
+that verifies them is gateway/core/audit_check.py).
 
 - Each event's `hash` is SHA-256 of `canonical([prev, seq, approval_id, kind, actor, at,
   channel])` followed by `data`: `prev` is the approval's previous event hash (`GENESIS` for its
@@ -22,16 +23,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from json import encoder
 from pathlib import Path
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
@@ -39,13 +37,8 @@ from gateway.core.keys import canonical_json
 
 __all__ = [
     "EXPORT_VERSION",
-    "FIRST_TS",
     "GENESIS",
-    "LAST_TS",
-    "SEAL_GRACE",
-    "Break",
     "ChainEvent",
-    "Checker",
     "Checkpoint",
     "Leaf",
     "checkpoint_hash",
@@ -63,12 +56,6 @@ __all__ = [
 
 GENESIS = "0" * 64
 EXPORT_VERSION = 1
-# Seconds an event may be dated before the checkpoint that did not seal it: its use case took
-# its time, then waited for the writer (or, on PostgreSQL, held its head row while the sealer
-# skipped it); a timeout storm dates each event at its tick's start, and 10^6 due at once take
-# minutes. Backdating by more is caught; an event forged within it passes as a recent one.
-SEAL_GRACE = 900.0
-FIRST_TS, LAST_TS = -62135596800.0, 253402300799.0  # 0001-01-01 and 9999-12-31T23:59:59, UTC
 # Compact JSON, UTF-8 kept: for the flat lists hashed here, the same text as json.dumps(value,
 # separators=(",", ":"), ensure_ascii=False), which the offline verifier uses, through the
 # prebuilt C encoder of canonical_json (a third of json.dumps's cost per event).
@@ -184,14 +171,6 @@ def sign(key: Ed25519PrivateKey, digest_hex: str) -> str:
     return base64.b64encode(key.sign(digest_hex.encode("ascii"))).decode("ascii")
 
 
-def _signed_by(key: Ed25519PublicKey, digest_hex: str, signature: str) -> bool:
-    try:
-        key.verify(base64.b64decode(signature), digest_hex.encode("ascii"))
-    except (InvalidSignature, ValueError):
-        return False
-    return True
-
-
 # ---------------------------------------------------------------- records
 
 
@@ -285,217 +264,3 @@ def new_checkpoint(
     return Checkpoint(
         seq, at, prev_hash, root, len(leaves), digest, signature, key_id(key) if key else None, tuple(leaves)
     )
-
-
-# ---------------------------------------------------------------- checking
-
-
-@dataclass(frozen=True, slots=True)
-class Break:
-    """The first broken link: where, what was expected, what was found."""
-
-    approval_id: str | None
-    seq: int | None
-    expected: str
-    found: str
-    checkpoint: int | None = None
-
-    def __str__(self) -> str:
-        where = f"checkpoint {self.checkpoint}" if self.checkpoint is not None else ""
-        if self.approval_id is not None:
-            where = (where + ", " if where else "") + f"approval {self.approval_id} seq {self.seq}"
-        what = f"expected {self.expected}, found {self.found}"
-        return f"{where}: {what}" if where else what
-
-
-@dataclass
-class Checker:
-    """Checks events (in approval, id order), the live heads and the checkpoints; keeps the
-    first `Break`. The same rules for the database (`audit verify`) and for an export file
-    (`audit verify --file`). `anchored`: an export may start its checkpoint chain mid-way."""
-
-    public_key: Ed25519PublicKey | None = None
-    anchored: bool = False
-    since: float = -math.inf  # events dated before it were sealed by checkpoints outside the range
-    sealed_before: float | None = None  # every event dated before it must be sealed (`seal_deadline`)
-    dated_until: float = float("inf")  # no event may be dated after it (the database's now)
-    anchor: tuple[int, str] | None = None  # a checkpoint (seq, hash) known from outside: the log, an export
-    problem: Break | None = None
-    events: int = 0
-    legacy: int = 0
-    approvals: int = 0
-    checkpoints: int = 0
-    unsigned: int = 0
-    unsealed: int = 0
-    newest: Checkpoint | None = None
-    _seen: dict[tuple[str, int], str] = field(default_factory=dict)  # sealed seqs found: hash
-    _wanted: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)  # leaf -> (hash, checkpoint)
-    _sealed: dict[str, int] = field(default_factory=dict)  # approval -> the highest seq a checkpoint sealed
-    _at_anchor: tuple[Checkpoint, dict[str, int]] | None = None  # the anchor, and `_sealed` as of it
-
-    def fail(self, problem: Break) -> None:
-        if self.problem is None:
-            self.problem = problem
-
-    def expect_leaves(self, checkpoint: Checkpoint) -> None:
-        for lf in checkpoint.leaves:
-            self._wanted[(lf.approval_id, lf.seq)] = (lf.hash, checkpoint.seq)
-
-    def approval(
-        self,
-        approval_id: str,
-        events: Sequence[ChainEvent],
-        head: tuple[int, str] | None = None,
-        *,
-        heads: bool = False,
-    ) -> None:
-        """One approval's events in id order; `heads`: also compare its live head row."""
-        self.approvals += 1
-        seq, prev, legacy_before = 0, GENESIS, 0
-        for e in events:
-            if e.hash is None:  # written before migration 13: only before the approval's chain
-                self.legacy += 1
-                legacy_before += 1
-                if seq:
-                    self.fail(Break(approval_id, seq + 1, "a hash (its chain had started)", f"none (event id {e.id})"))
-                continue
-            self.events += 1
-            if not FIRST_TS <= e.at <= LAST_TS:  # NaN too: no hash to compute, no date to show
-                self.fail(
-                    Break(approval_id, seq + 1, "a time between the years 1 and 9999", f"{e.at!r} (event id {e.id})")
-                )
-                seq, prev = e.seq or seq + 1, e.hash
-                continue
-            if e.seq != seq + 1:
-                self.fail(Break(approval_id, seq + 1, f"seq {seq + 1}", f"seq {e.seq} (event id {e.id})"))
-            fields = (approval_id, e.kind, e.actor, e.at, e.channel, e.data)
-            computed = event_hash(prev, e.seq or 0, *fields)
-            if computed != e.hash and event_hash_v1(prev, e.seq or 0, *fields) != e.hash:
-                self.fail(Break(approval_id, e.seq, computed, f"{e.hash} (event id {e.id})"))
-            if not seq and legacy_before and e.kind == "suspended":  # an approval's first event, always
-                self.fail(
-                    Break(approval_id, 1, "no event before `suspended`", f"{legacy_before} unchained (event id {e.id})")
-                )
-            seq, prev = e.seq or seq + 1, e.hash
-            if (approval_id, seq) in self._wanted:
-                self._seen[(approval_id, seq)] = prev
-        self._check_sealing(approval_id, [e for e in events if e.hash is not None])
-        if not heads:
-            return
-        if head is None and seq:
-            self.fail(Break(approval_id, seq, f"a head row at seq {seq}", "none"))
-        elif head is not None and head != (seq, prev):
-            found = f"last event seq {seq} {prev}" if seq else "no events"
-            self.fail(Break(approval_id, head[0], f"head {head[1]}", found))
-
-    def checkpoint_chain(self, checkpoints: Sequence[Checkpoint]) -> None:
-        prev: Checkpoint | None = None
-        for c in checkpoints:
-            self.checkpoints += 1
-            want_prev = prev.hash if prev is not None else (None if self.anchored else GENESIS)
-            if want_prev is not None and c.prev != want_prev:
-                self.fail(Break(None, None, f"prev {want_prev}", f"prev {c.prev}", checkpoint=c.seq))
-            if prev is not None and c.seq != prev.seq + 1:
-                self.fail(Break(None, None, f"checkpoint {prev.seq + 1}", f"checkpoint {c.seq}", checkpoint=c.seq))
-            root = merkle_root((lf.approval_id, lf.seq, lf.hash) for lf in c.leaves)
-            if root != c.root or len(c.leaves) != c.heads:
-                self.fail(
-                    Break(None, None, f"root {c.root} of {c.heads} heads", f"root {root} of {len(c.leaves)}", c.seq)
-                )
-            digest = checkpoint_hash(c.prev, c.seq, c.at, c.root, c.heads)
-            if digest != c.hash:
-                self.fail(Break(None, None, digest, c.hash, checkpoint=c.seq))
-            if c.signature is None and self.public_key is not None:  # stripped, or signed by nobody
-                self.fail(Break(None, None, "a signature of the audit key", "none", checkpoint=c.seq))
-            if c.signature is None:
-                self.unsigned += 1
-            elif self.public_key is not None and not _signed_by(self.public_key, c.hash, c.signature):
-                self.fail(Break(None, None, "a valid Ed25519 signature of the audit key", "a bad signature", c.seq))
-            self._sealing(c)
-            prev = self.newest = c
-        if self.anchor is not None:  # deleted, or outside the range checked
-            seq, digest = self.anchor
-            self.fail(Break(None, None, f"checkpoint {seq} with hash {digest} (the anchor)", "no such checkpoint", seq))
-
-    def _sealing(self, c: Checkpoint) -> None:
-        """What `c` seals; if it is the anchor, what was sealed as of it."""
-        for lf in c.leaves:
-            self._sealed[lf.approval_id] = max(lf.seq, self._sealed.get(lf.approval_id, 0))
-        if self.anchor is not None and c.seq == self.anchor[0]:
-            if c.hash != self.anchor[1]:
-                self.fail(Break(None, None, f"hash {self.anchor[1]} (the anchor)", f"hash {c.hash}", c.seq))
-            self.anchor, self._at_anchor = None, (c, dict(self._sealed))
-
-    def seal_deadline(self, now: float | None = None, every: float = 0.0) -> None:
-        """Set `sealed_before`, after `checkpoint_chain`: a checkpoint seals every head that moved
-        before it, so an event dated before the newest checkpoint (less `SEAL_GRACE`, for the
-        writes in flight) must be sealed; with `now` (the database, where a gateway seals every
-        `every` seconds), so must one older than that. With neither, none may be unsealed."""
-        candidates = [self.newest.at - SEAL_GRACE] if self.newest is not None else []
-        if now is not None:
-            candidates.append(now - every - SEAL_GRACE)
-            self.dated_until = now + SEAL_GRACE  # else a rewrite dated in the future passes as unsealed
-        self.sealed_before = max(candidates) if candidates else float("inf")
-
-    def _check_sealing(self, approval_id: str, events: Sequence[ChainEvent]) -> None:
-        """An event no checkpoint sealed must be newer than `sealed_before` (else checkpoints were
-        deleted, or the gateway has not sealed); none may be dated after `dated_until`. An export
-        covers an approval for an event in its range or a leaf: one with neither was slipped in."""
-        sealed = self._sealed.get(approval_id, 0)
-        if self.since > -math.inf and not sealed and events and all(e.at < self.since for e in events):
-            self.fail(Break(approval_id, None, f"an event since {_when(self.since)} or a sealed head", "neither"))
-        for e in events:
-            if e.at > self.dated_until:
-                self.fail(Break(approval_id, e.seq, f"dated before now ({_when(self.dated_until)})", _when(e.at)))
-            if e.at < self.since + (SEAL_GRACE if self.anchored else 0.0):
-                continue  # sealed before the range
-            if self._at_anchor is not None:  # known sealed then: anything later is not older than it
-                anchor, then = self._at_anchor
-                if (e.seq or 0) > then.get(approval_id, 0) and e.at < anchor.at - SEAL_GRACE:
-                    found = f"dated {_when(e.at)} (event id {e.id}): appended later, backdated"
-                    self.fail(Break(approval_id, e.seq, f"dated after checkpoint {anchor.seq}, the anchor", found))
-            if (e.seq or 0) <= sealed:
-                continue
-            self.unsealed += 1
-            if self.sealed_before is not None and e.at < self.sealed_before:
-                rule = "none here seals anything" if self.newest is None else "every event dated before"
-                rule += "" if self.newest is None else f" {_when(self.sealed_before)} is"
-                why = "no checkpoint in the range" if self.newest is None else "checkpoints deleted, or written"
-                why += (
-                    ""
-                    if self.newest is None
-                    else " behind the gateway (`audit checkpoint` seals what a stopped one did not)"
-                )
-                self.fail(
-                    Break(
-                        approval_id,
-                        e.seq,
-                        f"sealed by a checkpoint ({rule})",
-                        f"not sealed, dated {_when(e.at)} (event id {e.id}): {why}",
-                    )
-                )
-
-    def finish(self) -> Break | None:
-        """After every event: each sealed head must have been found, with its hash."""
-        for (approval_id, seq), (digest, checkpoint) in sorted(self._wanted.items()):
-            found = self._seen.get((approval_id, seq))
-            if found != digest:
-                self.fail(Break(approval_id, seq, digest, found or "no such event", checkpoint=checkpoint))
-        return self.problem
-
-    def summary(self) -> str:
-        parts = [f"{self.events} events of {self.approvals} approvals", f"{self.checkpoints} checkpoints"]
-        if self.unsigned:
-            parts.append(f"{self.unsigned} unsigned")
-        if self.legacy:
-            parts.append(f"{self.legacy} events from before the chain (not covered)")
-        if self.unsealed:
-            newest = f" (newest at {_when(self.newest.at)})" if self.newest is not None else ""
-            parts.append(f"{self.unsealed} events not sealed yet, newer than every checkpoint{newest}: not yet proven")
-        return ", ".join(parts)
-
-
-def _when(ts: float) -> str:
-    if not FIRST_TS <= ts <= LAST_TS:  # what a tamperer wrote may be no date at all
-        return f"{ts!r} (epoch seconds)"
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

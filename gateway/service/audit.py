@@ -1,5 +1,5 @@
 """Audit use cases: seal a checkpoint (on a timer and on demand), verify the database, export
-JSON Lines, verify an export offline. The rules are gateway/core/audit.py's; the design and
+JSON Lines, verify an export offline. The rules are gateway/core/audit_check.py's; the design and
 the threat model are in docs/audit.md.
 
 The export (format version 1) is one JSON object per line: a `header`, then every `event` of
@@ -26,17 +26,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from gateway.core import loops
 from gateway.core.audit import (
     EXPORT_VERSION,
-    FIRST_TS,
-    LAST_TS,
-    Break,
     ChainEvent,
-    Checker,
     Checkpoint,
     Leaf,
     load_private_key,
     new_checkpoint,
     public_key_hex,
 )
+from gateway.core.audit_check import FIRST_TS, LAST_TS, Break, Checker
 from gateway.core.clock import Clock, iso
 from gateway.core.errors import CheckpointsDeleted
 from gateway.store import Store

@@ -1,6 +1,6 @@
 """The audit part of the store (`AuditStore`, both backends implement it) and its row codecs.
 
-Reads come in approval order for the checker (gateway/core/audit.py); writing a checkpoint is
+Reads come in approval order for the checker (gateway/core/audit_check.py); writing a checkpoint is
 one transaction: seal the heads that moved, link, sign (`make`), insert it with its leaves.
 """
 

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from gateway.core.audit import GENESIS, SEAL_GRACE, event_hash, event_tail, link_hash, load_public_key
+from gateway.core.audit import GENESIS, event_hash, event_tail, link_hash, load_public_key
+from gateway.core.audit_check import SEAL_GRACE
 from gateway.runtime import Runtime
 from gateway.service.audit import verify_lines
 from gateway.testing import FakeClock
