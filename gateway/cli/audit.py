@@ -2,7 +2,8 @@
 
 `verify` exits 0 when every chain, head and checkpoint holds, 1 with the first broken link
 (approval id, seq, expected, found). `verify --file F --public-key K` checks an export with no
-config and no database.
+config and no database, and exits 3 when nothing is broken but some events are sealed by no
+checkpoint in the file (not proven). `--anchor SEQ:HASH`: a checkpoint that must be there.
 """
 
 from __future__ import annotations
@@ -76,12 +77,17 @@ def anchor_of(value: str | None) -> tuple[int, str] | None:
     return int(seq), digest
 
 
-def _report(verdict: Verdict) -> int:
-    if verdict.ok:
-        print(f"audit trail intact: {verdict.summary}")
-        return 0
-    print(f"audit trail broken: {verdict.problem}", file=sys.stderr)
-    return 1
+def _report(verdict: Verdict, *, export: bool = False) -> int:
+    """0 intact, 1 broken; an export with events no checkpoint in it seals: 3, unbroken but not
+    proven (a range that ends before the checkpoint after its events, or one a tamperer cut)."""
+    if not verdict.ok:
+        print(f"audit trail broken: {verdict.problem}", file=sys.stderr)
+        return 1
+    if export and verdict.unsealed:
+        print(f"audit trail unbroken, not proven: {verdict.summary}", file=sys.stderr)
+        return 3
+    print(f"audit trail intact: {verdict.summary}")
+    return 0
 
 
 async def run(args: argparse.Namespace, settings: Settings | None) -> int:
@@ -92,7 +98,7 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
             key = load_public_key(args.public_key)
         except ValueError as exc:
             raise ConfigError("--public-key", str(exc)) from None
-        return _report(verify_lines(read_export(Path(args.file)), key, anchor_of(args.anchor)))
+        return _report(verify_lines(read_export(Path(args.file)), key, anchor_of(args.anchor)), export=True)
     assert settings is not None
 
     async def go(rt: Any) -> int:

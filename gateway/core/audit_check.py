@@ -71,7 +71,6 @@ class Checker:
     _seen: dict[tuple[str, int], str] = field(default_factory=dict)  # sealed seqs found: hash
     _wanted: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)  # leaf -> (hash, checkpoint)
     _sealed: dict[str, int] = field(default_factory=dict)  # approval -> the highest seq a checkpoint sealed
-    _at_anchor: tuple[Checkpoint, dict[str, int]] | None = None  # the anchor, and `_sealed` as of it
 
     def fail(self, problem: Break) -> None:
         if self.problem is None:
@@ -153,59 +152,54 @@ class Checker:
                 self.fail(Break(None, None, "a valid Ed25519 signature of the audit key", "a bad signature", c.seq))
             self._sealing(c)
             prev = self.newest = c
-        if self.anchor is not None:  # deleted, or outside the range checked
+        if self.anchor is not None:
             seq, digest = self.anchor
-            self.fail(Break(None, None, f"checkpoint {seq} with hash {digest} (the anchor)", "no such checkpoint", seq))
+            where = "no such checkpoint in the range checked (deleted, or before --since / the export's range)"
+            self.fail(Break(None, None, f"checkpoint {seq} with hash {digest} (the anchor)", where, seq))
 
     def _sealing(self, c: Checkpoint) -> None:
-        """What `c` seals; if it is the anchor, what was sealed as of it."""
+        """What `c` seals; whether it is the anchor, with the anchor's hash."""
         for lf in c.leaves:
             self._sealed[lf.approval_id] = max(lf.seq, self._sealed.get(lf.approval_id, 0))
         if self.anchor is not None and c.seq == self.anchor[0]:
             if c.hash != self.anchor[1]:
                 self.fail(Break(None, None, f"hash {self.anchor[1]} (the anchor)", f"hash {c.hash}", c.seq))
-            self.anchor, self._at_anchor = None, (c, dict(self._sealed))
+            self.anchor = None
 
     def seal_deadline(self, now: float | None = None, every: float = 0.0) -> None:
         """Set `sealed_before`, after `checkpoint_chain`: a checkpoint seals every head that moved
         before it, so an event dated before the newest checkpoint (less `SEAL_GRACE`, for the
         writes in flight) must be sealed; with `now` (the database, where a gateway seals every
-        `every` seconds), so must one older than that. With neither, none may be unsealed."""
+        `every` seconds), so must one older than that. With neither (an export of a range that
+        holds no checkpoint), nothing is required, and nothing proven."""
         candidates = [self.newest.at - SEAL_GRACE] if self.newest is not None else []
         if now is not None:
             candidates.append(now - every - SEAL_GRACE)
             self.dated_until = now + SEAL_GRACE  # else a rewrite dated in the future passes as unsealed
-        self.sealed_before = max(candidates) if candidates else float("inf")
+        self.sealed_before = max(candidates) if candidates else None
 
     def _check_sealing(self, approval_id: str, events: Sequence[ChainEvent]) -> None:
         """An event no checkpoint sealed must be newer than `sealed_before` (else checkpoints were
-        deleted, or the gateway has not sealed); none may be dated after `dated_until`. An export
-        covers an approval for an event in its range or a leaf: one with neither was slipped in."""
+        deleted, or the gateway has not sealed); none may be dated after `dated_until`. With a
+        range (`since`): an approval is in it for an event dated in it or a sealed head, and only
+        the chain's part before its first event in the range, of an approval with no sealed head
+        here, was sealed outside it (what follows an event in the range, or a sealed head, was not)."""
         sealed = self._sealed.get(approval_id, 0)
-        if self.since > -math.inf and not sealed and events and all(e.at < self.since for e in events):
+        first = next((e.seq or 0 for e in events if e.at >= self.since), None)
+        if self.since > -math.inf and not sealed and events and first is None:
             self.fail(Break(approval_id, None, f"an event since {_when(self.since)} or a sealed head", "neither"))
         for e in events:
             if e.at > self.dated_until:
                 self.fail(Break(approval_id, e.seq, f"dated before now ({_when(self.dated_until)})", _when(e.at)))
-            if e.at < self.since + (SEAL_GRACE if self.anchored else 0.0):
-                continue  # sealed before the range
-            if self._at_anchor is not None:  # known sealed then: anything later is not older than it
-                anchor, then = self._at_anchor
-                if (e.seq or 0) > then.get(approval_id, 0) and e.at < anchor.at - SEAL_GRACE:
-                    found = f"dated {_when(e.at)} (event id {e.id}): appended later, backdated"
-                    self.fail(Break(approval_id, e.seq, f"dated after checkpoint {anchor.seq}, the anchor", found))
-            if (e.seq or 0) <= sealed:
-                continue
+            if (e.seq or 0) <= sealed or (not sealed and first is not None and (e.seq or 0) < first):
+                continue  # sealed here, or before the range
+            if not sealed and first is None:
+                continue  # the approval is refused above
             self.unsealed += 1
             if self.sealed_before is not None and e.at < self.sealed_before:
                 rule = "none here seals anything" if self.newest is None else "every event dated before"
                 rule += "" if self.newest is None else f" {_when(self.sealed_before)} is"
-                why = "no checkpoint in the range" if self.newest is None else "checkpoints deleted, or written"
-                why += (
-                    ""
-                    if self.newest is None
-                    else " behind the gateway (`audit checkpoint` seals what a stopped one did not)"
-                )
+                why = "no checkpoint" if self.newest is None else "checkpoints deleted, or written behind the gateway"
                 self.fail(
                     Break(
                         approval_id,
@@ -229,6 +223,8 @@ class Checker:
             parts.append(f"{self.unsigned} unsigned")
         if self.legacy:
             parts.append(f"{self.legacy} events from before the chain (not covered)")
+        if self.since > -math.inf:
+            parts.append(f"the range since {_when(self.since)} (check it is the one asked for)")
         if self.unsealed:
             newest = f" (newest at {_when(self.newest.at)})" if self.newest is not None else ""
             parts.append(f"{self.unsealed} events not sealed yet, newer than every checkpoint{newest}: not yet proven")

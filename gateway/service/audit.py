@@ -49,6 +49,7 @@ _CHUNK = 200  # approvals whose events are read (and checked, or exported) at a 
 class Verdict:
     problem: Break | None
     summary: str
+    unsealed: int = 0  # events no checkpoint in scope seals: unbroken, not yet proven
 
     @property
     def ok(self) -> bool:
@@ -199,10 +200,10 @@ def verify_lines(
     for c in checkpoints:
         checker.expect_leaves(c)
     checker.checkpoint_chain(checkpoints)
-    checker.seal_deadline()  # no checkpoint in the file: nothing in it is proven
+    checker.seal_deadline()  # from the file's newest checkpoint, if any
     for approval_id, group in _by_approval(events):
         checker.approval(approval_id, group)
-    return Verdict(checker.finish(), checker.summary())
+    return Verdict(checker.finish(), checker.summary(), checker.unsealed)
 
 
 def _check_header(record: dict[str, Any], checker: Checker) -> None:

@@ -18,6 +18,7 @@ from gateway.service.audit import verify_lines
 from gateway.testing import FakeClock
 from tests.audit.conftest import decided
 from tests.audit.offline import appended, rechained, run_script, tampered, verifier_script, write
+from tests.procs import run_cli
 
 HOUR = 3600.0
 
@@ -78,8 +79,12 @@ async def test_stripped_checkpoints_and_rewritten_chain_are_refused(
     bad = [x for x in rechained(tampered(export), victim) if json.loads(x)["type"] != "checkpoint"]
     done = run_script(tmp_path, write(tmp_path, bad), key)
     assert done.returncode == 1 and "not sealed" in done.stderr, done.stderr
-    problem = verify_lines(bad, load_public_key(key)).problem
-    assert problem is not None and problem.found.startswith("not sealed")
+    verdict = verify_lines(bad, load_public_key(key))  # nothing to check it against: not proven
+    assert verdict.unsealed == 24 and "0 checkpoints" in verdict.summary, verdict
+    code, out = await run_cli(
+        tmp_path / "none.toml", "audit", "verify", "--file", str(write(tmp_path, bad)), "--public-key", key
+    )
+    assert code == 3 and "audit trail unbroken, not proven" in out, out
 
 
 async def test_event_appended_after_a_sealed_head_is_refused(
@@ -178,7 +183,33 @@ def _two_headers(lines: list[str]) -> list[str]:
     return [lines[0], json.dumps({**json.loads(lines[0]), "since": 1e12}) + "\n", *lines[1:]]
 
 
-@pytest.mark.parametrize("forge", [_forged_since, _without_first_checkpoint, _dated_before_every_floor, _two_headers])
+def _since_after_every_event(lines: list[str]) -> list[str]:
+    """The third review's H: `since` in the year 9999 exempts nothing that follows a sealed head."""
+    first = json.loads(lines[1])
+    forged = appended(lines, first["approval_id"], first["at"] + 0.5)
+    return [json.dumps({**json.loads(forged[0]), "since": 253402300799}) + "\n", *forged[1:]]
+
+
+def _appended_before_since(lines: list[str]) -> list[str]:
+    """The third review's I: a decision chained after the chain's events in the range, dated
+    before the range: not the part of the chain sealed before it."""
+    events = [json.loads(x) for x in lines if json.loads(x)["type"] == "event"]
+    last = max(events, key=lambda e: e["at"])
+    forged = appended(lines, last["approval_id"], last["at"] - 7200)
+    return [json.dumps({**json.loads(forged[0]), "since": last["at"] - 3600}) + "\n", *forged[1:]]
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        _forged_since,
+        _without_first_checkpoint,
+        _dated_before_every_floor,
+        _two_headers,
+        _since_after_every_event,
+        _appended_before_since,
+    ],
+)
 async def test_the_second_reviews_forged_exports_are_refused(
     runtime: Runtime, export: list[str], tmp_path: Path, forge: Any
 ) -> None:
