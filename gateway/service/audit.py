@@ -81,12 +81,12 @@ class AuditService:
         at = self.clock.now().timestamp()
 
         def make(prev: Checkpoint | None, leaves: Sequence[Leaf]) -> Checkpoint:
-            last = self.last
-            if last is not None and (prev is None or prev.seq < last.seq):
+            last = self.last  # a newer one (another replica's) is fine; an older one, or another at its seq, is not
+            if last is not None and (
+                prev is None or prev.seq < last.seq or (prev.seq == last.seq and prev.hash != last.hash)
+            ):
                 found = "none" if prev is None else f"checkpoint {prev.seq} ({prev.hash})"
                 raise CheckpointsDeleted(found, f"{last.seq} ({last.hash})")
-            if last is not None and prev is not None and prev.seq == last.seq and prev.hash != last.hash:
-                raise CheckpointsDeleted(f"checkpoint {prev.seq} ({prev.hash})", f"{last.seq} ({last.hash})")
             return new_checkpoint(prev, max(at, prev.at if prev else at), leaves, self.key)
 
         made = await self.store.write_checkpoint(make, force=force)
