@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +23,29 @@ AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
 OPERATOR = {"Authorization": f"Bearer {TEST_OPERATOR_KEY}"}
 
 
+def _port_block() -> Iterator[int]:
+    """This pytest-xdist worker's own block of ports, below the kernel's ephemeral range: a port
+    the kernel hands out (`bind(0)`) can be handed out again, to the other worker's client
+    sockets too, before the subprocess that was told to use it binds it (a flaky "in use")."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    base = 20000 + (int(worker) if worker.isdigit() else 0) % 4 * 3000
+    start = random.randrange(3000)
+    return itertools.cycle([base + (start + i) % 3000 for i in range(3000)])
+
+
+_PORTS = _port_block()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on, never handed out twice in a row by this worker."""
+    for port in _PORTS:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError("unreachable: the cycle never ends")
 
 
 def write_config(path: Path, db_url: str, port: int, extra: str = "") -> Path:

@@ -8,7 +8,6 @@ import asyncio
 import os
 import re
 import shutil
-import socket
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -20,6 +19,7 @@ import pytest
 
 from gateway.store.sqlite import SQLiteStore
 from gateway.testing import TEST_API_KEY, TEST_SECRET
+from tests.procs import free_port
 from tests.web.conftest import HASH, PASSWORD, journal
 
 CHROMIUM = "/usr/bin/chromium"
@@ -43,17 +43,11 @@ def _need_browser() -> None:
         pytest.skip(why)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 async def gateway(tmp_path: Path) -> AsyncIterator[str]:
     """A real `hitl-gateway serve` subprocess on a free port."""
     _need_browser()
-    port = _free_port()
+    port = free_port()
     db = tmp_path / "gateway.db"
     config = tmp_path / "hitl-gateway.toml"
     config.write_text(

@@ -80,7 +80,7 @@ from tests import pg
 from tests.fakes.effects import FakeEffects
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
 from tests.fakes.telegram_api import FakeTelegramAPI
-from tests.procs import wait_ready
+from tests.procs import free_port, wait_ready
 
 pytestmark = pytest.mark.slow
 N_APPROVALS = 300
@@ -152,18 +152,11 @@ class Cluster:
         return [r for r in self.replicas if r.alive and r.proc.poll() is None]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _start(
     db_url: str, chats: Chats, effects: FakeEffects, tmp: Path, i: int, extra: dict[str, str] | None = None
 ) -> Replica:
     """Replica `i` (a restarted one appends to the same log); `extra`: more HITL_* settings."""
-    port = _free_port()
+    port = free_port()
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("HITL_")},
         "HITL_STORE_URL": db_url,

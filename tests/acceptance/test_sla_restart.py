@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -19,16 +18,10 @@ import aiohttp
 import pytest
 
 from gateway.testing import TEST_API_KEY, TEST_SECRET
-from tests.procs import wait_ready
+from tests.procs import free_port, wait_ready
 
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def write_config(tmp: Path, port: int) -> Path:

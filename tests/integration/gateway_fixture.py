@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,14 +13,9 @@ from gateway.http.app import create_app
 from gateway.http.keys import RUNTIME
 from gateway.runtime import Runtime
 from gateway.testing import TEST_API_KEY, FakeClock
+from tests.procs import free_port
 
 FAKES = Path(__file__).parents[1] / "fakes"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from gateway.jobs.launch import verify
 from gateway.testing import TEST_SECRET
 from tests.integration.conftest import MakeRt
 from tests.integration.test_worker import decided, job, kinds
+from tests.procs import free_port
 
 
 def entry(**over: Any) -> dict[str, Any]:
@@ -118,9 +118,7 @@ async def test_url_worker_signed_post_and_classification(
 
 
 async def test_url_worker_connection_error_is_transient(make_rt: MakeRt) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # nobody listens on it
     rt = await make_rt(hook={"url": f"http://127.0.0.1:{port}/", "allowed_hosts": ["127.0.0.1"]})
     approval = await decided(rt, "hook")
     await rt.worker.drain()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -27,16 +26,10 @@ from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock, make_settings
 from tests.conftest import AUTH, suspend_body
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
 from tests.fakes.slack_socket import APP_TOKEN
-from tests.procs import wait_ready
+from tests.procs import free_port, wait_ready
 from tests.slack.conftest import CARDS, PATH, slack_section
 
 pytestmark = pytest.mark.slow
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -62,7 +55,7 @@ async def _until(predicate: Callable[[], object]) -> None:
 
 
 async def test_press_survives_kill_9_right_after_the_ack(fake_slack: FakeSlack, gateway_env: dict[str, str]) -> None:
-    port = _free_port()
+    port = free_port()
     env = {**gateway_env, "HITL_SLACK_BASE_URL": fake_slack.base_url, "HITL_SERVER_PORT": str(port)}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "gateway", "serve", env=env, stdout=asyncio.subprocess.DEVNULL
@@ -122,7 +115,7 @@ async def test_socket_mode_ack_comes_after_the_commit_kill_9(
     sockets = fake_slack.sockets
 
     async def serve() -> tuple[asyncio.subprocess.Process, str]:
-        port = _free_port()
+        port = free_port()
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "gateway", "serve", env={**env, "HITL_SERVER_PORT": str(port)}
         )

@@ -7,7 +7,6 @@ gateway records it as `uncertain` instead of posting again, and a press on the c
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,6 +28,7 @@ from gateway.testing import FakeClock
 from tests.conftest import AUTH, OPERATOR
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.helpers import table_counts
+from tests.procs import free_port
 from tests.telegram.conftest import ALICE, CHAT, TG, TOKEN
 from tests.web.conftest import WEB, csrf_of, sign_in
 
@@ -173,9 +173,7 @@ async def _error_of(request: AiohttpRequest, url: str) -> TelegramError:
 async def test_the_aiohttp_transport_tells_unsent_from_unknown(tg_api: FakeTelegramAPI) -> None:
     """Real sockets: a refused connection is unsent (safe to retry); an answer that does not
     come in time is unknown (Telegram may have acted: for a post, retrying could post it twice)."""
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{s.getsockname()[1]}/bot{TOKEN}/getMe"
+    dead = f"http://127.0.0.1:{free_port()}/bot{TOKEN}/getMe"  # a port nobody listens on
     refused = await _error_of(AiohttpRequest(1, 5.0), dead)
     assert isinstance(refused, NetworkError) and telegram_unsent(refused)
 
