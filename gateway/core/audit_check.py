@@ -52,10 +52,9 @@ class Break:
 class Checker:
     """Checks events (in approval, id order), the live heads and the checkpoints; keeps the
     first `Break`. The same rules for the database (`audit verify`) and for an export file
-    (`audit verify --file`). `anchored`: an export may start its checkpoint chain mid-way."""
+    (`audit verify --file`). With a range (`since`), the checkpoint chain may start mid-way."""
 
     public_key: Ed25519PublicKey | None = None
-    anchored: bool = False
     since: float = -math.inf  # events dated before it were sealed by checkpoints outside the range
     sealed_before: float | None = None  # every event dated before it must be sealed (`seal_deadline`)
     dated_until: float = float("inf")  # no event may be dated after it (the database's now)
@@ -131,7 +130,7 @@ class Checker:
         prev: Checkpoint | None = None
         for c in checkpoints:
             self.checkpoints += 1
-            want_prev = prev.hash if prev is not None else (None if self.anchored else GENESIS)
+            want_prev = prev.hash if prev is not None else (None if self.since > -math.inf else GENESIS)
             if want_prev is not None and c.prev != want_prev:
                 self.fail(Break(None, None, f"prev {want_prev}", f"prev {c.prev}", checkpoint=c.seq))
             if prev is not None and c.seq != prev.seq + 1:

@@ -119,9 +119,7 @@ class AuditService:
         roots, signed by the key) and their leaves."""
         key = public_key or (self.key.public_key() if self.key is not None else None)
         low = since if since is not None else -_FOREVER
-        checker = Checker(
-            public_key=key, anchored=since is not None, since=since if since is not None else -math.inf, anchor=anchor
-        )
+        checker = Checker(public_key=key, since=since if since is not None else -math.inf, anchor=anchor)
         checkpoints = await self.store.audit_checkpoints(low, _FOREVER)
         for c in checkpoints:
             checker.expect_leaves(c)
@@ -217,7 +215,7 @@ def _check_header(record: dict[str, Any], checker: Checker) -> None:
     ):
         raise ValueError(f"since must be epoch seconds (years 1 to 9999) or null, not {since!r}")
     if since is not None:
-        checker.anchored, checker.since = True, float(since)
+        checker.since = float(since)
 
 
 def _by_approval(events: list[ChainEvent]) -> Iterator[tuple[str, list[ChainEvent]]]:
