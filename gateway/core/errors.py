@@ -237,6 +237,13 @@ class StoreUnavailable(GatewayError):
     status = 503
 
 
+class StoredDataUnreadable(GatewayError):
+    """A stored value is not one the gateway writes: the database was changed outside it."""
+
+    code = "stored_data_unreadable"
+    status = 500
+
+
 class StoreInUse(GatewayError):
     """Another live `serve` holds the SQLite file (one serving process per file)."""
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
+from gateway.core.errors import StoredDataUnreadable
 from gateway.core.keys import canonical_json
 from gateway.core.models import (
     Approval,
@@ -233,15 +235,26 @@ def _loads(text: str) -> Any:
 
 
 def event_from_row(row: Row) -> Event:
-    return Event(
-        id=row["id"],
-        approval_id=row["approval_id"],
-        kind=row["kind"],
-        at=_ts(row, "at"),
-        actor=row["actor"],
-        channel=row["channel"],
-        data=json.loads(row["data"]),
-    )
+    try:
+        return Event(
+            id=row["id"],
+            approval_id=row["approval_id"],
+            kind=row["kind"],
+            at=datetime.fromtimestamp(row["at"], UTC),
+            actor=row["actor"],
+            channel=row["channel"],
+            data=json.loads(row["data"]),
+        )
+    except (OverflowError, ValueError, OSError, TypeError):
+        # A time that is no date (NaN, infinite, outside years 1-9999) or data that is no JSON
+        # was written by someone with database access: named, instead of a traceback.
+        raise StoredDataUnreadable(
+            f"event {row['id']} of approval {row['approval_id']} is not one the gateway wrote (its time or "
+            "data is unreadable): the database was changed outside the gateway; `hitl-gateway audit verify` "
+            "names what else was",
+            event=row["id"],
+            approval_id=row["approval_id"],
+        ) from None
 
 
 def outbox_from_row(row: Row) -> OutboxItem:

@@ -93,3 +93,24 @@ async def test_http_export_is_for_operators_and_streams(
 
     assert rt.audit.public_key is not None
     assert verify_lines([json.dumps(r) for r in records], load_public_key(rt.audit.public_key)).ok
+
+
+@pytest.mark.parametrize("column, value", [("at", -1e19), ("at", 1e12), ("data", "{not json")])
+async def test_an_unreadable_event_is_named_not_a_traceback(
+    http: tuple[TestClient[Any, Any], Runtime], clock: FakeClock, column: str, value: object
+) -> None:
+    """A time that is no date, or data that is no JSON, written by a tamperer: the events page
+    answers a 500 that names the event and points at `audit verify`, which names it too."""
+    client, rt = http
+    [victim] = await decided(rt, 1, clock)
+    raw = Raw(rt.settings.store.url)
+    await raw.drop_triggers()
+    event_id = (await raw.run("SELECT MIN(id) FROM events WHERE approval_id = $1", victim))[0][0]
+    await raw.run(f"UPDATE events SET {column} = $1 WHERE id = $2", value, event_id)
+    resp = await client.get(f"/v1/approvals/{victim}/events", headers=OPERATOR)
+    body = await resp.json()
+    assert resp.status == 500 and body["error"]["code"] == "stored_data_unreadable", body
+    assert f"event {event_id} of approval {victim}" in body["error"]["message"]
+    assert "audit verify" in body["error"]["message"]
+    problem = (await rt.audit.verify()).problem
+    assert problem is not None and problem.approval_id == victim

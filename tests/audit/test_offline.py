@@ -220,3 +220,18 @@ async def test_the_second_reviews_forged_exports_are_refused(
     assert done.returncode == 1 and "broken: " in done.stderr, (done.stdout, done.stderr)
     verdict = verify_lines(bad, load_public_key(key))
     assert not verdict.ok, verdict.summary
+
+
+@pytest.mark.parametrize("since", ["yesterday", [0]])
+async def test_a_since_that_is_no_number_is_refused_by_both(
+    runtime: Runtime, export: list[str], tmp_path: Path, since: Any
+) -> None:
+    """The script has no message for it (a Python error, exit 1, as docs/audit.md says); the
+    checker names the field. Neither accepts the file."""
+    key = runtime.audit.public_key
+    assert key is not None
+    bad = [json.dumps({**json.loads(export[0]), "since": since}) + "\n", *export[1:]]
+    done = run_script(tmp_path, write(tmp_path, bad), key)
+    assert done.returncode == 1 and "ok" not in done.stdout, (done.stdout, done.stderr)
+    verdict = verify_lines(bad, load_public_key(key))
+    assert not verdict.ok and "since must be epoch seconds" in str(verdict.problem), verdict.problem
