@@ -223,11 +223,25 @@ class DurableRun:
         journaled = (await self.steps()).get(step)
         if journaled is not None and journaled.status is StepStatus.SUCCEEDED:
             return Decision.from_json(journaled.output)
-        decision = await self._known_decision(step, journaled)
-        if decision is not None:
-            return await self.record_decision(step, decision)
+        doc = self.document
+        if doc is not None and doc.get("step") == step and doc.get("decision"):
+            return await self.record_decision(step, Decision.from_api(doc["decision"]))
+        # Idempotent: a replay (the agent run again, or another approval's worker) gets the same
+        # approval, its status and its resume token.
         body = await self.request_approval(step, title=title, args=args, **options)
-        raise Suspended(body["id"], body.get("resume_token"))
+        decision = await self.decision_for(body)
+        if decision is None:
+            raise Suspended(body["id"], body.get("resume_token"))
+        return await self.record_decision(step, decision)
+
+    async def decision_for(self, reply: Mapping[str, Any]) -> Decision | None:
+        """The decision of the approval a suspend `reply` names, if it is decided: from its
+        rehydration document, where edited args are the approved ones, raw. Never from
+        `GET /v1/approvals/{id}`: its args are redacted (what approvers see), not what must run."""
+        if reply.get("status") == "waiting_approval" or self.client is None:
+            return None
+        doc = await self.client.rehydrate(str(reply["resume_token"]))
+        return Decision.from_api(doc["decision"]) if doc.get("decision") else None
 
     async def request_approval(
         self, step: str, *, title: str, args: dict[str, Any] | None = None, **options: Unpack[SuspendOptions]
@@ -247,16 +261,6 @@ class DurableRun:
         output = {"approval_id": body["id"]}
         await self._record(StepRecord(self.run_id, step, StepStatus.SUSPENDED, output, 1, started, _now()))
         return body
-
-    async def _known_decision(self, step: str, journaled: StepRecord | None) -> Decision | None:
-        doc = self.document
-        if doc is not None and doc.get("step") == step and doc.get("decision"):
-            return Decision.from_api(doc["decision"])
-        if journaled is not None and journaled.status is StepStatus.SUSPENDED and self.client is not None:
-            approval = await self.client.get(str(journaled.output["approval_id"]))
-            if approval.get("decision"):
-                return Decision.from_api(approval["decision"])
-        return None
 
 
 async def _call(fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any]) -> Any:

@@ -8,10 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from examples.invoice_agent.agent import Effects, invoice_run
 from examples.invoice_agent.payments import PaymentsAPI
 from gateway.http.app import create_app
 from gateway.http.keys import RUNTIME
 from gateway.runtime import Runtime
+from gateway.sdk import DurableRun, Suspended
 from gateway.testing import TEST_API_KEY, FakeClock
 from tests.procs import free_port
 
@@ -59,3 +63,11 @@ async def start_env(
 
 
 API_KEY = TEST_API_KEY
+
+
+async def started_invoice(env: Env, run_id: str) -> str:
+    """The example agent's first execution, up to its approval (suspended): the approval id."""
+    async with await DurableRun.open(run_id, gateway_url=env.url, api_key=API_KEY) as run:
+        with pytest.raises(Suspended) as suspended:
+            await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
+    return suspended.value.approval_id

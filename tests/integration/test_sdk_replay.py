@@ -13,7 +13,7 @@ from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.core.models import JobStatus, StepStatus
 from gateway.sdk import DurableRun, GatewayClient, Suspended
 from gateway.testing import TEST_OPERATOR_KEY, FakeClock
-from tests.integration.gateway_fixture import API_KEY, start_env
+from tests.integration.gateway_fixture import API_KEY, start_env, started_invoice
 
 
 async def test_steps_before_the_approval_run_exactly_once(
@@ -70,10 +70,7 @@ async def test_an_approval_with_changes_charges_the_edited_amount_exactly_once(
     """The example's approver lowers the amount: the worker charges 3900, once, with a key derived
     from the approved args (a second drain charges nothing more)."""
     env = await start_env(aiohttp_server, settings_factory, clock, tmp_path)
-    async with await DurableRun.open("inv-3", gateway_url=env.url, api_key=API_KEY) as run:
-        with pytest.raises(Suspended) as suspended:
-            await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
-    approval_id = suspended.value.approval_id
+    approval_id = await started_invoice(env, "inv-3")
     async with GatewayClient(env.url, TEST_OPERATOR_KEY) as client:
         read = await client.get(approval_id)
         shown = read["args"]  # the e-mail is redacted here: kept raw underneath

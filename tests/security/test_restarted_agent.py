@@ -1,0 +1,35 @@
+"""What runs after an edited approve, when the agent itself learns the decision (restarted
+with its run id, or reaching a sibling approval's step from another approval's worker): the
+approved args raw, as the worker's document gives them, never the approval's API view, whose
+args are redacted for the approvers (an e-mail there reads '[redacted:email]')."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from examples.invoice_agent.agent import Effects, invoice_run
+from gateway.sdk import DurableRun, GatewayClient
+from gateway.testing import TEST_OPERATOR_KEY, FakeClock
+from tests.integration.gateway_fixture import API_KEY, start_env, started_invoice
+
+
+async def test_an_agent_restarted_after_an_edited_approve_runs_the_raw_args_not_the_redacted_view(
+    aiohttp_server: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path
+) -> None:
+    """No worker document this time: the agent itself runs again (restarted with its run id)
+    after the approver lowered the amount. The decision it learns carries the approved args raw
+    (the e-mail the agent gave), not the approval's API view, where the e-mail is redacted."""
+    env = await start_env(aiohttp_server, settings_factory, clock, tmp_path)
+    approval_id = await started_invoice(env, "inv-5")
+    async with GatewayClient(env.url, TEST_OPERATOR_KEY) as client:
+        read = await client.get(approval_id)
+        assert read["args"]["email"] == "[redacted:email]"
+        await client.decide(approval_id, "approve", args={**read["args"], "amount": 3900})
+    async with await DurableRun.open("inv-5", gateway_url=env.url, api_key=API_KEY) as run:
+        await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-5")}
+    assert journal["approval"].output["args"] == {**read["args"], "amount": 3900, "email": "billing@acme.test"}
+    assert journal["email"].output["to"] == "billing@acme.test"
+    assert [(c["amount"], c["run_id"]) for c in env.payments.charges.values()] == [(3900, "inv-5")]
