@@ -59,6 +59,7 @@ class Checker:
     sealed_before: float | None = None  # every event dated before it must be sealed (`seal_deadline`)
     dated_until: float = float("inf")  # no event may be dated after it (the database's now)
     anchor: tuple[int, str] | None = None  # a checkpoint (seq, hash) known from outside: the log, an export
+    chain_start: int | None = None  # the first chained event id (the database): no unhashed event after it
     problem: Break | None = None
     events: int = 0
     legacy: int = 0
@@ -91,11 +92,9 @@ class Checker:
         self.approvals += 1
         seq, prev, legacy_before = 0, GENESIS, 0
         for e in events:
-            if e.hash is None:  # written before migration 13: only before the approval's chain
-                self.legacy += 1
+            if e.hash is None:
+                self._unhashed(approval_id, seq, e)
                 legacy_before += 1
-                if seq:
-                    self.fail(Break(approval_id, seq + 1, "a hash (its chain had started)", f"none (event id {e.id})"))
                 continue
             self.events += 1
             if not FIRST_TS <= e.at <= LAST_TS:  # NaN too: no hash to compute, no date to show
@@ -125,6 +124,16 @@ class Checker:
         elif head is not None and head != (seq, prev):
             found = f"last event seq {seq} {prev}" if seq else "no events"
             self.fail(Break(approval_id, head[0], f"head {head[1]}", found))
+
+    def _unhashed(self, approval_id: str, seq: int, e: ChainEvent) -> None:
+        """Written before migration 13, so only before the approval's chain, and before the
+        database's first chained event: else its hash was cleared by hand."""
+        self.legacy += 1
+        if seq:
+            self.fail(Break(approval_id, seq + 1, "a hash (its chain had started)", f"none (event id {e.id})"))
+        elif self.chain_start is not None and e.id > self.chain_start:  # a whole chain unhashed
+            started = f"a hash (every event after id {self.chain_start}, the first chained one, has one)"
+            self.fail(Break(approval_id, 1, started, f"none (event id {e.id}): its hash cleared by hand"))
 
     def checkpoint_chain(self, checkpoints: Sequence[Checkpoint]) -> None:
         prev: Checkpoint | None = None

@@ -35,6 +35,10 @@ class AuditStore(Protocol):
         approval's last event (SQLite), with nothing apart to compare."""
         ...
 
+    async def audit_chain_start(self) -> int | None:
+        """The id of the first event with a hash (None: no chained event yet)."""
+        ...
+
     async def audit_missing_event(self) -> int | None:
         """The first event id missing where ids have no holes (SQLite: events are never deleted
         and AUTOINCREMENT never reuses an id), else None."""

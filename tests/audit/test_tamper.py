@@ -3,9 +3,11 @@ the place: approval id, seq, what it expected and what it found (both backends).
 
 from __future__ import annotations
 
-from gateway.core.audit import GENESIS, checkpoint_hash, merkle_root
+from gateway.core.audit import GENESIS, checkpoint_hash, load_public_key, merkle_root
 from gateway.runtime import Runtime
-from tests.audit.conftest import Raw
+from gateway.service.audit import verify_lines
+from gateway.testing import FakeClock
+from tests.audit.conftest import Raw, decided
 
 
 async def test_clean_trail_verifies(runtime: Runtime, trail: list[str]) -> None:
@@ -86,3 +88,40 @@ async def test_stripped_signatures(runtime: Runtime, trail: list[str], raw: Raw)
     await raw.run("UPDATE audit_checkpoints SET signature = NULL, key_id = NULL")
     problem = (await runtime.audit.verify()).problem
     assert problem is not None and problem.checkpoint == 1 and problem.found == "none"
+
+
+async def test_an_unsealed_chain_unhashed_to_pass_as_legacy(
+    runtime: Runtime, trail: list[str], raw: Raw, clock: FakeClock
+) -> None:
+    """The fourth review's #1: an approval no checkpoint sealed yet, its hashes and seqs cleared
+    (as events from before migration 13 have none), then edited at will. Events without a hash
+    come only before the first chained one: this one is after it, in the database and in an export."""
+    [victim] = await decided(runtime, 1, clock, run="fresh")
+    await raw.run("UPDATE events SET hash = NULL, seq = NULL WHERE approval_id = $1", victim)
+    await raw.run("UPDATE events SET actor = 'operator:mallory' WHERE approval_id = $1 AND kind = 'approved'", victim)
+    problem = (await runtime.audit.verify()).problem
+    assert problem is not None and (problem.approval_id, problem.seq) == (victim, 1), problem
+    if raw.sqlite:  # PostgreSQL's head row for it had already failed
+        assert "its hash cleared by hand" in str(problem)
+    lines = [line async for line in runtime.audit.export()]
+    key = runtime.audit.public_key
+    assert key is not None and any(victim in line for line in lines)  # in the file, to be refused
+    verdict = verify_lines(lines, load_public_key(key))
+    assert not verdict.ok and "has no hash" in str(verdict.problem), verdict.summary
+
+
+async def test_a_deleted_unsealed_approval_refilled_with_unhashed_rows(
+    runtime: Runtime, trail: list[str], raw: Raw, clock: FakeClock
+) -> None:
+    """SQLite's id rule, dodged: the deleted approval's ids refilled by unhashed rows of another
+    (no hole in the ids, the counter untouched). Still a break, though checkpoints seal on."""
+    [victim] = await decided(runtime, 1, clock, run="fresh")
+    await raw.run(
+        "UPDATE events SET approval_id = 'legacy-junk', hash = NULL, seq = NULL, actor = NULL WHERE approval_id = $1",
+        victim,
+    )
+    await raw.run("DELETE FROM approvals WHERE id = $1", victim)
+    clock.advance(3600)
+    await runtime.audit.seal()
+    problem = (await runtime.audit.verify()).problem
+    assert problem is not None and problem.approval_id in {victim, "legacy-junk"}, problem

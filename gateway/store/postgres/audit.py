@@ -34,6 +34,10 @@ class PostgresAudit:
             rows = await conn.fetch(Q.audit_heads_in, ids)
         return events, {r["approval_id"]: (r["seq"], r["hash"]) for r in rows}
 
+    async def audit_chain_start(self) -> int | None:
+        row = await self._db.fetchrow(Q.audit_chain_start)
+        return None if row is None else int(row[0])
+
     async def audit_missing_event(self) -> None:
         return None  # sequence ids have holes (a rolled-back insert keeps its id): the head rows tell
 

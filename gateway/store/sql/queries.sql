@@ -253,6 +253,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8);
 -- SQLite: multi-row inserts of this row; PostgreSQL: one executemany.
 INSERT INTO audit_leaves (checkpoint, approval_id, seq, hash) VALUES ($1, $2, $3, $4);
 
+-- name: audit_chain_start
+-- The first chained event. Events without a hash were written before migration 13, so below
+-- it; one above it was unchained by hand (its hash cleared to pass as one from before).
+SELECT id FROM events WHERE hash IS NOT NULL ORDER BY id LIMIT 1;
+
 -- name: checkpoints_between
 SELECT * FROM audit_checkpoints WHERE at >= $1 AND at <= $2 ORDER BY seq;
 

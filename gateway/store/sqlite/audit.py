@@ -40,6 +40,10 @@ class SQLiteAudit:
     async def audit_chains(self, approval_ids: Sequence[str]) -> tuple[list[ChainEvent], None]:
         return await self.audit_events(approval_ids), None  # no head rows: a head is its last event (migration 15)
 
+    async def audit_chain_start(self) -> int | None:
+        row = await self._engine.read(lambda c: c.execute(Q.audit_chain_start).fetchone())
+        return None if row is None else int(row[0])
+
     async def audit_missing_event(self) -> int | None:
         row = await self._engine.read(lambda c: c.execute(Q.missing_event).fetchone())
         return None if row is None else row[0]
