@@ -57,7 +57,7 @@ class Checker:
     public_key: Ed25519PublicKey | None = None
     since: float = -math.inf  # events dated before it were sealed by checkpoints outside the range
     sealed_before: float | None = None  # every event dated before it must be sealed (`seal_deadline`)
-    dated_until: float = float("inf")  # no event may be dated after it (the database's now)
+    dated_until: float = float("inf")  # no unsealed event may be dated after it (the database's now)
     anchor: tuple[int, str] | None = None  # a checkpoint (seq, hash) known from outside: the log, an export
     chain_start: int | None = None  # the first chained event id (the database): no unhashed event after it
     problem: Break | None = None
@@ -188,7 +188,7 @@ class Checker:
 
     def _check_sealing(self, approval_id: str, events: Sequence[ChainEvent]) -> None:
         """An event no checkpoint sealed must be newer than `sealed_before` (else checkpoints were
-        deleted, or the gateway has not sealed); none may be dated after `dated_until`. With a
+        deleted, or the gateway has not sealed), and not dated after `dated_until`. With a
         range (`since`): an approval is in it for an event dated in it or a sealed head, and only
         the chain's part before its first event in the range, of an approval with no sealed head
         here, was sealed outside it (what follows an event in the range, or a sealed head, was not)."""
@@ -197,12 +197,12 @@ class Checker:
         if self.since > -math.inf and not sealed and events and first is None:
             self.fail(Break(approval_id, None, f"an event since {_when(self.since)} or a sealed head", "neither"))
         for e in events:
-            if e.at > self.dated_until:
-                self.fail(Break(approval_id, e.seq, f"dated before now ({_when(self.dated_until)})", _when(e.at)))
             if (e.seq or 0) <= sealed or (not sealed and first is not None and (e.seq or 0) < first):
-                continue  # sealed here, or before the range
+                continue  # sealed here, or before the range (a signed date is the host's, even a wrong one)
             if not sealed and first is None:
                 continue  # the approval is refused above
+            if e.at > self.dated_until:
+                self.fail(Break(approval_id, e.seq, f"dated before now ({_when(self.dated_until)})", _when(e.at)))
             self.unsealed += 1
             if self.sealed_before is not None and e.at < self.sealed_before:
                 rule = "none here seals anything" if self.newest is None else "every event dated before"

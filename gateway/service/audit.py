@@ -41,7 +41,7 @@ from gateway.store import Store
 __all__ = ["AuditService", "Verdict", "verify_lines"]
 
 log = logging.getLogger("gateway.audit")
-_FOREVER = 1e18  # an `until` past every timestamp (epoch seconds)
+_FOREVER = math.inf  # an `until` past every timestamp, even one a tamperer wrote (epoch seconds)
 _CHUNK = 200  # approvals whose events are read (and checked, or exported) at a time
 
 
@@ -87,7 +87,10 @@ class AuditService:
             ):
                 found = "none" if prev is None else f"checkpoint {prev.seq} ({prev.hash})"
                 raise CheckpointsDeleted(found, f"{last.seq} ({last.hash})")
-            return new_checkpoint(prev, max(at, prev.at if prev else at), leaves, self.key)
+            if prev is not None and at < prev.at:  # dated as the host says: a pinned date would
+                # hold every later checkpoint in the future, and fail the events after it as unsealed
+                log.warning("audit: the clock is %.0f s behind checkpoint %d's date", prev.at - at, prev.seq)
+            return new_checkpoint(prev, at, leaves, self.key)
 
         made = await self.store.write_checkpoint(make, force=force)
         if made is not None:

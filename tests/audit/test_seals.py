@@ -4,14 +4,18 @@ events newer than the newest checkpoint are reported as not proven yet."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import asyncpg
 import pytest
 
-from gateway.core.audit import event_hash
+from gateway.core.audit import event_hash, load_public_key
 from gateway.core.errors import CheckpointsDeleted
 from gateway.runtime import Runtime
+from gateway.service.audit import verify_lines
 from gateway.testing import FakeClock
 from tests.audit.conftest import Raw, decided
+from tests.audit.offline import run_script, write
 
 HOUR = 3600.0  # long after the gateway's minute timer would have sealed what it wrote
 
@@ -174,3 +178,37 @@ async def test_each_checkpoint_logs_its_hash(
     with caplog.at_level("INFO", logger="gateway.audit"):
         made = await runtime.audit.seal()
     assert f"audit checkpoint {made.seq}: " in caplog.text and f"hash {made.hash}" in caplog.text
+
+
+@pytest.mark.parametrize("jump", [86400.0, -86400.0], ids=["ahead", "behind"])
+async def test_a_host_clock_wrong_for_a_while_then_corrected_breaks_nothing(
+    runtime: Runtime, clock: FakeClock, tmp_path: Path, jump: float
+) -> None:
+    """The fourth review's #2. The clock a day off while the gateway writes and seals, then
+    corrected (NTP, a VM resumed). A checkpoint is dated as the host says (a pinned date held
+    every later one in the future, and failed each newer event as unsealed); signed dates are
+    not refused as 'after now'; a range is one chain by seq, not a hole where a date went back."""
+    await decided(runtime, 1, clock)
+    await runtime.audit.seal()
+    start = clock.now().timestamp()
+    clock.advance(jump)
+    await decided(runtime, 1, clock, run="off")
+    await runtime.audit.checkpoint()
+    clock.advance(-jump + 120)
+    for i in range(2):
+        await decided(runtime, 1, clock, run=f"after-{i}")
+        clock.advance(60)
+        await runtime.audit.checkpoint()
+    await decided(runtime, 1, clock, run="last")  # not sealed yet
+    clock.advance(10)
+    key = runtime.audit.public_key
+    assert key is not None
+    for since in (None, start - 60):
+        verdict = await runtime.audit.verify(since=since)
+        assert verdict.ok, verdict.problem
+        lines = [line async for line in runtime.audit.export(since=since)]
+        in_file = verify_lines(lines, load_public_key(key))
+        assert in_file.ok and in_file.unsealed == 6, (in_file.problem, in_file.summary)
+        assert "4 checkpoints" in in_file.summary, in_file.summary
+        done = run_script(tmp_path, write(tmp_path, lines), key)
+        assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr

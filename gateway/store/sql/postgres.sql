@@ -135,7 +135,8 @@ WHERE approval_id = ANY($1::text[]) ORDER BY approval_id, id;
 -- range sealed, and ($3 = 1, a full check) every approval with a head row.
 SELECT approval_id FROM events WHERE at >= $1 AND at <= $2
 UNION SELECT approval_id FROM audit_leaves
-    WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
+    WHERE checkpoint BETWEEN (SELECT MIN(seq) FROM audit_checkpoints WHERE at >= $1)
+        AND (SELECT MAX(seq) FROM audit_checkpoints WHERE at <= $2)  -- as checkpoints_between
 UNION SELECT approval_id FROM audit_heads WHERE $3 = 1
 ORDER BY approval_id;
 

@@ -259,11 +259,18 @@ INSERT INTO audit_leaves (checkpoint, approval_id, seq, hash) VALUES ($1, $2, $3
 SELECT id FROM events WHERE hash IS NOT NULL ORDER BY id LIMIT 1;
 
 -- name: checkpoints_between
-SELECT * FROM audit_checkpoints WHERE at >= $1 AND at <= $2 ORDER BY seq;
+-- The checkpoints from the first taken at or after $1 to the last taken at or before $2, and
+-- every one between them by seq: a host clock set back (then corrected) dates a checkpoint
+-- before its predecessor, and a range by time alone would leave a hole in the chain.
+SELECT * FROM audit_checkpoints
+WHERE seq BETWEEN (SELECT MIN(seq) FROM audit_checkpoints WHERE at >= $1)
+    AND (SELECT MAX(seq) FROM audit_checkpoints WHERE at <= $2)
+ORDER BY seq;
 
 -- name: leaves_between
 SELECT checkpoint, approval_id, seq, hash FROM audit_leaves
-WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
+WHERE checkpoint BETWEEN (SELECT MIN(seq) FROM audit_checkpoints WHERE at >= $1)
+    AND (SELECT MAX(seq) FROM audit_checkpoints WHERE at <= $2)
 ORDER BY checkpoint, approval_id;
 
 -- name: prune_raw

@@ -117,7 +117,8 @@ UPDATE audit_seal SET events_upto = (SELECT COALESCE(MAX(id), events_upto) FROM 
 -- hole in the event ids (missing_event).
 SELECT approval_id FROM events WHERE at >= $1 AND at <= $2
 UNION SELECT approval_id FROM audit_leaves
-    WHERE checkpoint IN (SELECT seq FROM audit_checkpoints WHERE at >= $1 AND at <= $2)
+    WHERE checkpoint BETWEEN (SELECT MIN(seq) FROM audit_checkpoints WHERE at >= $1)
+        AND (SELECT MAX(seq) FROM audit_checkpoints WHERE at <= $2)  -- as checkpoints_between
 ORDER BY approval_id;
 
 -- name: missing_event
