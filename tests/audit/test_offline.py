@@ -111,9 +111,35 @@ async def test_an_event_newer_than_every_checkpoint_is_reported_not_refused(
     last = max(json.loads(x)["at"] for x in export if json.loads(x)["type"] == "checkpoint")
     newer = appended(export, json.loads(export[1])["approval_id"], last + 1)
     done = run_script(tmp_path, write(tmp_path, newer), key)
-    assert (done.returncode, done.stdout.strip()) == (0, "ok"), done.stderr
+    assert (done.returncode, done.stdout.strip()) == (3, "unbroken, not proven: 1 events sealed by no checkpoint")
     verdict = verify_lines(newer, load_public_key(key))
     assert verdict.ok and "1 events not sealed yet" in verdict.summary, verdict
+
+
+async def test_a_rewrite_the_newest_checkpoint_sealed_is_not_proven_without_it(
+    runtime: Runtime, export: list[str], tmp_path: Path
+) -> None:
+    """The fourth review's #3: a whole export minus its newest checkpoint, the approval only it
+    sealed rewritten (another approver) and re-dated after the newest one kept. Neither verifier
+    can break it, and neither may call it proven: exit 3 from both, never a bare 'ok'."""
+    key = runtime.audit.public_key
+    assert key is not None
+    checkpoints = [json.loads(x) for x in export if json.loads(x)["type"] == "checkpoint"]
+    [victim] = {lf[0] for lf in checkpoints[-1]["leaves"]} - {lf[0] for c in checkpoints[:-1] for lf in c["leaves"]}
+    out = []
+    for line in export:
+        record = json.loads(line)
+        if record["type"] == "checkpoint" and record["seq"] == checkpoints[-1]["seq"]:
+            continue
+        if record["type"] == "event" and record["approval_id"] == victim:
+            record["at"] = checkpoints[-2]["at"] + record["at"] % 100
+            record["actor"] = "operator:mallory" if record["kind"] == "approved" else record["actor"]
+        out.append(json.dumps(record) + "\n")
+    forged = rechained(out, victim)
+    done = run_script(tmp_path, write(tmp_path, forged), key)
+    assert done.returncode == 3 and done.stdout.startswith("unbroken, not proven: "), (done.stdout, done.stderr)
+    verdict = verify_lines(forged, load_public_key(key))
+    assert verdict.ok and verdict.unsealed > 0, verdict.summary
 
 
 def load_public_key_hex(seed: str) -> str:
