@@ -16,12 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from gateway.cli.common import with_runtime
 from gateway.config import Settings
 from gateway.core.audit import load_public_key
 from gateway.core.durations import parse_duration
 from gateway.core.errors import ConfigError
-from gateway.service.audit import Verdict, read_export, verify_lines
+from gateway.service.audit import AuditService, Verdict, verify_lines
 
 
 class _Offline(argparse.Action):
@@ -77,6 +79,15 @@ def anchor_of(value: str | None) -> tuple[int, str] | None:
     return int(seq), digest
 
 
+def _verify_file(path: str, key: Ed25519PublicKey, anchor: tuple[int, str] | None) -> Verdict:
+    try:
+        export = Path(path).open("rb")  # noqa: SIM115 - closed below, once read
+    except OSError as exc:
+        raise ConfigError("--file", f"cannot read {path}: {exc.strerror}") from None
+    with export:  # each line decoded on its own: bytes that are no UTF-8 are named by their line
+        return verify_lines((line.decode("utf-8") for line in export), key, anchor)
+
+
 def _report(verdict: Verdict, *, export: bool = False) -> int:
     """0 intact, 1 broken; an export with events no checkpoint in it seals: 3, unbroken but not
     proven (a range that ends before the checkpoint after its events, or one a tamperer cut)."""
@@ -98,7 +109,7 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
             key = load_public_key(args.public_key)
         except ValueError as exc:
             raise ConfigError("--public-key", str(exc)) from None
-        return _report(verify_lines(read_export(Path(args.file)), key, anchor_of(args.anchor)), export=True)
+        return _report(await asyncio.to_thread(_verify_file, args.file, key, anchor_of(args.anchor)), export=True)
     assert settings is not None
 
     async def go(rt: Any) -> int:
@@ -116,21 +127,27 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
         if args.action == "verify":
             key = load_public_key(args.public_key) if args.public_key else None
             return _report(await audit.verify(when(args.since, "--since", now), key, anchor_of(args.anchor)))
-        since, until = when(args.since, "--since", now), when(args.until, "--until", now)
-        out = sys.stdout if args.out == "-" else await asyncio.to_thread(open, args.out, "w", encoding="utf-8")
-        count, batch = 0, []
-        try:
-            async for line in audit.export(since, until):  # written as it is read, a batch at a time
-                batch.append(line)
-                if len(batch) >= 1000:
-                    await asyncio.to_thread(out.write, "".join(batch))
-                    count, batch = count + len(batch), []
-            await asyncio.to_thread(out.write, "".join(batch))
-            count += len(batch)
-        finally:
-            if out is not sys.stdout:
-                await asyncio.to_thread(out.close)
-        print(f"exported {count - 1} records to {args.out}", file=sys.stderr)
-        return 0
+        return await _export(audit, when(args.since, "--since", now), when(args.until, "--until", now), args.out)
 
     return await with_runtime(settings, go)
+
+
+async def _export(audit: AuditService, since: float | None, until: float | None, path: str) -> int:
+    try:
+        out = sys.stdout if path == "-" else await asyncio.to_thread(open, path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("--out", f"cannot write {path}: {exc.strerror}") from None
+    count, batch = 0, []
+    try:
+        async for line in audit.export(since, until):  # written as it is read, a batch at a time
+            batch.append(line)
+            if len(batch) >= 1000:
+                await asyncio.to_thread(out.write, "".join(batch))
+                count, batch = count + len(batch), []
+        await asyncio.to_thread(out.write, "".join(batch))
+        count += len(batch)
+    finally:
+        if out is not sys.stdout:
+            await asyncio.to_thread(out.close)
+    print(f"exported {count - 1} records to {path}", file=sys.stderr)
+    return 0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -238,10 +239,17 @@ class Checkpoint:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Checkpoint:
+        """An export's checkpoint; ValueError (or TypeError) for values no gateway writes."""
         leaves = tuple(Leaf(str(a), int(s), str(h)) for a, s, h in d.get("leaves", ()))
+        at = float(d["at"])
+        if not math.isfinite(at):
+            raise ValueError(f"checkpoint at must be epoch seconds, not {d['at']!r}")
+        for name in ("signature", "key_id"):
+            if not isinstance(d.get(name), str | None):
+                raise ValueError(f"checkpoint {name} must be a string or null, not {d[name]!r}")
         return cls(
             int(d["seq"]),
-            float(d["at"]),
+            at,
             str(d["prev"]),
             str(d["root"]),
             int(d["heads"]),

@@ -78,6 +78,9 @@ class Checker:
 
     def expect_leaves(self, checkpoint: Checkpoint) -> None:
         for lf in checkpoint.leaves:
+            if not (isinstance(lf.approval_id, str) and type(lf.seq) is int and isinstance(lf.hash, str)):
+                self.fail(Break(None, None, "leaves of (approval id, seq, hash)", repr(lf), checkpoint.seq))
+                continue  # SQLite keeps a value of any type in any column
             self._wanted[(lf.approval_id, lf.seq)] = (lf.hash, checkpoint.seq)
 
     def approval(
@@ -90,6 +93,14 @@ class Checker:
     ) -> None:
         """One approval's events in id order; `heads`: also compare its live head row."""
         self.approvals += 1
+        try:
+            self._approval(approval_id, events, head, heads=heads)
+        except (TypeError, ValueError, OverflowError) as exc:  # a value no gateway writes: no hash to compute
+            self.fail(Break(approval_id, None, "events of the types the gateway writes", _error(exc)))
+
+    def _approval(
+        self, approval_id: str, events: Sequence[ChainEvent], head: tuple[int, str] | None, *, heads: bool
+    ) -> None:
         seq, prev, legacy_before = 0, GENESIS, 0
         for e in events:
             if e.hash is None:
@@ -136,9 +147,17 @@ class Checker:
             self.fail(Break(approval_id, 1, started, f"none (event id {e.id}): its hash cleared by hand"))
 
     def checkpoint_chain(self, checkpoints: Sequence[Checkpoint]) -> None:
+        try:
+            self._checkpoint_chain(checkpoints)
+        except (TypeError, ValueError, OverflowError) as exc:  # as for events
+            self.fail(Break(None, None, "checkpoints of the types the gateway writes", _error(exc)))
+
+    def _checkpoint_chain(self, checkpoints: Sequence[Checkpoint]) -> None:
         prev: Checkpoint | None = None
         for c in checkpoints:
             self.checkpoints += 1
+            if type(c.seq) is not int or type(c.heads) is not int or type(c.at) is not float or not math.isfinite(c.at):
+                raise TypeError(f"checkpoint {c.seq!r}: a seq, date or head count of another type ({c.at!r})")
             want_prev = prev.hash if prev is not None else (None if self.since > -math.inf else GENESIS)
             if want_prev is not None and c.prev != want_prev:
                 self.fail(Break(None, None, f"prev {want_prev}", f"prev {c.prev}", checkpoint=c.seq))
@@ -236,6 +255,9 @@ class Checker:
         if self.unsealed:
             newest = f" (newest at {_when(self.newest.at)})" if self.newest is not None else ""
             parts.append(f"{self.unsealed} events not sealed yet, newer than every checkpoint{newest}: not yet proven")
+        if self.newest is not None:  # to compare with one kept outside: what a cut tail (or a deletion) changes
+            c = self.newest
+            parts.append(f"newest checkpoint {c.seq} of {_when(c.at)} (--anchor {c.seq}:{c.hash})")
         return ", ".join(parts)
 
 
@@ -245,9 +267,13 @@ def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
+def _error(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _signed_by(key: Ed25519PublicKey, digest_hex: str, signature: str) -> bool:
     try:
         key.verify(base64.b64decode(signature), digest_hex.encode("ascii"))
-    except (InvalidSignature, ValueError):
+    except (InvalidSignature, ValueError, TypeError):  # TypeError: a signature that is no text
         return False
     return True

@@ -18,7 +18,6 @@ import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby
-from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -180,24 +179,17 @@ def verify_lines(
     checker = Checker(public_key=public_key, anchor=anchor)
     events: list[ChainEvent] = []
     checkpoints: list[Checkpoint] = []
-    header = False
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            kind = record["type"]
-            if (kind == "header") == header:  # exactly one, first: its `since` is the range checked
-                raise ValueError("one header, the first line" if header else "a header first")
-            if kind == "header":
+    header, n = False, 1  # n: the line being read
+    try:
+        for line in lines:
+            if line.strip():
+                _record(line, checker, events, checkpoints, header)
                 header = True
-                _check_header(record, checker)
-            elif kind == "event":
-                events.append(_event(record))
-            elif kind == "checkpoint":
-                checkpoints.append(Checkpoint.from_json(record))
-        except (ValueError, KeyError, TypeError) as exc:
-            return Verdict(Break(None, None, "a valid export line", f"line {n}: {exc}"), "unreadable")
+            n += 1
+    except UnicodeDecodeError:  # from reading the file, before the line is whole
+        return Verdict(Break(None, None, "a valid export line", f"line {n}: not UTF-8"), "unreadable")
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
+        return Verdict(Break(None, None, "a valid export line", f"line {n}: {exc}"), "unreadable")
     if not header:
         return Verdict(Break(None, None, "a header first", "none"), "unreadable")
     if public_key is None:
@@ -209,6 +201,20 @@ def verify_lines(
     for approval_id, group in _by_approval(events):
         checker.approval(approval_id, group)
     return Verdict(checker.finish(), checker.summary(), checker.unsealed)
+
+
+def _record(line: str, checker: Checker, events: list[ChainEvent], checkpoints: list[Checkpoint], header: bool) -> None:
+    """One line of an export, parsed into `events` or `checkpoints` (the header into `checker`)."""
+    record = json.loads(line)
+    kind = record["type"]
+    if (kind == "header") == header:  # exactly one, first: its `since` is the range checked
+        raise ValueError("one header, the first line" if header else "a header first")
+    if kind == "header":
+        _check_header(record, checker)
+    elif kind == "event":
+        events.append(_event(record))
+    elif kind == "checkpoint":
+        checkpoints.append(Checkpoint.from_json(record))
 
 
 def _check_header(record: dict[str, Any], checker: Checker) -> None:
@@ -236,19 +242,17 @@ def _by_approval(events: list[ChainEvent]) -> Iterator[tuple[str, list[ChainEven
 def _event(d: dict[str, Any]) -> ChainEvent:
     if d.get("hash") is None:
         raise ValueError(f"event {d.get('id')!r} has no hash (an export holds chained events only)")
+    for name in ("actor", "channel"):
+        if not isinstance(d[name], str | None):
+            raise ValueError(f"event {name} must be a string or null, not {d[name]!r}")
     return ChainEvent(
         int(d["id"]),
         str(d["approval_id"]),
         int(d["seq"]),
         str(d["kind"]),
-        float(d["at"]),
+        float(d["at"]),  # a time that is no date is the checker's to name
         d["actor"],
         d["channel"],
         str(d["data"]),
         str(d["hash"]),
     )
-
-
-def read_export(path: Path) -> Iterator[str]:
-    with path.open(encoding="utf-8") as f:
-        yield from f

@@ -41,6 +41,8 @@ async def test_clean_export_is_accepted(runtime: Runtime, export: list[str], tmp
     verdict = verify_lines(export, load_public_key(key))
     assert verdict.ok, verdict.problem
     assert "2 checkpoints" in verdict.summary and "of 4 approvals" in verdict.summary
+    newest = json.loads(export[-1])  # printed to compare with a copy kept outside: a cut tail shows
+    assert f"newest checkpoint 2 of 2030-01-01T13:00:08Z (--anchor 2:{newest['hash']})" in verdict.summary
 
 
 async def test_changed_event_is_refused(runtime: Runtime, export: list[str], tmp_path: Path) -> None:
@@ -261,3 +263,51 @@ async def test_a_since_that_is_no_number_is_refused_by_both(
     assert done.returncode == 1 and "ok" not in done.stdout, (done.stdout, done.stderr)
     verdict = verify_lines(bad, load_public_key(key))
     assert not verdict.ok and "since must be epoch seconds" in str(verdict.problem), verdict.problem
+
+
+def _first(lines: list[str], kind: str, **changes: Any) -> list[str]:
+    """The export with the first record of `kind` changed."""
+    at = next(i for i, x in enumerate(lines) if json.loads(x)["type"] == kind)
+    return [*lines[:at], json.dumps({**json.loads(lines[at]), **changes}) + "\n", *lines[at + 1 :]]
+
+
+@pytest.mark.parametrize(
+    ("kind", "changes", "named"),
+    [
+        ("event", {"seq": math.inf}, "infinity"),
+        ("event", {"id": math.inf}, "infinity"),
+        ("event", {"actor": math.nan}, "event actor must be a string or null"),
+        ("checkpoint", {"at": math.nan}, "checkpoint at must be epoch seconds"),
+        ("checkpoint", {"at": math.inf}, "checkpoint at must be epoch seconds"),
+        ("checkpoint", {"signature": 5}, "checkpoint signature must be a string or null"),
+        ("checkpoint", {"seq": math.inf}, "infinity"),
+    ],
+)
+async def test_a_malformed_line_is_named_not_a_traceback(
+    runtime: Runtime, export: list[str], kind: str, changes: dict[str, Any], named: str
+) -> None:
+    """The fourth review's #4: values no gateway writes (infinite ids, NaN fields, a signature
+    that is no text) give a verdict that names the line, not an OverflowError or TypeError."""
+    key = runtime.audit.public_key
+    assert key is not None
+    verdict = verify_lines(_first(export, kind, **changes), load_public_key(key))
+    assert not verdict.ok and named in str(verdict.problem), verdict.problem
+
+
+async def test_a_file_too_deep_or_not_utf8_or_missing_is_named(
+    runtime: Runtime, export: list[str], tmp_path: Path
+) -> None:
+    """`audit verify --file`: JSON nested past the parser's recursion limit, bytes that are no
+    UTF-8, a path that is not there: a line that names it, exit 1 (or 2 for the path)."""
+    key = runtime.audit.public_key
+    assert key is not None
+    deep = '{"type":"event","data":' + "[" * 100_000 + "]" * 100_000 + "}\n"
+    verdict = verify_lines([export[0], deep], load_public_key(key))
+    assert not verdict.ok and "line 2: maximum recursion depth" in str(verdict.problem), verdict.problem
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes("".join(export[:3]).encode() + b'{"type": "\xff"}\n')
+    code, out = await run_cli(tmp_path / "none.toml", "audit", "verify", "--file", str(binary), "--public-key", key)
+    assert code == 1 and "line 4: not UTF-8" in out, out
+    missing = str(tmp_path / "missing.jsonl")
+    code, out = await run_cli(tmp_path / "none.toml", "audit", "verify", "--file", missing, "--public-key", key)
+    assert code == 2 and "--file: cannot read" in out and "Traceback" not in out, out

@@ -3,6 +3,8 @@ the place: approval id, seq, what it expected and what it found (both backends).
 
 from __future__ import annotations
 
+import pytest
+
 from gateway.core.audit import GENESIS, checkpoint_hash, load_public_key, merkle_root
 from gateway.runtime import Runtime
 from gateway.service.audit import verify_lines
@@ -125,3 +127,26 @@ async def test_a_deleted_unsealed_approval_refilled_with_unhashed_rows(
     await runtime.audit.seal()
     problem = (await runtime.audit.verify()).problem
     assert problem is not None and problem.approval_id in {victim, "legacy-junk"}, problem
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("UPDATE events SET at = 'x' WHERE id = (SELECT MAX(id) FROM events)", "events of the types"),
+        ("UPDATE events SET data = X'7b7d' WHERE id = (SELECT MAX(id) FROM events)", "events of the types"),
+        ("UPDATE events SET actor = X'00' WHERE id = (SELECT MAX(id) FROM events)", "events of the types"),
+        ("UPDATE events SET seq = 'a' WHERE id = (SELECT MAX(id) FROM events)", "found seq a"),
+        ("UPDATE audit_leaves SET seq = 'a'", "leaves of (approval id, seq, hash)"),
+        ("UPDATE audit_checkpoints SET heads = 'a'", "checkpoints of the types"),
+        ("UPDATE audit_checkpoints SET at = 9e999 WHERE seq = 1", "checkpoints of the types"),
+    ],
+)
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)  # PostgreSQL's columns refuse them
+async def test_a_value_of_another_type_is_a_break_not_a_traceback(
+    runtime: Runtime, trail: list[str], raw: Raw, sql: str, named: str
+) -> None:
+    """The fourth review's #4, in the database: SQLite keeps a value of any type in any column.
+    `audit verify` names the approval or checkpoint, never a TypeError."""
+    await raw.run(sql)
+    problem = (await runtime.audit.verify()).problem
+    assert problem is not None and named in str(problem), problem
