@@ -28,7 +28,7 @@ def _suspend_body(rt: Runtime, approval: Approval) -> dict[str, Any]:
     return {
         "id": approval.id,
         "status": approval.status.value,  # a replay after a decision says so (README "Idempotency")
-        "resume_token": rt.service.resume_token(approval),
+        "resume_token": rt.service.reply_token(approval),
         "deadline": iso(approval.deadline),
     }
 

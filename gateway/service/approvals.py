@@ -406,6 +406,12 @@ class Service(Decisions):
         payload = {"a": approval.id, "r": approval.run_id, "h": approval.args_hash[:16]}
         return self.signer.sign(RESUME, payload, expires)
 
+    def reply_token(self, approval: Approval) -> str:
+        """The token of a suspend's reply: the same on each replay while the approval waits; once
+        decided, a fresh one as a worker's, so that a run which learns its decision on a replay
+        (an agent restarted weeks later) is not refused for the first token's age."""
+        return self.worker_token(approval) if approval.status.final else self.resume_token(approval)
+
     def worker_token(self, approval: Approval) -> str:
         """A fresh token for a worker run (valid for the grace period from now), bound to the
         approved args (the edited ones, when an approver changed them)."""

@@ -235,11 +235,15 @@ class DurableRun:
         return await self.record_decision(step, decision)
 
     async def decision_for(self, reply: Mapping[str, Any]) -> Decision | None:
-        """The decision of the approval a suspend `reply` names, if it is decided: from its
-        rehydration document, where edited args are the approved ones, raw. Never from
+        """The decision of the approval a suspend `reply` names, if the reply says it is decided."""
+        return None if reply.get("status") == "waiting_approval" else await self.read_decision(reply)
+
+    async def read_decision(self, reply: Mapping[str, Any]) -> Decision | None:
+        """The approval's decision as it is now (None: not yet), read with the reply's resume token
+        from its rehydration document, where edited args are the approved ones, raw. Never from
         `GET /v1/approvals/{id}`: its args are redacted (what approvers see), not what must run."""
-        if reply.get("status") == "waiting_approval" or self.client is None:
-            return None
+        if self.client is None:
+            raise RuntimeError("reading a decision needs a GatewayClient")
         doc = await self.client.rehydrate(str(reply["resume_token"]))
         return Decision.from_api(doc["decision"]) if doc.get("decision") else None
 

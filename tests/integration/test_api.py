@@ -395,11 +395,16 @@ async def test_operator_keys_split_agents_from_deciders(settings_factory: Any, a
 
 async def test_a_replay_after_the_decision_reports_the_current_status(client: Any) -> None:
     """First hour #7: the same suspend again, once decided, must not say `waiting_approval`
-    (an agent re-running after a crash would wait forever); id and token stay the same."""
+    (an agent re-running after a crash would wait forever). The id stays; the token is the same
+    while the approval waits, and once decided a fresh one that opens its document (the first
+    one's 30 days may be over when a restarted agent learns the decision)."""
     first = await suspend(client)
+    again = await (await client.post("/v1/suspend", json=suspend_body(), headers=AUTH)).json()
+    assert (again["id"], again["resume_token"]) == (first["id"], first["resume_token"])
     await rt_of(client).service.decide(first["id"], Outcome.APPROVE, "web:ann", trusted=True)
     resp = await client.post("/v1/suspend", json=suspend_body(), headers=AUTH)
     assert resp.status == 200
     replay = await resp.json()
-    assert replay["status"] == "approved"
-    assert (replay["id"], replay["resume_token"]) == (first["id"], first["resume_token"])
+    assert replay["status"] == "approved" and replay["id"] == first["id"]
+    doc = await (await client.get(f"/v1/resume/{replay['resume_token']}")).json()
+    assert doc["decision"]["outcome"] == "approve"

@@ -33,3 +33,21 @@ async def test_an_agent_restarted_after_an_edited_approve_runs_the_raw_args_not_
     assert journal["approval"].output["args"] == {**read["args"], "amount": 3900, "email": "billing@acme.test"}
     assert journal["email"].output["to"] == "billing@acme.test"
     assert [(c["amount"], c["run_id"]) for c in env.payments.charges.values()] == [(3900, "inv-5")]
+
+
+async def test_an_agent_restarted_past_the_first_tokens_life_still_learns_its_decision(
+    aiohttp_server: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path
+) -> None:
+    """The fifth review's #3: the suspend's token lives 30 days (no deadline here); a replay on
+    the decided approval hands out a fresh one, as a worker's, so the run ends on its reject path
+    instead of a 410 token_expired."""
+    env = await start_env(aiohttp_server, settings_factory, clock, tmp_path)
+    approval_id = await started_invoice(env, "inv-6")
+    async with GatewayClient(env.url, TEST_OPERATOR_KEY) as client:
+        await client.decide(approval_id, "reject", comment="not this month")
+    clock.advance(31 * 86400)
+    async with await DurableRun.open("inv-6", gateway_url=env.url, api_key=API_KEY) as run:
+        await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-6")}
+    assert journal["approval"].output["outcome"] == "reject"
+    assert journal["email"].output["body"].startswith("Not charged") and env.payments.charges == {}

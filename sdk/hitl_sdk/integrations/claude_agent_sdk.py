@@ -8,7 +8,8 @@ approval and answers `PermissionResultAllow` (with the approved input) or `Permi
 
 Claude Code holds a permission request open inside its live session (the CLI process waits for
 the answer), so this is the one integration that cannot dehydrate: the callback waits for the
-decision, polling the approval with backoff (`poll` up to `max_poll` seconds), while the
+decision, polling it with the suspend's resume token (approved args raw) with backoff (`poll` up
+to `max_poll` seconds), while the
 gateway's SLA policy bounds the wait. Each request is journaled: the approval on
 `<tool>:<tool_use_id>`, then its decision, so an agent restarted with the same run id finds
 decisions already made instead of asking again.
@@ -69,26 +70,21 @@ class ClaudeApprovals:
         journaled = (await self.run.steps()).get(call.step)
         if journaled is not None and journaled.status is StepStatus.SUCCEEDED:
             return Decision.from_json(journaled.output)
-        if journaled is not None and journaled.status is StepStatus.SUSPENDED:
-            approval_id = str(journaled.output["approval_id"])
-        else:
-            body = await self.run.request_approval(
-                call.step,
-                title=self.title(call),
-                args=call.args,
-                channels=self.channels,
-                approvers=self.approvers,
-                policy=self.policy,
-            )
-            approval_id = str(body["id"])
-        return await self.run.record_decision(call.step, await self._wait(approval_id))
+        # Idempotent: a request journaled already (an agent restarted) replays onto its approval;
+        # the reply's resume token reads the decision with the approved args raw.
+        reply = await self.run.request_approval(
+            call.step,
+            title=self.title(call),
+            args=call.args,
+            channels=self.channels,
+            approvers=self.approvers,
+            policy=self.policy,
+        )
+        return await self.run.record_decision(call.step, await self._wait(reply))
 
-    async def _wait(self, approval_id: str) -> Decision:
-        assert self.run.client is not None  # request_approval needed it
+    async def _wait(self, reply: dict[str, Any]) -> Decision:
         delay = self.poll
-        while True:
-            approval = await self.run.client.get(approval_id)
-            if approval.get("decision"):
-                return Decision.from_api(approval["decision"])
+        while (decision := await self.run.read_decision(reply)) is None:
             await asyncio.sleep(delay)
             delay = min(self.max_poll, delay * 2)
+        return decision
