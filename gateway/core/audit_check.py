@@ -144,7 +144,8 @@ class Checker:
             self.fail(Break(approval_id, seq + 1, "a hash (its chain had started)", f"none (event id {e.id})"))
         elif self.chain_start is not None and e.id > self.chain_start:  # a whole chain unhashed
             started = f"a hash (every event after id {self.chain_start}, the first chained one, has one)"
-            self.fail(Break(approval_id, 1, started, f"none (event id {e.id}): its hash cleared by hand"))
+            why = "written by a replica older than schema 13 during an upgrade, or its hash cleared by hand"
+            self.fail(Break(approval_id, 1, started, f"none (event id {e.id}): {why}"))
 
     def checkpoint_chain(self, checkpoints: Sequence[Checkpoint]) -> None:
         try:
