@@ -255,7 +255,8 @@ INSERT INTO audit_leaves (checkpoint, approval_id, seq, hash) VALUES ($1, $2, $3
 
 -- name: audit_chain_start
 -- The first chained event. Events without a hash were written before migration 13, so below
--- it; one above it was unchained by hand (its hash cleared to pass as one from before).
+-- it; one above it was written by an older replica during the upgrade, or unchained by hand
+-- (its hash cleared to pass as one from before).
 SELECT id FROM events WHERE hash IS NOT NULL ORDER BY id LIMIT 1;
 
 -- name: checkpoints_between

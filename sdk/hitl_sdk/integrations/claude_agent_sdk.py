@@ -8,9 +8,9 @@ approval and answers `PermissionResultAllow` (with the approved input) or `Permi
 
 Claude Code holds a permission request open inside its live session (the CLI process waits for
 the answer), so this is the one integration that cannot dehydrate: the callback waits for the
-decision, polling it with the suspend's resume token (approved args raw) with backoff (`poll` up
-to `max_poll` seconds), while the
-gateway's SLA policy bounds the wait. Each request is journaled: the approval on
+decision, reading it with the suspend's resume token (the approved args raw, not the redacted
+view) with backoff (`poll` up to `max_poll` seconds), while the gateway's SLA policy bounds the
+wait. Each request is journaled: the approval on
 `<tool>:<tool_use_id>`, then its decision, so an agent restarted with the same run id finds
 decisions already made instead of asking again.
 """
