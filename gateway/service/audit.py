@@ -121,8 +121,8 @@ class AuditService:
         roots, signed by the key) and their leaves."""
         key = public_key or (self.key.public_key() if self.key is not None else None)
         low = since if since is not None else -_FOREVER
-        checker = Checker(public_key=key, since=since if since is not None else -math.inf, anchor=anchor)
-        checker.chain_start = await self.store.audit_chain_start()
+        start = await self.store.audit_chain_start()
+        checker = Checker(key, since if since is not None else -math.inf, anchor=anchor, chain_start=start)
         checkpoints = await self.store.audit_checkpoints(low, _FOREVER)
         for c in checkpoints:
             checker.expect_leaves(c)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
@@ -240,7 +239,7 @@ def event_from_row(row: Row) -> Event:
             id=row["id"],
             approval_id=row["approval_id"],
             kind=row["kind"],
-            at=datetime.fromtimestamp(row["at"], UTC),
+            at=_ts(row, "at"),
             actor=row["actor"],
             channel=row["channel"],
             data=json.loads(row["data"]),

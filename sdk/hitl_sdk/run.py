@@ -229,14 +229,10 @@ class DurableRun:
         # Idempotent: a replay (the agent run again, or another approval's worker) gets the same
         # approval, its status and its resume token.
         body = await self.request_approval(step, title=title, args=args, **options)
-        decision = await self.decision_for(body)
+        decision = None if body.get("status") == "waiting_approval" else await self.read_decision(body)
         if decision is None:
             raise Suspended(body["id"], body.get("resume_token"))
         return await self.record_decision(step, decision)
-
-    async def decision_for(self, reply: Mapping[str, Any]) -> Decision | None:
-        """The decision of the approval a suspend `reply` names, if the reply says it is decided."""
-        return None if reply.get("status") == "waiting_approval" else await self.read_decision(reply)
 
     async def read_decision(self, reply: Mapping[str, Any]) -> Decision | None:
         """The approval's decision as it is now (None: not yet), read with the reply's resume token
