@@ -19,8 +19,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from gateway.core.audit import GENESIS, ChainEvent, Checkpoint, checkpoint_hash, event_hash, event_hash_v1, merkle_root
+from gateway.core.audit_rows import RowState, row_problem
 
-__all__ = ["FIRST_TS", "LAST_TS", "SEAL_GRACE", "Break", "Checker"]
+__all__ = ["FIRST_TS", "LAST_TS", "SEAL_GRACE", "Break", "Checker", "error_text"]
 
 # Seconds an event may be dated before the checkpoint that did not seal it: its use case took
 # its time, then waited for the writer (or, on PostgreSQL, held its head row while the sealer
@@ -43,7 +44,8 @@ class Break:
     def __str__(self) -> str:
         where = f"checkpoint {self.checkpoint}" if self.checkpoint is not None else ""
         if self.approval_id is not None:
-            where = (where + ", " if where else "") + f"approval {self.approval_id} seq {self.seq}"
+            seq = "" if self.seq is None else f" seq {self.seq}"
+            where = (where + ", " if where else "") + f"approval {self.approval_id}{seq}"
         what = f"expected {self.expected}, found {self.found}"
         return f"{where}: {what}" if where else what
 
@@ -64,6 +66,7 @@ class Checker:
     events: int = 0
     legacy: int = 0
     approvals: int = 0
+    rows: int = 0  # approvals rows compared with their events
     checkpoints: int = 0
     unsigned: int = 0
     unsealed: int = 0
@@ -90,13 +93,26 @@ class Checker:
         head: tuple[int, str] | None = None,
         *,
         heads: bool = False,
+        row: RowState | None = None,
+        rows: bool = False,
     ) -> None:
-        """One approval's events in id order; `heads`: also compare its live head row."""
+        """One approval's events in id order; `heads`: also compare its live head row; `rows`:
+        its approvals row (`row`, None where there is none) with what its events say."""
         self.approvals += 1
         try:
             self._approval(approval_id, events, head, heads=heads)
         except (TypeError, ValueError, OverflowError) as exc:  # a value no gateway writes: no hash to compute
-            self.fail(Break(approval_id, None, "events of the types the gateway writes", _error(exc)))
+            self.fail(Break(approval_id, None, "events of the types the gateway writes", error_text(exc)))
+        if rows:
+            self.row(approval_id, row, events)
+
+    def row(self, approval_id: str, row: RowState | None, events: Sequence[ChainEvent]) -> None:
+        """The approvals row must agree with the chain: its status, decision and args hashes."""
+        self.rows += 1
+        found = row_problem(row, events)
+        if found is not None:
+            name, expected, got = found
+            self.fail(Break(approval_id, None, f"{name} {expected} (as its events say)", f"{got} in its approvals row"))
 
     def _approval(
         self, approval_id: str, events: Sequence[ChainEvent], head: tuple[int, str] | None, *, heads: bool
@@ -151,7 +167,7 @@ class Checker:
         try:
             self._checkpoint_chain(checkpoints)
         except (TypeError, ValueError, OverflowError) as exc:  # as for events
-            self.fail(Break(None, None, "checkpoints of the types the gateway writes", _error(exc)))
+            self.fail(Break(None, None, "checkpoints of the types the gateway writes", error_text(exc)))
 
     def _checkpoint_chain(self, checkpoints: Sequence[Checkpoint]) -> None:
         prev: Checkpoint | None = None
@@ -249,6 +265,8 @@ class Checker:
         parts = [f"{self.events} events of {self.approvals} approvals", f"{self.checkpoints} checkpoints"]
         if self.unsigned:
             parts.append(f"{self.unsigned} unsigned")
+        if self.rows:
+            parts.append(f"{self.rows} approvals rows checked against their events")
         if self.legacy:
             parts.append(f"{self.legacy} events from before the chain (not covered)")
         if self.since > -math.inf:
@@ -268,7 +286,7 @@ def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _error(exc: Exception) -> str:
+def error_text(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 

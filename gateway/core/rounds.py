@@ -96,7 +96,9 @@ def _with_edit(t: Transition) -> Transition:
     if not t.final or d is None or a.proposal is None or d.outcome is not Outcome.APPROVE:
         return t
     decision = replace(d, args=a.proposal.args, original_args=a.args, patch=a.proposal.patch)
+    # the raw edited args' hash: what the approvals row's proposal must still hold (audit verify)
     data = {**t.data, "patch": a.proposal.patch, "changes": change_list(a.args, a.proposal.args)}
+    data["args_hash"] = a.proposal.args_hash
     return replace(t, approval=a.evolve(decision=decision), data=data)
 
 

@@ -32,7 +32,8 @@ from gateway.core.audit import (
     new_checkpoint,
     public_key_hex,
 )
-from gateway.core.audit_check import FIRST_TS, LAST_TS, Break, Checker
+from gateway.core.audit_check import FIRST_TS, LAST_TS, Break, Checker, error_text
+from gateway.core.audit_rows import RowState
 from gateway.core.clock import Clock, iso
 from gateway.core.errors import CheckpointsDeleted
 from gateway.store import Store
@@ -131,11 +132,13 @@ class AuditService:
         ids = await self.store.audit_approvals(low, _FOREVER, full=since is None)
         for i in range(0, len(ids), _CHUNK):
             chunk = ids[i : i + _CHUNK]
-            events, heads = await self.store.audit_chains(chunk)  # one snapshot: a live gateway writes on
-            by = {a: list(es) for a, es in groupby(events, key=lambda e: e.approval_id)}
+            chains = await self.store.audit_chains(chunk)  # one snapshot: a live gateway writes on
+            by = {a: list(es) for a, es in groupby(chains.events, key=lambda e: e.approval_id)}
             for approval_id in chunk:
-                head = heads.get(approval_id) if heads is not None else None
-                checker.approval(approval_id, by.get(approval_id, ()), head, heads=heads is not None)
+                head = chains.heads.get(approval_id) if chains.heads is not None else None
+                row, readable = _row(checker, approval_id, chains.rows.get(approval_id))
+                events = by.get(approval_id, ())
+                checker.approval(approval_id, events, head, heads=chains.heads is not None, row=row, rows=readable)
         problem = checker.finish()  # a broken chain or sealed head names its approval: it comes first
         missing = await self.store.audit_missing_event() if problem is None else None
         if missing is not None:
@@ -158,13 +161,33 @@ class AuditService:
         ids = await self.store.audit_approvals(low, high, full=False)
         start = await self.store.audit_chain_start()
         for i in range(0, len(ids), _CHUNK):
-            for e in await self.store.audit_events(ids[i : i + _CHUNK]):
+            chains = await self.store.audit_chains(ids[i : i + _CHUNK])  # rows as of the events
+            for e in chains.events:
                 # Events from before the chain prove nothing; an unhashed one after its start was
                 # unchained by hand, and goes in the file for its verifier to refuse.
                 if e.hash is not None or (start is not None and e.id > start):
                     yield _line(e.to_json())
+            for approval_id, columns in chains.rows.items():  # each row's state, for the file's verifier
+                yield _line(_row_line(approval_id, columns))
         for c in await self.store.audit_checkpoints(low, high):
             yield _line(c.to_json())
+
+
+def _row(checker: Checker, approval_id: str, columns: tuple[Any, ...] | None) -> tuple[RowState | None, bool]:
+    """An approvals row as the checker compares it (None: no row), and whether to compare it
+    (not a row with values no gateway writes: that is the break)."""
+    try:
+        return (RowState.from_columns(*columns) if columns is not None else None), True
+    except (ValueError, TypeError) as exc:
+        checker.fail(Break(approval_id, None, "an approvals row of the types the gateway writes", error_text(exc)))
+        return None, False
+
+
+def _row_line(approval_id: str, columns: tuple[Any, ...]) -> dict[str, Any]:
+    try:
+        return RowState.from_columns(*columns).to_json(approval_id)
+    except (ValueError, TypeError) as exc:  # in the file as unreadable: its verifier names the line
+        return {"type": "approval", "id": approval_id, "unreadable": error_text(exc)}
 
 
 def _line(value: dict[str, Any]) -> str:
@@ -179,11 +202,12 @@ def verify_lines(
     checker = Checker(public_key=public_key, anchor=anchor)
     events: list[ChainEvent] = []
     checkpoints: list[Checkpoint] = []
+    rows: dict[str, RowState] = {}
     header, n = False, 1  # n: the line being read
     try:
         for line in lines:
             if line.strip():
-                _record(line, checker, events, checkpoints, header)
+                _record(line, checker, (events, checkpoints, rows), header)
                 header = True
             n += 1
     except UnicodeDecodeError:  # from reading the file, before the line is whole
@@ -198,13 +222,18 @@ def verify_lines(
         checker.expect_leaves(c)
     checker.checkpoint_chain(checkpoints)
     checker.seal_deadline()  # from the file's newest checkpoint, if any
-    for approval_id, group in _by_approval(events):
-        checker.approval(approval_id, group)
+    for approval_id, group in _by_approval(events):  # an export without `approval` lines checks no rows
+        checker.approval(approval_id, group, row=rows.get(approval_id), rows=approval_id in rows)
     return Verdict(checker.finish(), checker.summary(), checker.unsealed)
 
 
-def _record(line: str, checker: Checker, events: list[ChainEvent], checkpoints: list[Checkpoint], header: bool) -> None:
-    """One line of an export, parsed into `events` or `checkpoints` (the header into `checker`)."""
+_Records = tuple[list[ChainEvent], list[Checkpoint], dict[str, RowState]]
+
+
+def _record(line: str, checker: Checker, into: _Records, header: bool) -> None:
+    """One line of an export, parsed into events, checkpoints or rows (the header into `checker`);
+    a line of another type is skipped (a later format's)."""
+    events, checkpoints, rows = into
     record = json.loads(line)
     kind = record["type"]
     if (kind == "header") == header:  # exactly one, first: its `since` is the range checked
@@ -215,6 +244,10 @@ def _record(line: str, checker: Checker, events: list[ChainEvent], checkpoints: 
         events.append(_event(record))
     elif kind == "checkpoint":
         checkpoints.append(Checkpoint.from_json(record))
+    elif kind == "approval":
+        if not isinstance(record["id"], str) or record["id"] in rows:
+            raise ValueError(f"one approval line per approval id, not {record['id']!r} again")
+        rows[record["id"]] = RowState.from_json(record)
 
 
 def _check_header(record: dict[str, Any], checker: Checker) -> None:

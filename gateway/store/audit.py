@@ -7,14 +7,28 @@ one transaction: seal the heads that moved, link, sign (`make`), insert it with 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from gateway.core.audit import ChainEvent, Checkpoint, Leaf
 
-__all__ = ["AuditStore", "MakeCheckpoint", "chain_event", "checkpoint_from_row", "group_leaves"]
+__all__ = ["AuditStore", "Chains", "MakeCheckpoint", "chain_event", "checkpoint_from_row", "group_leaves"]
 
 # (the previous checkpoint or None, the heads to seal) -> the new, signed checkpoint
 MakeCheckpoint = Callable[[Checkpoint | None, Sequence[Leaf]], Checkpoint]
+
+
+class Chains(NamedTuple):
+    """Approvals' events and what they are checked against, read in one snapshot (a decision
+    committed between two reads would show as a row, or a head, ahead of its events)."""
+
+    events: list[ChainEvent]  # by approval id, then event id
+    heads: dict[str, tuple[int, str]] | None  # live head rows (PostgreSQL); None: a head is its last event
+    rows: dict[str, tuple[Any, Any, Any, Any]]  # approvals row: (status, decision, proposal, args_hash)
+
+    @classmethod
+    def of(cls, events: list[ChainEvent], heads: dict[str, tuple[int, str]] | None, rows: Sequence[Any]) -> Chains:
+        """From the rows of `audit_rows_in`."""
+        return cls(events, heads, {r["id"]: (r["status"], r["decision"], r["proposal"], r["args_hash"]) for r in rows})
 
 
 class AuditStore(Protocol):
@@ -27,12 +41,10 @@ class AuditStore(Protocol):
         """Their events, by approval id then event id."""
         ...
 
-    async def audit_chains(
-        self, approval_ids: Sequence[str]
-    ) -> tuple[list[ChainEvent], dict[str, tuple[int, str]] | None]:
-        """Their events (as `audit_events`) and, read in the same snapshot, their live head rows
-        (PostgreSQL: what a truncated chain no longer matches), or None where a head is the
-        approval's last event (SQLite), with nothing apart to compare."""
+    async def audit_chains(self, approval_ids: Sequence[str]) -> Chains:
+        """Their events (as `audit_events`) and, read in the same snapshot, their approvals rows
+        and live head rows (PostgreSQL: what a truncated chain no longer matches; SQLite: None,
+        a head is the approval's last event, with nothing apart to compare)."""
         ...
 
     async def audit_chain_start(self) -> int | None:

@@ -61,7 +61,8 @@ def rechained(lines: list[str], approval_id: str) -> list[str]:
 
 
 def appended(lines: list[str], approval_id: str, at: float) -> list[str]:
-    """The export with a forged `rejected` event chained onto the end of one approval's chain."""
+    """The export with a forged comment chained onto the end of one approval's chain (a second
+    decision would also contradict the approval's row line)."""
     from gateway.core.audit import event_hash
 
     events = [json.loads(x) for x in lines if json.loads(x).get("approval_id") == approval_id]
@@ -71,11 +72,11 @@ def appended(lines: list[str], approval_id: str, at: float) -> list[str]:
         **last,
         "id": last["id"] + 10_000,
         "seq": seq,
-        "kind": "rejected",
+        "kind": "comment_added",
         "actor": "operator:mallory",
         "at": at,
         "channel": None,
         "data": "{}",
     }
-    forged["hash"] = event_hash(last["hash"], seq, approval_id, "rejected", "operator:mallory", at, None, "{}")
+    forged["hash"] = event_hash(last["hash"], seq, approval_id, "comment_added", "operator:mallory", at, None, "{}")
     return [*lines[:-1], json.dumps(forged) + "\n", lines[-1]]

@@ -47,7 +47,7 @@ async def test_cli_verify_export_offline_public_key(runtime: Runtime, clock: Fak
     assert code == 0 and "checkpoint 2: 0 heads sealed, signed" in out, out
     export = tmp_path / "export.jsonl"
     code, out = await run_cli(config, "audit", "export", "--since", "30d", "--out", str(export))
-    assert code == 0 and "exported 14 records" in out, out
+    assert code == 0 and "exported 16 records" in out, out  # 12 events, 2 approvals rows, 2 checkpoints
     key = runtime.audit.public_key
     assert key is not None
     # offline: no config file at all, no database

@@ -58,7 +58,7 @@ async def test_chains_extend_from_the_last_event_and_seal_once(store: SQLiteStor
     a, b = await _approvals(store, clock, 2)
     first = await audit.seal()
     assert sorted((lf.approval_id, lf.seq) for lf in first.leaves) == sorted([(a, 2), (b, 2)])
-    await store.append_events([NewEvent(a, "approved", clock.now(), "web:alice")])
+    await store.append_events([NewEvent(a, "vote", clock.now(), "web:alice")])
     second = await audit.seal()  # only what moved since the first
     assert [(lf.approval_id, lf.seq) for lf in second.leaves] == [(a, 3)]
     assert (await audit.seal()).leaves == ()
@@ -105,7 +105,7 @@ async def test_rolled_back_writes_leave_no_hole(store: SQLiteStore) -> None:
     results = await asyncio.gather(
         store.append_events([NewEvent(a, "vote", clock.now(), "web:bob")]),
         store._engine.write(failing),
-        store.append_events([NewEvent(a, "approved", clock.now(), "web:carol")]),
+        store.append_events([NewEvent(a, "vote", clock.now(), "web:carol")]),
         return_exceptions=True,
     )
     assert [type(r) for r in results] == [type(None), ValueError, type(None)]

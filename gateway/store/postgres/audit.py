@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.core.audit import ChainEvent, Checkpoint, Leaf
+from gateway.store import audit as codec
 from gateway.store.audit import MakeCheckpoint, chain_event, checkpoint_from_row, checkpoint_values, group_leaves
 from gateway.store.postgres.pool import Pool, affected
 from gateway.store.sql import queries
@@ -25,14 +26,15 @@ class PostgresAudit:
     async def audit_events(self, approval_ids: Sequence[str]) -> list[ChainEvent]:
         return [chain_event(r) for r in await self._db.fetch(Q.audit_events_in, list(approval_ids))]
 
-    async def audit_chains(self, approval_ids: Sequence[str]) -> tuple[list[ChainEvent], dict[str, tuple[int, str]]]:
-        # One snapshot for both reads: under READ COMMITTED a decision committed between them
-        # shows as a head ahead of its last event (or the reverse), a break that is not there.
+    async def audit_chains(self, approval_ids: Sequence[str]) -> codec.Chains:
+        # One snapshot for the reads: under READ COMMITTED a decision committed between them
+        # shows as a head (or a row) ahead of its last event (or the reverse), a break that is not there.
         ids = list(approval_ids)
         async with self._db.conn() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             events = [chain_event(r) for r in await conn.fetch(Q.audit_events_in, ids)]
-            rows = await conn.fetch(Q.audit_heads_in, ids)
-        return events, {r["approval_id"]: (r["seq"], r["hash"]) for r in rows}
+            heads = await conn.fetch(Q.audit_heads_in, ids)
+            rows = await conn.fetch(Q.audit_rows_in, ids)
+        return codec.Chains.of(events, {r["approval_id"]: (r["seq"], r["hash"]) for r in heads}, rows)
 
     async def audit_chain_start(self) -> int | None:
         row = await self._db.fetchrow(Q.audit_chain_start)

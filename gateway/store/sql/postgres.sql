@@ -130,6 +130,10 @@ LOCK TABLE audit_checkpoints IN EXCLUSIVE MODE;
 SELECT id, approval_id, seq, kind, at, actor, channel, data, hash FROM events
 WHERE approval_id = ANY($1::text[]) ORDER BY approval_id, id;
 
+-- name: audit_rows_in
+-- What the audit compares of the approvals rows with their events (gateway/core/audit_rows.py).
+SELECT id, status, decision, proposal, args_hash FROM approvals WHERE id = ANY($1::text[]);
+
 -- name: audit_approvals
 -- The approvals an audit covers: those with an event in [$1, $2], those a checkpoint in that
 -- range sealed, and ($3 = 1, a full check) every approval with a head row.

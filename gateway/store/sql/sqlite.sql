@@ -143,6 +143,10 @@ SELECT MIN(missing) FROM (
 SELECT id, approval_id, seq, kind, at, actor, channel, data, hash FROM events
 WHERE approval_id IN ({ids}) ORDER BY approval_id, id;
 
+-- name: audit_rows_in
+-- What the audit compares of the approvals rows with their events (gateway/core/audit_rows.py).
+SELECT id, status, decision, proposal, args_hash FROM approvals WHERE id IN ({ids});
+
 -- name: claim_owners
 -- Whoever holds a claim in the file (a starting process checks which of them are gone:
 -- sqlite/serve_lock.py). The partial indexes of active rows keep each part small.

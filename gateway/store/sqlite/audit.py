@@ -9,6 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from gateway.core.audit import ChainEvent, Checkpoint, Leaf
+from gateway.store import audit as codec
 from gateway.store.audit import MakeCheckpoint, chain_event, checkpoint_from_row, checkpoint_values, group_leaves
 from gateway.store.sql import in_list, queries
 from gateway.store.sqlite.engine import Engine
@@ -28,17 +29,21 @@ class SQLiteAudit:
         return [r[0] for r in rows]
 
     async def audit_events(self, approval_ids: Sequence[str]) -> list[ChainEvent]:
-        def op(conn: sqlite3.Connection) -> list[ChainEvent]:
-            out: list[ChainEvent] = []
-            for i in range(0, len(approval_ids), _CHUNK):
-                chunk = list(approval_ids[i : i + _CHUNK])
-                out.extend(chain_event(r) for r in conn.execute(in_list(Q.audit_events_in, len(chunk)), chunk))
-            return out
+        return await self._engine.read(lambda c: _events(c, approval_ids))
+
+    async def audit_chains(self, approval_ids: Sequence[str]) -> codec.Chains:
+        def op(conn: sqlite3.Connection) -> codec.Chains:
+            conn.execute("BEGIN")  # one snapshot for the events and the rows (autocommit otherwise)
+            try:
+                events, rows = _events(conn, approval_ids), []
+                for i in range(0, len(approval_ids), _CHUNK):
+                    chunk = list(approval_ids[i : i + _CHUNK])
+                    rows += conn.execute(in_list(Q.audit_rows_in, len(chunk)), chunk).fetchall()
+            finally:
+                conn.execute("COMMIT")
+            return codec.Chains.of(events, None, rows)  # no head rows: a head is its last event
 
         return await self._engine.read(op)
-
-    async def audit_chains(self, approval_ids: Sequence[str]) -> tuple[list[ChainEvent], None]:
-        return await self.audit_events(approval_ids), None  # no head rows: a head is its last event (migration 15)
 
     async def audit_chain_start(self) -> int | None:
         row = await self._engine.read(lambda c: c.execute(Q.audit_chain_start).fetchone())
@@ -73,3 +78,11 @@ class SQLiteAudit:
 
     async def prune_raw(self, before: float, limit: int) -> int:
         return await self._engine.write(lambda c: c.execute(Q.prune_raw, (before, limit)).rowcount)
+
+
+def _events(conn: sqlite3.Connection, approval_ids: Sequence[str]) -> list[ChainEvent]:
+    out: list[ChainEvent] = []
+    for i in range(0, len(approval_ids), _CHUNK):
+        chunk = list(approval_ids[i : i + _CHUNK])
+        out.extend(chain_event(r) for r in conn.execute(in_list(Q.audit_events_in, len(chunk)), chunk))
+    return out
