@@ -21,13 +21,20 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from gateway.core.audit import GENESIS, ChainEvent, Checkpoint, checkpoint_hash, event_hash, event_hash_v1, merkle_root
 from gateway.core.audit_rows import RowState, row_problem
 
-__all__ = ["FIRST_TS", "LAST_TS", "SEAL_GRACE", "Break", "Checker", "error_text"]
+__all__ = ["FIRST_TS", "LAST_TS", "SEALER_GRACE", "SEAL_GRACE", "Break", "Checker", "error_text"]
 
 # Seconds an event may be dated before the checkpoint that did not seal it: its use case took
 # its time, then waited for the writer (or, on PostgreSQL, held its head row while the sealer
 # skipped it); a timeout storm dates each event at its tick's start, and 10^6 due at once take
 # minutes. An event forged within it passes as a recent one.
 SEAL_GRACE = 900.0
+# Seconds past `checkpoint_every` by which a running gateway has sealed an event it wrote, where
+# no checkpoint is dated after the event (so no timeout storm is under way, whose events are
+# dated at its start and committed minutes later, with checkpoints between): the sealer's own
+# round and a slow commit. Where a signing key is known, an event older than that, with no
+# checkpoint after it, is a break: every checkpoint after it was deleted, or no gateway sealed
+# (one that was killed seals at its next start, before it serves).
+SEALER_GRACE = 120.0
 FIRST_TS, LAST_TS = -62135596800.0, 253402300799.0  # 0001-01-01 and 9999-12-31T23:59:59, UTC
 
 
@@ -60,6 +67,7 @@ class Checker:
     since: float = -math.inf  # events dated before it were sealed by checkpoints outside the range
     sealed_before: float | None = None  # every event dated before it must be sealed (`seal_deadline`)
     dated_until: float = float("inf")  # no unsealed event may be dated after it (the database's now)
+    stale_before: float | None = None  # with a key: an unsealed event before it needs a checkpoint after it
     anchor: tuple[int, str] | None = None  # a checkpoint (seq, hash) known from outside: the log, an export
     chain_start: int | None = None  # the first chained event id (the database): no unhashed event after it
     problem: Break | None = None
@@ -74,6 +82,7 @@ class Checker:
     _seen: dict[tuple[str, int], str] = field(default_factory=dict)  # sealed seqs found: hash
     _wanted: dict[tuple[str, int], tuple[str, int]] = field(default_factory=dict)  # leaf -> (hash, checkpoint)
     _sealed: dict[str, int] = field(default_factory=dict)  # approval -> the highest seq a checkpoint sealed
+    _every: float = 0.0  # the gateway's checkpoint_every (seconds), for the stale rule's message
 
     def fail(self, problem: Break) -> None:
         if self.problem is None:
@@ -214,12 +223,15 @@ class Checker:
         """Set `sealed_before`, after `checkpoint_chain`: a checkpoint seals every head that moved
         before it, so an event dated before the newest checkpoint (less `SEAL_GRACE`, for the
         writes in flight) must be sealed; with `now` (the database, where a gateway seals every
-        `every` seconds), so must one older than that. With neither (an export of a range that
-        holds no checkpoint), nothing is required, and nothing proven."""
+        `every` seconds), so must one older than that; and where the key is known, one older
+        than `every` + SEALER_GRACE with no checkpoint dated after it (`_stale`). With neither
+        (an export of a range that holds no checkpoint), nothing is required, and nothing proven."""
         candidates = [self.newest.at - SEAL_GRACE] if self.newest is not None else []
         if now is not None:
             candidates.append(now - every - SEAL_GRACE)
             self.dated_until = now + SEAL_GRACE  # else a rewrite dated in the future passes as unsealed
+            if self.public_key is not None:  # unsigned checkpoints can be rewritten at will: no use
+                self.stale_before, self._every = now - every - SEALER_GRACE, every
         self.sealed_before = max(candidates) if candidates else None
 
     def _check_sealing(self, approval_id: str, events: Sequence[ChainEvent]) -> None:
@@ -240,6 +252,11 @@ class Checker:
             if e.at > self.dated_until:
                 self.fail(Break(approval_id, e.seq, f"dated before now ({_when(self.dated_until)})", _when(e.at)))
             self.unsealed += 1
+            if self._stale(e):
+                within = f"a running gateway seals within {self._every:g} s + {SEALER_GRACE:g} s"
+                why = "checkpoints deleted, or no gateway has run since (one seals when it starts)"
+                found = f"not sealed, dated {_when(e.at)} (event id {e.id}), and no checkpoint since: {why}"
+                self.fail(Break(approval_id, e.seq, f"sealed by a checkpoint ({within})", found))
             if self.sealed_before is not None and e.at < self.sealed_before:
                 rule = "none here seals anything" if self.newest is None else "every event dated before"
                 rule += "" if self.newest is None else f" {_when(self.sealed_before)} is"
@@ -252,6 +269,13 @@ class Checker:
                         f"not sealed, dated {_when(e.at)} (event id {e.id}): {why}",
                     )
                 )
+
+    def _stale(self, e: ChainEvent) -> bool:
+        """Unsealed, older than `checkpoint_every` + SEALER_GRACE, and no checkpoint dated after
+        it (a storm's early-dated events have checkpoints after them while it commits)."""
+        if self.stale_before is None or e.at >= self.stale_before:
+            return False
+        return self.newest is None or self.newest.at < e.at
 
     def finish(self) -> Break | None:
         """After every event: each sealed head must have been found, with its hash."""
