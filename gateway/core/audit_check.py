@@ -31,10 +31,11 @@ SEAL_GRACE = 900.0
 # Seconds past `checkpoint_every` by which a running gateway has sealed an event it wrote, where
 # no checkpoint is dated after the event (so no timeout storm is under way, whose events are
 # dated at its start and committed minutes later, with checkpoints between): the sealer's own
-# round and a slow commit. Where a signing key is known, an event older than that, with no
-# checkpoint after it, is a break: every checkpoint after it was deleted, or no gateway sealed
-# (one that was killed seals at its next start, before it serves).
-SEALER_GRACE = 120.0
+# round, a slow commit, and a verifying host's clock a few minutes ahead of the gateway's. Where
+# a signing key is known, an event older than that, with no checkpoint after it, is a break:
+# every checkpoint after it was deleted, or no gateway sealed (one that was killed seals at its
+# next start, before it serves). An event forged within it passes as a recent one.
+SEALER_GRACE = 300.0
 FIRST_TS, LAST_TS = -62135596800.0, 253402300799.0  # 0001-01-01 and 9999-12-31T23:59:59, UTC
 
 

@@ -62,7 +62,7 @@ async def test_deleted_checkpoints_and_a_flipped_decision_are_a_break(
     problem = (await runtime.audit.verify()).problem
     assert problem is not None and problem.seq == 1 and problem.found.startswith("not sealed, dated ")
     assert "and no checkpoint since: checkpoints deleted" in problem.found and "(event id " in problem.found
-    assert problem.expected == "sealed by a checkpoint (a running gateway seals within 60 s + 120 s)"
+    assert problem.expected == "sealed by a checkpoint (a running gateway seals within 60 s + 300 s)"
 
 
 async def test_deleted_newer_checkpoints_are_a_break_too(runtime: Runtime, clock: FakeClock, raw: Raw) -> None:

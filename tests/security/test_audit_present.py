@@ -22,7 +22,7 @@ import aiohttp
 from tests.audit.conftest import SIGNING_KEY, Raw
 from tests.procs import AUTH, OPERATOR, Gateway, free_port, run_cli, write_config
 
-MINUTES = 600.0  # past checkpoint_every (1m) + SEALER_GRACE (2m), within the old 1m + 15m
+MINUTES = 600.0  # past checkpoint_every (1m) + SEALER_GRACE (5m), within the old 1m + 15m
 WEEK = 7 * 86400.0
 
 
