@@ -72,7 +72,10 @@ def _op(summary: str, media: str = "application/json") -> dict[str, Any]:
 _RANGE = [{"name": n, "in": "query", "schema": {"type": "string", "format": "date-time"}} for n in ("since", "until")]
 OPENAPI: dict[str, dict[str, Any]] = {
     "/v1/audit/export": {
-        "get": _op("The audit trail as JSON Lines: events, hashes, checkpoints (operators)", "application/x-ndjson")
+        "get": _op(
+            "The audit trail as JSON Lines: events, hashes, approvals rows, checkpoints (operators)",
+            "application/x-ndjson",
+        )
         | {"parameters": _RANGE}
     },
     "/v1/audit/checkpoint": {"post": _op("Seal and sign the current chain heads now (operators)")},
