@@ -16,6 +16,7 @@ from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
 from tests.integration.conftest import MakeRt
 from tests.integration.test_worker import cmd, decided, job, runs
+from tests.integration.test_worker_kinds import entry, log_lines
 
 KEY = re.compile(r"hitl_[0-9a-f]{64}")
 SCHEMA = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 10_000}}}
@@ -107,3 +108,11 @@ async def test_a_url_worker_gets_the_key_as_a_header_and_in_the_body(
     ((header, body),) = seen
     assert KEY.fullmatch(header) and body["idempotency_key"] == header
     assert body["approval"]["id"] == approval.id
+
+
+async def test_an_entrypoint_gets_the_key_in_its_environment_and_its_document(make_rt: MakeRt, tmp_path: Path) -> None:
+    rt = await make_rt(pool=entry())
+    approval = await decided(rt, "pool", state={"out": str(tmp_path)})
+    await rt.worker.drain()
+    (seen,) = log_lines(tmp_path)
+    assert seen["approval"] == approval.id and KEY.fullmatch(seen["key"]) and seen["doc_key"] == seen["key"]
