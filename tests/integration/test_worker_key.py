@@ -12,6 +12,7 @@ from aiohttp import web
 
 from gateway.core.models import JobStatus, Outcome
 from gateway.runtime import Runtime
+from gateway.sdk import DurableRun
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
 from tests.integration.conftest import MakeRt
@@ -116,3 +117,17 @@ async def test_an_entrypoint_gets_the_key_in_its_environment_and_its_document(ma
     await rt.worker.drain()
     (seen,) = log_lines(tmp_path)
     assert seen["approval"] == approval.id and KEY.fullmatch(seen["key"]) and seen["doc_key"] == seen["key"]
+
+
+async def test_the_sdk_exposes_the_key_of_the_launch() -> None:
+    """`DurableRun.from_env` in a worker: `run.effect_key` is $HITL_IDEMPOTENCY_KEY (else the
+    document's); a run the agent opened itself has none."""
+    key = "hitl_" + "ab" * 32
+    env = {"HITL_GATEWAY_URL": "http://127.0.0.1:9", "HITL_RESUME_TOKEN": "t", "HITL_IDEMPOTENCY_KEY": key}
+    async with await DurableRun.from_env(env=env, document={"run_id": "r"}) as run:
+        assert run.effect_key == key
+    env.pop("HITL_IDEMPOTENCY_KEY")
+    async with await DurableRun.from_env(env=env, document={"run_id": "r", "idempotency_key": key}) as run:
+        assert run.effect_key == key
+    async with await DurableRun.open("r", gateway_url="http://127.0.0.1:9") as run:
+        assert run.effect_key is None
