@@ -7,9 +7,15 @@ whose reply was lost is retried. The ledger keeps only what the gateway acknowle
 
 Every approval goes to two channels, `web` and `telegram:CHAT` (the fake Bot API, served by this
 process so it survives the kills, with the real python-telegram-bot client in the gateway), and
-has the `entrypoint` worker `pay` (`bench.cycle_worker:step`): on approve it charges the fake
-payment API (examples/invoice_agent/payments.py, also in this process) with the SDK's idempotency
-key inside a journaled `DurableRun.step`, otherwise it journals a `work` step. Decisions come
+has one of three workers, picked at random. The `entrypoint` worker `pay`
+(`bench.cycle_worker:step`): on approve it charges the fake payment API
+(examples/invoice_agent/payments.py, also in this process) with the SDK's idempotency key inside a
+journaled `DurableRun.step`, otherwise it journals a `work` step. The bare `command` workers
+`bare` and `keyed` (bench/effect_worker.py) apply one effect on approve at the effects API
+(bench/effects.py, in this process): `bare` ignores HITL_IDEMPOTENCY_KEY, `keyed` sends it as the
+`Idempotency-Key` the API de-duplicates on. The summary prints how many approvals had their effect
+applied twice for each (a kill between the effect and `job_succeeded` relaunches the job): the
+bare worker's are expected (it is at-least-once), the keyed worker's must be 0. Decisions come
 from the API (some of them two racing ones) and from Telegram button presses on the posted card
 (the signed callback_data, through `/webhooks/telegram`; a press whose reply was lost is
 redelivered, as Telegram does).
@@ -19,7 +25,7 @@ most one decision per approval and the acknowledged one, exactly one resume job 
 approval, every web and Telegram card posted once and synced (the Telegram card's message in the
 fake lost its buttons), each worker succeeded exactly once (one `job_succeeded`, one journaled
 step), and no payment twice (one charge per approved run, none otherwise, and the journaled
-charge is the API's).
+charge is the API's), and the keyed worker's effect applied once per approved approval.
 
     python -m bench.chaos [--seconds 90] [--kills 12] [--clients 16] [--seed N]
 """
@@ -47,12 +53,14 @@ from aiohttp import web
 
 from bench.cycle import CHAT, TOKEN, CardWatch, config, press
 from bench.cycle import HOOK_HEADERS as TELEGRAM_HEADERS
+from bench.effects import EffectsAPI
 from bench.load import suspend_body
-from bench.server import AUTH, OPERATOR, Gateway
+from bench.server import AUTH, OPERATOR, ROOT, Gateway
 from examples.invoice_agent.payments import PaymentsAPI
 
 FINAL_EVENTS = ("approved", "rejected", "timed_out", "cancelled")
 RUN_ID = re.compile(r"chaos-[0-9a-f]{12}")
+WORKERS = ("pay", "bare", "keyed")  # each approval's worker, picked at random
 
 
 @dataclass
@@ -66,6 +74,8 @@ class Ledger:
     telegram: CardWatch = field(default_factory=lambda: CardWatch(TOKEN))
     payments: PaymentsAPI = field(default_factory=PaymentsAPI)
     pay_url: str = ""
+    effects: EffectsAPI = field(default_factory=EffectsAPI)
+    effects_url: str = ""
     update_ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     errors: int = 0
     swept: int = 0  # uncertain cards pressed after the soak
@@ -102,12 +112,13 @@ async def _agent(gw: Gateway, ledger: Ledger, stop: asyncio.Event, rng: random.R
         while not stop.is_set():
             run = f"chaos-{uuid.uuid4().hex[:12]}"
             key = f"key-{run}"
+            worker = rng.choice(WORKERS)
             body = suspend_body(
                 run,
-                worker="pay",
+                worker=worker,
                 idempotency_key=key,
                 channels=["web", f"telegram:{CHAT}"],
-                state={"pay": ledger.pay_url},
+                state={"pay": ledger.pay_url} if worker == "pay" else {},
             )
             status, data = await _call(http, f"{gw.url}/v1/suspend", body, ledger)
             if status not in (200, 201):
@@ -304,17 +315,18 @@ def check_telegram_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, l
 
 
 def check_workers(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
-    """Every decided approval: its job succeeded, one job_succeeded event, one journaled step."""
+    """Every decided approval: its job succeeded, one job_succeeded event; the `pay` worker's
+    also one journaled step (the bare workers journal nothing)."""
     rows = db.execute(
-        "SELECT a.id, a.status, j.status,"
+        "SELECT a.id, a.status, j.status, a.worker,"
         " (SELECT COUNT(*) FROM events e WHERE e.approval_id = a.id AND e.kind = 'job_succeeded'),"
         " (SELECT COUNT(*) FROM journal s WHERE s.run_id = a.run_id AND s.status = 'succeeded'),"
         " (SELECT COUNT(*) FROM events e WHERE e.approval_id = a.id AND e.kind = 'job_started')"
         " FROM approvals a LEFT JOIN resume_jobs j ON j.approval_id = a.id WHERE a.status != 'waiting_approval'"
     ).fetchall()
     bad = []
-    for aid, status, job, succeeded, steps, started in rows:
-        if job != "succeeded" or succeeded != 1 or steps != 1:
+    for aid, status, job, worker, succeeded, steps, started in rows:
+        if job != "succeeded" or succeeded != 1 or steps != (worker == "pay"):
             bad.append(f"{aid} ({status}): job {job}, {succeeded} job_succeeded, {steps} journaled, {started} starts")
     return len(rows), bad
 
@@ -327,7 +339,7 @@ def check_payments(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[st
     bad = [f"run {run}: {len(ids)} charges" for run, ids in per_run.items() if len(ids) > 1]
     rows = db.execute(
         "SELECT a.run_id, a.status, (SELECT s.output FROM journal s WHERE s.run_id = a.run_id AND s.name = 'charge')"
-        " FROM approvals a WHERE a.status != 'waiting_approval'"
+        " FROM approvals a WHERE a.status != 'waiting_approval' AND a.worker = 'pay'"
     ).fetchall()
     for run, status, journaled in rows:
         charged = per_run.get(run, [])
@@ -336,6 +348,19 @@ def check_payments(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[st
         if status != "approved" and charged:
             bad.append(f"run {run} {status}: charged {charged}")
     return len(ledger.payments.charges), bad
+
+
+def check_keyed_effects(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+    """The `keyed` worker: each approved approval's effect applied exactly once (the API
+    de-duplicates on HITL_IDEMPOTENCY_KEY, the same on every launch); none for the others."""
+    applied = ledger.effects.applied["keyed"]
+    rows = db.execute("SELECT id, status FROM approvals WHERE worker = 'keyed' AND status != 'waiting_approval'")
+    bad = []
+    for aid, status in rows:
+        expected = 1 if status == "approved" else 0
+        if applied.get(aid, 0) != expected:
+            bad.append(f"{aid} ({status}): effect applied {applied.get(aid, 0)} times")
+    return len(applied), bad
 
 
 @dataclass
@@ -392,6 +417,7 @@ CHECKS: list[tuple[str, Check]] = [
     ("every card posted once and synced (telegram)", check_telegram_cards),
     ("each worker succeeded exactly once", check_workers),
     ("no payment happened twice", check_payments),
+    ("keyed worker: each effect applied once", check_keyed_effects),
 ]
 
 
@@ -426,19 +452,31 @@ async def _sweep(gw: Gateway, db_path: Path, ledger: Ledger) -> int:
     return ledger.swept
 
 
+async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+
+
+def _workers(ledger: Ledger) -> str:
+    """The `pay` worker's retry settings, and the two bare command workers."""
+    retries = 'max_attempts = 10\nretry_base = "1s"\n'
+    script = ROOT / "bench" / "effect_worker.py"
+    tables = [
+        f'[workers.{mode}]\ncommand = ["{{python}}", "{script}", "{mode}", "{ledger.effects_url}/effects"]\n{retries}'
+        for mode in ("bare", "keyed")
+    ]
+    return retries + "\n" + "\n".join(tables)
+
+
 async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger: Ledger) -> tuple[int, float]:
     """The fakes live here for the whole run (they outlive every gateway); returns kills, drain s."""
     tg_runner = await ledger.telegram.serve()
-    pay_runner = web.AppRunner(ledger.payments.app(), access_log=None)
-    await pay_runner.setup()
-    site = web.TCPSite(pay_runner, "127.0.0.1", 0)
-    await site.start()
-    ledger.pay_url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-    gw = Gateway(
-        work,
-        work / "gateway.db",
-        extra_config=config(ledger.telegram.base_url, 2, "pay", 'max_attempts = 10\nretry_base = "1s"\n'),
-    )
+    pay_runner, ledger.pay_url = await _serve(ledger.payments.app())
+    effects_runner, ledger.effects_url = await _serve(ledger.effects.app())
+    gw = Gateway(work, work / "gateway.db", extra_config=config(ledger.telegram.base_url, 2, "pay", _workers(ledger)))
     await asyncio.to_thread(gw.start)
     try:
         stop = asyncio.Event()
@@ -451,6 +489,7 @@ async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger
         await asyncio.to_thread(gw.stop)
         await tg_runner.cleanup()
         await pay_runner.cleanup()
+        await effects_runner.cleanup()
     return int(results[0]), drained
 
 
@@ -496,6 +535,10 @@ def main() -> int:
         f"{ledger.telegram.sent} sendMessage for {cards} cards; {len(in_chat) + ledger.swept} uncertain after a kill "
         f"mid-call ({ledger.swept} adopted by a press after the soak, {len(in_chat)} still waiting), "
         f"{len(never_sent)} never reached the chat (at most once: see docs/telegram.md)"
+    )
+    print(
+        f"effects applied twice after a relaunch: bare worker (ignores HITL_IDEMPOTENCY_KEY) "
+        f"{ledger.effects.line('bare')}; keyed worker (sends it to a de-duplicating API) {ledger.effects.line('keyed')}"
     )
     print(f"failover ({len(ledger.downtimes)} restarts, their downtime left out): {stalled.line()}")
     width = max(len(c[0]) for c in CHECKS)

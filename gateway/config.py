@@ -399,6 +399,7 @@ NON_CONFIG_VARS = frozenset(
         "HITL_GATEWAY_URL",  # given to workers: where the gateway is
         "HITL_RESUME_TOKEN",  # given to workers: the run's resume token
         "HITL_APPROVAL_ID",  # given to workers
+        "HITL_IDEMPOTENCY_KEY",  # given to workers: the key their effect de-duplicates on
         "HITL_DB_URL",  # the SDK's direct journal
         "HITL_CODE_VERSION",  # the SDK's code version
         "HITL_TEST_POSTGRES_URL",  # the test suite's PostgreSQL server

@@ -241,17 +241,26 @@ class Runtime:
             await self._stop_loops()
             if self._claiming:
                 self._claiming = False
-                with contextlib.suppress(Exception):  # the store is away: the leases still run out
-                    async with asyncio.timeout(CLOSE_TIMEOUT):
-                        released = await self.store.release_claims(self.owner, self.clock.now())
-                        if released:
-                            log.info("handed back %d claims (jobs, deliveries, wake-ups)", released)
+                await self._hand_back()
                 with contextlib.suppress(Exception):  # a gateway stopped on purpose leaves nothing unsealed
                     async with asyncio.timeout(SEAL_TIMEOUT):
                         await self.audit.run_once()
         finally:
             await self._close_all()
             self._stop_by = None
+
+    async def _hand_back(self) -> None:
+        """Hand back every claim still held, bounded. If it fails or runs out of time, the claims
+        are not lost: on PostgreSQL this replica stays registered and the others take them over
+        once it is gone (postgres/handover.py); on SQLite the next `serve` does at its start."""
+        try:
+            async with asyncio.timeout(CLOSE_TIMEOUT):
+                released = await self.store.release_claims(self.owner, self.clock.now())
+        except Exception as exc:
+            log.warning("handing back the claims failed (%s); the other replicas take them over", type(exc).__name__)
+            return
+        if released:
+            log.info("handed back %d claims (jobs, deliveries, wake-ups)", released)
 
     async def _stop_loops(self) -> None:
         if not self._tasks:

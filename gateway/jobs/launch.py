@@ -47,18 +47,22 @@ class AttemptResult:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """What an attempt gets: the rehydration document and the worker's environment."""
+    """What an attempt gets: the rehydration document and the worker's environment.
+    `idempotency_key` (gateway.core.effects) is the same on every attempt of the job: it is in
+    the environment, in the document (`idempotency_key`) and, for `url` workers, a header."""
 
     approval_id: str
     document: dict[str, Any]
     token: str
     gateway_url: str
+    idempotency_key: str
 
     def env(self) -> dict[str, str]:
         return {
             "HITL_RESUME_TOKEN": self.token,
             "HITL_APPROVAL_ID": self.approval_id,
             "HITL_GATEWAY_URL": self.gateway_url,
+            "HITL_IDEMPOTENCY_KEY": self.idempotency_key,
         }
 
 
@@ -213,6 +217,7 @@ class UrlLauncher:
             "X-HITL-Approval-Id": launch.approval_id,
             "X-HITL-Resume-Token": launch.token,
             "X-HITL-Gateway-Url": launch.gateway_url,
+            "Idempotency-Key": launch.idempotency_key,  # the header payment APIs de-duplicate on
         }
         if self._session is None:
             self._session = aiohttp.ClientSession()

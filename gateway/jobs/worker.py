@@ -19,6 +19,7 @@ from datetime import timedelta
 from gateway.config import WorkerSettings
 from gateway.core import loops
 from gateway.core.clock import Clock
+from gateway.core.effects import effect_key
 from gateway.core.errors import Conflict, NotFound
 from gateway.core.events import EventKind
 from gateway.core.models import JobStatus, NewEvent, ResumeJob
@@ -159,11 +160,13 @@ class WorkerRunner:
             [NewEvent(job.approval_id, EventKind.JOB_STARTED, now, self.owner, data={"attempt": job.attempts})]
         )
         log.info("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
+        key = effect_key(self.service.settings.security.secret_keys, approval.id, approval.step, approval.run_hash)
         launch = Launch(
             approval_id=approval.id,
-            document=self.service.rehydration_document(approval),
+            document=self.service.rehydration_document(approval) | {"idempotency_key": key},
             token=self.service.worker_token(approval),
             gateway_url=self.service.settings.server.public_url,
+            idempotency_key=key,
         )
         # The lease is renewed until the result is recorded, not only while the worker runs: a
         # slow write after a long step must not let another runner claim the job meanwhile.

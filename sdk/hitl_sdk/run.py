@@ -83,11 +83,15 @@ class DurableRun:
         max_attempts: int = 5,
         retry_base: float = 0.5,
         code_version: str | None = None,
+        effect_key: str | None = None,
     ) -> None:
         self.run_id, self.journal, self.client = run_id, journal, client
         # Recorded on every suspend: a worker declaring `accepts` resumes only matching code.
         self.code_version = code_version or os.environ.get("HITL_CODE_VERSION") or None
         self.document = document
+        # Inside a launched worker: the gateway's key for the decided step's effect
+        # ($HITL_IDEMPOTENCY_KEY, also the document's `idempotency_key`); None elsewhere.
+        self.effect_key: str | None = effect_key or (document or {}).get("idempotency_key") or None
         self.max_attempts, self.retry_base = max_attempts, retry_base
         self._steps: dict[str, StepRecord] | None = None
 
@@ -121,7 +125,8 @@ class DurableRun:
         journal: Journal | None = None,
     ) -> Self:
         """Inside a worker: HITL_GATEWAY_URL and HITL_RESUME_TOKEN (and HITL_API_KEY, needed only
-        to suspend again; HITL_DB_URL as `db_url` for `open`) from the environment, the
+        to suspend again; HITL_DB_URL as `db_url` for `open`; HITL_IDEMPOTENCY_KEY as
+        `effect_key`) from the environment, the
         rehydration document from stdin (or `document`). The journal goes over HTTP with the
         resume token unless `journal` is given."""
         env = os.environ if env is None else env
@@ -130,7 +135,13 @@ class DurableRun:
         client = GatewayClient(env["HITL_GATEWAY_URL"], env.get("HITL_API_KEY"), resume_token=env["HITL_RESUME_TOKEN"])
         if journal is None and env.get("HITL_DB_URL"):
             journal = await cls.open_db_journal(env["HITL_DB_URL"])
-        return cls(str(document["run_id"]), journal or HttpJournal(client), client, document=document)
+        return cls(
+            str(document["run_id"]),
+            journal or HttpJournal(client),
+            client,
+            document=document,
+            effect_key=env.get("HITL_IDEMPOTENCY_KEY"),
+        )
 
     @classmethod
     async def open_db_journal(cls, db_url: str) -> Journal:
@@ -176,7 +187,9 @@ class DurableRun:
         return Decision.from_json(await self.mark(step, decision.to_json()))
 
     def idempotency_key(self, step: str, args: Any) -> str:
-        """sha256(run_id:step:canonical_json(args)): the same on every replay; hand it to the effect."""
+        """sha256(run_id:step:canonical_json(args)): the same on every replay; hand it to the effect.
+        Anyone who knows the run, step and args can compute it; `effect_key` (set in a launched
+        worker) is the gateway's secret-derived key for the decided step, equally stable."""
         return keys.idempotency_key(self.run_id, step, args)
 
     # ---------------------------------------------------------------- steps

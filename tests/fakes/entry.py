@@ -18,7 +18,13 @@ class Busy(Exception):
 
 def _log(doc: dict[str, Any]) -> None:
     out = Path(doc["state"]["out"])
-    line = {"pid": os.getpid(), "imported_at": IMPORTED_AT, "approval": os.environ["HITL_APPROVAL_ID"]}
+    line = {
+        "pid": os.getpid(),
+        "imported_at": IMPORTED_AT,
+        "approval": os.environ["HITL_APPROVAL_ID"],
+        "key": os.environ.get("HITL_IDEMPOTENCY_KEY"),
+        "doc_key": doc.get("idempotency_key"),
+    }
     with (out / "entry.log").open("a") as fh:
         fh.write(json.dumps(line) + "\n")
 

@@ -156,3 +156,28 @@ async def test_a_replica_that_stopped_is_no_longer_registered(pg_url: str) -> No
         assert await conn.fetch("SELECT owner FROM replicas") == []
     finally:
         await conn.close()
+
+
+async def test_a_hand_back_that_cannot_take_a_row_leaves_it_to_the_reapers(pg_url: str, quick: float) -> None:
+    """A row another transaction holds is skipped (a stopping replica does not wait at exit), and
+    the replica stays registered: once it is gone, another replica releases what it kept."""
+    a, b = open_store(pg_url), open_store(pg_url)
+    await a.open()
+    await b.open()
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await a.take_over("A", NOW)
+        await b.take_over("B", NOW)
+        job, row, wake = await _hold_one_of_each(a, "A")
+        async with conn.transaction():
+            await conn.execute("SELECT 1 FROM resume_jobs WHERE id = $1 FOR UPDATE", job)
+            assert await a.release_claims("A", LATER) == 2  # the delivery and the wake-up, at once
+        await a.close()
+        assert [r["owner"] for r in await conn.fetch("SELECT owner FROM replicas ORDER BY owner")] == ["A", "B"]
+        await asyncio.sleep(quick + 0.1)
+        assert await b.reap("B", LATER) == 1  # the job it kept
+        assert await _claimable(b, "B") == ([job], [row], [wake])
+    finally:
+        await conn.close()
+        await a.close()
+        await b.close()

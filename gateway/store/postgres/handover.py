@@ -1,8 +1,12 @@
 """The PostgreSQL store's part in failover (liveness.py): taking over the claims of replicas that
-are gone, and handing back a stopping replica's own, each in one transaction."""
+are gone, and handing back a stopping replica's own, each in one transaction. A stopping replica
+unregisters only in the transaction that handed everything back: if it ever gave up its
+registration with claims still held, no replica would reap them, and they would wait out
+store.lease (a minute by default) instead of about two seconds."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +19,7 @@ from gateway.store.sql import queries
 __all__ = ["Handover"]
 
 Q = queries("postgres")
+log = logging.getLogger("gateway.store.postgres")
 
 
 class Handover:
@@ -43,13 +48,32 @@ class Handover:
         return released
 
     async def release_claims(self, owner: str, now: datetime) -> int:
-        """Hand back what `owner` still holds (a stopping gateway), wake the other replicas,
-        and stop proving it alive."""
-        async with self._db.tx() as conn:
-            released = await _release(conn, owner, to_ts(now))
-        self._notifier.committed(outbox=True, jobs=True, wake_at=to_ts(now))
-        await self._liveness.release()
+        """Hand back what `owner` still holds (a stopping gateway) and wake the other replicas.
+        Only when nothing is left does the same transaction unregister `owner`: a claim the
+        hand-back skipped (a row another transaction held) or a hand-back that failed or was
+        cut by the shutdown's bound leaves it registered, so the other replicas release its
+        claims once this process is gone (its lock with it), never after store.lease alone."""
+        try:
+            async with self._db.tx() as conn:
+                released = await _hand_back(conn, owner, to_ts(now))
+                left = bool(await conn.fetchval(Q.hand_back_left, owner))
+                if not left and self._liveness.held:
+                    await conn.execute(Q.unregister_replica, owner, self._liveness.key)
+        finally:
+            await self._liveness.release()  # the lock goes; the row stays unless deleted above
+        if released:
+            self._notifier.committed(outbox=True, jobs=True, wake_at=to_ts(now))
+        if left:
+            log.warning("some claims were held by another transaction; the other replicas take them over")
         return released
+
+
+async def _hand_back(conn: Any, owner: str, now: float | None) -> int:
+    """`_release` for the owner itself: skips the rows another transaction holds (no wait)."""
+    jobs = affected(await conn.execute(Q.hand_back_jobs, owner, now))
+    deliveries = affected(await conn.execute(Q.hand_back_outbox, owner))
+    wakes = affected(await conn.execute(Q.hand_back_wakes, owner))
+    return jobs + deliveries + wakes
 
 
 async def _release(conn: Any, owner: str, now: float | None) -> int:

@@ -115,15 +115,13 @@ class Liveness:
         return gone
 
     async def release(self) -> None:
-        """Stop proving this process alive (after its claims were handed back)."""
-        owner, self.owner = self.owner, None
+        """Stop proving this process alive: close the lock's connection (the lock goes with it).
+        The `replicas` row is not deleted here: only the hand-back that left no claim deletes it
+        (handover.py), in its own transaction; a row left behind is reaped by the others."""
+        self.owner = None
         conn, self._conn = self._conn, None
         if conn is not None and not conn.is_closed():
-            try:
-                if owner is not None:
-                    await conn.execute(Q.unregister_replica, owner, self.key)
-            finally:
-                await _close(conn)  # the session lock goes with the connection
+            await _close(conn)
 
 
 async def _close(conn: asyncpg.Connection) -> None:

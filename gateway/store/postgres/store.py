@@ -81,7 +81,7 @@ class PostgresStore(PostgresAudit, Handover):
             raise
 
     async def close(self) -> None:
-        await self._liveness.release()  # no-op unless still held (release_claims lets it go first)
+        await self._liveness.release()  # no-op unless still held: then the row stays, for the reapers
         await self._notifier.close()
         await self._listener.close()
         await self._db.close()

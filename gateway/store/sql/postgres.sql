@@ -181,5 +181,27 @@ WHERE r.owner <> $1
     )
 RETURNING r.owner;
 
+-- name: hand_back_jobs
+-- A stopping replica's running jobs back in the queue ($1 owner, $2 now), like release_jobs but
+-- skipping a row another transaction holds: the replica never waits on a lock at exit. What it
+-- could not hand back stays claimed, and the replica stays registered (hand_back_left), so that
+-- the others take it over once the process is gone (liveness.py), not after store.lease.
+UPDATE resume_jobs SET status = 'queued', claimed_by = NULL, lease_until = NULL, updated_at = $2
+WHERE id IN (SELECT id FROM resume_jobs WHERE status = 'running' AND claimed_by = $1 FOR UPDATE SKIP LOCKED);
+
+-- name: hand_back_outbox
+UPDATE outbox SET lease_owner = NULL, lease_until = NULL
+WHERE id IN (SELECT id FROM outbox WHERE status = 'pending' AND lease_owner = $1 FOR UPDATE SKIP LOCKED);
+
+-- name: hand_back_wakes
+UPDATE approvals SET wake_owner = NULL, wake_lease_until = NULL
+WHERE id IN (SELECT id FROM approvals WHERE wake_at IS NOT NULL AND wake_owner = $1 FOR UPDATE SKIP LOCKED);
+
+-- name: hand_back_left
+-- Does $1 still hold a claim (one the hand-back skipped)?
+SELECT EXISTS (SELECT 1 FROM resume_jobs WHERE status = 'running' AND claimed_by = $1)
+    OR EXISTS (SELECT 1 FROM outbox WHERE status = 'pending' AND lease_owner = $1)
+    OR EXISTS (SELECT 1 FROM approvals WHERE wake_at IS NOT NULL AND wake_owner = $1);
+
 -- name: unregister_replica
 DELETE FROM replicas WHERE owner = $1 AND lock_key = $2;
