@@ -106,11 +106,16 @@ class Gatekeeper:
         """One warning line per `require_approval` pattern that matches no upstream tool."""
         names: set[str] = set()
         cursor: str | None = None
-        while True:
-            listed = await self.upstream.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-            names.update(tool.name for tool in listed.tools)
-            if not (cursor := listed.next_cursor):
-                break
+        try:
+            while True:
+                page = PaginatedRequestParams(cursor=cursor) if cursor else None
+                listed = await self.upstream.list_tools(params=page)
+                names.update(tool.name for tool in listed.tools)
+                if not (cursor := listed.next_cursor):
+                    break
+        except Exception as exc:  # a check at start: the gate still serves, and gates as configured
+            log.warning("mcp-gate: could not list the upstream's tools to check require_approval: %s", exc)
+            return
         for pattern in self.config.unmatched(names):
             log.warning("mcp-gate: require_approval pattern %r matches no tool of the upstream", pattern)
 

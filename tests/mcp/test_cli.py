@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config import load_settings
-from gateway.mcp.cli import add_parser, gate_spec
+from gateway.mcp.cli import add_parser, gate_secret, gate_spec
 from tests.procs import write_config
 
 # `mcp` missing, as on an install without the extra: `import mcp` then raises ModuleNotFoundError.
@@ -64,6 +64,11 @@ def test_the_core_gateway_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
             {"HITL_API_KEY": "k" * 20},
             "--upstream-header: expected NAME:VALUE",
         ),
+        (
+            ["mcp-gate", "--upstream", "srv", "--require-approval", "x"],
+            {"HITL_API_KEY": "k" * 20, "HITL_MCP_GATE_SECRET": "short"},
+            "[mcp_gate] secret (HITL_MCP_GATE_SECRET): at least 16 characters",
+        ),
     ],
 )
 def test_start_up_problems_are_one_line_and_exit_2(
@@ -95,6 +100,7 @@ def test_mcp_sections_load_from_file_and_env_and_secrets_stay_masked(tmp_path: P
             '[mcp]\nchannels = ["web"]\npolicy = "default"\n'
             '[mcp_gate]\nupstream = ["python", "srv.py"]\nrequire_approval = ["delete_*"]\n'
             'upstream_headers = { Authorization = "Bearer UPSTREAMSECRET" }\n'
+            'secret = "GATESECRET-0123456789"\n'
         ),
     )
     settings = load_settings(config, env={"HITL_MCP_GATE_WAIT_SECONDS": "5"})
@@ -104,6 +110,7 @@ def test_mcp_sections_load_from_file_and_env_and_secrets_stay_masked(tmp_path: P
     assert out.returncode == 0, out.stderr
     assert "UPSTREAMSECRET" not in out.stdout
     assert json.loads(out.stdout)["mcp_gate"]["upstream_headers"] == {"Authorization": "***"}
+    assert "GATESECRET" not in out.stdout and json.loads(out.stdout)["mcp_gate"]["secret"] == "***(21 chars)"
 
 
 def gate_args(*argv: str) -> argparse.Namespace:
@@ -130,3 +137,11 @@ def test_the_gate_runs_from_mcp_gate_config_alone_and_options_win(tmp_path: Path
     assert spec["wait_seconds"] == 2.0 and spec["headers"] == {"X-Team": "dev"}
     with pytest.raises(ValueError, match="--wait-seconds"):
         gate_spec(gate_args("--wait-seconds", "601"), settings, {})
+
+
+def test_the_gate_secret_is_configured_or_one_per_process() -> None:
+    """The MAC key of the gate's approvals: the configured one, else a random one that lasts as
+    long as the process (and a warning says so)."""
+    assert gate_secret("s" * 16) == (b"s" * 16, False)
+    first, generated = gate_secret("")
+    assert generated and len(first) == 32 and gate_secret("")[0] != first
