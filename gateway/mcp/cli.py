@@ -13,18 +13,17 @@ import asyncio
 import importlib.util
 import logging
 import os
-import secrets
 import shlex
 import sys
 from typing import Any
 
 from gateway.config import Settings, load_settings
 from gateway.core.errors import ConfigError
+from gateway.mcp.secret import gate_secret, state_file
 from gateway.telemetry.logs import setup_logging
 
 EXTRA_HINT = "hitl-gateway {command}: needs the 'mcp' extra: pip install 'hitl-gateway[mcp]'"
 _EXTRA = ("mcp", "uvicorn")  # what `pip install 'hitl-gateway[mcp]'` brings
-MIN_SECRET = 16  # characters of a configured gate secret
 
 
 def add_parser(sub: Any) -> None:
@@ -70,24 +69,24 @@ def _start(args: argparse.Namespace, settings: Settings, *, gate: bool) -> int:
     try:
         listen = parse_listen(args.http) if args.http else None
         spec = gate_spec(args, settings, {k: v for k, v in env.items() if not k.startswith("HITL_")}) if gate else {}
+        secret = gate_secret(settings.mcp_gate.secret, state_file(env)) if gate else None
         if listen is None and not key:
             raise ValueError(f"set HITL_API_KEY to the agent's key for the gateway at {base}")
     except ValueError as exc:
         print(f"hitl-gateway {name}: {exc}", file=sys.stderr)
         return 2
-    generated = spec.get("secret_generated", False)
-    configured = "" if generated else spec.get("secret", b"").decode()
-    setup_logging(settings.server.log_level, [s for s in (key, configured) if s])
-    if generated:
+    kept = secret.key.decode() if secret is not None and secret.source != "process" else None
+    setup_logging(settings.server.log_level, [s for s in (key, kept) if s])  # never in a log line
+    if secret is not None and secret.source == "process":
         logging.getLogger("gateway.mcp.gate").warning(
-            "mcp-gate: no [mcp_gate] secret (HITL_MCP_GATE_SECRET): this process uses a random one, so a call "
-            "retried after the gate restarts asks for a new approval"
+            "mcp-gate: no [mcp_gate] secret and no state file to keep one in: this process uses its own, so a "
+            "call retried after the gate restarts asks for a new approval"
         )
     from gateway.mcp import main as entry  # the MCP SDK, from here on
 
     try:
         if gate:
-            return asyncio.run(entry.run_gate(spec, base, key, listen))
+            return asyncio.run(entry.run_gate({**spec, "secret": secret.key if secret else b""}, base, key, listen))
         defaults = entry.Defaults(
             tuple(args.channel) or settings.mcp.channels,
             tuple(args.approver) or settings.mcp.approvers,
@@ -106,20 +105,9 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def gate_secret(configured: str) -> tuple[bytes, bool]:
-    """(the MAC key of the gate's approvals, whether it was generated for this process only).
-    ValueError when a configured one is too short to be a secret."""
-    if not configured:
-        return secrets.token_bytes(32), True
-    if len(configured) < MIN_SECRET:
-        raise ValueError(f"[mcp_gate] secret (HITL_MCP_GATE_SECRET): at least {MIN_SECRET} characters")
-    return configured.encode("utf-8"), False
-
-
 def gate_spec(args: argparse.Namespace, settings: Settings, env: dict[str, str]) -> dict[str, Any]:
     """The gate's settings: the command's options over `[mcp_gate]`; ValueError names a problem."""
     cfg = settings.mcp_gate
-    key, generated = gate_secret(cfg.secret)
     upstream = list(args.upstream_command or args.upstream or cfg.upstream)
     if len(upstream) == 1 and not upstream[0].startswith(("http://", "https://")):
         upstream = shlex.split(upstream[0])  # one quoted string: "npx -y some-server /tmp"
@@ -146,9 +134,7 @@ def gate_spec(args: argparse.Namespace, settings: Settings, env: dict[str, str])
         "approvers": tuple(args.approver) or cfg.approvers,
         "policy": args.policy or cfg.policy,
         "wait_seconds": float(wait),
-        "secret": key,
-        "secret_generated": generated,
     }
 
 
-__all__ = ["add_parser", "gate_secret", "gate_spec", "parse_listen", "run"]
+__all__ = ["add_parser", "gate_spec", "parse_listen", "run"]

@@ -215,7 +215,7 @@ async def gate(
 ) -> AsyncIterator[ClientSession]:
     """`hitl-gateway mcp-gate` over stdio in front of the counting upstream; its stderr in gate.log."""
     command = gate_command(stack, upstream or upstream_command(stack), wait, gated, *options)
-    env = {"HITL_API_KEY": key, **tree_under_test(), **(env or {})}
+    env = {"HITL_API_KEY": key, "XDG_STATE_HOME": str(stack.tmp / "state"), **tree_under_test(), **(env or {})}
     async with mcp_session(stack.tmp, command, env, log="gate.log") as session:
         yield session
 
@@ -233,6 +233,7 @@ def serve(command: list[str], log: Path) -> Iterator[str]:
     """Run an MCP server subprocess with `--http`; yield its /mcp URL once it listens."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}  # no HITL_API_KEY
+    env["XDG_STATE_HOME"] = str(log.parent / "state")  # a gate keeps its secret there, not in $HOME
     with log.open("w") as out:
         proc = subprocess.Popen([*command, "--http", f"127.0.0.1:{port}"], stdout=out, stderr=out, env=env)
     try:

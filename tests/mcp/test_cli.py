@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from gateway.config import load_settings
-from gateway.mcp.cli import add_parser, gate_secret, gate_spec
+from gateway.mcp.cli import add_parser, gate_spec
+from gateway.mcp.secret import GateSecret, gate_secret, state_file
 from tests.procs import write_config
 
 # `mcp` missing, as on an install without the extra: `import mcp` then raises ModuleNotFoundError.
@@ -139,9 +140,18 @@ def test_the_gate_runs_from_mcp_gate_config_alone_and_options_win(tmp_path: Path
         gate_spec(gate_args("--wait-seconds", "601"), settings, {})
 
 
-def test_the_gate_secret_is_configured_or_one_per_process() -> None:
-    """The MAC key of the gate's approvals: the configured one, else a random one that lasts as
-    long as the process (and a warning says so)."""
-    assert gate_secret("s" * 16) == (b"s" * 16, False)
-    first, generated = gate_secret("")
-    assert generated and len(first) == 32 and gate_secret("")[0] != first
+def test_the_gate_secret_is_configured_else_kept_in_a_state_file_else_per_process(tmp_path: Path) -> None:
+    """The MAC key of the gate's approvals: the configured one; else one generated once and kept
+    (mode 0600), the same for every later start; else, with nowhere to keep it, one per process."""
+    assert gate_secret("s" * 16, None) == GateSecret(b"s" * 16, "config")
+    path = state_file({"HOME": str(tmp_path)})
+    assert path == tmp_path / ".local" / "state" / "hitl-gateway" / "mcp-gate.secret"
+    first = gate_secret("", path)
+    assert first.source == str(path) and len(first.key) == 64 and gate_secret("", path) == first
+    assert path.stat().st_mode & 0o777 == 0o600 and list(path.parent.iterdir()) == [path]
+    path.write_text("short\n")
+    with pytest.raises(ValueError, match="not a gate secret"):
+        gate_secret("", path)
+    (tmp_path / "a-file").write_text("")  # nowhere to keep a secret under it
+    alone = gate_secret("", state_file({"XDG_STATE_HOME": str(tmp_path / "a-file")}))
+    assert alone.source == "process" and alone != gate_secret("", None)
