@@ -41,6 +41,7 @@ from gateway.mcp.serve import MissingKey, caller_key
 
 KEY_META = "hitl-gateway/idempotency_key"  # a client's own key for one call, in tools/call `_meta`
 UNKNOWN = "Forwarded, result unknown"  # what a forward that may have run, unjournaled, is called
+MAX_UNJOURNALED = 1000
 log = logging.getLogger(__name__)
 
 
@@ -96,6 +97,9 @@ class Gatekeeper:
 
     def __init__(self, config: GateConfig, upstream: ClientSession, gateway: Gateway, api_key: str | None) -> None:
         self.config, self.upstream, self.gateway, self.api_key = config, upstream, gateway, api_key
+        # Forwards whose result the journal did not take (run id -> the step's record), written
+        # again by the next call of the same run: bounded, and lost with the process.
+        self.unjournaled: dict[str, tuple[str, dict[str, Any], str | None]] = {}
 
     async def list_tools(
         self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
@@ -136,6 +140,7 @@ class Gatekeeper:
         scope.update({"key": str(client_key)} if client_key else {"args": args})
         key = approvals.gate_key(self.config.secret, scope)
         run_id = "mcp-gate-" + key.rsplit(":", 1)[-1][:40]
+        await self._journal_again(who, run_id)
         journal = await who.steps(run_id)
         if "forward" in journal:  # a retry after the forward: the journaled result, not a second call
             return CallToolResult.model_validate(journal["forward"]["output"])
@@ -178,8 +183,22 @@ class Gatekeeper:
                 await who.record_step(run_id, "forward", status, output, problem)
             except GatewayCallError as exc:  # it ran: never "not forwarded", which invites a retry
                 log.warning("mcp-gate: run %s was forwarded, but its result could not be journaled: %s", run_id, exc)
+                if len(self.unjournaled) >= MAX_UNJOURNALED:
+                    self.unjournaled.pop(next(iter(self.unjournaled)))
+                self.unjournaled[run_id] = (status, output, problem)
                 return self._unjournaled(run_id, tool, result, exc)
         return result
+
+    async def _journal_again(self, who: Caller, run_id: str) -> None:
+        """A retry of a call this process forwarded without journaling its result: journal it
+        now (the first record wins), so that this retry and every later one return it."""
+        if (kept := self.unjournaled.get(run_id)) is None:
+            return
+        try:
+            await who.record_step(run_id, "forward", *kept)
+        except GatewayCallError:
+            return  # still down: the retry goes on to say "forwarded, result unknown"
+        self.unjournaled.pop(run_id, None)
 
     @staticmethod
     def _unjournaled(run_id: str, tool: str, result: CallToolResult, exc: GatewayCallError) -> CallToolResult:
@@ -188,7 +207,8 @@ class Gatekeeper:
         note = (
             f"{UNKNOWN} to the gateway: {tool} was sent to the upstream once and may have taken effect, but its "
             f"result could not be journaled ({exc}). It is not sent again; do not repeat it under a new key. "
-            f"Look at run {run_id} in the gateway's journal. The upstream answered:"
+            f"Call again with the same arguments once the gateway is back (this gate then journals the result), "
+            f"or look at run {run_id} in the gateway's journal. The upstream answered:"
         )
         return CallToolResult(content=[TextContent(type="text", text=note), *result.content], is_error=True)
 

@@ -26,6 +26,7 @@ from tests.mcp.conftest import (
     error_text,
     eventually,
     gate,
+    journal,
     mcp_command,
     serve,
     upstream_command,
@@ -93,8 +94,10 @@ def paying(stack: Stack) -> Callable[[], Awaitable[bool]]:
 
 async def test_a_forward_whose_result_was_not_journaled_is_never_called_not_forwarded(stack: Stack) -> None:
     """The gateway dies (kill -9) while the upstream pays: the journal write fails. The gate
-    must not say "Not forwarded" (a retry under a new key would pay twice), and a retry of the
-    same call, once the gateway is back, does not forward again."""
+    must not say "Not forwarded" (a retry under a new key would pay twice). Once the gateway is
+    back, a retry through another gate process (the same kept secret) finds the claim without a
+    result and does not forward again; a retry through the gate that forwarded journals the
+    result it kept, and returns it."""
     payment = {"to": "bob", "amount": 25, "delay": 2.0}
     async with gate(stack, wait=1.0) as mcp:
         error_text(await mcp.call_tool("send_payment", payment))
@@ -105,11 +108,15 @@ async def test_a_forward_whose_result_was_not_journaled_is_never_called_not_forw
         stack.gw.kill9()
         answer = error_text(await asyncio.wait_for(call, 60))
         await asyncio.to_thread(stack.gw.start)
-        retried = error_text(await mcp.call_tool("send_payment", payment))
+        async with gate(stack, wait=1.0) as other:
+            elsewhere = error_text(await other.call_tool("send_payment", payment))
+        retried = await mcp.call_tool("send_payment", payment)
     assert "Not forwarded" not in answer and answer.startswith("Forwarded, result unknown")
     assert "rcpt-bob-25" in answer  # what the upstream answered, as far as the gate knows
-    assert "Not forwarded" not in retried and retried.startswith("Forwarded, result unknown")
+    assert "Not forwarded" not in elsewhere and elsewhere.startswith("Forwarded, result unknown")
+    assert not retried.is_error and retried.structured_content == {"paid": 25, "to": "bob", "receipt": "rcpt-bob-25"}
     assert len(counted(stack)) == 1  # paid once
+    assert (await journal(stack, approval["run_id"]))["forward"]["output"]["structuredContent"]["paid"] == 25
 
 
 async def test_a_literal_tool_name_with_brackets_is_gated_and_an_unmatched_pattern_warns(stack: Stack) -> None:
