@@ -185,6 +185,9 @@ class McpGateSettings:
     approvers: tuple[str, ...] = ()
     policy: str = ""
     wait_seconds: int = 25
+    # The key of the MAC that names the gate's approvals and runs (or HITL_MCP_GATE_SECRET):
+    # the agent must not be able to derive them, or it could post the gate's approval itself.
+    secret: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +334,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "approvers": strings,
         "policy": string,
         "wait_seconds": integer,
+        "secret": string,
     },
 }
 _POLICY_KEYS = (

@@ -8,6 +8,7 @@ The gateway's approval view (`GET /v1/approvals/{id}`) and rehydration document
 from __future__ import annotations
 
 import hashlib
+import hmac
 from typing import Any
 
 from gateway.core.keys import canonical_json
@@ -34,6 +35,14 @@ def request_key(namespace: str, fields: dict[str, Any]) -> str:
     with the same args one approval."""
     raw = f"{namespace}:{canonical_json(fields)}"
     return f"{namespace}:" + hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def gate_key(secret: bytes, fields: dict[str, Any]) -> str:
+    """The gate's idempotency key for one gated call: a MAC of its fields under the gate's
+    secret. The fields (upstream, tool, caller, args) are all known to the agent, so a plain hash
+    would let it post the gate's approval itself, with a harmless title, before the gate does."""
+    message = b"hitl-gateway mcp-gate\x00" + canonical_json(fields).encode("utf-8")
+    return "mcp-gate:" + hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
 def approved_args(decision: dict[str, Any] | None, original: dict[str, Any]) -> dict[str, Any]:
@@ -112,6 +121,7 @@ __all__ = [
     "caller_tag",
     "decision_view",
     "deny_reason",
+    "gate_key",
     "permission_answer",
     "request_key",
     "result",

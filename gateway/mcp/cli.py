@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import logging
 import os
 import shlex
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 from gateway.config import Settings, load_settings
 from gateway.core.errors import ConfigError
+from gateway.mcp.secret import gate_secret, state_file
 from gateway.telemetry.logs import setup_logging
 
 EXTRA_HINT = "hitl-gateway {command}: needs the 'mcp' extra: pip install 'hitl-gateway[mcp]'"
@@ -67,17 +69,24 @@ def _start(args: argparse.Namespace, settings: Settings, *, gate: bool) -> int:
     try:
         listen = parse_listen(args.http) if args.http else None
         spec = gate_spec(args, settings, {k: v for k, v in env.items() if not k.startswith("HITL_")}) if gate else {}
+        secret = gate_secret(settings.mcp_gate.secret, state_file(env)) if gate else None
         if listen is None and not key:
             raise ValueError(f"set HITL_API_KEY to the agent's key for the gateway at {base}")
     except ValueError as exc:
         print(f"hitl-gateway {name}: {exc}", file=sys.stderr)
         return 2
-    setup_logging(settings.server.log_level, [key] if key else [])
+    kept = secret.key.decode() if secret is not None and secret.source != "process" else None
+    setup_logging(settings.server.log_level, [s for s in (key, kept) if s])  # never in a log line
+    if secret is not None and secret.source == "process":
+        logging.getLogger("gateway.mcp.gate").warning(
+            "mcp-gate: no [mcp_gate] secret and no state file to keep one in: this process uses its own, so a "
+            "call retried after the gate restarts asks for a new approval"
+        )
     from gateway.mcp import main as entry  # the MCP SDK, from here on
 
     try:
         if gate:
-            return asyncio.run(entry.run_gate(spec, base, key, listen))
+            return asyncio.run(entry.run_gate({**spec, "secret": secret.key if secret else b""}, base, key, listen))
         defaults = entry.Defaults(
             tuple(args.channel) or settings.mcp.channels,
             tuple(args.approver) or settings.mcp.approvers,

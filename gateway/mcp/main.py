@@ -37,6 +37,7 @@ async def run_gate(spec: dict[str, Any], base_url: str, key: str | None, listen:
     config = GateConfig(
         upstream=upstream_label(spec["upstream"]),
         require_approval=tuple(spec["require_approval"]),
+        secret=spec["secret"],
         channels=tuple(spec["channels"]),
         approvers=tuple(spec["approvers"]),
         policy=spec["policy"],
@@ -46,6 +47,7 @@ async def run_gate(spec: dict[str, Any], base_url: str, key: str | None, listen:
     try:
         async with upstream_session(spec["upstream"], spec["headers"], spec["env"]) as upstream:
             keeper = Gatekeeper(config, upstream, gateway, key if listen is None else None)
+            await keeper.warn_unmatched()
             server = build_gate(keeper)
             if listen is None:
                 await run_stdio(server)

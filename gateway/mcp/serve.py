@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -46,7 +48,8 @@ class BearerRequired:
     """ASGI guard: an HTTP request whose bearer key the gateway does not take gets 401 before it
     reaches MCP. The gate needs this: its pass-through calls and tool lists never reach the
     gateway, so without it any string would do as a key. A key the gateway took is trusted for
-    `ttl` seconds (a revoked key stops working within that), a refused one never."""
+    `ttl` seconds (a revoked key stops working within that), a refused one never. An MCP session
+    belongs to the key that opened it (`key_user`)."""
 
     def __init__(self, app: ASGIApp, check: Callable[[str], Awaitable[bool]], ttl: float = 60.0) -> None:
         self.app, self.check, self.ttl = app, check, ttl
@@ -69,10 +72,10 @@ class BearerRequired:
         if not valid:
             await _refuse(send, 401, "unauthorized", "the gateway does not take this key")
             return
-        await self.app(scope, receive, send)
+        await self.app({**scope, "user": key_user(key)}, receive, send)
 
     async def _known(self, key: str) -> bool:
-        digest, now = hashlib.sha256(key.encode()).hexdigest(), time.monotonic()
+        digest, now = _digest(key), time.monotonic()
         if self._valid.get(digest, 0.0) > now:
             return True
         if len(self._valid) > 10_000:  # bounded: forget expired keys
@@ -81,6 +84,19 @@ class BearerRequired:
             return False
         self._valid[digest] = now + self.ttl
         return True
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def key_user(key: str) -> AuthenticatedUser:
+    """The request's user, as the SDK's own bearer middleware sets it: the streamable HTTP
+    session manager binds a session to the user that opened it, and answers any other user's
+    request on it (a DELETE too) `404 Session not found`, as if it did not exist. Named by a
+    hash of the key: the key itself goes nowhere it could be logged."""
+    name = "key-" + _digest(key)[:32]
+    return AuthenticatedUser(AccessToken(token=name, client_id=name, scopes=[]))
 
 
 async def _refuse(send: Send, status: int, code: str, message: str) -> None:
@@ -102,4 +118,4 @@ async def run_http(app: ASGIApp, host: str, port: int, check: Callable[[str], Aw
     await uvicorn.Server(config).serve()
 
 
-__all__ = ["MCP_PATH", "BearerRequired", "MissingKey", "bearer", "caller_key", "run_http", "run_stdio"]
+__all__ = ["MCP_PATH", "BearerRequired", "MissingKey", "bearer", "caller_key", "key_user", "run_http", "run_stdio"]

@@ -37,6 +37,12 @@ async def send_payment(to: str, amount: int, delay: float = 0) -> dict[str, Any]
     return {"paid": amount, "to": to, "receipt": f"rcpt-{to}-{amount}"}
 
 
+@server.tool(name="pay[v2]", description="A payment whose name is no glob: '[v2]' is part of it")
+async def pay_v2(to: str, amount: int) -> dict[str, Any]:
+    count("pay[v2]", {"to": to, "amount": amount})
+    return {"paid": amount, "to": to}
+
+
 @server.tool(description="Read a file (never gated)")
 async def read_file(path: str) -> str:
     count("read_file", {"path": path})

@@ -10,17 +10,22 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
+import httpx2
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from adapters.telegram.parse import parse_ref
@@ -34,6 +39,8 @@ OPERATOR_KEY = "mcp-test-operator-key-0123456789"  # its own: write_config may n
 SECOND_AGENT_KEY = "test-second-agent-key-0123456789"  # another agent: its own principal (issue 13)
 OPERATOR = {"Authorization": f"Bearer {OPERATOR_KEY}"}
 CHANNEL = f"telegram:{CHAT}"
+UPSTREAM = Path(__file__).parents[1] / "fakes" / "mcp_upstream.py"  # a real MCP server that counts its calls
+GATED = ("delete_*", "send_payment")
 T = TypeVar("T")
 
 
@@ -143,10 +150,14 @@ async def mcp_session(
 
 def approval_server(stack: Stack, *args: str, key: str = TEST_API_KEY) -> tuple[list[str], dict[str, str]]:
     """`hitl-gateway mcp` for the stack's gateway, posting to the fake Telegram chat."""
-    # the SDK's stdio client passes only a few variables on: keep PYTHONPATH, so that the server
-    # runs the tree under test (not whatever gateway is installed)
-    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
-    return mcp_command("mcp", "--gateway", stack.url, "--channel", CHANNEL, *args), {"HITL_API_KEY": key, **path}
+    command = mcp_command("mcp", "--gateway", stack.url, "--channel", CHANNEL, *args)
+    return command, {"HITL_API_KEY": key, **tree_under_test()}
+
+
+def tree_under_test() -> dict[str, str]:
+    """The SDK's stdio client passes only a few variables on: keep PYTHONPATH, so that the
+    server runs the tree under test (not whatever gateway is installed)."""
+    return {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}
 
 
 def payload(result: CallToolResult) -> dict[str, Any]:
@@ -161,3 +172,96 @@ def payload(result: CallToolResult) -> dict[str, Any]:
 def error_text(result: CallToolResult) -> str:
     assert result.is_error, result
     return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def counted(stack: Stack) -> list[dict[str, Any]]:
+    """Every call the fake upstream got, in order."""
+    path = stack.tmp / "counts.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def upstream_command(stack: Stack) -> list[str]:
+    return [sys.executable, str(UPSTREAM), str(stack.tmp / "counts.jsonl")]
+
+
+def gate_command(
+    stack: Stack, upstream: list[str], wait: float = 1.0, gated: tuple[str, ...] = GATED, *options: str
+) -> list[str]:
+    return mcp_command(
+        "mcp-gate",
+        "--gateway",
+        stack.url,
+        "--channel",
+        CHANNEL,
+        *options,
+        "--require-approval",
+        *gated,
+        "--wait-seconds",
+        str(wait),
+        "--",
+        *upstream,
+    )
+
+
+@asynccontextmanager
+async def gate(
+    stack: Stack,
+    wait: float = 1.0,
+    upstream: list[str] | None = None,
+    key: str = TEST_API_KEY,
+    gated: tuple[str, ...] = GATED,
+    options: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[ClientSession]:
+    """`hitl-gateway mcp-gate` over stdio in front of the counting upstream; its stderr in gate.log."""
+    command = gate_command(stack, upstream or upstream_command(stack), wait, gated, *options)
+    env = {"HITL_API_KEY": key, "XDG_STATE_HOME": str(stack.tmp / "state"), **tree_under_test(), **(env or {})}
+    async with mcp_session(stack.tmp, command, env, log="gate.log") as session:
+        yield session
+
+
+async def journal(stack: Stack, run_id: str) -> dict[str, dict[str, Any]]:
+    async with stack.http.get(f"{stack.url}/v1/runs/{run_id}/steps", headers=OPERATOR) as resp:
+        return {s["name"]: s for s in (await resp.json())["items"]}
+
+
+async def journal_has(stack: Stack, run_id: str, step: str) -> bool:
+    return step in await journal(stack, run_id)
+
+
+def serve(command: list[str], log: Path) -> Iterator[str]:
+    """Run an MCP server subprocess with `--http`; yield its /mcp URL once it listens."""
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}  # no HITL_API_KEY
+    env["XDG_STATE_HOME"] = str(log.parent / "state")  # a gate keeps its secret there, not in $HOME
+    with log.open("w") as out:
+        proc = subprocess.Popen([*command, "--http", f"127.0.0.1:{port}"], stdout=out, stderr=out, env=env)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            assert proc.poll() is None, log.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+@asynccontextmanager
+async def http_client(
+    url: str, key: str, seen: Callable[[httpx2.Response], Awaitable[None]] | None = None
+) -> AsyncIterator[ClientSession]:
+    """The SDK's real streamable HTTP client with its own bearer key; `seen` gets every response."""
+    hooks = {"response": [seen]} if seen else {}
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, event_hooks=hooks) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session

@@ -14,6 +14,7 @@ import pytest
 
 from gateway.config import load_settings
 from gateway.mcp.cli import add_parser, gate_spec
+from gateway.mcp.secret import GateSecret, gate_secret, state_file
 from tests.procs import write_config
 
 # `mcp` missing, as on an install without the extra: `import mcp` then raises ModuleNotFoundError.
@@ -64,6 +65,11 @@ def test_the_core_gateway_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
             {"HITL_API_KEY": "k" * 20},
             "--upstream-header: expected NAME:VALUE",
         ),
+        (
+            ["mcp-gate", "--upstream", "srv", "--require-approval", "x"],
+            {"HITL_API_KEY": "k" * 20, "HITL_MCP_GATE_SECRET": "short"},
+            "[mcp_gate] secret (HITL_MCP_GATE_SECRET): at least 16 characters",
+        ),
     ],
 )
 def test_start_up_problems_are_one_line_and_exit_2(
@@ -95,6 +101,7 @@ def test_mcp_sections_load_from_file_and_env_and_secrets_stay_masked(tmp_path: P
             '[mcp]\nchannels = ["web"]\npolicy = "default"\n'
             '[mcp_gate]\nupstream = ["python", "srv.py"]\nrequire_approval = ["delete_*"]\n'
             'upstream_headers = { Authorization = "Bearer UPSTREAMSECRET" }\n'
+            'secret = "GATESECRET-0123456789"\n'
         ),
     )
     settings = load_settings(config, env={"HITL_MCP_GATE_WAIT_SECONDS": "5"})
@@ -104,6 +111,7 @@ def test_mcp_sections_load_from_file_and_env_and_secrets_stay_masked(tmp_path: P
     assert out.returncode == 0, out.stderr
     assert "UPSTREAMSECRET" not in out.stdout
     assert json.loads(out.stdout)["mcp_gate"]["upstream_headers"] == {"Authorization": "***"}
+    assert "GATESECRET" not in out.stdout and json.loads(out.stdout)["mcp_gate"]["secret"] == "***(21 chars)"
 
 
 def gate_args(*argv: str) -> argparse.Namespace:
@@ -130,3 +138,20 @@ def test_the_gate_runs_from_mcp_gate_config_alone_and_options_win(tmp_path: Path
     assert spec["wait_seconds"] == 2.0 and spec["headers"] == {"X-Team": "dev"}
     with pytest.raises(ValueError, match="--wait-seconds"):
         gate_spec(gate_args("--wait-seconds", "601"), settings, {})
+
+
+def test_the_gate_secret_is_configured_else_kept_in_a_state_file_else_per_process(tmp_path: Path) -> None:
+    """The MAC key of the gate's approvals: the configured one; else one generated once and kept
+    (mode 0600), the same for every later start; else, with nowhere to keep it, one per process."""
+    assert gate_secret("s" * 16, None) == GateSecret(b"s" * 16, "config")
+    path = state_file({"HOME": str(tmp_path)})
+    assert path == tmp_path / ".local" / "state" / "hitl-gateway" / "mcp-gate.secret"
+    first = gate_secret("", path)
+    assert first.source == str(path) and len(first.key) == 64 and gate_secret("", path) == first
+    assert path.stat().st_mode & 0o777 == 0o600 and list(path.parent.iterdir()) == [path]
+    path.write_text("short\n")
+    with pytest.raises(ValueError, match="not a gate secret"):
+        gate_secret("", path)
+    (tmp_path / "a-file").write_text("")  # nowhere to keep a secret under it
+    alone = gate_secret("", state_file({"XDG_STATE_HOME": str(tmp_path / "a-file")}))
+    assert alone.source == "process" and alone != gate_secret("", None)

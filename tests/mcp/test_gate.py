@@ -7,75 +7,31 @@ and a client that gives up mid-forward does not cut the forward off.
 
 from __future__ import annotations
 
-import json
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from gateway.testing import TEST_API_KEY
 from tests.mcp.conftest import (
-    CHANNEL,
-    OPERATOR,
     SECOND_AGENT_KEY,
+    UPSTREAM,
     Stack,
+    counted,
     error_text,
     eventually,
-    mcp_command,
+    gate,
+    journal,
+    journal_has,
     mcp_session,
 )
 from tests.procs import free_port
 
 pytestmark = pytest.mark.slow
-UPSTREAM = Path(__file__).parents[1] / "fakes" / "mcp_upstream.py"
-
-
-def counted(stack: Stack) -> list[dict[str, Any]]:
-    path = stack.tmp / "counts.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def gate_command(stack: Stack, upstream: list[str], wait: float = 1.0) -> list[str]:
-    return mcp_command(
-        "mcp-gate",
-        "--gateway",
-        stack.url,
-        "--channel",
-        CHANNEL,
-        "--require-approval",
-        "delete_*",
-        "send_payment",
-        "--wait-seconds",
-        str(wait),
-        "--",
-        *upstream,
-    )
-
-
-@asynccontextmanager
-async def gate(
-    stack: Stack, wait: float = 1.0, upstream: list[str] | None = None, key: str = TEST_API_KEY
-) -> AsyncIterator[ClientSession]:
-    command = gate_command(stack, upstream or [sys.executable, str(UPSTREAM), str(stack.tmp / "counts.jsonl")], wait)
-    async with mcp_session(stack.tmp, command, {"HITL_API_KEY": key}, log="gate.log") as session:
-        yield session
-
-
-async def journal(stack: Stack, run_id: str) -> dict[str, dict[str, Any]]:
-    async with stack.http.get(f"{stack.url}/v1/runs/{run_id}/steps", headers=OPERATOR) as resp:
-        return {s["name"]: s for s in (await resp.json())["items"]}
-
-
-async def journal_has(stack: Stack, run_id: str, step: str) -> bool:
-    return step in await journal(stack, run_id)
 
 
 async def test_a_gated_tool_runs_once_after_approval_and_a_retry_gets_the_journaled_result(stack: Stack) -> None:

@@ -3,67 +3,23 @@ each client is its own principal at the gateway. The MCP process has no key of i
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
-from pathlib import Path
+from collections.abc import Iterator
 
 import aiohttp
-import httpx2
 import pytest
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from gateway.testing import TEST_API_KEY
-from tests.mcp.conftest import CHANNEL, Stack, error_text, mcp_command, payload
-from tests.procs import free_port
-
-UPSTREAM = Path(__file__).parents[1] / "fakes" / "mcp_upstream.py"
+from tests.mcp.conftest import CHANNEL, UPSTREAM, Stack, error_text, mcp_command, payload, serve
+from tests.mcp.conftest import http_client as client
 
 pytestmark = pytest.mark.slow
 STRANGER = "not-a-key-of-this-gateway-000"
 
 
-def serve(command: list[str], log: Path) -> Iterator[str]:
-    """Run an MCP server subprocess with `--http`; yield its /mcp URL once it listens."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}  # no HITL_API_KEY
-    with log.open("w") as out:
-        proc = subprocess.Popen([*command, "--http", f"127.0.0.1:{port}"], stdout=out, stderr=out, env=env)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.kill()
-        proc.wait(10)
-
-
 @pytest.fixture
 def mcp_url(stack: Stack) -> Iterator[str]:
     yield from serve(mcp_command("mcp", "--gateway", stack.url, "--channel", CHANNEL), stack.tmp / "mcp-http.log")
-
-
-@asynccontextmanager
-async def client(url: str, key: str) -> AsyncIterator[ClientSession]:
-    async with (
-        httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
 
 
 @pytest.mark.parametrize("key", [None, STRANGER])

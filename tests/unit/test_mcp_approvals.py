@@ -90,3 +90,13 @@ def test_a_card_summary_shows_a_command_as_it_would_run() -> None:
     assert approvals.summarize_input("Bash", {"command": "ls", "description": "List"}) == "List\n$ ls"
     assert approvals.summarize_input("Write", {"path": "a", "content": "b"}) == '{"content":"b","path":"a"}'
     assert len(approvals.summarize_input("Write", {"content": "x" * 5000})) == 1500
+
+
+def test_gate_keys_are_a_mac_of_every_field_under_the_secret() -> None:
+    """What the agent knows (upstream, tool, caller, args) does not give it the gate's key."""
+    fields = {"upstream": '["srv"]', "tool": "pay", "caller": "abc", "args": {"amount": 1}}
+    key = approvals.gate_key(b"s" * 32, fields)
+    assert key.startswith("mcp-gate:") and key == approvals.gate_key(b"s" * 32, dict(reversed(list(fields.items()))))
+    assert key != approvals.gate_key(b"t" * 32, fields)
+    assert key != approvals.gate_key(b"s" * 32, {**fields, "args": {"amount": 2}})
+    assert key != approvals.request_key("mcp-gate", fields)  # the plain hash the agent could compute
