@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
+from tests.mcp.conftest import Stack, approval_server, error_text, mcp_session
+from tests.mcp.conftest import stack as stack  # the fixture: a real serve, the fake Telegram
+from tests.mcp.conftest import tg_api as tg_api
 from tests.procs import Gateway, free_port
 from tests.security.conftest import ALICE, BILLING, call, db_counts, db_path, suspend_body
 
@@ -224,4 +228,26 @@ async def test_an_edit_never_fetches_a_schema_stored_before_these_checks(gateway
             await asyncio.sleep(0.2)
             await _edit_refused(http, gateway, approval_id, "bbb", "args_schema.properties.memo.$ref")
             await asyncio.sleep(0.2)
+    assert tarpit.connections == 0
+
+
+@pytest.mark.slow
+async def test_mcp_request_approval_goes_through_the_same_checks(stack: Stack) -> None:
+    """`hitl-gateway mcp` posts the agent's schema to the gateway: the same refusals, told as a
+    tool error, through the MCP SDK's real client."""
+    command, env = approval_server(stack)
+    base = {"title": "Charge ACME $42", "args": {"memo": EVIL_MEMO}, "wait_seconds": 0}
+    async with Listener(tarpit=True) as tarpit, mcp_session(stack.tmp, command, env) as mcp:
+        async with healthz_watched(stack.http, stack.gw):
+            await asyncio.sleep(0.2)
+            for schema, words in [
+                ({"$ref": f"{tarpit.url}/internal.json"}, "args_schema.$ref: only a reference within the schema"),
+                ({"$ref": "file:///etc/passwd"}, "args_schema.$ref: only a reference within the schema"),
+                (BACKTRACKING, "args.memo: 'aaaa"),
+            ]:
+                async with asyncio.timeout(ANSWER_WITHIN):
+                    text = error_text(await mcp.call_tool("request_approval", {**base, "args_schema": schema}))
+                assert words in text and "root:" not in text, text
+            await asyncio.sleep(0.2)
+        assert await stack.approvals() == []
     assert tarpit.connections == 0
