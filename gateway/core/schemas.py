@@ -51,6 +51,7 @@ _ONE_MORE = ("unevaluatedItems", "unevaluatedProperties")
 _LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 _MAP = ("$defs", "definitions", "dependentSchemas", "patternProperties", "properties")
 _REFS = ("$ref", "$dynamicRef")
+_JSON_TYPES = {str: "string", int: "number", float: "number", list: "array", type(None): "null"}
 
 
 def _refuse(uri: str) -> Resource[Any]:
@@ -174,7 +175,8 @@ def _resolve(resolver: Any, ref: Any, path: str) -> tuple[str, Any, Any]:
     except Unresolvable:
         raise ValidationError(path, f"{ref!r} does not resolve within the schema") from None
     if not isinstance(found.contents, dict | bool):
-        raise ValidationError(path, f"{ref!r} points to a {type(found.contents).__name__}, not a schema")
+        kind = _JSON_TYPES.get(type(found.contents), "value")
+        raise ValidationError(path, f"{ref!r} points to a JSON {kind}, not a schema")
     return path, found.contents, found.resolver
 
 
