@@ -30,6 +30,14 @@ def parse_terms(schema: Any, editable: Any) -> EditTerms | None:
     return EditTerms(schema, parse_editable(editable))
 
 
+def terms_checked(schema: Any, editable: Any, args: Any) -> EditTerms | None:
+    """`parse_terms`, and the suspend's own args checked against the schema."""
+    terms = parse_terms(schema, editable)
+    if terms is not None:
+        check_args(terms.schema, args)
+    return terms
+
+
 def parse_editable(value: Any, field: str = "editable") -> bool | tuple[str, ...]:
     if value is None:
         return False
@@ -97,4 +105,5 @@ __all__ = [
     "make_patch",
     "parse_editable",
     "parse_terms",
+    "terms_checked",
 ]

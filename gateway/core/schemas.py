@@ -13,7 +13,7 @@
   `patternProperties` with Python's backtracking `re`, so a schema may not use both.
 - Checking args has a time budget (CHECK_BUDGET): every keyword the validator applies first
   looks at the clock, so a check stops soon after the budget and is a 400 naming the field.
-  Callers run checks off the event loop (gateway.service.edits.off_loop).
+  Callers run checks in worker processes, off the event loop (gateway.service.checks).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import re2
 from jsonschema import Draft202012Validator, validators
@@ -39,6 +39,7 @@ from gateway.core.depth import text_too_deep
 from gateway.core.errors import ValidationError
 
 log = logging.getLogger("gateway.schemas")
+T = TypeVar("T")
 MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 32  # JSON nesting levels of the schema document
 MAX_SUBSCHEMAS = 1000
@@ -282,4 +283,21 @@ def check_args(schema: Mapping[str, Any] | None, args: Any, field: str = "args")
         raise ValidationError(_dotted(field, found[0].path), found[0].message)
 
 
-__all__ = ["CHECK_BUDGET", "MAX_SCHEMA_BYTES", "MAX_SCHEMA_DEPTH", "MAX_SUBSCHEMAS", "check_args", "check_schema"]
+def outcome(fn: Callable[..., T], *args: Any) -> tuple[bool, Any]:
+    """`fn(*args)` for another process: (True, its value), or (False, (field, problem)) for the
+    ValidationError it raised (whose own pickling would lose the field)."""
+    try:
+        return True, fn(*args)
+    except ValidationError as exc:
+        return False, (exc.field, exc.message.removeprefix(f"{exc.field}: "))
+
+
+__all__ = [
+    "CHECK_BUDGET",
+    "MAX_SCHEMA_BYTES",
+    "MAX_SCHEMA_DEPTH",
+    "MAX_SUBSCHEMAS",
+    "check_args",
+    "check_schema",
+    "outcome",
+]

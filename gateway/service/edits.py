@@ -6,50 +6,29 @@ may carry a redaction marker ('[redacted:...]') for a field they did not touch: 
 equal to the one shown is taken as unchanged and keeps its raw value, so an edit never writes a
 redaction marker into what runs.
 
-Checking args against a schema runs off the event loop, on a small pool of its own (`off_loop`):
-the schema is the agent's, and however it was bounded (gateway.core.schemas: re2 patterns, a
-time budget that every keyword looks at), its CPU must not stall other requests, webhooks or timers.
+Checking args against a schema (at suspend and for every edit) runs in a worker process
+(gateway.service.checks), never on the event loop: the schema is the agent's.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from gateway.core import edits
 from gateway.core.errors import RawPruned, ValidationError
 from gateway.core.keys import args_hash, canonical_json
 from gateway.core.models import PRUNED, Approval, EditTerms, Outcome, Proposal
+from gateway.service.checks import checked
 
 if TYPE_CHECKING:
     from gateway.service.approvals import Service
 
-P = ParamSpec("P")
-T = TypeVar("T")
-# Two threads: a flood of slow schemas waits here, not in the loop's default executor (DNS, files).
-_CHECKS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hitl-schema")
-
-
-async def off_loop(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """`fn` (a schema check, bounded by gateway.core.schemas.CHECK_BUDGET) in the checks' pool."""
-    return await asyncio.get_running_loop().run_in_executor(_CHECKS, functools.partial(fn, *args, **kwargs))
-
 
 async def parse_terms(schema: Any, editable: Any, args: Any) -> EditTerms | None:
     """A suspend's `args_schema` and `editable`, checked, and its args against the schema."""
-    if schema is None:  # nothing to compile or run: no thread hop
+    if schema is None:  # nothing to compile or run: no process hop
         return edits.parse_terms(schema, editable)
-    return await off_loop(_terms_checked, schema, editable, args)
-
-
-def _terms_checked(schema: Any, editable: Any, args: Any) -> EditTerms | None:
-    terms = edits.parse_terms(schema, editable)
-    if terms is not None:
-        edits.check_args(terms.schema, args)
-    return terms
+    return await checked(edits.terms_checked, schema, editable, args)
 
 
 def check_reason(approval: Approval, outcome: Outcome, comment: str | None) -> None:
@@ -87,7 +66,7 @@ async def propose(
     shown = approval.current_args
     merged = {k: current[k] if k in shown and k in current and v == shown[k] else v for k, v in edited.items()}
     if approval.terms is not None and approval.terms.schema is not None:
-        await off_loop(edits.check_edit, approval.terms, raw["args"], merged)
+        await checked(edits.check_edit, approval.terms, raw["args"], merged)
     else:
         edits.check_edit(approval.terms, raw["args"], merged)
     digest = args_hash(merged)
@@ -118,4 +97,4 @@ def approved_raw(svc: Service, approval: Approval) -> tuple[dict[str, Any], dict
     return approved, raw["args"], edits.make_patch(raw["args"], approved) if approved != raw["args"] else []
 
 
-__all__ = ["approved_raw", "check_reason", "off_loop", "parse_terms", "propose", "raw_current", "raw_sealed"]
+__all__ = ["approved_raw", "check_reason", "parse_terms", "propose", "raw_current", "raw_sealed"]
