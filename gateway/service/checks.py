@@ -8,7 +8,8 @@ process of its own it competes only for a CPU, like any other process.
 
 WORKERS processes, started on the first check (`spawn`: a fork of a process that runs threads
 may inherit a held lock). A worker that dies (killed, out of memory) fails only the check it ran:
-a 400 for that schema, and the next check gets a fresh pool.
+a 400 for that schema, and the next check gets a fresh pool. A worker exits when the gateway is
+gone, also after a kill -9 that gave the pool no chance to stop it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -34,8 +38,21 @@ _pool: ProcessPoolExecutor | None = None
 def _executor() -> ProcessPoolExecutor:
     global _pool
     if _pool is None:
-        _pool = ProcessPoolExecutor(WORKERS, mp_context=multiprocessing.get_context("spawn"))
+        context = multiprocessing.get_context("spawn")
+        _pool = ProcessPoolExecutor(WORKERS, mp_context=context, initializer=_follow, initargs=(os.getpid(),))
     return _pool
+
+
+def _follow(parent: int) -> None:
+    """In each worker: exit once `parent` (the gateway) is gone, instead of waiting forever for
+    checks that will never come."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="hitl-parent-watch", daemon=True).start()
 
 
 async def checked(fn: Callable[..., T], *args: Any) -> T:
