@@ -266,7 +266,7 @@ def errors(schema: Mapping[str, Any], args: Any, field: str, budget: float = CHE
         raise ValidationError(field, f"could not be checked against args_schema within {budget:g} s") from None
     except RecursionError:
         raise ValidationError(FIELD, "its references loop without reaching a value") from None
-    except (Unresolvable, SchemaError, TypeError, ValueError, OverflowError) as exc:
+    except (Unresolvable, SchemaError, TypeError, ValueError, OverflowError, MemoryError) as exc:
         log.warning("args_schema could not be applied: %s", type(exc).__name__)
         raise ValidationError(FIELD, "could not be applied to the args") from None
     finally:
