@@ -1,3 +1,4 @@
 from gateway.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # not when a spawned worker process re-imports this module (gateway.service.checks)
+    raise SystemExit(main())

@@ -69,6 +69,8 @@ class SecuritySettings:
     token_decisions: bool = False
     operator_keys: tuple[str, ...] = ()
     agents: Mapping[str, str] = field(default_factory=dict)  # NAME -> key: the principal agent:NAME
+    # NAME -> the named policies agent:NAME may ask for (`policies` in its table); absent: any
+    agent_policies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     operators: Mapping[str, str] = field(default_factory=dict)  # NAME -> key: operator:NAME
     inline_policies: str = "restrict"  # restrict | deny | allow (gateway.core.policy_bounds)
 
@@ -290,6 +292,38 @@ def table(key: str, v: Any) -> dict[str, str]:
     raise ConfigError(key, f"expected a table, got {type(v).__name__}")
 
 
+def agents_table(key: str, v: Any) -> dict[str, str]:
+    """`[security.agents]`: NAME -> its key, from `NAME = "key"` or from a table
+    `NAME = { key = "...", policies = [...] }` (the policies: `agent_policies`)."""
+    if not isinstance(v, dict):
+        return table(key, v)  # also the environment's 'name=key,name=key'
+    return {str(name): _agent_key(f"{key}.{name}", entry) for name, entry in v.items()}
+
+
+def _agent_key(key: str, entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return string(key, entry)
+    for name in entry:
+        if name not in ("key", "policies"):
+            raise ConfigError(f"{key}.{name}", "unknown key (known: key, policies)")
+    if "key" not in entry:
+        raise ConfigError(f"{key}.key", "required: the agent's API key")
+    return string(f"{key}.key", entry["key"])
+
+
+def agent_policies(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Each agent's `policies` list, for the agents given as tables that name one."""
+    section = raw.get("security", {})
+    agents = section.get("agents", {}) if isinstance(section, dict) else {}
+    if not isinstance(agents, dict):
+        return {}
+    return {
+        str(name): strings(f"security.agents.{name}.policies", entry["policies"])
+        for name, entry in agents.items()
+        if isinstance(entry, dict) and "policies" in entry
+    }
+
+
 _SPEC: dict[str, dict[str, Coerce]] = {
     "server": {
         "host": string,
@@ -310,7 +344,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "token_max_age": duration,
         "token_decisions": boolean,
         "operator_keys": strings,
-        "agents": table,
+        "agents": agents_table,
         "operators": table,
         "inline_policies": string,
     },
@@ -692,7 +726,18 @@ def _check_security(settings: Settings) -> None:
     check_principals(sec.agents, sec.operators, sec.api_keys, sec.operator_keys)
     if sec.inline_policies not in INLINE_MODES:
         raise ConfigError("security.inline_policies", f"expected one of {', '.join(INLINE_MODES)}")
+    _check_agent_policies(settings)
     _check_channels(settings)
+
+
+def _check_agent_policies(settings: Settings) -> None:
+    """Every policy an agent's `policies` names is configured (a typo would lock the agent out)."""
+    for name, names in settings.security.agent_policies.items():
+        for i, policy in enumerate(names):
+            if policy not in settings.policies:
+                known = ", ".join(sorted(settings.policies))
+                where = f"security.agents.{name}.policies[{i}]"
+                raise ConfigError(where, f"unknown policy {policy!r} (known: {known})")
 
 
 def _check_channels(settings: Settings) -> None:
@@ -749,7 +794,7 @@ def load_settings(
     settings = Settings(
         server=ServerSettings(**server),
         store=StoreSettings(**_section(raw, "store", _SPEC["store"])),
-        security=SecuritySettings(**_section(raw, "security", _SPEC["security"])),
+        security=SecuritySettings(**_section(raw, "security", _SPEC["security"]), agent_policies=agent_policies(raw)),
         policies=policies,
         policy_bounds=bounds,
         workers=_workers(raw),
@@ -812,6 +857,7 @@ def effective_config(settings: Settings) -> dict[str, Any]:
     for section in _SPEC:
         obj = getattr(settings, section)
         out[section] = {k: _mask(k, _plain(getattr(obj, k))) for k in _SPEC[section]}
+    out["security"]["agent_policies"] = {n: list(p) for n, p in settings.security.agent_policies.items()}
     for kind, channel in settings.channels.items():
         secrets = channel.spec.secrets
         section = channel.section

@@ -1,10 +1,11 @@
 """Pure rules of approve-with-changes: the suspend's schema and editable fields, an edit's check,
 its RFC 6902 patch and the words every card uses to show it.
 
-The schema is JSON Schema 2020-12, checked with the `jsonschema` library (the schema itself is
-checked too, at suspend). An edit may change only the top-level args that `editable` names (or
-any when it is `true`), and the edited args must validate. Every refusal is a ValidationError
-that names the JSON path (`args.amount`), so the API answers 400 and the channels show it.
+The schema is JSON Schema 2020-12, checked with the `jsonschema` library within the bounds of
+gateway.core.schemas (the schema itself is checked too, at suspend). An edit may change only the
+top-level args that `editable` names (or any when it is `true`), and the edited args must validate.
+Every refusal is a ValidationError that names the JSON path (`args.amount`), so the API answers 400
+and the channels show it.
 """
 
 from __future__ import annotations
@@ -14,15 +15,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import jsonpatch
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from jsonschema.exceptions import ValidationError as SchemaViolation
 
 from gateway.core.errors import ValidationError
 from gateway.core.models import EditTerms
-
-MAX_SCHEMA_BYTES = 64 * 1024
-_VALIDATORS: dict[str, Draft202012Validator] = {}  # by canonical schema text: compiled once
+from gateway.core.schemas import check_args, check_schema
 
 
 def parse_terms(schema: Any, editable: Any) -> EditTerms | None:
@@ -34,16 +30,12 @@ def parse_terms(schema: Any, editable: Any) -> EditTerms | None:
     return EditTerms(schema, parse_editable(editable))
 
 
-def check_schema(schema: Any, field: str = "args_schema") -> None:
-    if not isinstance(schema, dict):
-        raise ValidationError(field, "must be a JSON Schema object")
-    if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
-        raise ValidationError(field, f"must be at most {MAX_SCHEMA_BYTES} bytes of JSON")
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = "".join(f"/{p}" for p in exc.path)
-        raise ValidationError(f"{field}{where}", f"is not a valid JSON Schema 2020-12: {exc.message}") from None
+def terms_checked(schema: Any, editable: Any, args: Any) -> EditTerms | None:
+    """`parse_terms`, and the suspend's own args checked against the schema."""
+    terms = parse_terms(schema, editable)
+    if terms is not None:
+        check_args(terms.schema, args)
+    return terms
 
 
 def parse_editable(value: Any, field: str = "editable") -> bool | tuple[str, ...]:
@@ -54,33 +46,6 @@ def parse_editable(value: Any, field: str = "editable") -> bool | tuple[str, ...
     if isinstance(value, list) and all(isinstance(v, str) and v for v in value) and len(value) <= 100:
         return tuple(dict.fromkeys(value))
     raise ValidationError(field, "must be true, false or a list of top-level arg names")
-
-
-def _validator(schema: Mapping[str, Any]) -> Draft202012Validator:
-    key = json.dumps(schema, sort_keys=True)
-    found = _VALIDATORS.get(key)
-    if found is None:
-        if len(_VALIDATORS) > 256:
-            _VALIDATORS.clear()
-        found = _VALIDATORS[key] = Draft202012Validator(schema)
-    return found
-
-
-def check_args(schema: Mapping[str, Any] | None, args: Any, field: str = "args") -> None:
-    """ValidationError naming the JSON path of the first violation (`args.amount: 5000 is
-    greater than the maximum of 4500`), or nothing when `args` validate (or there is no schema)."""
-    if schema is None:
-        return
-    errors = sorted(_validator(schema).iter_errors(args), key=lambda e: (list(map(str, e.path)), e.message))
-    if errors:
-        raise ValidationError(_path(field, errors[0]), errors[0].message)
-
-
-def _path(field: str, error: SchemaViolation) -> str:
-    out = field
-    for part in error.path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
 
 
 def changed_names(original: Mapping[str, Any], edited: Mapping[str, Any]) -> list[str]:
@@ -140,4 +105,5 @@ __all__ = [
     "make_patch",
     "parse_editable",
     "parse_terms",
+    "terms_checked",
 ]

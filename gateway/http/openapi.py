@@ -93,7 +93,11 @@ _SUSPEND = {
             "format": "date-time",
             "description": "RFC 3339 with an offset; where the named policy's agent_may_set lists timeout",
         },
-        "args_schema": {"type": "object", "description": "JSON Schema 2020-12 the args and every edit must validate"},
+        "args_schema": {
+            "type": "object",
+            "description": "JSON Schema 2020-12 the args and every edit must validate: references only within it"
+            " (#...), at most 64 KiB, 32 levels and 1,000 subschemas, patterns in re2 syntax",
+        },
         "editable": {
             "oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}],
             "description": "true, or the top-level args an approver may change before approving",

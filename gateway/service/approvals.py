@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from gateway.config import Settings
-from gateway.core import edits as edit_rules
 from gateway.core import policy as rules
 from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
@@ -145,9 +144,7 @@ class Service(Decisions):
         now = self.clock.now()
         checked = self._validate(req, principal, now)
         policy = checked.policy
-        terms = edit_rules.parse_terms(req.args_schema, req.editable)
-        if terms is not None:
-            edit_rules.check_args(terms.schema, req.args)
+        terms = await service_edits.parse_terms(req.args_schema, req.editable, req.args)  # off the loop
         encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         agent = principal.identity if principal is not None else None  # an agent's run is claimed on create

@@ -111,7 +111,7 @@ class Decisions:
         committed. `name` is how the platform shows them, for cards; `seen` as in `decide`."""
         return await self._vote(approval_id, outcome, actor, _Ballot(comment, channel, name, args=args, seen=seen))
 
-    def check_vote(
+    async def check_vote(
         self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, Any] | None, comment: str | None
     ) -> None:
         """The ValidationError a vote with these args and comment would get (nothing committed)."""
@@ -119,7 +119,7 @@ class Decisions:
         if args is not None:
             if outcome is not Outcome.APPROVE:
                 raise ValidationError("args", "only an approval carries edited args")
-            service_edits.propose(self._service, approval, args, actor, None)
+            await service_edits.propose(self._service, approval, args, actor, None)
 
     async def _vote(self, approval_id: str, outcome: Outcome, actor: str, b: _Ballot) -> tuple[Approval, EventKind]:
         if b.check_approver:
@@ -144,12 +144,12 @@ class Decisions:
                     f"the arguments changed since this was drawn (round {rounds.round_number(approval)} votes on"
                     " other args): look at the updated card; nothing was recorded",
                 )
-            self.check_vote(approval, outcome, actor, args=None, comment=comment)
+            await self.check_vote(approval, outcome, actor, args=None, comment=comment)
             proposal, sealed = None, None
             if b.args is not None:
                 if outcome is not Outcome.APPROVE:
                     raise ValidationError("args", "only an approval carries edited args")
-                proposal, sealed = service_edits.propose(self._service, approval, b.args, actor, person or b.name)
+                proposal, sealed = await service_edits.propose(self._service, approval, b.args, actor, person or b.name)
             vote = Vote(
                 actor,
                 outcome,

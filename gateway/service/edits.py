@@ -5,6 +5,9 @@ Approvers see redacted args (cards, the web page, the API). An edit built from w
 may carry a redaction marker ('[redacted:...]') for a field they did not touch: a top-level value
 equal to the one shown is taken as unchanged and keeps its raw value, so an edit never writes a
 redaction marker into what runs.
+
+Checking args against a schema (at suspend and for every edit) runs in a worker process
+(gateway.service.checks), never on the event loop: the schema is the agent's.
 """
 
 from __future__ import annotations
@@ -14,10 +17,18 @@ from typing import TYPE_CHECKING, Any
 from gateway.core import edits
 from gateway.core.errors import RawPruned, ValidationError
 from gateway.core.keys import args_hash, canonical_json
-from gateway.core.models import PRUNED, Approval, Outcome, Proposal
+from gateway.core.models import PRUNED, Approval, EditTerms, Outcome, Proposal
+from gateway.service.checks import checked
 
 if TYPE_CHECKING:
     from gateway.service.approvals import Service
+
+
+async def parse_terms(schema: Any, editable: Any, args: Any) -> EditTerms | None:
+    """A suspend's `args_schema` and `editable`, checked, and its args against the schema."""
+    if schema is None:  # nothing to compile or run: no process hop
+        return edits.parse_terms(schema, editable)
+    return await checked(edits.terms_checked, schema, editable, args)
 
 
 def check_reason(approval: Approval, outcome: Outcome, comment: str | None) -> None:
@@ -43,7 +54,7 @@ def raw_current(svc: Service, approval: Approval) -> dict[str, Any]:
     return current
 
 
-def propose(
+async def propose(
     svc: Service, approval: Approval, edited: Any, actor: str, name: str | None
 ) -> tuple[Proposal | None, str | None]:
     """The proposal an approve with `edited` args makes (None when they are the current args),
@@ -54,7 +65,10 @@ def propose(
     current = raw_current(svc, approval)
     shown = approval.current_args
     merged = {k: current[k] if k in shown and k in current and v == shown[k] else v for k, v in edited.items()}
-    edits.check_edit(approval.terms, raw["args"], merged)
+    if approval.terms is not None and approval.terms.schema is not None:
+        await checked(edits.check_edit, approval.terms, raw["args"], merged)
+    else:
+        edits.check_edit(approval.terms, raw["args"], merged)
     digest = args_hash(merged)
     if digest == approval.current_hash:
         return None, None
@@ -83,4 +97,4 @@ def approved_raw(svc: Service, approval: Approval) -> tuple[dict[str, Any], dict
     return approved, raw["args"], edits.make_patch(raw["args"], approved) if approved != raw["args"] else []
 
 
-__all__ = ["approved_raw", "check_reason", "propose", "raw_current", "raw_sealed"]
+__all__ = ["approved_raw", "check_reason", "parse_terms", "propose", "raw_current", "raw_sealed"]

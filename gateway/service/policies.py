@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.config import Settings
-from gateway.core.errors import UnknownPolicy, ValidationError
+from gateway.core.errors import PolicyNotAllowed, UnknownPolicy, ValidationError
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
 from gateway.core.policy_bounds import (
@@ -47,6 +47,7 @@ def resolve_policy(
     if isinstance(value, Mapping):
         name = value.get("name")
         if isinstance(name, str) and name in settings.policies:  # the named policy, with choices
+            check_named(settings, name, principal, "policy.name")
             choices = {k: v for k, v in value.items() if k != "name"}
             return choose(settings.policies[name], _bounds(settings, name, trusted), choices, deadline, now)
         data = with_deadline(value, deadline, now)
@@ -59,7 +60,24 @@ def resolve_policy(
     base = settings.policies.get(name)
     if base is None:
         raise UnknownPolicy(f"policy: unknown policy {name!r}", policy=name)
+    check_named(settings, name, principal, "policy")
     return choose(base, _bounds(settings, name, trusted), {}, deadline, now)
+
+
+def check_named(settings: Settings, name: str, principal: Principal | None, field: str) -> None:
+    """PolicyNotAllowed (403) when an agent given `policies` in `[security.agents]` asks for a
+    named policy not in that list. `default` is always allowed: it is what a suspend that names no
+    policy gets, so naming it changes nothing; operators and in-process callers are not agents."""
+    if principal is None or principal.is_operator or name == "default":
+        return
+    allowed = settings.security.agent_policies.get(principal.name)
+    if allowed is not None and name not in allowed:
+        listed = ", ".join(allowed) or "none"
+        raise PolicyNotAllowed(
+            field,
+            f"agent {principal.name!r} may not ask for policy {name!r}"
+            f" (security.agents.{principal.name}.policies: {listed}; default is always allowed)",
+        )
 
 
 def _bounds(settings: Settings, name: str, trusted: bool) -> AgentBounds:
@@ -72,4 +90,4 @@ def _inline(settings: Settings, policy: Policy, trusted: bool) -> Policy:
     return policy
 
 
-__all__ = ["PolicyValue", "resolve_policy"]
+__all__ = ["PolicyValue", "check_named", "resolve_policy"]

@@ -210,7 +210,7 @@ class Inbound:
         """What a press with these edited args and comment would be refused for (a ValidationError
         naming the field), without committing anything: for a one-time link that must not be
         used up by a typo."""
-        self._svc.check_vote(approval, outcome, actor, args=args, comment=comment)
+        await self._svc.check_vote(approval, outcome, actor, args=args, comment=comment)
 
     async def may_edit(self, p: Press) -> Verdict:
         """Whether the presser may edit the args (before a form or a link opens): ASK, or why not."""
