@@ -45,6 +45,7 @@ from gateway.delivery.channels import Channel, check_address, parse_address, pos
 from gateway.service import edits as service_edits
 from gateway.service.decisions import CAS_RETRIES, DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy
+from gateway.service.replay import check_replay
 from gateway.store import NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
@@ -192,11 +193,7 @@ class Service(Decisions):
         if not created:
             if stored.agent != agent:  # another principal's key: never its body or its token
                 raise IdempotencyConflict("idempotency_key is already in use; choose another one")
-            if (stored.run_id, stored.step, stored.args_hash) != (req.run_id, req.step, approval.args_hash):
-                raise IdempotencyConflict(
-                    "idempotency_key was already used for a different run, step or args",
-                    approval_id=stored.id,
-                )
+            await check_replay(self.store, stored, approval, deadline=req.deadline)
             return stored, False
         log.info(
             "approval %s suspended: run=%s step=%s channels=%s by=%s",
