@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
+import pytest
 
 from gateway.store import open_store, sqlite_path
 from gateway.store.migrations import LATEST, MIGRATIONS
@@ -162,37 +163,57 @@ async def test_a_lower_migration_arriving_after_a_higher_one_is_still_applied(tm
     assert "sealed" in columns
 
 
-async def test_v11_gives_existing_runs_an_owner_no_agent_is(tmp_path: Path) -> None:
-    """Upgrading: approvals and journals from before principals belong to no agent (operators only)."""
-    import sqlite3
-    from datetime import UTC, datetime
+async def test_v17_puts_each_run_and_key_in_its_agents_namespace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upgrading: an agent's approvals, and the journal of a run an agent owned, go to that agent's
+    namespace; the rest (operators', in-process callers', those from before principals) to no
+    agent's, where operators and resume tokens reach them as before."""
+    import importlib
 
-    from gateway.core.models import StepRecord, StepStatus
+    from gateway.store.rows import approval_values
     from gateway.store.sqlite import SQLiteStore
     from tests.store.conftest import make_approval
 
-    path, now = tmp_path / "old.db", datetime(2030, 1, 1, tzinfo=UTC)
+    migrate = importlib.import_module("gateway.store.sqlite.migrate")
+
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(migrate, "MIGRATIONS", tuple(m for m in MIGRATIONS if m.version < 17))
     store = SQLiteStore(str(path))
     await store.open()
-    await store.create_approval(make_approval(run_id="run-a"), [], [])
-    await store.record_step(StepRecord("run-j", "fetch", StepStatus.SUCCEEDED, 1, 1, now, now))
     await store.close()
-    conn = sqlite3.connect(path)  # back to v10
-    for sql in (
-        "DROP TABLE runs",
-        "DROP TABLE web_sessions",
-        "DROP INDEX approvals_agent",
-        "ALTER TABLE approvals DROP COLUMN agent",
-        "DELETE FROM schema_migrations WHERE version = 11",
-    ):
-        conn.execute(sql)
+    billing = make_approval(key="k-1", run_id="run-a", agent="agent:billing")
+    legacy = make_approval(key="k-2", run_id="run-l")  # before principals: no agent
+    by_operator = make_approval(key="k-3", run_id="run-a", agent="operator:alice")
+    conn = sqlite3.connect(path)  # a v16 file: runs had one owner, keys were global
+    marks = ", ".join("?" * len(APPROVAL_COLUMNS))
+    for a in (billing, legacy, by_operator):
+        conn.execute(f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({marks})", approval_values(a))
+    conn.executemany(
+        "INSERT INTO runs (run_id, owner, created_at) VALUES (?, ?, 0)", [("run-a", "agent:billing"), ("run-l", "")]
+    )
+    conn.executemany(
+        "INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at)"
+        " VALUES (?, 'fetch', 'succeeded', '1', 1, 0, 0)",
+        [("run-a",), ("run-l",), ("run-x",)],  # run-x: journaled in process, never owned
+    )
     conn.commit()
     conn.close()
+    monkeypatch.undo()
     store = SQLiteStore(str(path))
     await store.open()
     try:
-        assert await store.run_owner("run-a") == "" and await store.run_owner("run-j") == ""
-        assert await store.claim_run("run-a", "agent:x", now) == ""  # nobody can take it over
-        assert [a.agent for a in await store.list_approvals()] == [None]
+        assert [s.name for s in await store.get_steps("run-a", namespace="agent:billing")] == ["fetch"]
+        assert await store.get_steps("run-a", namespace="") == []
+        assert [s.name for s in await store.get_steps("run-l", namespace="")] == ["fetch"]
+        assert [s.name for s in await store.get_steps("run-x", namespace="")] == ["fetch"]
+        assert await store.run_namespaces("run-a") == ["", "agent:billing"]  # the operator's approval
+        assert await store.run_namespaces("run-l") == [""]
+        # the keys are per namespace now: billing's key is free for another agent, not for billing
+        assert (await store.create_approval(make_approval(key="k-1", agent="agent:mail"), [], []))[1]
+        stored, created = await store.create_approval(make_approval(key="k-1", agent="agent:billing"), [], [])
+        assert not created and stored.id == billing.id
+        stored, created = await store.create_approval(make_approval(key="k-2"), [], [])
+        assert not created and stored.id == legacy.id
     finally:
         await store.close()
