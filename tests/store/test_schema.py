@@ -19,6 +19,7 @@ import pytest
 from gateway.store import open_store, sqlite_path
 from gateway.store.migrations import LATEST, MIGRATIONS
 from gateway.store.rows import APPROVAL_COLUMNS
+from gateway.store.sql import to_dialect
 
 Schema = dict[str, Any]
 _TYPES = {
@@ -163,44 +164,58 @@ async def test_a_lower_migration_arriving_after_a_higher_one_is_still_applied(tm
     assert "sealed" in columns
 
 
+async def _execute(url: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """Raw statements (`$n` marks) on either backend, as an older gateway would have written."""
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(sqlite_path(url))
+        with conn:
+            for sql, params in statements:
+                conn.execute(to_dialect(sql, "sqlite"), params)
+        conn.close()
+        return
+    pg = await asyncpg.connect(url)
+    try:
+        for sql, params in statements:
+            await pg.execute(sql, *params)
+    finally:
+        await pg.close()
+
+
 async def test_v17_puts_each_run_and_key_in_its_agents_namespace(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Upgrading: an agent's approvals, and the journal of a run an agent owned, go to that agent's
-    namespace; the rest (operators', in-process callers', those from before principals) to no
-    agent's, where operators and resume tokens reach them as before."""
+    """Upgrading, on both backends: an agent's approvals, and the journal of a run an agent
+    owned, go to that agent's namespace; the rest (operators', in-process callers', those from
+    before principals) to no agent's, where operators and resume tokens reach them as before."""
     import importlib
 
     from gateway.store.rows import approval_values
-    from gateway.store.sqlite import SQLiteStore
     from tests.store.conftest import make_approval
 
-    migrate = importlib.import_module("gateway.store.sqlite.migrate")
-
-    path = tmp_path / "old.db"
-    monkeypatch.setattr(migrate, "MIGRATIONS", tuple(m for m in MIGRATIONS if m.version < 17))
-    store = SQLiteStore(str(path))
+    for module in ("gateway.store.sqlite.migrate", "gateway.store.postgres.migrate"):
+        older = tuple(m for m in MIGRATIONS if m.version < 17)
+        monkeypatch.setattr(importlib.import_module(module), "MIGRATIONS", older)
+    store = open_store(store_url)
     await store.open()
     await store.close()
     billing = make_approval(key="k-1", run_id="run-a", agent="agent:billing")
     legacy = make_approval(key="k-2", run_id="run-l")  # before principals: no agent
     by_operator = make_approval(key="k-3", run_id="run-a", agent="operator:alice")
-    conn = sqlite3.connect(path)  # a v16 file: runs had one owner, keys were global
-    marks = ", ".join("?" * len(APPROVAL_COLUMNS))
-    for a in (billing, legacy, by_operator):
-        conn.execute(f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({marks})", approval_values(a))
-    conn.executemany(
-        "INSERT INTO runs (run_id, owner, created_at) VALUES (?, ?, 0)", [("run-a", "agent:billing"), ("run-l", "")]
-    )
-    conn.executemany(
+    marks = ", ".join(f"${i + 1}" for i in range(len(APPROVAL_COLUMNS)))
+    insert = f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({marks})"
+    step = (
         "INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at)"
-        " VALUES (?, 'fetch', 'succeeded', '1', 1, 0, 0)",
-        [("run-a",), ("run-l",), ("run-x",)],  # run-x: journaled in process, never owned
+        " VALUES ($1, 'fetch', 'succeeded', '1', 1, 0, 0)"
     )
-    conn.commit()
-    conn.close()
+    run = "INSERT INTO runs (run_id, owner, created_at) VALUES ($1, $2, 0)"  # a v16 run's one owner
+    await _execute(
+        store_url,
+        [(insert, approval_values(a)) for a in (billing, legacy, by_operator)]
+        + [(run, ("run-a", "agent:billing")), (run, ("run-l", ""))]
+        + [(step, (r,)) for r in ("run-a", "run-l", "run-x")],  # run-x: journaled in process, never owned
+    )
     monkeypatch.undo()
-    store = SQLiteStore(str(path))
+    store = open_store(store_url)
     await store.open()
     try:
         assert [s.name for s in await store.get_steps("run-a", namespace="agent:billing")] == ["fetch"]
