@@ -192,7 +192,9 @@ class Service(Decisions):
         stored, created = await self.store.create_approval(approval, [event, *events], posts)
         if not created:
             if stored.agent != agent:  # no agent's namespace is shared: another principal's key
-                raise IdempotencyConflict("idempotency_key is already in use; choose another one")
+                raise IdempotencyConflict(
+                    "idempotency_key: is already in use; choose another one", field="idempotency_key"
+                )
             await check_replay(self.store, stored, approval, deadline=req.deadline)
             return stored, False
         log.info(
