@@ -108,6 +108,10 @@ async def test_an_agent_reads_only_its_own_approvals_events_and_jobs(gateway: Ga
         assert view["agent"] == "agent:mail"
         _, every = await call(http, "GET", f"{gateway.url}/v1/approvals?limit=1000", headers=ALICE)
         assert {mine["id"], theirs["id"]} <= {a["id"] for a in every["items"]}
+        _, one = await call(http, "GET", f"{gateway.url}/v1/approvals?limit=1000&agent=mail", headers=ALICE)
+        assert theirs["id"] in {a["id"] for a in one["items"]} and {a["agent"] for a in one["items"]} == {"agent:mail"}
+        status, body = await call(http, "GET", f"{gateway.url}/v1/approvals?agent=mail", headers=BILLING)
+        assert status == 403 and body["error"]["code"] == "forbidden", body  # an agent lists its own only
         # jobs: decided by the operator, then listed per agent
         for a in (mine, theirs):
             status, _ = await call(
