@@ -86,7 +86,7 @@ async def _journal(db: Path, runs: int, steps: int) -> dict[str, Any]:
 
         async def agent(r: int) -> None:  # an agent journals its steps in order; runs go in parallel
             for s in range(steps):
-                await store.record_step(step(r, s))
+                await store.record_step(step(r, s), namespace="")
 
         t0 = time.perf_counter()
         await asyncio.gather(*(agent(r) for r in range(runs)))

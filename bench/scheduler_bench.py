@@ -54,7 +54,7 @@ def fill(path: Path, n: int, now: datetime, deadline: datetime) -> None:
     conn = sqlite3.connect(path)
     with conn:
         for start in range(0, n, 10_000):
-            rows = [approval_values(_approval(i, now, deadline)) for i in range(start, min(n, start + 10_000))]
+            rows = [(*approval_values(_approval(i, now, deadline)), "") for i in range(start, min(n, start + 10_000))]
             conn.executemany(queries("sqlite").insert_approval, rows)
     conn.close()
 

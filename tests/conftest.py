@@ -11,12 +11,14 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.config import Settings
+from gateway.core.principals import derived_name
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY, FakeClock, make_settings
 
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}  # an agent
 OPERATOR = {"Authorization": f"Bearer {TEST_OPERATOR_KEY}"}  # operator:test
+TEST_AGENT = f"agent:{derived_name(TEST_API_KEY)}"  # AUTH's principal: its runs' namespace
 
 
 @pytest.fixture(autouse=True)

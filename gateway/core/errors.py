@@ -134,13 +134,6 @@ class NotFound(GatewayError):
     status = 404
 
 
-class RunNotFound(NotFound):
-    """The run id belongs to another agent (run ids belong to the first agent that uses them)."""
-
-    def __init__(self, run_id: str, agent: str) -> None:
-        super().__init__(f"run {run_id!r} not found for {agent} (a run id belongs to one agent)")
-
-
 class MethodNotAllowed(GatewayError):
     """Method not allowed."""
 
@@ -181,6 +174,20 @@ class StaleRound(Conflict):
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}", field=field)
+
+
+class AmbiguousRun(Conflict):
+    """Several agents use this run id: name one."""
+
+    code = "ambiguous_run"
+
+    def __init__(self, run_id: str, namespaces: list[str]) -> None:
+        shown = ", ".join(n or "no agent" for n in namespaces)
+        super().__init__(
+            f"agent: run {run_id!r} is used by {shown}; name one with ?agent=NAME (empty: no agent)",
+            field="agent",
+            agents=namespaces,
+        )
 
 
 class IdempotencyConflict(Conflict):

@@ -12,6 +12,7 @@ from hitl_sdk.models import Decision, Outcome, Source, StepRecord, StepStatus
 
 from gateway.core.clock import from_ts, iso, to_ts
 from gateway.core.durations import format_duration, parse_duration
+from gateway.core.principals import namespace_of
 from gateway.core.terms import EditTerms, Proposal
 
 # Decision, Outcome, Source, StepRecord and StepStatus are shared with the agent SDK (hitl_sdk):
@@ -244,6 +245,11 @@ class Approval:
         except KeyError:
             raise TypeError(f"Approval has no field {name!r}") from None
         return Approval(*values)
+
+    @property
+    def namespace(self) -> str:
+        """The namespace of its run id and idempotency key: its agent's, or NO_AGENT ('')."""
+        return namespace_of(self.agent)
 
     @property
     def approvals_count(self) -> int:

@@ -16,11 +16,32 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from gateway.core.errors import ConfigError
+from gateway.core.errors import ConfigError, ValidationError
 
 Kind = Literal["agent", "operator"]
 NAME_RE = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 NAME_RULE = "1-64 characters of A-Z, a-z, 0-9, _ . @ and -"
+# The namespace of the run ids and idempotency keys that no agent created: an operator's, an
+# in-process caller's, and those from before principals existed.
+NO_AGENT = ""
+
+
+def namespace_of(creator: str | None) -> str:
+    """The namespace of run ids and idempotency keys a record created by `creator` (an
+    identity, or None) lives in: each agent has its own (its identity), everyone else shares
+    NO_AGENT. Another agent's run id or key is simply a different one."""
+    return creator if creator is not None and creator.startswith("agent:") else NO_AGENT
+
+
+def agent_namespace(value: str, field: str = "agent") -> str:
+    """The namespace an agent's name designates: NAME or `agent:NAME` is that agent's (names are
+    case-insensitive), empty is NO_AGENT; anything else a 400 naming `field`."""
+    if value == NO_AGENT:
+        return NO_AGENT
+    name = value.removeprefix("agent:")
+    if not NAME_RE.match(name):
+        raise ValidationError(field, f"an agent name is {NAME_RULE} (empty: no agent)")
+    return f"agent:{name.lower()}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +57,11 @@ class Principal:
     @property
     def is_operator(self) -> bool:
         return self.kind == "operator"
+
+    @property
+    def namespace(self) -> str:
+        """Where this principal's run ids and idempotency keys live (`namespace_of`)."""
+        return namespace_of(self.identity)
 
     def owns(self, owner: str | None) -> bool:
         """Whether a record created by `owner` (an identity) is this principal's to see: an
@@ -115,10 +141,13 @@ class Principals:
 __all__ = [
     "NAME_RE",
     "NAME_RULE",
+    "NO_AGENT",
     "Kind",
     "Principal",
     "Principals",
+    "agent_namespace",
     "check_principals",
     "derived_name",
+    "namespace_of",
     "principal_entries",
 ]

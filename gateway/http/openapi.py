@@ -20,9 +20,9 @@ def _errors(*codes: int) -> dict[str, Any]:
         400: "Bad request",
         401: "Unauthorized",
         403: "Forbidden (also operator_required, policy_not_allowed)",
-        404: "Not found (also: another agent's approval or run)",
+        404: "Not found (also: another agent's approval)",
         408: "The body arrived too slowly (server.body_timeout)",
-        409: "Conflict",
+        409: "Conflict (also idempotency_conflict naming the field; ambiguous_run naming agent)",
         410: "Gone (token expired)",
         413: "Body too large",
         415: "Not JSON",
@@ -86,7 +86,7 @@ _SUSPEND = {
         "approvers": {"type": "array", "items": {"type": "string"}, "examples": [["web:alice", "<kind>:<id>"]]},
         "policy": {"oneOf": [{"type": "string"}, _POLICY]},
         "worker": {"type": ["string", "null"]},
-        "idempotency_key": {"type": "string", "maxLength": 200, "description": "per principal"},
+        "idempotency_key": {"type": "string", "maxLength": 200, "description": "per agent (and per principal)"},
         "requested_by": {"type": "string", "maxLength": 200},
         "deadline": {
             "type": "string",
@@ -165,6 +165,12 @@ _STEP = {
     },
 }
 _RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
+_AGENT = {
+    "name": "agent",
+    "in": "query",
+    "description": "operators: the agent whose records or run (run ids are per agent; empty: no agent's)",
+    "schema": {"type": "string", "maxLength": 70},
+}
 _TOKEN_AUTH: list[dict[str, list[str]]] = [{"bearer": []}, {"resumeToken": []}]
 
 
@@ -172,23 +178,26 @@ def _worker_paths() -> dict[str, dict[str, Any]]:
     """Resume jobs and the run journal (gateway/http/jobs.py, gateway/http/runs.py)."""
     status = {"name": "status", "in": "query", "schema": {"enum": ["queued", "running", "succeeded", "failed"]}}
     view = {"name": "view", "in": "query", "schema": {"enum": ["raw", "display"]}}
-    steps = _op("A run's journaled steps (view=display: outputs redacted)", {"type": "object"}, 401, 404, 410)
-    steps["parameters"] = [_RUN_ID, view]
+    steps = _op("A run's journaled steps (view=display: outputs redacted)", {"type": "object"}, 400, 401, 403, 409, 410)
+    steps["parameters"] = [_RUN_ID, view, _AGENT]
     put = _op(
         "Journal a step (the first successful record wins; returns the stored record)",
         _STEP,
         400,
         401,
-        404,
+        403,
         408,
+        409,
         410,
         body=_STEP,
-        params=[_RUN_ID, {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}],
+        params=[_RUN_ID, {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}, _AGENT],
     )
     steps["security"] = put["security"] = _TOKEN_AUTH
     return {
         "/v1/jobs": {
-            "get": _op("List resume jobs (e.g. ?status=failed)", {"type": "object"}, 400, 401, params=[status])
+            "get": _op(
+                "List resume jobs (e.g. ?status=failed)", {"type": "object"}, 400, 401, 403, params=[status, _AGENT]
+            )
         },
         "/v1/approvals/{id}/retry": {
             "post": _op(
@@ -223,12 +232,11 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
     paths: dict[str, dict[str, Any]] = {
         "/v1/suspend": {
             "post": _op(
-                "Suspend a run on an approval (idempotent by key, per principal)",
+                "Suspend a run on an approval (idempotent by key; run ids and keys are per agent)",
                 _SUSPENDED,
                 400,
                 401,
                 403,
-                404,
                 408,
                 409,
                 413,
@@ -243,7 +251,9 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
                 {"type": "object"},
                 400,
                 401,
+                403,
                 params=[
+                    _AGENT,
                     {"name": "status", "in": "query", "schema": {"type": "string"}},
                     {"name": "run_id", "in": "query", "schema": {"type": "string"}},
                     {

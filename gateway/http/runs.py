@@ -2,8 +2,8 @@
 
 Callers hold an API key, or the resume token of one of the run's approvals
 (`X-HITL-Resume-Token`, what a worker gets in HITL_RESUME_TOKEN), which opens that run only.
-A run id belongs to the first agent that journals or suspends in it: another agent gets 404 for
-it, reading or writing; operators see every run.
+Run ids are per agent (gateway.service.namespaces): an agent's key reaches its own run of that
+id, a token its approval's, an operator the one run of that id or the agent `?agent=` names.
 """
 
 from __future__ import annotations
@@ -13,18 +13,20 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.core.errors import InvalidToken, NotFound, ValidationError
+from gateway.core.errors import InvalidToken, ValidationError
 from gateway.core.models import StepRecord, StepStatus
 from gateway.http import schemas
 from gateway.http.keys import RUNTIME
 from gateway.http.scope import principal
 from gateway.runtime import Runtime
+from gateway.service.namespaces import run_namespace
 
 routes = web.RouteTableDef()
 TOKEN_HEADER = "X-HITL-Resume-Token"
 
 
-async def _authorize(request: web.Request, *, write: bool) -> tuple[Runtime, str]:
+async def _authorize(request: web.Request) -> tuple[Runtime, str, str]:
+    """The runtime, the run id and the namespace of the run the caller reaches."""
     rt = request.app[RUNTIME]
     run_id = request.match_info["run_id"]
     token = request.headers.get(TOKEN_HEADER)
@@ -32,19 +34,9 @@ async def _authorize(request: web.Request, *, write: bool) -> tuple[Runtime, str
         approval = await rt.service.approval_for_token(token)
         if approval.run_id != run_id:
             raise InvalidToken("the resume token belongs to another run")
-        return rt, run_id
-    caller = principal(request)
-    if caller.is_operator:
-        return rt, run_id
-    if write:  # the first write of a new run id makes it this agent's
-        await rt.service.claim_run(run_id, caller)
-        return rt, run_id
-    owner = await rt.store.run_owner(run_id)
-    # A run nobody owns yet is readable only while it is empty (a new run id the agent is about
-    # to use); one journaled without an owner (directly in the store, or before v11) is not.
-    if owner != caller.identity and (owner is not None or await rt.store.get_steps(run_id)):
-        raise NotFound(f"run {run_id!r} not found")
-    return rt, run_id
+        return rt, run_id, approval.namespace
+    namespace = await run_namespace(rt.store, run_id, principal(request), request.query.get("agent"))
+    return rt, run_id, namespace
 
 
 def _time(body: dict[str, Any], name: str) -> datetime:
@@ -85,8 +77,8 @@ def parse_step(body: dict[str, Any], run_id: str, name: str) -> StepRecord:
 @routes.get("/v1/runs/{run_id}/steps")
 async def list_steps(request: web.Request) -> web.Response:
     """Raw outputs (for replay); `?view=display` gives the redacted display copy (dashboards)."""
-    rt, run_id = await _authorize(request, write=False)
-    items = [s.to_api() for s in await rt.store.get_steps(run_id)]
+    rt, run_id, namespace = await _authorize(request)
+    items = [s.to_api() for s in await rt.store.get_steps(run_id, namespace=namespace)]
     if request.query.get("view") == "display":
         items = [{**i, "output": rt.service.redactor.value(i["output"])} for i in items]
     return web.json_response({"run_id": run_id, "items": items})
@@ -95,6 +87,6 @@ async def list_steps(request: web.Request) -> web.Response:
 @routes.put("/v1/runs/{run_id}/steps/{name}")
 async def record_step(request: web.Request) -> web.Response:
     step = parse_step(await schemas.read_json(request), request.match_info["run_id"], request.match_info["name"])
-    rt, _ = await _authorize(request, write=True)  # after the body is valid: a bad one claims nothing
-    stored = await rt.store.record_step(step)
+    rt, _, namespace = await _authorize(request)
+    stored = await rt.store.record_step(step, namespace=namespace)
     return web.json_response(stored.to_api())

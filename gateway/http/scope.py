@@ -2,7 +2,8 @@
 
 The auth middleware puts the caller's principal on the request. Handlers then ask:
 - `operator(request)`: decisions, cancels, retries and card re-posts need an operator;
-- `owner_filter(request)`: the identity to filter lists by (an agent sees only its own), or None;
+- `owner_filter(request)`: the identity to filter lists by (an agent sees only its own; an operator
+  the agent `?agent=` names), or None;
 - `Service.get(id, principal)`: an approval another agent created is a 404, as if it did not exist.
 """
 
@@ -10,8 +11,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.core.errors import OperatorRequired, Unauthorized
-from gateway.core.principals import Principal
+from gateway.core.errors import Forbidden, OperatorRequired, Unauthorized
+from gateway.core.principals import Principal, agent_namespace
 from gateway.http.keys import RUNTIME
 
 PRINCIPAL = web.RequestKey("principal", Principal)
@@ -41,9 +42,16 @@ def operator(request: web.Request) -> Principal:
 
 
 def owner_filter(request: web.Request) -> str | None:
-    """The identity whose records a list shows: the agent's own, or everything for an operator."""
+    """The identity whose records a list shows: the agent's own; for an operator, the agent
+    that `?agent=NAME` names, or everything."""
     caller = principal(request)
-    return None if caller.is_operator else caller.identity
+    asked = request.query.get("agent") or None
+    named = None if asked is None else agent_namespace(asked)
+    if caller.is_operator:
+        return named
+    if named is not None and named != caller.identity:
+        raise Forbidden("agent: an agent's key lists only its own records (leave `agent` out)")
+    return caller.identity
 
 
 __all__ = ["PRINCIPAL", "operator", "owner_filter", "principal"]

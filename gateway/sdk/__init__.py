@@ -23,6 +23,7 @@ from hitl_sdk import (
     verify_signature,
 )
 
+from gateway.core.principals import NO_AGENT, agent_namespace
 from gateway.sdk.journal import StoreJournal
 
 
@@ -30,8 +31,9 @@ class DurableRun(hitl_sdk.DurableRun):
     """`hitl_sdk.DurableRun` whose `db_url` (or HITL_DB_URL) journal is the gateway's store."""
 
     @classmethod
-    async def open_db_journal(cls, db_url: str) -> Journal:
-        return await StoreJournal.open(db_url)
+    async def open_db_journal(cls, db_url: str, agent: str | None) -> Journal:
+        namespace = NO_AGENT if not agent or agent.startswith("operator:") else agent_namespace(agent)
+        return await StoreJournal.open(db_url, namespace=namespace)
 
 
 __all__ = [

@@ -26,7 +26,6 @@ from gateway.core.errors import (
     IdempotencyConflict,
     InvalidToken,
     NotFound,
-    RunNotFound,
     UnknownWorker,
     ValidationError,
 )
@@ -44,6 +43,7 @@ from gateway.delivery.channels import Channel, check_address, parse_address, pos
 from gateway.service import edits as service_edits
 from gateway.service.decisions import CAS_RETRIES, DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy
+from gateway.service.replay import check_replay
 from gateway.store import NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
@@ -140,14 +140,15 @@ class Service(Decisions):
 
     async def suspend(self, req: SuspendRequest, principal: Principal | None = None) -> tuple[Approval, bool]:
         """Create the approval (idempotent by key, per principal) with its cards queued in the
-        same commit. An agent's run id must be its own: the first agent to use one owns it."""
+        same commit. Run ids and keys are the agent's own (`Approval.namespace`): another
+        agent's are simply different ones."""
         now = self.clock.now()
         checked = self._validate(req, principal, now)
         policy = checked.policy
         terms = await service_edits.parse_terms(req.args_schema, req.editable, req.args)  # off the loop
         encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
-        agent = principal.identity if principal is not None else None  # an agent's run is claimed on create
+        agent = principal.identity if principal is not None else None  # also names the run's namespace
         channels = checked.channels
         deadline = rules.deadline_for(policy, now)
         approval = Approval(
@@ -187,13 +188,11 @@ class Service(Decisions):
         posts, events = self._posts(approval, channels, now)
         stored, created = await self.store.create_approval(approval, [event, *events], posts)
         if not created:
-            if stored.agent != agent:  # another principal's key: never its body or its token
-                raise IdempotencyConflict("idempotency_key is already in use; choose another one")
-            if (stored.run_id, stored.step, stored.args_hash) != (req.run_id, req.step, approval.args_hash):
+            if stored.agent != agent:  # no agent's namespace is shared: another principal's key
                 raise IdempotencyConflict(
-                    "idempotency_key was already used for a different run, step or args",
-                    approval_id=stored.id,
+                    "idempotency_key: is already in use; choose another one", field="idempotency_key"
                 )
+            await check_replay(self.store, stored, approval, deadline=req.deadline)
             return stored, False
         log.info(
             "approval %s suspended: run=%s step=%s channels=%s by=%s",
@@ -224,15 +223,6 @@ class Service(Decisions):
             else:
                 posts.append(NewOutbox(approval.id, c, OutboxKind.POST))
         return posts, events
-
-    async def claim_run(self, run_id: str, principal: Principal) -> None:
-        """Make `run_id` the agent's own, or NotFound if another agent (or nobody, for a run from
-        before principals existed) owns it."""
-        if principal.is_operator:
-            return
-        owner = await self.store.claim_run(run_id, principal.identity, self.clock.now())
-        if owner != principal.identity:
-            raise RunNotFound(run_id, principal.identity)
 
     # ---------------------------------------------------------------- reads
     async def get(self, approval_id: str, principal: Principal | None = None) -> Approval:

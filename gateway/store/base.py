@@ -66,12 +66,6 @@ class TransitionWrite:
     job: NewJob | None = None
 
 
-def claims_run(agent: str | None) -> bool:
-    """Whether creating an approval by `agent` claims its run (agents do; operators and
-    in-process callers do not). Both backends apply it in `create_approval`."""
-    return agent is not None and agent.startswith("agent:")
-
-
 class Store(AuditStore, Protocol):
     """(The audit calls are in gateway/store/audit.py.)"""
 
@@ -114,11 +108,9 @@ class Store(AuditStore, Protocol):
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
-        """Insert unless the idempotency key exists. Returns (stored approval, created).
-
-        When `approval.agent` is an agent (`agent:NAME`), its run is claimed for that agent in
-        the same transaction (as `claim_run`); if the run has another owner, nothing is written
-        and `RunNotFound` is raised."""
+        """Insert unless the idempotency key exists in the approval's namespace (its agent's,
+        or no agent's: `Approval.namespace`). Returns (stored approval, created): on a conflict,
+        the approval that holds the key in that namespace, never another namespace's."""
         ...
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...
@@ -278,14 +270,23 @@ class Store(AuditStore, Protocol):
         ...
 
     # ---------------------------------------------------------------- journal
-    async def get_steps(self, run_id: str) -> list[StepRecord]: ...
+    async def get_steps(self, run_id: str, *, namespace: str) -> list[StepRecord]:
+        """The journal of `run_id` in `namespace` (an agent's identity, or '' for no agent's)."""
+        ...
 
-    async def record_step(self, step: StepRecord) -> StepRecord:
-        """Journal a step; the first record wins, a later one returns the stored record."""
+    async def record_step(self, step: StepRecord, *, namespace: str) -> StepRecord:
+        """Journal a step of the run in `namespace`; the first record wins, a later one returns
+        the stored record."""
+        ...
+
+    async def run_namespaces(self, run_id: str) -> list[str]:
+        """The namespaces in which `run_id` has approvals or journal steps, sorted ('' is no
+        agent's); empty for a run id nobody used."""
         ...
 
     async def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
-        """Runs with their step counts, newest activity first (for the dashboard)."""
+        """Runs (`run_id` and `namespace`) with their step counts, newest activity first (for
+        the dashboard)."""
         ...
 
     async def step_stats(self, limit: int = 100) -> list[dict[str, Any]]:
@@ -303,16 +304,6 @@ class Store(AuditStore, Protocol):
     async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:
         """Delete up to `limit` inbound de-duplication marks older than `inbound_before`, and the
         prompts and web sessions expired at `now`; return how many rows went."""
-        ...
-
-    # ---------------------------------------------------------------- run owners (migration v11)
-    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
-        """Record `owner` (an agent identity) as the owner of `run_id` unless the run has one,
-        atomically; return the run's owner ('' for a run from before v11, which nobody owns)."""
-        ...
-
-    async def run_owner(self, run_id: str) -> str | None:
-        """The owner of `run_id`: an identity, '' if nobody owns it, None if no run has that id."""
         ...
 
     # ---------------------------------------------------------------- web sessions (migration v11)

@@ -106,14 +106,21 @@ class DurableRun:
         journal: Journal | None = None,
         db_url: str | None = None,
         code_version: str | None = None,
+        agent: str | None = None,
     ) -> Self:
         """A run started by the agent itself. Its journal goes over HTTP, unless `journal` is
         given, or `db_url` (the gateway's store, read and written directly: needs the server's
-        package, `gateway.sdk.DurableRun`). `code_version` (default: $HITL_CODE_VERSION) goes
-        with every suspend, for the workers' `accepts`."""
+        package, `gateway.sdk.DurableRun`). Run ids are per agent, so a `db_url` journal used
+        with an `api_key` needs `agent`, the key's agent name ("" for an operator's key): the
+        journal is that agent's run, where its suspends go. `code_version` (default:
+        $HITL_CODE_VERSION) goes with every suspend, for the workers' `accepts`."""
+        if journal is None and db_url and api_key and agent is None:
+            raise ValueError(
+                "agent: a db_url journal with an api_key needs the key's agent name (run ids are per agent)"
+            )
         client = GatewayClient(gateway_url, api_key)
         if journal is None and db_url:
-            journal = await cls.open_db_journal(db_url)
+            journal = await cls.open_db_journal(db_url, agent)
         return cls(run_id, journal or HttpJournal(client), client, code_version=code_version)
 
     @classmethod
@@ -133,8 +140,9 @@ class DurableRun:
         if document is None:
             document = json.loads(await asyncio.to_thread(sys.stdin.read))
         client = GatewayClient(env["HITL_GATEWAY_URL"], env.get("HITL_API_KEY"), resume_token=env["HITL_RESUME_TOKEN"])
-        if journal is None and env.get("HITL_DB_URL"):
-            journal = await cls.open_db_journal(env["HITL_DB_URL"])
+        if journal is None and env.get("HITL_DB_URL"):  # the run of the approval's agent
+            agent = (document.get("approval") or {}).get("agent")
+            journal = await cls.open_db_journal(env["HITL_DB_URL"], agent)
         return cls(
             str(document["run_id"]),
             journal or HttpJournal(client),
@@ -144,8 +152,10 @@ class DurableRun:
         )
 
     @classmethod
-    async def open_db_journal(cls, db_url: str) -> Journal:
-        """The journal in the gateway's store by its URL: only the server's package has the store."""
+    async def open_db_journal(cls, db_url: str, agent: str | None) -> Journal:
+        """The journal in the gateway's store by its URL, in `agent`'s runs (a name or
+        `agent:NAME`; None or another principal: no agent's runs). Only the server's package
+        has the store."""
         raise RuntimeError("a db_url journal needs the gateway's package: use gateway.sdk.DurableRun")
 
     async def close(self) -> None:

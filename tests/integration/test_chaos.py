@@ -15,6 +15,7 @@ from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.core.models import JobStatus, Outcome
 from gateway.sdk import DurableRun, Suspended
 from gateway.testing import FakeClock
+from tests.conftest import TEST_AGENT
 from tests.integration.gateway_fixture import API_KEY, start_env
 
 TRIALS = 30
@@ -60,7 +61,7 @@ async def test_sigkill_at_random_moments_never_double_charges(
     expected = {r: 1 for r, a in zip(run_ids, approvals, strict=True) if a not in rejected}
     assert charges == expected
     for run_id in run_ids:
-        steps = {s.name for s in await env.rt.store.get_steps(run_id)}
+        steps = {s.name for s in await env.rt.store.get_steps(run_id, namespace=TEST_AGENT)}
         assert "email" in steps, run_id
 
     kills = 0

@@ -13,6 +13,7 @@ from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.core.models import JobStatus, StepStatus
 from gateway.sdk import DurableRun, GatewayClient, Suspended
 from gateway.testing import TEST_OPERATOR_KEY, FakeClock
+from tests.conftest import TEST_AGENT
 from tests.integration.gateway_fixture import API_KEY, start_env, started_invoice
 
 
@@ -23,13 +24,15 @@ async def test_steps_before_the_approval_run_exactly_once(
     fx = Effects(str(env.effects))
     for _ in range(2):  # the agent started twice before anyone decides: replay, same approval
         store_url = env.rt.settings.store.url  # the journal read and written in the store directly
-        async with await DurableRun.open("inv-1", gateway_url=env.url, api_key=API_KEY, db_url=store_url) as run:
+        async with await DurableRun.open(
+            "inv-1", gateway_url=env.url, api_key=API_KEY, db_url=store_url, agent=TEST_AGENT
+        ) as run:
             with pytest.raises(Suspended) as suspended:
                 await invoice_run(run, "ACME", env.payments_url, fx)
     assert env.effects.read_text().split() == ["research", "validate", "draft"]
     approvals = await env.rt.store.list_approvals(run_id="inv-1")
     assert [a.id for a in approvals] == [suspended.value.approval_id]
-    steps = {s.name: s.status for s in await env.rt.store.get_steps("inv-1")}
+    steps = {s.name: s.status for s in await env.rt.store.get_steps("inv-1", namespace=TEST_AGENT)}
     assert steps == {
         "research": StepStatus.SUCCEEDED,
         "validate": StepStatus.SUCCEEDED,
@@ -43,7 +46,7 @@ async def test_steps_before_the_approval_run_exactly_once(
     assert job is not None and job.status is JobStatus.SUCCEEDED, job
     assert env.effects.read_text().split() == ["research", "validate", "draft", "charge", "email"]
     assert [c["run_id"] for c in env.payments.charges.values()] == ["inv-1"]
-    journal = {s.name: s for s in await env.rt.store.get_steps("inv-1")}
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-1", namespace=TEST_AGENT)}
     assert journal["approval"].status is StepStatus.SUCCEEDED
     assert journal["approval"].output["outcome"] == "approve"
     assert journal["email"].output["body"].endswith("Charged as ch_1.")
@@ -60,7 +63,7 @@ async def test_rejection_resumes_and_compensates(
     await env.rt.worker.drain()
     assert env.effects.read_text().split() == ["research", "validate", "draft", "email"]
     assert env.payments.charges == {}
-    journal = {s.name: s for s in await env.rt.store.get_steps("inv-2")}
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-2", namespace=TEST_AGENT)}
     assert journal["email"].output["body"] == "Not charged (operator:api)."
 
 
@@ -86,7 +89,7 @@ async def test_an_approval_with_changes_charges_the_edited_amount_exactly_once(
     await env.rt.worker.drain()
     assert [(c["amount"], c["run_id"]) for c in env.payments.charges.values()] == [(3900, "inv-3")]
     assert env.effects.read_text().split().count("charge") == 1
-    journal = {s.name: s for s in await env.rt.store.get_steps("inv-3")}
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-3", namespace=TEST_AGENT)}
     decision = journal["approval"].output
     assert decision["args"]["amount"] == 3900 and decision["original_args"]["amount"] == 4200
     assert decision["args"]["email"] == "billing@acme.test"  # raw in the worker's document

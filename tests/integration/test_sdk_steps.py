@@ -15,6 +15,7 @@ from gateway.core.models import StepStatus
 from gateway.sdk import DurableRun, GatewayClient, GatewayHTTPError, HttpJournal, StepTimeout, TransientError
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
+from tests.conftest import TEST_AGENT
 from tests.integration.gateway_fixture import API_KEY, start_env
 
 
@@ -36,7 +37,7 @@ async def test_step_journals_once_and_replays(env: Any) -> None:
         async with await DurableRun.open("r1", gateway_url=env.url, api_key=API_KEY) as run:
             assert await run.step("one", effect, 2, scale=10) == {"value": 20, "t": [1, 2]}
     assert calls == [2]
-    (step,) = await env.rt.store.get_steps("r1")
+    (step,) = await env.rt.store.get_steps("r1", namespace=TEST_AGENT)
     assert (step.name, step.status, step.attempts) == ("one", StepStatus.SUCCEEDED, 1)
     assert step.finished_at >= step.started_at
 
@@ -71,7 +72,7 @@ async def test_transient_errors_retry_terminal_errors_propagate(env: Any) -> Non
             await run.step("hopeless", lambda: (_ for _ in ()).throw(TransientError("x")), max_attempts=2)
         with pytest.raises(StepTimeout):
             await run.step("slow", asyncio.sleep, 5, timeout=0.2)
-    steps = {s.name: s for s in await env.rt.store.get_steps("r2")}
+    steps = {s.name: s for s in await env.rt.store.get_steps("r2", namespace=TEST_AGENT)}
     assert set(steps) == {"flaky"} and steps["flaky"].attempts == 3
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from gateway.config import Settings
+from gateway.core.errors import IdempotencyConflict
 from gateway.core.models import Approval, OutboxKind, Outcome, Status
 from gateway.core.policy import parse_policy
 from gateway.runtime import Runtime
@@ -280,3 +282,16 @@ async def test_stop_never_hangs_on_a_stuck_loop(rt: Runtime, caplog: pytest.LogC
         with contextlib.suppress(asyncio.CancelledError):
             await task
     assert "stubborn-loop did not stop" in caplog.text and "stubborn" in caplog.text
+
+
+async def test_a_replay_after_an_escalation_is_compared_with_what_was_first_asked(
+    rt: Runtime, clock: FakeClock
+) -> None:
+    a = await suspend(rt, "boss", channels=("web",))
+    assert (await rt.scheduler.tick(clock.advance(minutes=10))).applied == {"escalated": 1}
+    req = SuspendRequest(run_id="run-0", step="pay", title="Pay", policy="boss", worker="agent", channels=("web",))
+    again, created = await rt.service.suspend(req)
+    assert again.id == a.id and not created
+    with pytest.raises(IdempotencyConflict) as refused:
+        await rt.service.suspend(replace(req, title="Pay more"))
+    assert refused.value.details == {"field": "title"}

@@ -43,7 +43,7 @@ bot_token = "xoxb-test"
 signing_secret = "{SLACK_SECRET}"
 base_url = "http://127.0.0.1:9/api/"
 """  # Telegram and Slack on, their APIs unreachable: the webhooks are what is attacked
-TABLES = ("approvals", "events", "outbox", "resume_jobs", "journal", "runs")
+TABLES = ("approvals", "events", "outbox", "resume_jobs", "journal")
 
 Launch = Callable[..., Gateway]
 

@@ -30,7 +30,7 @@ async def _refused_everywhere(
     http: aiohttp.ClientSession, gateway: Gateway, replay: dict, *, statuses: set[int]
 ) -> None:
     # (not `events`: the gateway's own loops go on syncing the card meanwhile)
-    before = db_counts(gateway, "approvals", "resume_jobs", "journal", "runs")
+    before = db_counts(gateway, "approvals", "resume_jobs", "journal")
     token, base = replay["resume_token"], f"{gateway.url}/v1/approvals/{replay['id']}"
     for outcome in ("approve", "reject"):
         status, reply = await call(http, "POST", f"{gateway.url}/v1/resume", json={"token": token, "outcome": outcome})
@@ -38,13 +38,14 @@ async def _refused_everywhere(
     bearer = {"Authorization": f"Bearer {token}"}
     status, reply = await call(http, "POST", f"{base}/decision", json={"outcome": "approve"}, headers=bearer)
     assert status == 401, reply
-    assert db_counts(gateway, "approvals", "resume_jobs", "journal", "runs") == before
+    assert db_counts(gateway, "approvals", "resume_jobs", "journal") == before
     status, doc = await call(http, "GET", f"{gateway.url}/v1/resume/{token}")
     assert status == 200 and doc["decision"]["outcome"] == "reject" and doc["status"] == "rejected", doc
-    # another agent replaying the same suspend: not its run, no body, no token
+    # another agent replaying the same suspend: its own run id and key, its own new approval
     again = suspend_body(run_id=doc["run_id"])
     status, other = await call(http, "POST", f"{gateway.url}/v1/suspend", json=again, headers=MAIL)
-    assert status == 404 and token not in str(other) and replay["id"] not in str(other), other
+    assert status == 201 and other["status"] == "waiting_approval", other
+    assert token not in str(other) and replay["id"] not in str(other)
 
 
 async def test_the_fresh_token_of_a_decided_replay_decides_nothing(gateway: Gateway) -> None:

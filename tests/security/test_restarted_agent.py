@@ -12,6 +12,7 @@ from typing import Any
 from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.sdk import DurableRun, GatewayClient
 from gateway.testing import TEST_OPERATOR_KEY, FakeClock
+from tests.conftest import TEST_AGENT
 from tests.integration.gateway_fixture import API_KEY, start_env, started_invoice
 
 
@@ -29,7 +30,7 @@ async def test_an_agent_restarted_after_an_edited_approve_runs_the_raw_args_not_
         await client.decide(approval_id, "approve", args={**read["args"], "amount": 3900})
     async with await DurableRun.open("inv-5", gateway_url=env.url, api_key=API_KEY) as run:
         await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
-    journal = {s.name: s for s in await env.rt.store.get_steps("inv-5")}
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-5", namespace=TEST_AGENT)}
     assert journal["approval"].output["args"] == {**read["args"], "amount": 3900, "email": "billing@acme.test"}
     assert journal["email"].output["to"] == "billing@acme.test"
     assert [(c["amount"], c["run_id"]) for c in env.payments.charges.values()] == [(3900, "inv-5")]
@@ -48,6 +49,6 @@ async def test_an_agent_restarted_past_the_first_tokens_life_still_learns_its_de
     clock.advance(31 * 86400)
     async with await DurableRun.open("inv-6", gateway_url=env.url, api_key=API_KEY) as run:
         await invoice_run(run, "ACME", env.payments_url, Effects(str(env.effects)))
-    journal = {s.name: s for s in await env.rt.store.get_steps("inv-6")}
+    journal = {s.name: s for s in await env.rt.store.get_steps("inv-6", namespace=TEST_AGENT)}
     assert journal["approval"].output["outcome"] == "reject"
     assert journal["email"].output["body"].startswith("Not charged") and env.payments.charges == {}

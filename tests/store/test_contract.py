@@ -9,9 +9,6 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-import pytest
-
-from gateway.core.errors import RunNotFound
 from gateway.core.models import (
     Decision,
     DeliveryStatus,
@@ -26,6 +23,7 @@ from gateway.core.models import (
     StepRecord,
     StepStatus,
 )
+from gateway.core.principals import namespace_of
 from gateway.store import CardUpdate, NewJob, Prompt, Store
 from gateway.store.migrations import LATEST
 from tests.store.conftest import NOW, StoreFactory, make_approval
@@ -385,18 +383,22 @@ async def test_record_step_first_success_wins(store: Store) -> None:
     def step(status: StepStatus, output: object, attempts: int) -> StepRecord:
         return StepRecord("run-9", "fetch", status, output, attempts, NOW, NOW + timedelta(seconds=1))
 
-    assert (await store.record_step(step(StepStatus.FAILED, None, 1))).status is StepStatus.FAILED
-    won = await store.record_step(step(StepStatus.SUCCEEDED, {"rows": 3}, 2))
+    ns = "agent:billing"
+    assert (await store.record_step(step(StepStatus.FAILED, None, 1), namespace=ns)).status is StepStatus.FAILED
+    won = await store.record_step(step(StepStatus.SUCCEEDED, {"rows": 3}, 2), namespace=ns)
     assert (won.status, won.output, won.attempts) == (StepStatus.SUCCEEDED, {"rows": 3}, 2)
-    later = await store.record_step(step(StepStatus.SUCCEEDED, {"rows": 99}, 3))
+    later = await store.record_step(step(StepStatus.SUCCEEDED, {"rows": 99}, 3), namespace=ns)
     assert later == won
     results = await asyncio.gather(
-        *(store.record_step(StepRecord("run-9", "send", StepStatus.SUCCEEDED, i, 1, NOW, NOW)) for i in range(10))
+        *(
+            store.record_step(StepRecord("run-9", "send", StepStatus.SUCCEEDED, i, 1, NOW, NOW), namespace=ns)
+            for i in range(10)
+        )
     )
     assert len({r.output for r in results}) == 1
-    assert [s.name for s in await store.get_steps("run-9")] == ["fetch", "send"]
+    assert [s.name for s in await store.get_steps("run-9", namespace=ns)] == ["fetch", "send"]
     (run,) = await store.list_runs()
-    assert (run["run_id"], run["steps"], run["attempts"]) == ("run-9", 2, 3)
+    assert (run["run_id"], run["namespace"], run["steps"], run["attempts"]) == ("run-9", ns, 2, 3)
 
 
 async def test_remember_inbound_once(store_factory: StoreFactory) -> None:
@@ -533,22 +535,37 @@ async def test_an_approval_keeps_its_agent_and_lists_filter_by_it(store: Store) 
     assert len(await store.list_jobs()) == 2
 
 
-async def test_a_run_id_is_owned_by_its_first_agent_even_in_a_race(store_factory: StoreFactory) -> None:
+async def test_run_ids_and_keys_are_per_agent_even_in_a_race(store_factory: StoreFactory) -> None:
+    """Four agents (and no agent) suspend with the same run id and key at once, from several
+    replicas: each gets its own approval, each replay its own namespace's, none another's."""
     stores = [await store_factory() for _ in range(4)]
-    assert await stores[0].run_owner("run-x") is None
-    claims = await asyncio.gather(*(s.claim_run("run-x", f"agent:a{i % 4}", NOW) for i, s in enumerate(stores * 5)))
-    assert len(set(claims)) == 1  # every claimant sees the one winner
-    owner = claims[0]
-    assert await stores[1].run_owner("run-x") == owner
-    assert await stores[2].claim_run("run-x", owner, NOW) == owner  # the owner's own claim is a no-op
+    creators = ["agent:a0", "agent:a1", "agent:a2", "agent:a3", None, "operator:alice"]
+    attempts = [(c, stores[i % 4]) for i, c in enumerate(creators * 3)]
+    results = await asyncio.gather(
+        *(s.create_approval(make_approval(key="k-same", run_id="run-x", agent=c), [], []) for c, s in attempts)
+    )
+    won = {c: a for (c, _), (a, created) in zip(attempts, results, strict=True) if created}
+    assert len(won) == 5 and {"agent:a0", "agent:a1", "agent:a2", "agent:a3"} < set(won)  # and one of no agent
+    by_namespace = {namespace_of(c): a.id for (c, _), (a, _) in zip(attempts, results, strict=True)}
+    assert len(set(by_namespace.values())) == len(by_namespace) == 5  # no agent: one, shared
+    for (c, _), (a, _) in zip(attempts, results, strict=True):
+        assert a.id == by_namespace[namespace_of(c)] and a.namespace == namespace_of(c)
+    assert await stores[1].run_namespaces("run-x") == ["", "agent:a0", "agent:a1", "agent:a2", "agent:a3"]
+    assert await stores[2].run_namespaces("run-none") == []
 
 
-async def test_runs_from_before_v11_belong_to_nobody(store: Store) -> None:
-    # v11 gives every run id it finds the owner '', which no agent identity equals; here, a run
-    # journaled straight into the store (the SDK's direct journal) has no owner row at all.
-    await store.record_step(StepRecord("run-old", "fetch", StepStatus.SUCCEEDED, 1, 1, NOW, NOW))
-    assert await store.run_owner("run-old") is None
-    assert await store.claim_run("run-new", "agent:a", NOW) == "agent:a"
+async def test_a_run_id_journals_apart_per_agent(store: Store) -> None:
+    for ns, output in (("agent:billing", 1), ("agent:mail", 2), ("", 3)):
+        await store.record_step(StepRecord("run-j", "fetch", StepStatus.SUCCEEDED, output, 1, NOW, NOW), namespace=ns)
+    for ns, output in (("agent:billing", 1), ("agent:mail", 2), ("", 3)):
+        assert [s.output for s in await store.get_steps("run-j", namespace=ns)] == [output]
+    assert await store.get_steps("run-j", namespace="agent:other") == []
+    assert await store.run_namespaces("run-j") == ["", "agent:billing", "agent:mail"]
+    assert {(r["run_id"], r["namespace"]) for r in await store.list_runs()} == {
+        ("run-j", "agent:billing"),
+        ("run-j", "agent:mail"),
+        ("run-j", ""),
+    }
 
 
 async def test_web_sessions_are_revoked_one_by_one_or_by_user(store: Store) -> None:
@@ -564,18 +581,3 @@ async def test_web_sessions_are_revoked_one_by_one_or_by_user(store: Store) -> N
     assert await store.session_user("s4", NOW) is None and await store.session_user("s3", NOW) == "bob"
     assert await store.prune(later, NOW - timedelta(days=2), 100) == 2  # the expired sessions go
     assert await store.session_user("s2", NOW) is None
-
-
-async def test_an_agents_approval_claims_its_run_in_the_same_transaction(store: Store) -> None:
-    mine = make_approval(agent="agent:billing", run_id="run-c")
-    await store.create_approval(mine, [NewEvent(mine.id, "suspended", NOW)], [])
-    assert await store.run_owner("run-c") == "agent:billing"
-    again = make_approval(agent="agent:billing", run_id="run-c")  # the owner's next step: fine
-    assert (await store.create_approval(again, [], []))[1]
-    intruder = make_approval(agent="agent:mail", run_id="run-c", key=mine.idempotency_key)
-    with pytest.raises(RunNotFound):
-        await store.create_approval(intruder, [NewEvent(intruder.id, "suspended", NOW)], [])
-    assert await store.get_approval(intruder.id) is None and await store.list_events(intruder.id) == []
-    by_operator = make_approval(agent="operator:alice", run_id="run-o")  # operators own no run
-    await store.create_approval(by_operator, [], [])
-    assert await store.run_owner("run-o") is None

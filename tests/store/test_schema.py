@@ -14,10 +14,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
+import pytest
 
 from gateway.store import open_store, sqlite_path
 from gateway.store.migrations import LATEST, MIGRATIONS
 from gateway.store.rows import APPROVAL_COLUMNS
+from gateway.store.sql import to_dialect
 
 Schema = dict[str, Any]
 _TYPES = {
@@ -162,37 +164,71 @@ async def test_a_lower_migration_arriving_after_a_higher_one_is_still_applied(tm
     assert "sealed" in columns
 
 
-async def test_v11_gives_existing_runs_an_owner_no_agent_is(tmp_path: Path) -> None:
-    """Upgrading: approvals and journals from before principals belong to no agent (operators only)."""
-    import sqlite3
-    from datetime import UTC, datetime
+async def _execute(url: str, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """Raw statements (`$n` marks) on either backend, as an older gateway would have written."""
+    if url.startswith("sqlite"):
+        conn = sqlite3.connect(sqlite_path(url))
+        with conn:
+            for sql, params in statements:
+                conn.execute(to_dialect(sql, "sqlite"), params)
+        conn.close()
+        return
+    pg = await asyncpg.connect(url)
+    try:
+        for sql, params in statements:
+            await pg.execute(sql, *params)
+    finally:
+        await pg.close()
 
-    from gateway.core.models import StepRecord, StepStatus
-    from gateway.store.sqlite import SQLiteStore
+
+async def test_v17_puts_each_run_and_key_in_its_agents_namespace(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upgrading, on both backends: an agent's approvals, and the journal of a run an agent
+    owned, go to that agent's namespace; the rest (operators', in-process callers', those from
+    before principals) to no agent's, where operators and resume tokens reach them as before."""
+    import importlib
+
+    from gateway.store.rows import approval_values
     from tests.store.conftest import make_approval
 
-    path, now = tmp_path / "old.db", datetime(2030, 1, 1, tzinfo=UTC)
-    store = SQLiteStore(str(path))
+    for module in ("gateway.store.sqlite.migrate", "gateway.store.postgres.migrate"):
+        older = tuple(m for m in MIGRATIONS if m.version < 17)
+        monkeypatch.setattr(importlib.import_module(module), "MIGRATIONS", older)
+    store = open_store(store_url)
     await store.open()
-    await store.create_approval(make_approval(run_id="run-a"), [], [])
-    await store.record_step(StepRecord("run-j", "fetch", StepStatus.SUCCEEDED, 1, 1, now, now))
     await store.close()
-    conn = sqlite3.connect(path)  # back to v10
-    for sql in (
-        "DROP TABLE runs",
-        "DROP TABLE web_sessions",
-        "DROP INDEX approvals_agent",
-        "ALTER TABLE approvals DROP COLUMN agent",
-        "DELETE FROM schema_migrations WHERE version = 11",
-    ):
-        conn.execute(sql)
-    conn.commit()
-    conn.close()
-    store = SQLiteStore(str(path))
+    billing = make_approval(key="k-1", run_id="run-a", agent="agent:billing")
+    legacy = make_approval(key="k-2", run_id="run-l")  # before principals: no agent
+    by_operator = make_approval(key="k-3", run_id="run-a", agent="operator:alice")
+    marks = ", ".join(f"${i + 1}" for i in range(len(APPROVAL_COLUMNS)))
+    insert = f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({marks})"
+    step = (
+        "INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at)"
+        " VALUES ($1, 'fetch', 'succeeded', '1', 1, 0, 0)"
+    )
+    run = "INSERT INTO runs (run_id, owner, created_at) VALUES ($1, $2, 0)"  # a v16 run's one owner
+    await _execute(
+        store_url,
+        [(insert, approval_values(a)) for a in (billing, legacy, by_operator)]
+        + [(run, ("run-a", "agent:billing")), (run, ("run-l", ""))]
+        + [(step, (r,)) for r in ("run-a", "run-l", "run-x")],  # run-x: journaled in process, never owned
+    )
+    monkeypatch.undo()
+    store = open_store(store_url)
     await store.open()
     try:
-        assert await store.run_owner("run-a") == "" and await store.run_owner("run-j") == ""
-        assert await store.claim_run("run-a", "agent:x", now) == ""  # nobody can take it over
-        assert [a.agent for a in await store.list_approvals()] == [None]
+        assert [s.name for s in await store.get_steps("run-a", namespace="agent:billing")] == ["fetch"]
+        assert await store.get_steps("run-a", namespace="") == []
+        assert [s.name for s in await store.get_steps("run-l", namespace="")] == ["fetch"]
+        assert [s.name for s in await store.get_steps("run-x", namespace="")] == ["fetch"]
+        assert await store.run_namespaces("run-a") == ["", "agent:billing"]  # the operator's approval
+        assert await store.run_namespaces("run-l") == [""]
+        # the keys are per namespace now: billing's key is free for another agent, not for billing
+        assert (await store.create_approval(make_approval(key="k-1", agent="agent:mail"), [], []))[1]
+        stored, created = await store.create_approval(make_approval(key="k-1", agent="agent:billing"), [], [])
+        assert not created and stored.id == billing.id
+        stored, created = await store.create_approval(make_approval(key="k-2"), [], [])
+        assert not created and stored.id == legacy.id
     finally:
         await store.close()

@@ -63,7 +63,7 @@ def _columns(text: str) -> list[str]:
 def test_the_column_lists_match_the_row_codecs() -> None:
     lite, pg = queries("sqlite"), queries("postgres")
     insert = re.search(r"INSERT INTO approvals \((.*?)\)", lite.insert_approval, re.S)
-    assert insert and _columns(insert[1]) == list(APPROVAL_COLUMNS)
+    assert insert and _columns(insert[1]) == [*APPROVAL_COLUMNS, "namespace"]  # the namespace: $30
     update = re.search(r"SET(.*?)wake_owner", lite.save_transition, re.S)
     assert update and _columns(update[1])[:-1] == list(APPROVAL_COLUMNS[1:])
     policy = re.search(r"SET(.*?)wake_owner", lite.save_policy_transition, re.S)

@@ -44,7 +44,9 @@ async def test_step_stats_and_job_counts(runtime: Runtime, clock: FakeClock) -> 
         ("r1", "approve", StepStatus.SUSPENDED, 1, 500.0),
     )
     for run, name, status, attempts, secs in rows:
-        await store.record_step(StepRecord(run, name, status, None, attempts, now, now + timedelta(seconds=secs)))
+        await store.record_step(
+            StepRecord(run, name, status, None, attempts, now, now + timedelta(seconds=secs)), namespace=""
+        )
     stats = await store.step_stats()
     assert [s["name"] for s in stats] == ["fetch", "charge"]  # most retries first, suspended left out
     fetch = stats[0]

@@ -61,7 +61,7 @@ async def journal(store: Store, start: datetime, rows: Iterable[tuple[str, str, 
     """Journal succeeded steps: (run_id, step, attempts, seconds) each, all started at `start`."""
     for run, name, attempts, secs in rows:
         end = start + timedelta(seconds=secs)
-        await store.record_step(StepRecord(run, name, StepStatus.SUCCEEDED, {}, attempts, start, end))
+        await store.record_step(StepRecord(run, name, StepStatus.SUCCEEDED, {}, attempts, start, end), namespace="")
 
 
 async def sign_in(client: TestClient[Any, Any], name: str = "alice", password: str = PASSWORD) -> Any:

@@ -55,19 +55,22 @@ def decision_breakdown(decided: list[Approval]) -> dict[str, list[tuple[str, int
 
 
 async def active_runs(store: Store, pending: list[Approval], now: datetime) -> list[dict[str, Any]]:
-    """Runs waiting on a person or on a resume job, oldest first."""
-    active: dict[str, dict[str, Any]] = {}
+    """Runs waiting on a person or on a resume job, oldest first. Run ids are per agent: a run
+    is its namespace and its id."""
+    active: dict[tuple[str, str], dict[str, Any]] = {}
     for a in pending:
-        active.setdefault(a.run_id, {"run_id": a.run_id, "since": a.created_at, "state": "waiting approval"})
+        fresh = {"run_id": a.run_id, "since": a.created_at, "state": "waiting approval"}
+        active.setdefault((a.namespace, a.run_id), fresh)
     for status in (JobStatus.QUEUED, JobStatus.RUNNING):
         for job in await store.list_jobs(status=status, limit=SAMPLE):
             approval = await store.get_approval(job.approval_id)
             if approval is not None:
-                entry = active.setdefault(approval.run_id, {"run_id": approval.run_id, "since": job.created_at})
+                run = (approval.namespace, approval.run_id)
+                entry = active.setdefault(run, {"run_id": approval.run_id, "since": job.created_at})
                 entry["state"] = f"job {status.value}"
-    journal = {r["run_id"]: r for r in await store.list_runs(limit=SAMPLE)}
-    for run_id, entry in active.items():
-        steps = journal.get(run_id)
+    journal = {(r["namespace"], r["run_id"]): r for r in await store.list_runs(limit=SAMPLE)}
+    for run, entry in active.items():
+        steps = journal.get(run)
         started = from_ts(steps["started_at"]) if steps else None
         if started is not None and started < entry["since"]:
             entry["since"] = started

@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
-from gateway.core.errors import RunNotFound
 from gateway.core.models import (
     Approval,
     Card,
@@ -34,7 +33,7 @@ from gateway.core.models import (
     Status,
     StepRecord,
 )
-from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
+from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.postgres.audit import PostgresAudit
 from gateway.store.postgres.handover import Handover
 from gateway.store.postgres.liveness import Liveness
@@ -115,15 +114,14 @@ class PostgresStore(PostgresAudit, Handover):
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
-        values = approval_values(approval)
+        namespace = approval.namespace
+        values = (*approval_values(approval), namespace)
         async with self._db.tx() as conn:
-            if claims_run(approval.agent):  # a racing claim of the same run waits here, then yields
-                claim = await conn.execute(Q.claim_run, approval.run_id, approval.agent, to_ts(approval.created_at))
-                if affected(claim) != 1 and await conn.fetchval(Q.run_owner, approval.run_id) != approval.agent:
-                    raise RunNotFound(approval.run_id, str(approval.agent))
-            # A concurrent insert of the same key waits here, then finds the winner's row.
+            # A concurrent insert of the same key (in the same namespace) waits here, then finds
+            # the winner's row.
             if affected(await conn.execute(Q.insert_approval, *values)) == 0:
-                return approval_from_row(await conn.fetchrow(Q.approval_by_key, approval.idempotency_key)), False
+                row = await conn.fetchrow(Q.approval_by_key, namespace, approval.idempotency_key)
+                return approval_from_row(row), False
             await insert_events(conn, events, fresh=all(e.approval_id == approval.id for e in events))
             await insert_outbox(conn, outbox, time.time())
         self._notifier.committed(outbox=bool(outbox), wake_at=to_ts(approval.wake_at))
@@ -333,19 +331,21 @@ class PostgresStore(PostgresAudit, Handover):
         return True
 
     # ---------------------------------------------------------------- journal
-    async def get_steps(self, run_id: str) -> list[StepRecord]:
-        return [step_from_row(r) for r in await self._db.fetch(Q.get_steps, run_id)]
+    async def get_steps(self, run_id: str, *, namespace: str) -> list[StepRecord]:
+        return [step_from_row(r) for r in await self._db.fetch(Q.get_steps, run_id, namespace)]
 
-    async def record_step(self, step: StepRecord) -> StepRecord:
+    async def record_step(self, step: StepRecord, *, namespace: str) -> StepRecord:
         output = None if step.output is None else dumps(step.output)
         values = (step.run_id, step.name, step.status.value, output, step.attempts)
+        times = (to_ts(step.started_at), to_ts(step.finished_at))
         async with self._db.tx() as conn:
-            row = await conn.fetchrow(
-                Q.record_step, *values, to_ts(step.started_at), to_ts(step.finished_at), step.error
-            )
+            row = await conn.fetchrow(Q.record_step, *values, *times, step.error, namespace)
             if row is None:  # the stored record had succeeded: it wins
-                row = await conn.fetchrow(Q.get_step, step.run_id, step.name)
+                row = await conn.fetchrow(Q.get_step, step.run_id, namespace, step.name)
         return step_from_row(row)
+
+    async def run_namespaces(self, run_id: str) -> list[str]:
+        return [str(r["namespace"]) for r in await self._db.fetch(Q.run_namespaces, run_id)]
 
     async def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
         rows = await self._db.fetch(Q.list_runs, limit)
@@ -364,17 +364,6 @@ class PostgresStore(PostgresAudit, Handover):
             prompts = await conn.execute(Q.prune_prompts, to_ts(now))
             sessions = await conn.execute(Q.prune_sessions, to_ts(now))
         return affected(marks) + affected(prompts) + affected(sessions)
-
-    # ---------------------------------------------------------------- run owners (migration v11)
-    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
-        async with self._db.tx() as conn:
-            if affected(await conn.execute(Q.claim_run, run_id, owner, to_ts(now))) == 1:  # a racing claim
-                return owner  # waits for this one, then inserts nothing
-            return str(await conn.fetchval(Q.run_owner, run_id))
-
-    async def run_owner(self, run_id: str) -> str | None:
-        row = await self._db.fetchrow(Q.run_owner, run_id)
-        return None if row is None else str(row["owner"])
 
     # ---------------------------------------------------------------- web sessions (migration v11)
     async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:

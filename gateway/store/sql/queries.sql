@@ -5,19 +5,22 @@
 -------------------------------------------------------------------------- approvals
 
 -- name: insert_approval
--- The columns in rows.APPROVAL_COLUMNS order (rows.approval_values); a second suspend with the
--- same idempotency key inserts nothing and reads the first (approval_by_key).
+-- The columns in rows.APPROVAL_COLUMNS order (rows.approval_values), then the namespace of its
+-- run id and key (migration 17); a second suspend with the same idempotency key in the same
+-- namespace inserts nothing and reads the first (approval_by_key).
 INSERT INTO approvals (
     id, idempotency_key, run_id, step, title, summary, args, state, channels, approvers, policy,
     worker, requested_by, status, version, created_at, deadline, wake_at, votes, decision,
-    escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions, code_version
+    escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions, code_version,
+    namespace
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-    $21, $22, $23, $24, $25, $26, $27, $28, $29
-) ON CONFLICT (idempotency_key) DO NOTHING;
+    $21, $22, $23, $24, $25, $26, $27, $28, $29, $30
+) ON CONFLICT (namespace, idempotency_key) DO NOTHING;
 
 -- name: approval_by_key
-SELECT * FROM approvals WHERE idempotency_key = $1;
+-- Index approvals_key.
+SELECT * FROM approvals WHERE namespace = $1 AND idempotency_key = $2;
 
 -- name: get_approval
 SELECT * FROM approvals WHERE id = $1;
@@ -168,15 +171,24 @@ UPDATE approvals SET wake_owner = NULL, wake_lease_until = NULL WHERE wake_at IS
 -------------------------------------------------------------------------- journal
 
 -- name: get_steps
-SELECT * FROM journal WHERE run_id = $1 ORDER BY started_at, name;
+-- One run of one namespace (migration 17): its primary key's prefix.
+SELECT * FROM journal WHERE run_id = $1 AND namespace = $2 ORDER BY started_at, name;
 
 -- name: get_step
-SELECT * FROM journal WHERE run_id = $1 AND name = $2;
+SELECT * FROM journal WHERE run_id = $1 AND namespace = $2 AND name = $3;
 
 -- name: list_runs
-SELECT run_id, COUNT(*) AS steps, SUM(attempts) AS attempts, MIN(started_at) AS started_at,
+SELECT run_id, namespace, COUNT(*) AS steps, SUM(attempts) AS attempts, MIN(started_at) AS started_at,
     MAX(finished_at) AS last_at
-FROM journal GROUP BY run_id ORDER BY last_at DESC LIMIT $1;
+FROM journal GROUP BY run_id, namespace ORDER BY last_at DESC LIMIT $1;
+
+-- name: run_namespaces
+-- The namespaces that use a run id (an operator names one with ?agent=, or gets the only one):
+-- indexes approvals_run and the journal's primary key.
+SELECT namespace FROM approvals WHERE run_id = $1
+UNION
+SELECT namespace FROM journal WHERE run_id = $1
+ORDER BY namespace;
 
 -- name: step_stats
 SELECT name,
@@ -209,15 +221,6 @@ INSERT INTO prompts (key, approval_id, actor, purpose, created_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (key) DO UPDATE SET approval_id = excluded.approval_id, actor = excluded.actor,
     purpose = excluded.purpose, created_at = excluded.created_at, expires_at = excluded.expires_at;
-
--------------------------------------------------------------------------- run owners (migration 11)
-
--- name: claim_run
--- The first agent to use a run id owns it; '' is a run from before v11, which nobody owns.
-INSERT INTO runs (run_id, owner, created_at) VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING;
-
--- name: run_owner
-SELECT owner FROM runs WHERE run_id = $1;
 
 -------------------------------------------------------------------------- web sessions (migration 11)
 

@@ -68,9 +68,9 @@ SELECT approval_id FROM outbox WHERE id = $1;
 
 -- name: record_step
 -- The first record wins once it has succeeded; the caller reads the stored row back (get_step).
-INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at, error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT (run_id, name) DO UPDATE SET
+INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at, error, namespace)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+ON CONFLICT (run_id, namespace, name) DO UPDATE SET
     status = excluded.status, output = excluded.output, attempts = excluded.attempts,
     started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error
 WHERE journal.status <> 'succeeded';

@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import from_ts, to_ts
-from gateway.core.errors import RunNotFound
 from gateway.core.models import (
     Approval,
     Card,
@@ -24,7 +23,7 @@ from gateway.core.models import (
     Status,
     StepRecord,
 )
-from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite, claims_run
+from gateway.store.base import CardUpdate, NewJob, Prompt, TransitionWrite
 from gateway.store.rows import (
     approval_from_row,
     approval_values,
@@ -150,25 +149,20 @@ class SQLiteStore(SQLiteAudit):
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
-        values = approval_values(approval)  # encoded on the caller's thread, not the writer's
+        namespace = approval.namespace
+        values = (*approval_values(approval), namespace)  # encoded on the caller's thread, not the writer's
         encoded = encode_events(events)
         fresh = all(e.approval_id == approval.id for e in events)  # its own events: no head to read
 
         def op(conn: sqlite3.Connection) -> tuple[Approval, bool]:
-            if claims_run(approval.agent):  # before anything is written: raising leaves no trace
-                claim = conn.execute(Q.claim_run, (approval.run_id, approval.agent, to_ts(approval.created_at)))
-                if (
-                    claim.rowcount != 1
-                    and conn.execute(Q.run_owner, (approval.run_id,)).fetchone()[0] != approval.agent
-                ):
-                    raise RunNotFound(approval.run_id, str(approval.agent))
             # Insert first (one statement in the common case); read the winner only on a conflict.
             try:
                 inserted = conn.execute(Q.insert_approval, values).rowcount == 1
             except sqlite3.IntegrityError:  # the random id collided (80 bits): the caller sees an error
                 raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
             if not inserted:
-                return approval_from_row(conn.execute(Q.approval_by_key, (approval.idempotency_key,)).fetchone()), False
+                row = conn.execute(Q.approval_by_key, (namespace, approval.idempotency_key)).fetchone()
+                return approval_from_row(row), False
             insert_events(conn, encoded, fresh=fresh)
             insert_outbox(conn, outbox, time.time())
             return approval, True
@@ -367,10 +361,10 @@ class SQLiteStore(SQLiteAudit):
         return await self._changed(Q.requeue_job, (to_ts(now), approval_id), events)
 
     # ---------------------------------------------------------------- journal
-    async def get_steps(self, run_id: str) -> list[StepRecord]:
-        return [step_from_row(r) for r in await self._rows(Q.get_steps, (run_id,))]
+    async def get_steps(self, run_id: str, *, namespace: str) -> list[StepRecord]:
+        return [step_from_row(r) for r in await self._rows(Q.get_steps, (run_id, namespace))]
 
-    async def record_step(self, step: StepRecord) -> StepRecord:
+    async def record_step(self, step: StepRecord, *, namespace: str) -> StepRecord:
         values = (
             step.run_id,
             step.name,
@@ -380,13 +374,17 @@ class SQLiteStore(SQLiteAudit):
             to_ts(step.started_at),
             to_ts(step.finished_at),
             step.error,
+            namespace,
         )
 
         def op(conn: sqlite3.Connection) -> StepRecord:
             conn.execute(Q.record_step, values)
-            return step_from_row(conn.execute(Q.get_step, (step.run_id, step.name)).fetchone())
+            return step_from_row(conn.execute(Q.get_step, (step.run_id, namespace, step.name)).fetchone())
 
         return await self._write(op)
+
+    async def run_namespaces(self, run_id: str) -> list[str]:
+        return [str(r[0]) for r in await self._rows(Q.run_namespaces, (run_id,))]
 
     async def list_runs(self, limit: int = 100) -> list[dict[str, Any]]:
         return [dict(r) for r in await self._rows(Q.list_runs, (limit,))]
@@ -405,19 +403,6 @@ class SQLiteStore(SQLiteAudit):
             return marks + prompts + conn.execute(Q.prune_sessions, (to_ts(now),)).rowcount
 
         return await self._write(op)
-
-    # ---------------------------------------------------------------- run owners (migration v11)
-    async def claim_run(self, run_id: str, owner: str, now: datetime) -> str:
-        def op(conn: sqlite3.Connection) -> str:
-            if conn.execute(Q.claim_run, (run_id, owner, to_ts(now))).rowcount == 1:
-                return owner
-            return str(conn.execute(Q.run_owner, (run_id,)).fetchone()[0])
-
-        return await self._write(op)
-
-    async def run_owner(self, run_id: str) -> str | None:
-        row = await self._row(Q.run_owner, (run_id,))
-        return None if row is None else str(row[0])
 
     # ---------------------------------------------------------------- web sessions (migration v11)
     async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:
