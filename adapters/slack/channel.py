@@ -130,13 +130,15 @@ class SlackChannel:
         approval, ref = card.approval, make_ref(self._signer, card.approval.id)
         text, seen = render.card_text(approval), rounds.tag(self._signer, approval)
         try:
-            return await self.call(method, **body, text=text, blocks=render.card_blocks(approval, ref, seen))
+            return await self.call(
+                method, **body, text=text, blocks=render.card_blocks(approval, ref, seen, self._ctx.decides)
+            )
         except SlackCallError as exc:
             if not exc.too_big:
                 raise
             log.warning("slack: the card of %s is too big (%s); sending a compact one", approval.id, exc.code)
             await self._ctx.inbound.card_degraded(approval.id, card.address, str(exc))
-        blocks = render.compact_blocks(approval, ref, self._page(approval), seen)
+        blocks = render.compact_blocks(approval, ref, self._page(approval), seen, self._ctx.decides)
         return await self.call(method, **body, text=render.cut(text, 300), blocks=blocks)
 
     def _page(self, approval: Approval) -> str:

@@ -138,6 +138,10 @@ def _kinds(targets: Targets) -> str:
     return ", ".join(sorted({WEB, *targets}))
 
 
+# A waiting card on a channel where nobody may decide (its allowlist is empty): no buttons, this.
+INFO_ONLY = "For information: nobody decides on this channel, the approvers do it elsewhere."
+
+
 def web_card_ref(approval_id: str) -> str:
     return f"/approvals/{approval_id}"
 
@@ -190,6 +194,7 @@ class WebChannel(ChannelBase):
 
 
 __all__ = [
+    "INFO_ONLY",
     "Attempt",
     "Channel",
     "ChannelBase",

@@ -85,7 +85,8 @@ class ChannelSpec:
 class ChannelContext:
     """What a channel gets instead of the whole runtime: its own settings section, the server's
     public URL (for links and webhooks), the signer, the clock, the inbound use cases (presses,
-    reasons, de-duplication; `gateway.service.presses`) and a shared HTTP client session."""
+    reasons, de-duplication; `gateway.service.presses`), a shared HTTP client session, and
+    who may decide on it (`approvers`, `decides`)."""
 
     kind: str
     settings: Any
@@ -94,6 +95,15 @@ class ChannelContext:
     clock: Clock
     inbound: Inbound
     http: Callable[[], aiohttp.ClientSession]
+    # Who may decide on this channel (canonical identities: its allowlist, else the `[people]`
+    # identities of its kind); None: not known here (anyone listed by the core's check). A
+    # channel where nobody may draws its cards without buttons.
+    approvers: frozenset[str] | None = None
+
+    @property
+    def decides(self) -> bool:
+        """Whether anyone may decide on this channel."""
+        return self.approvers is None or bool(self.approvers)
 
 
 __all__ = ["ChannelContext", "ChannelSpec", "Coerce", "Command"]

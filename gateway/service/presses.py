@@ -185,9 +185,11 @@ class Inbound:
         approval = await self._svc.store.get_approval(p.approval_id)
         if approval is None:
             return Verdict(PressResult.UNKNOWN)
-        recorded = await self._adopt(approval, p)
         actor, denied = await self._check(approval, p)
-        verdict = denied or await self._vote(approval, actor, p)
+        if denied is not None:  # a stranger's press adopts, closes or edits no card: only `denied`, bounded
+            return denied
+        recorded = await self._adopt(approval, p)
+        verdict = await self._vote(approval, actor, p)
         if verdict.approval is not None and verdict.approval.status.final:
             await self._close_copy(verdict.approval, p, recorded)
         return verdict
@@ -353,9 +355,10 @@ class Inbound:
         self._svc.wake_outbox()
 
     async def _adopt(self, approval: Approval, p: Press) -> str | None:
-        """A press proves where a card is. If its post had no recorded answer (`uncertain`, or a
-        crash mid-call), record the card now and sync it, so that it shows the outcome like any
-        other card. Returns the ref recorded for the press's channel, if any."""
+        """A press by someone who may decide proves where a card is. If its post had no recorded
+        answer (`uncertain`, or a crash mid-call), record the card now and sync it, so that it
+        shows the outcome like any other card. Returns the ref recorded for the press's channel,
+        if any. A stranger's press never gets here: it could point at any message."""
         if p.card_ref is None or (p.channel not in approval.channels and p.channel not in approval.policy.escalate_to):
             return None
         store, now = self._svc.store, self._svc.clock.now()
