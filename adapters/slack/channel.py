@@ -24,6 +24,7 @@ from adapters.slack.errors import SlackCallError, classify, network_error
 from adapters.slack.parse import make_ref
 from adapters.slack.socket import SocketMode
 from adapters.slack.spec import SlackSettings
+from adapters.slack.teams import Workspaces
 from adapters.slack.webhook import PATH, InteractionHandler
 from gateway.core import rounds
 from gateway.core.models import Approval
@@ -59,7 +60,8 @@ class SlackChannel:
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.webhook = InteractionHandler(ctx, self, settings.signing_secret)
+        self.workspaces = Workspaces(settings.team_ids, self.call)
+        self.webhook = InteractionHandler(ctx, self, settings.signing_secret, self.workspaces)
         self.socket = (
             SocketMode(ctx, self.webhook, settings.app_token, settings.base_url) if settings.app_token else None
         )
@@ -75,6 +77,7 @@ class SlackChannel:
                 timeout=TIMEOUT_SECONDS,
                 retry_handlers=[],
             )
+        await self.workspaces.pinned()  # learn the workspace now (a failure is logged, and asked again)
         if self.socket is not None:
             await self.socket.start()
 

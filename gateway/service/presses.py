@@ -100,6 +100,9 @@ class Press:
     # The round tag the button, link or form was drawn with (gateway.core.rounds.tag); None: one
     # drawn before tags existed, taken as drawn for the original args. Only an approve checks it.
     seen: str | None = None
+    # Why the channel itself refuses this presser whoever they are (e.g. a workspace or tenant that
+    # is not pinned): denied like a stranger, on the record within the same bound.
+    outsider: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +311,8 @@ class Inbound:
             log.warning("a press refused: %s is not a canonical identity", shown(p.actor))
             return p.actor, Verdict(PressResult.DENIED, approval)
         try:
+            if p.outsider is not None:
+                raise NotAnApprover(f"{actor} may not decide here: {p.outsider}")
             self._svc.check_may_decide(actor, approval)
         except (NotAnApprover, RequesterCannotDecide) as exc:
             if not p.redelivered:

@@ -1,9 +1,9 @@
 """Who may decide on which channel, as the operator configured it (pure, from the settings).
 
 The agent that suspends names `channels` and `approvers`; both only ever narrow what the
-operator configured. A channel kind's allowlist is its `approvers` key (`web.approvers`,
-`telegram.approvers`, ...), else the identities of that kind that `[people]` names; a kind with
-neither has nobody who may decide on it: its cards inform, they carry no buttons.
+operator configured. A channel kind's allowlist is its `approvers` key (`web.approvers`, and each
+channel section's), else the identities of that kind that `[people]` names; a kind with neither
+has nobody who may decide on it: its cards inform, they carry no buttons.
 """
 
 from __future__ import annotations
