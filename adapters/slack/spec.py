@@ -27,6 +27,9 @@ class SlackSettings:
     signing_secret: str = ""
     base_url: str = "https://slack.com/api/"
     approvers: tuple[str, ...] = ()
+    # Where agents may send cards: conversation ids, each open to every agent, or "NAME:C…" to
+    # agent NAME only. Any other channel in a suspend is refused.
+    channels: tuple[str, ...] = ()
     app_token: str = ""  # xapp-…: interactions over Socket Mode instead of the public webhook
     # The workspaces whose members may press (team ids, T…); empty: the one auth.test reports at start.
     team_ids: tuple[str, ...] = ()
@@ -72,12 +75,14 @@ SPEC = ChannelSpec(
         "signing_secret": string,
         "base_url": string,
         "approvers": strings,
+        "channels": strings,
         "app_token": string,
         "team_ids": strings,
     },
     # member ids: U… (or W… on Enterprise Grid), upper case
     identity=IdSyntax(r"[UWuw][A-Za-z0-9]{1,31}", "a Slack member id like U012AB3CD", str.upper),
     target=channel_target,
+    destinations=("channels",),
     create=_create,
     enabled=_enabled,
     check=_check,
@@ -91,6 +96,7 @@ SPEC = ChannelSpec(
         '# signing_secret = ""\n'
         '# app_token = ""             # xapp-...: Socket Mode, no public URL needed (then no signing_secret)\n'
         '# approvers = ["U111"]       # member ids\n'
+        '# channels = ["C0123ABCD"]   # where agents may send cards\n'
     ),
 )
 

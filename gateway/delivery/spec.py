@@ -60,6 +60,8 @@ class ChannelSpec:
     - `identity`: the syntax and canonical form of an approver id (`<kind>:<id>`); `approvers`
       returns the section's allowlist of ids.
     - `target(text)`: an address's target in canonical form (`<kind>:<target>`), or ValueError.
+    - `destinations`: the section's keys that list where agents may send cards (targets, each
+      open to every agent, or `NAME:target` to agent NAME only); no key: no agent may send there.
     - `create(ctx)` builds the channel once the gateway starts.
     """
 
@@ -73,6 +75,7 @@ class ChannelSpec:
     enabled: Callable[[Any], bool]
     check: Callable[[Any], None] = _no_check
     approvers: Callable[[Any], Iterable[object]] = _approvers
+    destinations: tuple[str, ...] = ()
     secrets: frozenset[str] = frozenset()
     secret_patterns: tuple[str, ...] = ()  # regexes masked in every log line (e.g. a token format)
     quiet_loggers: tuple[str, ...] = ()  # the client library's loggers, kept at WARNING

@@ -90,6 +90,7 @@ class Service(Decisions):
         self._targets = {kind: c.spec.target for kind, c in settings.channels.items()}
         self.identities = settings.identities
         self._allowlists = routing.allowlists(settings)
+        self._destinations = routing.destinations(settings)
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
         self.channels: Mapping[str, Channel] = {}
 
@@ -127,6 +128,7 @@ class Service(Decisions):
                 raise ValidationError(
                     "policy.quorum", f"needs {policy.quorum} distinct approvers but only {parties} are named"
                 )
+        routing.check_destinations(channels, policy, principal, self._destinations)
         every = (*channels, *policy.escalate_to)
         routing.check_reachable(every, approvers, requested_by, self._allowlists, self.identities)
         return _Checked(policy, channels, approvers, requested_by)

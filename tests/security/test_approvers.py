@@ -25,7 +25,11 @@ from tests.security.channel_support import CHAT, PASSWORD, Config, Stack, stack_
 pytestmark = pytest.mark.slow
 SELF = 424242  # the agent's own Telegram account
 INFO_ONLY = "nobody decides on this channel"  # what such a card says instead of buttons
-EMAIL = '[email]\nhost = "127.0.0.1"\nport = 9\nfrom = "hitl@example.org"\nstarttls = false\n'
+# e-mail with no approvers; the agent's own address is an open destination (for information)
+EMAIL = (
+    '[email]\nhost = "127.0.0.1"\nport = 9\nfrom = "hitl@example.org"\nstarttls = false\n'
+    'recipients = ["agent@evil.example"]\n'
+)
 
 
 def _config(extra: str = "") -> Config:
