@@ -105,7 +105,7 @@ def check_destinations(channels: Iterable[str], policy: Policy, principal: Princ
     if principal is None or principal.is_operator:
         return
     kind, _, name = principal.identity.partition(":")
-    agent = name if kind == AGENT else None
+    agent = name.lower() if kind == AGENT else None  # names are case-insensitive
     configured = opened.policies.get(policy.name)
     trusted = configured.escalate_to if configured is not None else ()
     asked = [("channels", c) for c in channels]
