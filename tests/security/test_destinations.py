@@ -118,3 +118,27 @@ async def test_a_bad_destination_stops_the_start(launch: Launch, tmp_path: Path)
     extra = '[telegram]\nbot_token = "123456:TEST-token_abc"\nchats = ["not a chat"]\n'
     with pytest.raises(RuntimeError, match=r"telegram\.chats\[0\]"):
         await asyncio.to_thread(launch, extra=extra)
+
+
+async def test_with_no_destination_listed_an_agent_sends_nowhere_but_the_web(launch: Launch, inbox: Inbox) -> None:
+    """The finding as it was reproduced: no destination keys at all, so nothing is open."""
+    async with fakes() as (telegram, slack):
+        extra = (
+            f'[telegram]\nbot_token = "123456:TEST-token_abc"\nbase_url = "{telegram.base_url}"\napprovers = [111]\n'
+            f'[slack]\nbot_token = "xoxb-test-token"\nsigning_secret = "test-signing-secret-0123456789"\n'
+            f'base_url = "{slack.base_url}"\napprovers = ["U111"]\n'
+            f'[email]\nhost = "127.0.0.1"\nport = {inbox.port}\nfrom = "approvals@example.org"\nstarttls = false\n'
+            'approvers = ["alice@example.org"]\n'
+        )
+        gw = await asyncio.to_thread(launch, extra=extra, web='approvers = ["alice"]')
+        async with aiohttp.ClientSession() as http:
+            before = db_counts(gw)
+            for i, channel in enumerate([f"email:{VICTIM}", f"telegram:{CLOSED_CHAT}", "slack:C0ANY"]):
+                body = suspend_body(f"run-{i}", channels=[channel], title="Your account is locked: click to verify")
+                status, reply = await call(http, "POST", f"{gw.url}/v1/suspend", json=body, headers=MAIL)
+                assert status == 400, (channel, reply)  # on the old code: 201, and the mail went out
+                assert reply["error"]["code"] == "destination_not_allowed"
+            assert db_counts(gw) == before
+            await asyncio.sleep(0.3)
+            assert inbox.to(VICTIM) == [] and telegram.calls_to("sendMessage") == []
+            assert slack.calls_to("chat.postMessage") == []
