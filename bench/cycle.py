@@ -124,6 +124,7 @@ bot_token = "{TOKEN}"
 webhook_secret = "{WEBHOOK_SECRET}"
 base_url = "{base_url}"
 approvers = [{ALICE}]
+chats = [{CHAT}]
 
 [workers.{worker}]
 entrypoint = "bench.cycle_worker:step"

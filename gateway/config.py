@@ -29,6 +29,7 @@ from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
 from gateway.core.policy_bounds import BOUND_KEYS, INLINE_MODES, AgentBounds, parse_bounds
 from gateway.core.principals import Principal, Principals, check_principals, principal_entries
+from gateway.delivery.channels import destination_entry
 from gateway.delivery.registry import installed
 from gateway.delivery.spec import ChannelSpec, Coerce
 
@@ -274,6 +275,16 @@ def listing(key: str, v: Any) -> list[Any]:
 
 def strings(key: str, v: Any) -> tuple[str, ...]:
     return tuple(string(f"{key}[{i}]", x) for i, x in enumerate(listing(key, v)))
+
+
+def ids(key: str, v: Any) -> tuple[str, ...]:
+    """A list of ids written as numbers or strings (e.g. chat ids: -100123, "@channel")."""
+    out = []
+    for i, x in enumerate(listing(key, v)):
+        if isinstance(x, bool) or not isinstance(x, str | int):
+            raise ConfigError(f"{key}[{i}]", f"expected an id (a number or a string), got {type(x).__name__}")
+        out.append(str(x))
+    return tuple(out)
 
 
 def integers(key: str, v: Any) -> tuple[int, ...]:
@@ -535,8 +546,19 @@ def _channels(raw: dict[str, Any], specs: Mapping[str, ChannelSpec], check: bool
         for i, ident in enumerate(spec.approvers(config.section)):
             if spec.identity.canonical(str(ident)) is None:
                 raise ConfigError(f"{kind}.approvers[{i}]", f"expected {spec.identity.hint}")
+        _check_destinations(kind, spec, config.section)
         out[kind] = config
     return out
+
+
+def _check_destinations(kind: str, spec: ChannelSpec, section: Any) -> None:
+    """Each destination a target of its kind (`NAME:target` for one agent's only)."""
+    for key in spec.destinations:
+        for i, entry in enumerate(getattr(section, attribute(key))):
+            try:
+                spec.target(destination_entry(entry)[1])
+            except ValueError as exc:
+                raise ConfigError(f"{kind}.{key}[{i}]", str(exc)) from None
 
 
 def _identity_kinds(specs: Mapping[str, ChannelSpec]) -> dict[str, IdSyntax]:

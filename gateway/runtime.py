@@ -24,7 +24,7 @@ from gateway.delivery.channels import Channel, WebChannel
 from gateway.delivery.outbox import OutboxRunner
 from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
-from gateway.service import Inbound, Service
+from gateway.service import Inbound, Service, routing
 from gateway.service.audit import AuditService
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
@@ -148,6 +148,7 @@ class Runtime:
             clock=self.clock,
             inbound=self.inbound,
             http=self.http_session,
+            approvers=self.service.allowlist(f"{kind}:"),
         )
 
     def http_session(self) -> aiohttp.ClientSession:
@@ -169,6 +170,13 @@ class Runtime:
                 if released:
                     log.warning("took over %d claims (jobs, deliveries, wake-ups) of a gateway that is gone", released)
             await self.store.subscribe(self._on_wakeup)
+            if background and (keys := routing.undecidable(self.settings)):
+                log.warning(
+                    "nobody may decide on %s: %s empty (and no [people] identity of that kind); its cards carry"
+                    " no buttons",
+                    ", ".join(k.split(".")[0] for k in keys),
+                    " and ".join(keys),
+                )
             for channel in self.channels.values():
                 await channel.start()
         except BaseException:

@@ -63,7 +63,7 @@ class EmailChannel(ChannelBase):
 
     # ---------------------------------------------------------------- Channel protocol
     async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
-        extend = self._extend_links(card.approval, card.target)
+        extend = self._extend_links(card.approval, card.target) if self._decides(card.target) else {}
         msg = render.card(
             card.approval, self.settings.from_, card.target, self._links(card.approval, card.target), extend
         )
@@ -76,7 +76,7 @@ class EmailChannel(ChannelBase):
         approval = card.approval
         if approval.status.final:
             await self._send(render.outcome(approval, self.settings.from_, card.target))
-        elif card.data.get("stale"):  # one Message-ID per version: pressed twice meanwhile, the same mail
+        elif card.data.get("stale") and self._decides(card.target):  # one Message-ID per version
             number = STALE_MAIL + approval.version
             links_ = self._links(approval, card.target)
             await self._send(render.reminder(approval, self.settings.from_, card.target, links_, number))
@@ -85,11 +85,21 @@ class EmailChannel(ChannelBase):
         # an edit that restarted the votes asks again: its own message in the thread per round
         number = 1000 + int(card.data["edited"]) if "edited" in card.data else card.data.get("number", 1)
         approval = card.approval
+        if not self._decides(card.target):  # a mail for information only: nobody asks it to act
+            return
         links_ = self._links(approval, card.target)
         await self._send(render.reminder(approval, self.settings.from_, card.target, links_, int(number)))
 
+    def _decides(self, to: str) -> bool:
+        """Whether the addressee may decide at all (`email.approvers`, or `[people]`): others get
+        the card without links, for information."""
+        return self.ctx.approvers is None or f"email:{to}" in self.ctx.approvers
+
     def _links(self, approval: Approval, to: str) -> dict[Outcome, str]:
-        """This round's Approve and Reject links (each bound to the args the mail shows)."""
+        """This round's Approve and Reject links (each bound to the args the mail shows); none
+        for an addressee who may not decide."""
+        if not self._decides(to):
+            return {}
         age, seen = self.settings.link_max_age, rounds.tag(self.ctx.signer, approval)
         return {
             o: links.url(self.ctx.public_url, links.token(self.ctx.signer, approval, to, o, age, seen=seen))

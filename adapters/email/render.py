@@ -19,6 +19,7 @@ from typing import Any
 
 from gateway.core import rounds
 from gateway.core.models import Approval, Outcome, Status
+from gateway.delivery.channels import INFO_ONLY
 
 MAX_SUBJECT = 150
 MAX_VALUE = 300
@@ -111,8 +112,11 @@ def card(
     approval: Approval, sender: str, to: str, links: Mapping[Outcome, str], extend: Mapping[str, str] | None = None
 ) -> EmailMessage:
     """The card: the question, the facts, one-time Approve and Reject links, and the policy's
-    extend links ('+1h' -> url), if any."""
+    extend links ('+1h' -> url), if any; without links (`links` empty: the addressee may not
+    decide), the facts and a line saying so."""
     extend = extend or {}
+    if not links:
+        return _info_card(approval, sender, to)
     approve, reject = links[Outcome.APPROVE], links[Outcome.REJECT]
     msg = _mail(sender, to, f"Approval needed: {approval.title}", message_id(approval.id, to, "card", sender), None)
     text = [
@@ -138,6 +142,14 @@ def card(
         f" yours alone ({esc(to)}) and work once. Approval {esc(approval.id)}.</small></p>"
     )
     msg.add_alternative(f"<html><body>{_facts_html(approval)}{buttons}{note}</body></html>", subtype="html")
+    return msg
+
+
+def _info_card(approval: Approval, sender: str, to: str) -> EmailMessage:
+    msg = _mail(sender, to, f"For information: {approval.title}", message_id(approval.id, to, "card", sender), None)
+    msg.set_content("\n".join([*_facts_text(approval), "", INFO_ONLY, f"Approval {approval.id}."]))
+    note = f"<p><i>{html.escape(INFO_ONLY)}</i> Approval {html.escape(approval.id)}.</p>"
+    msg.add_alternative(f"<html><body>{_facts_html(approval)}{note}</body></html>", subtype="html")
     return msg
 
 

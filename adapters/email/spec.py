@@ -34,7 +34,10 @@ class EmailSettings:
     host: str = ""  # the SMTP server; the channel is off while it is empty
     port: int = 587
     from_: str = ""  # `from` in the config: the sender address
-    approvers: tuple[str, ...] = ()  # addresses allowed to decide (email:<address>)
+    approvers: tuple[str, ...] = ()  # addresses allowed to decide (email:<address>); agents may mail them
+    # More addresses agents may mail (for information: no links), each open to every agent, or
+    # "NAME:<address>" to agent NAME only. Any other address in a suspend is refused.
+    recipients: tuple[str, ...] = ()
     username: str = ""
     password: str = ""
     starttls: bool = True  # upgrade the connection (port 587); refuse to send if the server cannot
@@ -87,6 +90,7 @@ SPEC = ChannelSpec(
         "port": integer,
         "from": string,
         "approvers": strings,
+        "recipients": strings,
         "username": string,
         "password": string,
         "starttls": boolean,
@@ -96,6 +100,7 @@ SPEC = ChannelSpec(
     },
     identity=ADDRESS,
     target=address,
+    destinations=("approvers", "recipients"),
     create=_create,
     enabled=lambda section: section.enabled,
     check=_check,

@@ -24,6 +24,7 @@ from adapters.slack.errors import SlackCallError, classify, network_error
 from adapters.slack.parse import make_ref
 from adapters.slack.socket import SocketMode
 from adapters.slack.spec import SlackSettings
+from adapters.slack.teams import Workspaces
 from adapters.slack.webhook import PATH, InteractionHandler
 from gateway.core import rounds
 from gateway.core.models import Approval
@@ -59,7 +60,8 @@ class SlackChannel:
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.webhook = InteractionHandler(ctx, self, settings.signing_secret)
+        self.workspaces = Workspaces(settings.team_ids, self.call)
+        self.webhook = InteractionHandler(ctx, self, settings.signing_secret, self.workspaces)
         self.socket = (
             SocketMode(ctx, self.webhook, settings.app_token, settings.base_url) if settings.app_token else None
         )
@@ -75,6 +77,7 @@ class SlackChannel:
                 timeout=TIMEOUT_SECONDS,
                 retry_handlers=[],
             )
+        await self.workspaces.pinned()  # learn the workspace now (a failure is logged, and asked again)
         if self.socket is not None:
             await self.socket.start()
 
@@ -130,13 +133,15 @@ class SlackChannel:
         approval, ref = card.approval, make_ref(self._signer, card.approval.id)
         text, seen = render.card_text(approval), rounds.tag(self._signer, approval)
         try:
-            return await self.call(method, **body, text=text, blocks=render.card_blocks(approval, ref, seen))
+            return await self.call(
+                method, **body, text=text, blocks=render.card_blocks(approval, ref, seen, self._ctx.decides)
+            )
         except SlackCallError as exc:
             if not exc.too_big:
                 raise
             log.warning("slack: the card of %s is too big (%s); sending a compact one", approval.id, exc.code)
             await self._ctx.inbound.card_degraded(approval.id, card.address, str(exc))
-        blocks = render.compact_blocks(approval, ref, self._page(approval), seen)
+        blocks = render.compact_blocks(approval, ref, self._page(approval), seen, self._ctx.decides)
         return await self.call(method, **body, text=render.cut(text, 300), blocks=blocks)
 
     def _page(self, approval: Approval) -> str:

@@ -40,6 +40,7 @@ class Press:
     response_url: str
     trigger_id: str
     arg: str = ""  # extend: the duration ('1h'), from `hitl:extend.1h:<ref>`; approve: the round tag
+    teams: tuple[str, ...] = ()  # the workspaces it names (`team.id`, `user.team_id`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,7 @@ class Submission:
     user_id: str
     channel_id: str
     comment: str
+    teams: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +63,7 @@ class EditSubmission:
     channel_id: str
     values: dict[str, Any]
     seen: str | None = None  # the round tag the modal was opened on (None: an older modal)
+    teams: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,13 @@ def _str(data: Any, *path: str) -> str:
     for key in path:
         data = data.get(key) if isinstance(data, dict) else None
     return data if isinstance(data, str) else ""
+
+
+def teams_of(data: dict[str, Any]) -> tuple[str, ...]:
+    """The workspaces an interaction names: the one it happened in (`team.id`) and the presser's
+    own (`user.team_id`: another organisation's, for a guest in a shared channel), upper case."""
+    found = (_str(data, "team", "id"), _str(data, "user", "team_id"))
+    return tuple(dict.fromkeys(t.upper() for t in found if t))
 
 
 def parse(body: bytes, signer: TokenSigner) -> Interaction:
@@ -153,6 +163,7 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
         response_url=_str(data, "response_url"),
         trigger_id=_str(data, "trigger_id"),
         arg=arg,
+        teams=teams_of(data),
     )
 
 
@@ -174,6 +185,7 @@ def _submission(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if not isinstance(values, dict):
         raise BadPayload("view.state.values must be an object")
     if view.get("callback_id") == EDIT_CALLBACK:
-        return EditSubmission(approval_id, user_id, _str(meta, "channel"), values, _str(meta, "seen") or None)
+        seen = _str(meta, "seen") or None
+        return EditSubmission(approval_id, user_id, _str(meta, "channel"), values, seen, teams_of(data))
     comment = _str(values, REASON_BLOCK, REASON_INPUT, "value").strip()
-    return Submission(approval_id, user_id, _str(meta, "channel"), comment)
+    return Submission(approval_id, user_id, _str(meta, "channel"), comment, teams_of(data))

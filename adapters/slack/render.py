@@ -16,6 +16,7 @@ from gateway.core import rounds
 from gateway.core.clock import iso
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
+from gateway.delivery.channels import INFO_ONLY
 
 HEADER_MAX = 150
 SECTION_MAX = 3000
@@ -205,8 +206,9 @@ def actions(approval: Approval, ref: str, seen: str = "") -> Block:
     }
 
 
-def card_blocks(approval: Approval, ref: str, seen: str = "") -> list[Block]:
-    """The whole card: live buttons while waiting, the outcome (and no buttons) once decided."""
+def card_blocks(approval: Approval, ref: str, seen: str = "", decides: bool = True) -> list[Block]:
+    """The whole card: live buttons while waiting, the outcome (and no buttons) once decided.
+    Where nobody may decide (`decides` false) a waiting card says so instead of its buttons."""
     blocks: list[Block] = [{"type": "header", "text": _plain(approval.title or "Approval requested", HEADER_MAX)}]
     section: Block = {"type": "section"}
     if approval.summary:
@@ -222,8 +224,10 @@ def card_blocks(approval: Approval, ref: str, seen: str = "") -> list[Block]:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": change}})
     if approval.status.final:
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": outcome_text(approval)}})
-    else:
+    elif decides:
         blocks.append(actions(approval, ref, seen))
+    else:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"_{escape(INFO_ONLY)}_"}})
     return blocks
 
 
@@ -232,7 +236,7 @@ COMPACT_FIELDS = 3
 COMPACT_FIELD = 300
 
 
-def compact_blocks(approval: Approval, ref: str, page: str, seen: str = "") -> list[Block]:
+def compact_blocks(approval: Approval, ref: str, page: str, seen: str = "", decides: bool = True) -> list[Block]:
     """The card Slack refused (too many blocks, too much text), cut down: the title, the summary,
     the first fields and a link to the whole request on the web page `page`, with the same
     context line and buttons (or outcome). Well under every limit whatever the request holds."""
@@ -243,7 +247,7 @@ def compact_blocks(approval: Approval, ref: str, page: str, seen: str = "") -> l
     ]
     if fields:
         section["fields"] = fields
-    blocks = card_blocks(approval, ref, seen)
+    blocks = card_blocks(approval, ref, seen, decides)
     blocks[1:-2] = [section]  # header, [this section], context, actions or outcome
     return blocks
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from gateway.delivery.channels import Channel
 
 _CHANNEL_RE = re.compile(r"[A-Za-z0-9]{2,32}", re.ASCII)
+_TEAM_RE = re.compile(r"[Tt][A-Za-z0-9]{1,31}", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +27,12 @@ class SlackSettings:
     signing_secret: str = ""
     base_url: str = "https://slack.com/api/"
     approvers: tuple[str, ...] = ()
+    # Where agents may send cards: conversation ids, each open to every agent, or "NAME:C…" to
+    # agent NAME only. Any other channel in a suspend is refused.
+    channels: tuple[str, ...] = ()
     app_token: str = ""  # xapp-…: interactions over Socket Mode instead of the public webhook
+    # The workspaces whose members may press (team ids, T…); empty: the one auth.test reports at start.
+    team_ids: tuple[str, ...] = ()
 
 
 def _enabled(section: SlackSettings) -> bool:
@@ -40,6 +46,11 @@ def _check(section: SlackSettings) -> None:
         )
     if _enabled(section) and not section.signing_secret and not section.app_token:
         raise ConfigError("slack.signing_secret", "required when slack.bot_token is set (or set slack.app_token)")
+    for i, team in enumerate(section.team_ids):
+        if not _TEAM_RE.fullmatch(team):
+            raise ConfigError(
+                f"slack.team_ids[{i}]", "a Slack team id is T followed by letters and digits, like T0123ABCD"
+            )
 
 
 def channel_target(text: str) -> str:
@@ -64,11 +75,14 @@ SPEC = ChannelSpec(
         "signing_secret": string,
         "base_url": string,
         "approvers": strings,
+        "channels": strings,
         "app_token": string,
+        "team_ids": strings,
     },
     # member ids: U… (or W… on Enterprise Grid), upper case
     identity=IdSyntax(r"[UWuw][A-Za-z0-9]{1,31}", "a Slack member id like U012AB3CD", str.upper),
     target=channel_target,
+    destinations=("channels",),
     create=_create,
     enabled=_enabled,
     check=_check,
@@ -82,6 +96,7 @@ SPEC = ChannelSpec(
         '# signing_secret = ""\n'
         '# app_token = ""             # xapp-...: Socket Mode, no public URL needed (then no signing_secret)\n'
         '# approvers = ["U111"]       # member ids\n'
+        '# channels = ["C0123ABCD"]   # where agents may send cards\n'
     ),
 )
 

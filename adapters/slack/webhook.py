@@ -18,7 +18,17 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from adapters.slack import amend, render
-from adapters.slack.parse import BadPayload, EditSubmission, Interaction, Press, Submission, make_ref, parse
+from adapters.slack.parse import (
+    BadPayload,
+    EditSubmission,
+    Ignored,
+    Interaction,
+    Press,
+    Submission,
+    make_ref,
+    parse,
+)
+from adapters.slack.teams import Workspaces, outsider
 from adapters.slack.verify import is_valid
 from gateway.core.errors import Unauthorized, ValidationError
 from gateway.core.models import Outcome
@@ -64,8 +74,11 @@ def reply_text(verdict: presses.Verdict) -> str | None:
 
 
 class InteractionHandler:
-    def __init__(self, ctx: ChannelContext, responder: Responder, signing_secret: str) -> None:
+    def __init__(
+        self, ctx: ChannelContext, responder: Responder, signing_secret: str, workspaces: Workspaces | None = None
+    ) -> None:
         self._ctx, self._out, self._secret = ctx, responder, signing_secret
+        self._workspaces = workspaces  # None: no workspace check (a handler built alone, in tests)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
@@ -86,6 +99,8 @@ class InteractionHandler:
         """Decide on one interaction; return the ack's body once the decision is committed.
         A `redelivered` one (Socket Mode sends an envelope again when its ack was lost) records
         nothing twice and says nothing about the presser's own decision again."""
+        if not isinstance(interaction, Ignored) and (why := await self._outsider(interaction)):
+            return await self._refuse(interaction, why, redelivered)
         if isinstance(interaction, Press):
             return await self._press(interaction, redelivered)
         if isinstance(interaction, Submission):
@@ -93,6 +108,29 @@ class InteractionHandler:
         if isinstance(interaction, EditSubmission):  # the card, synced, shows the change
             return (await amend.submit_edit(self._ctx, interaction))[0]
         return None
+
+    async def _outsider(self, interaction: Press | Submission | EditSubmission) -> str | None:
+        """Why the presser's workspace may not press here (teams.py), or None."""
+        if self._workspaces is None:
+            return None
+        return outsider(await self._workspaces.pinned(), interaction.teams)
+
+    async def _refuse(self, interaction: Press | Submission | EditSubmission, why: str, redelivered: bool) -> Ack:
+        """A press from another workspace: denied like a stranger's (on the record, bounded per
+        person and approval), whatever its button or modal; the presser reads why not."""
+        press = presses.Press(
+            interaction.approval_id,
+            Outcome.REJECT,
+            f"slack:{interaction.user_id}",
+            _where(interaction.channel_id),
+            redelivered=redelivered,
+            outsider=why,
+        )
+        await self._ctx.inbound.press(press)
+        if isinstance(interaction, Press):
+            self._out.spawn(self._out.respond(interaction.response_url, NOT_AUTHORISED))
+            return None
+        return _modal_error(NOT_AUTHORISED)
 
     # ---------------------------------------------------------------- buttons
     async def _press(self, press: Press, redelivered: bool) -> Ack:

@@ -103,9 +103,9 @@ class TelegramChannel:
 
     # ---------------------------------------------------------------- Channel protocol
     async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
-        text = render.render_card(card.approval, card.now)
+        text = render.render_card(card.approval, card.now, self.ctx.decides)
         try:
-            markup = render.keyboard(card.approval, self.ctx.signer)
+            markup = render.keyboard(card.approval, self.ctx.signer, self.ctx.decides)
         except CallbackTooLong as exc:
             raise DeliveryError(f"telegram: {exc}", transient=False, unsent=True) from None
 
@@ -119,8 +119,8 @@ class TelegramChannel:
         assert card.ref is not None
         chat, message_id = parse_ref(card.ref)
         approval = card.approval
-        text = render.render_card(approval, card.now)
-        markup = None if approval.status.final else render.keyboard(approval, self.ctx.signer)
+        text = render.render_card(approval, card.now, self.ctx.decides)
+        markup = render.keyboard(approval, self.ctx.signer, self.ctx.decides)
 
         async def edit(to: Chat) -> None:
             try:

@@ -20,6 +20,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import rounds
 from gateway.core.durations import format_duration, humanize
 from gateway.core.models import Approval, OnTimeout, Outcome, Status
+from gateway.delivery.channels import INFO_ONLY
 from gateway.service.presses import PressResult, Verdict
 
 MAX_TEXT = 4096
@@ -86,7 +87,7 @@ def quorum_words(approval: Approval) -> str:
     return f"{n} of {required} approval{'s' if required != 1 else ''}"
 
 
-def _status_lines(approval: Approval, now: datetime, note_limit: int) -> list[str]:
+def _status_lines(approval: Approval, now: datetime, note_limit: int, decides: bool) -> list[str]:
     change = rounds.change_text(approval)
     if approval.status is Status.WAITING:
         deadline = f"{esc(when(approval.deadline))} · " if approval.deadline else ""
@@ -97,6 +98,8 @@ def _status_lines(approval: Approval, now: datetime, note_limit: int) -> list[st
             lines.append(f"👥 {quorum_words(approval)}")
         if change:
             lines.append(f"✏️ {esc(cut(change, 300))}")
+        if not decides:
+            lines.append(f"ℹ️ {esc(INFO_ONLY)}")
         return lines
     d = approval.decision
     head = _HEAD.get(approval.status, esc(approval.status.value))
@@ -115,7 +118,9 @@ def _status_lines(approval: Approval, now: datetime, note_limit: int) -> list[st
     return lines
 
 
-def _compose(approval: Approval, now: datetime, summary_limit: int, value_limit: int, note_limit: int) -> str:
+def _compose(
+    approval: Approval, now: datetime, summary_limit: int, value_limit: int, note_limit: int, decides: bool
+) -> str:
     parts: list[str] = []
     if approval.status is Status.WAITING:
         parts.append("🔔 <b>Approval needed</b>")
@@ -126,17 +131,18 @@ def _compose(approval: Approval, now: datetime, summary_limit: int, value_limit:
     table = args_table(approval.args, value_limit) if value_limit else ""
     if table:
         parts.append(table)
-    parts.extend(_status_lines(approval, now, note_limit))
+    parts.extend(_status_lines(approval, now, note_limit, decides))
     parts.append(f"<i>id {esc(approval.id)}</i>")
     return "\n".join(parts)
 
 
-def render_card(approval: Approval, now: datetime) -> str:
+def render_card(approval: Approval, now: datetime, decides: bool = True) -> str:
     """The card text: the question while waiting, the outcome (who, when, comment) once decided.
-    The decider is shown as the person (`[people]`), their Telegram name ('@alice'), or the id."""
+    The decider is shown as the person (`[people]`), their Telegram name ('@alice'), or the id.
+    Where nobody may decide (`decides` false), a waiting card says so (and has no keyboard)."""
     text = ""
     for limits in _SHRINK:
-        text = _compose(approval, now, *limits)
+        text = _compose(approval, now, *limits, decides)
         if len(text) <= MAX_TEXT:
             return text
     return _plain_fallback(text)
@@ -156,9 +162,10 @@ def _plain_fallback(text: str) -> str:
     return "".join(out)
 
 
-def keyboard(approval: Approval, signer: callback.Macs) -> InlineKeyboardMarkup | None:
-    """Approve (bound to this round's args) and Reject while waiting; no keyboard once decided."""
-    if approval.status.final:
+def keyboard(approval: Approval, signer: callback.Macs, decides: bool = True) -> InlineKeyboardMarkup | None:
+    """Approve (bound to this round's args) and Reject while waiting; no keyboard once decided,
+    nor where nobody may decide."""
+    if approval.status.final or not decides:
         return None
     approve = "✅ Approve"
     if approval.policy.quorum > 1:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.config import boolean, integers, string
+from gateway.config import boolean, ids, integers, string
 from gateway.core.errors import ConfigError
 from gateway.core.identity import IdSyntax
 from gateway.delivery.spec import ChannelContext, ChannelSpec, Command
@@ -29,6 +29,9 @@ class TelegramSettings:
     webhook_secret: str = ""
     base_url: str = "https://api.telegram.org/bot"
     approvers: tuple[int, ...] = ()
+    # Where agents may send cards: chat ids or @channels, each open to every agent, or
+    # "NAME:<chat>" to agent NAME only. Any other chat in a suspend is refused.
+    chats: tuple[str, ...] = ()
     # After a post whose outcome is unknown (crash or read timeout mid-call): false = never post
     # twice (the card is `uncertain` until pressed); true = post again (a duplicate is possible).
     resend_uncertain: bool = False
@@ -81,10 +84,12 @@ SPEC = ChannelSpec(
         "webhook_secret": string,
         "base_url": string,
         "approvers": integers,
+        "chats": ids,
         "resend_uncertain": boolean,
     },
     identity=IdSyntax(r"[0-9]{1,20}", "a Telegram user id (digits)", lambda s: str(int(s))),
     target=chat_target,
+    destinations=("chats",),
     create=_create,
     enabled=lambda section: section.enabled,
     check=_check,
@@ -107,6 +112,7 @@ SPEC = ChannelSpec(
         '# bot_token = ""             # from @BotFather\n'
         '# webhook_secret = "{secret}"   # or `hitl-gateway telegram poll` without a public URL\n'
         "# approvers = [111]          # Telegram user ids\n"
+        "# chats = [-1001234567890]   # where agents may send cards\n"
     ),
 )
 

@@ -67,6 +67,12 @@ class UnknownChannel(BadRequest):
     code = "unknown_channel"
 
 
+class DestinationNotAllowed(BadRequest):
+    """The channel's target is not a destination the operator opened to this agent."""
+
+    code = "destination_not_allowed"
+
+
 class UnknownWorker(BadRequest):
     """The worker is not configured."""
 

@@ -235,24 +235,30 @@ def check_may_decide(
     approver: str, approval: Approval, allowlist: Collection[str], party: Callable[[str], str] = _itself
 ) -> None:
     """Raise unless `approver` may decide: never the requester, under any of the requester's
-    identities; the channel's configured allowlist, narrowed to the approval's own approvers when
-    it names any. The agent that suspends chooses `approvers`, so they may narrow the operator's
-    allowlist, never widen it; only a channel with no configured allowlist takes the approval's
-    list as it is. `party(identity)` says who an identity stands for (`Identities.party`: one
-    person's identities are one party), so a person named under one identity is matched under
-    any of theirs. All identities are canonical: nothing here compares free text."""
-    me = party(approver)
-    if approval.requested_by and party(approval.requested_by) == me:
+    identities; only someone on the channel's configured allowlist, narrowed to the approval's
+    own approvers when it names any. The agent that suspends chooses `approvers`, so they may
+    narrow the operator's allowlist, never widen it: a channel with no configured allowlist has
+    nobody who may decide on it, whoever the approval names. `party(identity)` says who an
+    identity stands for (`Identities.party`: one person's identities are one party), so a person
+    named under one identity is matched under any of theirs. All identities are canonical:
+    nothing here compares free text."""
+    if approval.requested_by and party(approval.requested_by) == party(approver):
         raise RequesterCannotDecide(f"{approver} requested this approval and cannot decide it")
-    named = {party(a) for a in approval.approvers}
-    if approval.approvers and allowlist:
-        allowed = approver in allowlist and me in named
-    elif approval.approvers:
-        allowed = me in named
-    else:
-        allowed = approver in allowlist
-    if not allowed:
+    if not deciders((approver,), approval.approvers, approval.requested_by, party) or approver not in allowlist:
         raise NotAnApprover(f"{approver} is not an approver of this approval")
+
+
+def deciders(
+    allowlist: Collection[str],
+    approvers: Collection[str],
+    requested_by: str | None,
+    party: Callable[[str], str] = _itself,
+) -> frozenset[str]:
+    """Who on `allowlist` (a channel's configured approvers) may decide an approval that names
+    `approvers` (none: anyone listed) and was requested by `requested_by`."""
+    named = {party(a) for a in approvers}
+    me = party(requested_by) if requested_by else None
+    return frozenset(i for i in allowlist if party(i) != me and (not named or party(i) in named))
 
 
 # ---------------------------------------------------------------- transitions

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from gateway.core.errors import UnknownChannel
-from gateway.core.identity import WEB
+from gateway.core.identity import NAME_RE, WEB
 from gateway.core.models import Approval
 
 
@@ -134,8 +134,22 @@ def check_address(address: Any, targets: Targets, enabled: frozenset[str], field
         raise UnknownChannel(f"{field}: {address!r}: {exc}", channel=address) from None
 
 
+def destination_entry(entry: object) -> tuple[str | None, str]:
+    """A configured destination: (None, target) for one open to every agent, or (NAME, target)
+    for `NAME:target`, open to the agent NAME only (targets of the built-in kinds have no ':')."""
+    text = str(entry)
+    name, sep, target = text.partition(":")
+    if sep and NAME_RE.fullmatch(name):
+        return name.lower(), target
+    return None, text
+
+
 def _kinds(targets: Targets) -> str:
     return ", ".join(sorted({WEB, *targets}))
+
+
+# A waiting card on a channel where nobody may decide (its allowlist is empty): no buttons, this.
+INFO_ONLY = "For information: nobody decides on this channel, the approvers do it elsewhere."
 
 
 def web_card_ref(approval_id: str) -> str:
@@ -190,6 +204,7 @@ class WebChannel(ChannelBase):
 
 
 __all__ = [
+    "INFO_ONLY",
     "Attempt",
     "Channel",
     "ChannelBase",
@@ -197,6 +212,7 @@ __all__ = [
     "OutgoingCard",
     "WebChannel",
     "check_address",
+    "destination_entry",
     "parse_address",
     "posts_inline",
     "web_card_ref",

@@ -60,6 +60,8 @@ class ChannelSpec:
     - `identity`: the syntax and canonical form of an approver id (`<kind>:<id>`); `approvers`
       returns the section's allowlist of ids.
     - `target(text)`: an address's target in canonical form (`<kind>:<target>`), or ValueError.
+    - `destinations`: the section's keys that list where agents may send cards (targets, each
+      open to every agent, or `NAME:target` to agent NAME only); no key: no agent may send there.
     - `create(ctx)` builds the channel once the gateway starts.
     """
 
@@ -73,6 +75,7 @@ class ChannelSpec:
     enabled: Callable[[Any], bool]
     check: Callable[[Any], None] = _no_check
     approvers: Callable[[Any], Iterable[object]] = _approvers
+    destinations: tuple[str, ...] = ()
     secrets: frozenset[str] = frozenset()
     secret_patterns: tuple[str, ...] = ()  # regexes masked in every log line (e.g. a token format)
     quiet_loggers: tuple[str, ...] = ()  # the client library's loggers, kept at WARNING
@@ -85,7 +88,8 @@ class ChannelSpec:
 class ChannelContext:
     """What a channel gets instead of the whole runtime: its own settings section, the server's
     public URL (for links and webhooks), the signer, the clock, the inbound use cases (presses,
-    reasons, de-duplication; `gateway.service.presses`) and a shared HTTP client session."""
+    reasons, de-duplication; `gateway.service.presses`), a shared HTTP client session, and
+    who may decide on it (`approvers`, `decides`)."""
 
     kind: str
     settings: Any
@@ -94,6 +98,15 @@ class ChannelContext:
     clock: Clock
     inbound: Inbound
     http: Callable[[], aiohttp.ClientSession]
+    # Who may decide on this channel (canonical identities: its allowlist, else the `[people]`
+    # identities of its kind); None: not known here (anyone listed by the core's check). A
+    # channel where nobody may draws its cards without buttons.
+    approvers: frozenset[str] | None = None
+
+    @property
+    def decides(self) -> bool:
+        """Whether anyone may decide on this channel."""
+        return self.approvers is None or bool(self.approvers)
 
 
 __all__ = ["ChannelContext", "ChannelSpec", "Coerce", "Command"]

@@ -30,7 +30,6 @@ from gateway.core.errors import (
     ValidationError,
 )
 from gateway.core.events import EventKind
-from gateway.core.identity import WEB
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status
 from gateway.core.observers import Observer, Observers
@@ -41,6 +40,7 @@ from gateway.core.shown import audit_facts, card_posted
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.service import edits as service_edits
+from gateway.service import routing
 from gateway.service.decisions import CAS_RETRIES, DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy
 from gateway.service.replay import check_replay
@@ -88,19 +88,10 @@ class Service(Decisions):
         self._enabled = settings.enabled_channels()
         self._targets = {kind: c.spec.target for kind, c in settings.channels.items()}
         self.identities = settings.identities
-        self._allowlists = self._build_allowlists()
+        self._allowlists = routing.allowlists(settings)
+        self._destinations = routing.destinations(settings)
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
         self.channels: Mapping[str, Channel] = {}
-
-    def _build_allowlists(self) -> dict[str, frozenset[str]]:
-        """Each kind's configured approvers as canonical identities (`web.approvers`, and every
-        channel section's `approvers`)."""
-        raw = {WEB: self.settings.web.approvers}
-        raw |= {kind: tuple(str(i) for i in c.spec.approvers(c.section)) for kind, c in self.settings.channels.items()}
-        return {
-            kind: frozenset(self.identities.canonical(f"{kind}:{i}", f"{kind}.approvers") for i in ids)
-            for kind, ids in raw.items()
-        }
 
     # ---------------------------------------------------------------- suspend
     def resolve_policy(
@@ -136,6 +127,9 @@ class Service(Decisions):
                 raise ValidationError(
                     "policy.quorum", f"needs {policy.quorum} distinct approvers but only {parties} are named"
                 )
+        routing.check_destinations(channels, policy, principal, self._destinations)
+        every = (*channels, *policy.escalate_to)
+        routing.check_reachable(every, approvers, requested_by, self._allowlists, self.identities)
         return _Checked(policy, channels, approvers, requested_by)
 
     async def suspend(self, req: SuspendRequest, principal: Principal | None = None) -> tuple[Approval, bool]:

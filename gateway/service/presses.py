@@ -100,6 +100,9 @@ class Press:
     # The round tag the button, link or form was drawn with (gateway.core.rounds.tag); None: one
     # drawn before tags existed, taken as drawn for the original args. Only an approve checks it.
     seen: str | None = None
+    # Why the channel itself refuses this presser whoever they are (e.g. a workspace or tenant that
+    # is not pinned): denied like a stranger, on the record within the same bound.
+    outsider: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,9 +188,11 @@ class Inbound:
         approval = await self._svc.store.get_approval(p.approval_id)
         if approval is None:
             return Verdict(PressResult.UNKNOWN)
-        recorded = await self._adopt(approval, p)
         actor, denied = await self._check(approval, p)
-        verdict = denied or await self._vote(approval, actor, p)
+        if denied is not None:  # a stranger's press adopts, closes or edits no card: only `denied`, bounded
+            return denied
+        recorded = await self._adopt(approval, p)
+        verdict = await self._vote(approval, actor, p)
         if verdict.approval is not None and verdict.approval.status.final:
             await self._close_copy(verdict.approval, p, recorded)
         return verdict
@@ -306,6 +311,8 @@ class Inbound:
             log.warning("a press refused: %s is not a canonical identity", shown(p.actor))
             return p.actor, Verdict(PressResult.DENIED, approval)
         try:
+            if p.outsider is not None:
+                raise NotAnApprover(f"{actor} may not decide here: {p.outsider}")
             self._svc.check_may_decide(actor, approval)
         except (NotAnApprover, RequesterCannotDecide) as exc:
             if not p.redelivered:
@@ -353,9 +360,10 @@ class Inbound:
         self._svc.wake_outbox()
 
     async def _adopt(self, approval: Approval, p: Press) -> str | None:
-        """A press proves where a card is. If its post had no recorded answer (`uncertain`, or a
-        crash mid-call), record the card now and sync it, so that it shows the outcome like any
-        other card. Returns the ref recorded for the press's channel, if any."""
+        """A press by someone who may decide proves where a card is. If its post had no recorded
+        answer (`uncertain`, or a crash mid-call), record the card now and sync it, so that it
+        shows the outcome like any other card. Returns the ref recorded for the press's channel,
+        if any. A stranger's press never gets here: it could point at any message."""
         if p.card_ref is None or (p.channel not in approval.channels and p.channel not in approval.policy.escalate_to):
             return None
         store, now = self._svc.store, self._svc.clock.now()

@@ -82,9 +82,9 @@ async def serve(tmp_path: Path, tg_api: FakeTelegramAPI, fake_slack: FakeSlack) 
     worker = json.dumps([sys.executable, str(FAKES / "worker_cmd.py"), "ok", str(out)])
     extra = (
         f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{tg_api.base_url}"\n'
-        "approvers = [111]\n"
+        f"approvers = [111]\nchats = [{CHAT}]\n"
         f'[slack]\nbot_token = "{BOT_TOKEN}"\nsigning_secret = "{SIGNING_SECRET}"\nbase_url = "{fake_slack.base_url}"\n'
-        'approvers = ["UALICE"]\n'
+        f'approvers = ["UALICE"]\nchannels = ["{CARDS}"]\n'
         f'[workers.pay]\ncommand = {worker}\ntimeout = "30s"\n'
         '[policies.pay]\ntimeout = "1h"\nextend = ["1h"]\nmax_extensions = 1\n'
     )

@@ -33,7 +33,7 @@ async def test_an_open_page_shows_a_telegram_press_without_reloading(
     port = free_port()
     extra = (
         f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{api.base_url}"\n'
-        f"approvers = [{ALICE_TG}]\n"
+        f"approvers = [{ALICE_TG}]\nchats = [{CHAT}]\n"
         f'[web]\napprovers = ["alice"]\npasswords = {{ alice = "{HASH}" }}\n'
     )
     gw = Gateway(

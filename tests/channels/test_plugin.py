@@ -67,7 +67,7 @@ async def test_a_plugin_channel_serves_cards_presses_and_commands(tmp_path: Path
     site = install_plugin(tmp_path / "site")
     cards = tmp_path / "cards.jsonl"
     port = free_port()
-    extra = f'[echo]\npath = "{cards}"\napprovers = ["ann"]\n'
+    extra = f'[echo]\npath = "{cards}"\napprovers = ["ann"]\nrooms = ["room1"]\n'
     config = write_config(tmp_path / "gw.toml", f"sqlite:///{tmp_path / 'gw.db'}", port, extra)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,

@@ -48,6 +48,7 @@ def test_no_adapter_module_reaches_the_store() -> None:
         "clock",
         "inbound",
         "http",
+        "approvers",
     }
 
 

@@ -37,6 +37,7 @@ def email_section(inbox: Inbox, **over: Any) -> dict[str, Any]:
         "port": inbox.port,
         "from": SENDER,
         "approvers": [ALICE, BOB],
+        "recipients": [MALLORY],  # mailed for information only
         "starttls": False,
         "timeout": "5s",
         **over,

@@ -24,6 +24,7 @@ from tests.fakes.slack_socket import APP_TOKEN, FakeSockets
 
 BOT_TOKEN = "xoxb-test-token"
 SIGNING_SECRET = "test-signing-secret-0123456789"
+TEAM_ID = "T0HOME"  # the workspace auth.test reports, and that every interaction built here names
 
 
 @dataclass
@@ -144,6 +145,7 @@ class FakeSlack:
             "chat.postEphemeral": self._ok,
             "conversations.history": self._history,
             "apps.connections.open": lambda _: self.sockets.open_url(self.url),
+            "auth.test": lambda _: {"ok": True, "team_id": TEAM_ID, "team": "Home", "user_id": "UBOT"},
         }.get(method)
         reply = handler(body) if handler else {"ok": False, "error": "unknown_method"}
         if method in self.holds:  # done on Slack's side, but the reply is slow to come back
@@ -226,7 +228,8 @@ def block_actions(
 ) -> dict[str, Any]:
     return {
         "type": "block_actions",
-        "user": {"id": user, "username": user.lower()},
+        "team": {"id": TEAM_ID, "domain": "home"},
+        "user": {"id": user, "username": user.lower(), "team_id": TEAM_ID},
         "channel": {"id": channel},
         "container": {"type": "message", "message_ts": ts, "channel_id": channel},
         "actions": [{"type": "button", "action_id": action_id, "value": value, "block_id": "hitl_actions"}],
@@ -238,7 +241,8 @@ def block_actions(
 def view_submission(user: str, private_metadata: str, comment: str) -> dict[str, Any]:
     return {
         "type": "view_submission",
-        "user": {"id": user},
+        "team": {"id": TEAM_ID, "domain": "home"},
+        "user": {"id": user, "team_id": TEAM_ID},
         "view": {
             "callback_id": "hitl:reason",
             "private_metadata": private_metadata,
@@ -300,6 +304,7 @@ def edit_submission(user: str, private_metadata: str, values: dict[str, Any]) ->
             state[f"arg:{name}"] = {"value": {"type": "plain_text_input", "value": value}}
     return {
         "type": "view_submission",
-        "user": {"id": user},
+        "team": {"id": TEAM_ID, "domain": "home"},
+        "user": {"id": user, "team_id": TEAM_ID},
         "view": {"callback_id": "hitl:edit", "private_metadata": private_metadata, "state": {"values": state}},
     }

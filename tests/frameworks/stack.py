@@ -65,7 +65,7 @@ class Stack:
         port = free_port()
         extra = (
             f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{self.tg_api.base_url}"\n'
-            f"approvers = [{ALICE}]\n\n"
+            f"approvers = [{ALICE}]\nchats = [{CHAT}]\n\n"
         )
         if self.worker:
             extra += f'[workers.{self.worker}]\ncommand = {json.dumps(command)}\ntimeout = "60s"\n'

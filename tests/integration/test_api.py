@@ -117,7 +117,7 @@ async def test_requester_cannot_decide(client: Any) -> None:
 
 async def test_named_approvers_are_enforced_for_api_decisions(client: Any) -> None:
     """Named approvers bind operators too: `by` naming one of them does not make the operator one."""
-    a = await suspend(client, approvers=["web:ann"])
+    a = await suspend(client, approvers=["web:ann", "operator:other"])
     before = await table_counts(rt_of(client))
     resp = await client.post(
         f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:ann"}, headers=OPERATOR

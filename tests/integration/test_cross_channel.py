@@ -42,12 +42,14 @@ async def env(
             "webhook_secret": TG_SECRET,
             "base_url": str(server.make_url("/bot")),
             "approvers": [111],
+            "chats": [TG_CHAT],
         },
         slack={
             "bot_token": BOT_TOKEN,
             "signing_secret": SIGNING_SECRET,
             "base_url": slack.base_url,
             "approvers": ["UALICE"],
+            "channels": [SLACK_CHANNEL],
         },
     )
     rt = Runtime(settings, clock=clock, owner="test")

@@ -113,7 +113,7 @@ def gateway_config(tmp_path: Path, tg: FakeTelegramAPI, extra: str = "") -> tupl
     sections = (
         f'operator_keys = ["{OPERATOR_KEY}"]\n'
         f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{tg.base_url}"\n'
-        f"approvers = [{ALICE}]\n"
+        f"approvers = [{ALICE}]\nchats = [{CHAT}]\n"
         '[policies.short]\ntimeout = "1h"\non_timeout = "reject"\n'
     )
     return write_config(tmp_path / "gw.toml", f"sqlite:///{tmp_path / 'gw.db'}", port, sections + extra), port

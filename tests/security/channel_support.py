@@ -39,14 +39,14 @@ _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 def telegram_section(api: FakeTelegramAPI, approvers: list[int]) -> str:
     return (
         f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{HOOK_SECRET}"\n'
-        f'base_url = "{api.base_url}"\napprovers = {approvers}\n'
+        f'base_url = "{api.base_url}"\napprovers = {approvers}\nchats = [{CHAT}]\n'
     )
 
 
 def slack_section(fake: FakeSlack, approvers: list[str]) -> str:
     return (
         f'[slack]\nbot_token = "{BOT_TOKEN}"\nsigning_secret = "{SIGNING_SECRET}"\n'
-        f'base_url = "{fake.base_url}"\napprovers = {json.dumps(approvers)}\n'
+        f'base_url = "{fake.base_url}"\napprovers = {json.dumps(approvers)}\nchannels = ["{SLACK_CHANNEL}"]\n'
     )
 
 

@@ -93,3 +93,26 @@ async def test_a_stranger_pressing_in_a_loop_is_bounded_and_edits_nothing(stack:
     assert await _edits(stack) == before  # no card edit per press
     view = await stack.approval(approval_id)
     assert view["status"] == ("approved" if decided else "waiting_approval")
+
+
+@pytest.mark.parametrize("decided", [False, True])
+async def test_a_stranger_pressing_on_unknown_messages_is_bounded_too(stack: Stack, decided: bool) -> None:
+    """Each press on a message the gateway never recorded (a forged or copied card): no card is
+    adopted or closed for a stranger, and the `denied` events stay within the same bound."""
+    approval_id, mid = await _posted(stack)
+    if decided:
+        press = stack.press(ALICE, approval_id, Outcome.APPROVE, mid, "alice")
+        assert await stack.send(press) == 200 and stack.answer(press) == "Approved"
+    await _synced(stack, approval_id)
+    before_events, before_edits = len(await stack.events(approval_id)), await _edits(stack)
+    presses = [stack.press(MALLORY, approval_id, Outcome.APPROVE, mid + 1000 + i, "mallory") for i in range(15)]
+    for update in presses:
+        assert await stack.send(update) == 200
+    assert [stack.answer(u) for u in presses] == ["Not authorised"] * 15
+    await _synced(stack, approval_id)
+    added = (await stack.events(approval_id))[before_events:]
+    assert [e["kind"] for e in added] == ["denied"] * KEPT, [e["kind"] for e in added]
+    assert await _edits(stack) == before_edits  # no copy closed, no card adopted and synced
+    view = await stack.approval(approval_id)
+    assert view["status"] == ("approved" if decided else "waiting_approval")
+    assert [c["ref"] for c in view["cards"]] == [f"{CHAT}:{mid}"]

@@ -38,6 +38,7 @@ def slack_section(fake: FakeSlack, **over: Any) -> dict[str, Any]:
         "signing_secret": SIGNING_SECRET,
         "base_url": fake.base_url,
         "approvers": APPROVERS,
+        "channels": [CARDS],
         **over,
     }
 

@@ -42,6 +42,7 @@ def gateway_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         "HITL_SLACK_BOT_TOKEN": BOT_TOKEN,
         "HITL_SLACK_SIGNING_SECRET": SIGNING_SECRET,
         "HITL_SLACK_APPROVERS": "UALICE",
+        "HITL_SLACK_CHANNELS": CARDS,
         "HITL_SERVER_LOG_LEVEL": "WARNING",
     }
 

@@ -106,6 +106,22 @@ async def test_a_stranger_is_acked_and_told_privately(gw: Gateway) -> None:
     assert await gw.status(aid) is Status.WAITING
 
 
+async def test_a_press_from_another_workspace_is_denied(gw: Gateway) -> None:
+    """The same workspace check as the webhook's: an approver's id from another team decides nothing."""
+    aid = await gw.suspend()
+    foreign = gw.button("UALICE", "approve", aid) | {"team": {"id": "T0OTHER", "domain": "other"}}
+    await gw.fake.sockets.ack(await gw.fake.sockets.send(foreign))
+    await gw.channel.settle()
+    (reply,) = gw.fake.replies("UALICE")
+    assert "not authorised" in reply["text"]
+    assert await gw.status(aid) is Status.WAITING and "denied" in await gw.kinds(aid)
+    meta = json.dumps({"ref": gw.ref(aid), "channel": CARDS})
+    submitted = view_submission("UALICE", meta, "no") | {"user": {"id": "UALICE", "team_id": "T0OTHER"}}
+    ack = await gw.fake.sockets.ack(await gw.fake.sockets.send(submitted))
+    assert ack["payload"]["response_action"] == "errors"  # the modal says why, and nothing is decided
+    assert await gw.status(aid) is Status.WAITING
+
+
 async def test_a_modal_submission_rejects_with_the_reason(gw: Gateway) -> None:
     aid = await gw.suspend()
     await gw.fake.sockets.ack(await gw.fake.sockets.send(gw.button("UALICE", "reason", aid)))

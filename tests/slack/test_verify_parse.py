@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from urllib.parse import urlencode
 
 import pytest
@@ -11,7 +12,7 @@ from adapters.slack.parse import BadPayload, Ignored, Press, Submission, check_r
 from adapters.slack.verify import is_valid, sign
 from gateway.core.tokens import TokenSigner
 from gateway.testing import TEST_SECRET
-from tests.fakes.slack_api import block_actions, view_submission
+from tests.fakes.slack_api import TEAM_ID, block_actions, view_submission
 
 SECRET = "signing-secret"
 BODY = b"payload=%7B%7D"
@@ -69,10 +70,17 @@ def test_parse_press_and_submission() -> None:
     signer = TokenSigner([TEST_SECRET])
     ref = make_ref(signer, "appr1")
     press = parse(_form(block_actions("U1", f"hitl:approve:{ref}", ref, response_url="https://x/y")), signer)
-    assert press == Press("approve", "appr1", "U1", "C0CARDS", "1700000001.000001", "https://x/y", "trig-123")
+    assert press == Press(
+        "approve", "appr1", "U1", "C0CARDS", "1700000001.000001", "https://x/y", "trig-123", teams=(TEAM_ID,)
+    )
     meta = json.dumps({"ref": ref, "channel": "C0CARDS"})
     sub = parse(_form(view_submission("U2", meta, "  too risky  ")), signer)
-    assert sub == Submission("appr1", "U2", "C0CARDS", "too risky")
+    assert sub == Submission("appr1", "U2", "C0CARDS", "too risky", (TEAM_ID,))
+    # a guest from another organisation in a shared channel: both workspaces are named
+    guest = block_actions("U3", f"hitl:reject:{ref}", ref) | {"user": {"id": "U3", "team_id": "t0guest"}}
+    assert parse(_form(guest), signer) == replace(
+        press, verb="reject", user_id="U3", response_url="", teams=(TEAM_ID, "T0GUEST")
+    )
 
 
 def test_parse_refuses_forged_or_mismatched_buttons() -> None:

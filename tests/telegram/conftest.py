@@ -104,6 +104,7 @@ def tg_settings(settings_factory: Callable[..., Settings], tg_api: FakeTelegramA
         "webhook_secret": SECRET,
         "base_url": tg_api.base_url,
         "approvers": [ALICE, BOB],
+        "chats": [CHAT],
     }
     return settings_factory(
         telegram=telegram,

@@ -33,6 +33,7 @@ pytestmark = pytest.mark.slow
 def _gateway(tmp_path: Path, tg_api: FakeTelegramAPI, extra: str = "", env: dict[str, str] | None = None) -> Gateway:
     db, port = f"sqlite:///{tmp_path / 'crash.db'}", free_port()
     telegram = f'[telegram]\nbot_token = "{TOKEN}"\nwebhook_secret = "{SECRET}"\nbase_url = "{tg_api.base_url}"\n'
+    telegram += f"chats = [{CHAT}]\n"
     return Gateway(write_config(tmp_path / "gw.toml", db, port, telegram + extra), port, tmp_path / "gw.log", env)
 
 
@@ -71,7 +72,15 @@ async def test_a_press_killed_mid_flight_is_decided_on_redelivery(
 
     settings = make_settings(
         db,
-        {"telegram": {"bot_token": TOKEN, "webhook_secret": SECRET, "base_url": tg_api.base_url, "approvers": [ALICE]}},
+        {
+            "telegram": {
+                "bot_token": TOKEN,
+                "webhook_secret": SECRET,
+                "base_url": tg_api.base_url,
+                "approvers": [ALICE],
+                "chats": [CHAT],
+            }
+        },
     )
     rt = Runtime(settings, clock=FakeClock(datetime.now(UTC)), owner="restarted")
     client = await aiohttp_client(create_app(settings, runtime=rt, background=False))

@@ -225,9 +225,11 @@ async def tg_web(
 ) -> TG:
     """The Telegram fixture with the web inbox signed in as alice (an approver)."""
     telegram = {
-        k: getattr(tg_settings.channel("telegram"), k) for k in ("bot_token", "webhook_secret", "base_url", "approvers")
+        k: getattr(tg_settings.channel("telegram"), k)
+        for k in ("bot_token", "webhook_secret", "base_url", "approvers", "chats")
     }
-    settings = settings_factory(telegram={**telegram, "approvers": list(telegram["approvers"])}, web=WEB)
+    lists = {k: list(telegram[k]) for k in ("approvers", "chats")}
+    settings = settings_factory(telegram=telegram | lists, web=WEB)
     rt = Runtime(settings, clock=clock, owner="test")
     tg = TG(rt, await aiohttp_client(create_app(settings, runtime=rt, background=False)), tg_api, clock)
     assert (await sign_in(tg.client)).status == 303

@@ -75,7 +75,12 @@ def test_who_may_decide() -> None:
     named = approval(approvers=("slack:U1",))
     with pytest.raises(NotAnApprover):
         rules.check_may_decide("slack:U2", named, ["slack:U2"])  # the approval's own list wins
-    rules.check_may_decide("slack:U1", named, [])
+    rules.check_may_decide("slack:U1", named, ["slack:U1", "slack:U2"])
+    with pytest.raises(NotAnApprover):  # named by the agent, but the channel lists nobody: never widens
+        rules.check_may_decide("slack:U1", named, [])
+    assert rules.deciders(["slack:U1", "slack:U2"], named.approvers, None) == {"slack:U1"}
+    assert rules.deciders([], named.approvers, None) == frozenset()
+    assert rules.deciders(["web:a", "web:b"], (), "web:a") == {"web:b"}
 
 
 def test_timeout_is_a_policy_decision_not_a_human_one() -> None:

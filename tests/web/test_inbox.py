@@ -135,7 +135,7 @@ async def test_a_refused_decision_keeps_the_form_and_what_was_typed(web: Any, we
 
 async def test_viewers_and_non_approvers_cannot_decide(web: Any, web_rt: Runtime) -> None:
     approval = await _suspend(web_rt, "Pay ACME")
-    only_slack = await _suspend(web_rt, "Slack only", approvers=("slack:U1",))
+    only_bob = await _suspend(web_rt, "Bob only", approvers=("web:bob",))
     await sign_in(web, "victor")
     html = await (await web.get(f"/approvals/{approval.id}")).text()
     assert 'value="approve"' not in html and "You can view this approval but not decide it (viewer)" in html
@@ -145,7 +145,7 @@ async def test_viewers_and_non_approvers_cannot_decide(web: Any, web_rt: Runtime
     await web.post("/logout", data={"csrf": csrf_of(html)})
     await sign_in(web, "alice")
     token = csrf_of(await (await web.get("/")).text())
-    resp = await web.post(f"/approvals/{only_slack.id}/decision", data={"csrf": token, "outcome": "approve"})
+    resp = await web.post(f"/approvals/{only_bob.id}/decision", data={"csrf": token, "outcome": "approve"})
     assert resp.status == 403 and "not an approver" in await resp.text()
     assert await table_counts(web_rt) == before
 

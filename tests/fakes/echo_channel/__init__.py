@@ -28,6 +28,7 @@ from gateway.service.presses import Press
 class EchoSettings:
     path: str = ""
     approvers: tuple[str, ...] = ()
+    rooms: tuple[str, ...] = ()  # where agents may send cards
 
 
 class EchoChannel(ChannelBase):
@@ -84,9 +85,10 @@ SPEC = ChannelSpec(
     kind="echo",
     summary="A test channel that writes cards to a file",
     settings=EchoSettings,
-    schema={"path": string, "approvers": strings},
+    schema={"path": string, "approvers": strings, "rooms": strings},
     identity=IdSyntax(r"[a-z0-9]{1,32}", "lower-case letters and digits"),
     target=lambda target: target,
+    destinations=("rooms",),
     create=_create,
     enabled=lambda section: bool(section.path),
     commands=(Command("ping", "print pong", _ping, _ping_arguments),),
