@@ -42,7 +42,7 @@ from gateway.delivery.channels import Channel, check_address, parse_address, pos
 from gateway.service import edits as service_edits
 from gateway.service import routing
 from gateway.service.decisions import CAS_RETRIES, DENIED_KEPT, Decisions
-from gateway.service.policies import PolicyValue, resolve_policy
+from gateway.service.policies import PolicyValue, resolve_policy, settable
 from gateway.service.replay import check_replay
 from gateway.store import NewJob, Store, TransitionWrite
 
@@ -186,7 +186,8 @@ class Service(Decisions):
                 raise IdempotencyConflict(
                     "idempotency_key: is already in use; choose another one", field="idempotency_key"
                 )
-            await check_replay(self.store, stored, approval, deadline=req.deadline)
+            choosable = settable(self.settings, policy.name, principal)
+            await check_replay(self.store, stored, approval, deadline=req.deadline, settable=choosable)
             return stored, False
         log.info(
             "approval %s suspended: run=%s step=%s channels=%s by=%s",

@@ -80,6 +80,16 @@ def check_named(settings: Settings, name: str, principal: Principal | None, fiel
         )
 
 
+def settable(settings: Settings, name: str, principal: Principal | None) -> frozenset[str] | None:
+    """The keys of the configured policy `name` that the caller's request may change (its
+    `agent_may_set`; every settable key for operators), or None when `name` is no configured
+    policy (an inline one: all of it is the request's). The rest of a named policy is the
+    operator's config, which may change while an approval waits."""
+    if name not in settings.policies:
+        return None
+    return _bounds(settings, name, principal is not None and principal.is_operator).may_set
+
+
 def _bounds(settings: Settings, name: str, trusted: bool) -> AgentBounds:
     return ANY_CHOICE if trusted else settings.policy_bounds.get(name, NO_CHOICE)
 
@@ -90,4 +100,4 @@ def _inline(settings: Settings, policy: Policy, trusted: bool) -> Policy:
     return policy
 
 
-__all__ = ["PolicyValue", "check_named", "resolve_policy"]
+__all__ = ["PolicyValue", "check_named", "resolve_policy", "settable"]

@@ -5,7 +5,9 @@ Otherwise whoever used the key first decides what the later caller gets: an agen
 under a key it can predict, a harmless title with no approvers, and hand a gate or a run that
 suspends later the approval it made. Every field that shapes what the approvers see and who may
 decide is compared in its stored, canonical form (identities canonical, policy resolved), so
-that an honest retry of the same body still replays.
+that an honest retry of the same body still replays. A configured policy is compared by its name
+and the keys the request may choose in it (`agent_may_set`): the rest is the operator's config,
+and a deploy that changes it must not turn every waiting run's honest replay into a 409.
 """
 
 from __future__ import annotations
@@ -23,14 +25,22 @@ __all__ = ["check_replay", "first_difference"]
 _DEADLINE_SLACK = timedelta(seconds=1)  # a stored policy keeps whole seconds of its timeout
 
 
-async def check_replay(store: Store, stored: Approval, asked: Approval, *, deadline: datetime | None) -> None:
+async def check_replay(
+    store: Store,
+    stored: Approval,
+    asked: Approval,
+    *,
+    deadline: datetime | None,
+    settable: frozenset[str] | None = None,
+) -> None:
     """IdempotencyConflict (409) naming the first field where `asked` (the replay, validated and
     canonical) differs from `stored`; never the stored approval's id or token. `deadline` is the
-    replay's own `deadline`, if it gave one."""
+    replay's own `deadline`, if it gave one; `settable`, the keys of a configured policy the
+    request may choose (None: an inline policy, compared whole)."""
     channels = stored.channels
     if stored.escalations:  # an escalation added channels: compare with those first asked for
         channels = await _suspended_channels(store, stored)
-    field = first_difference(stored, asked, channels=channels, deadline=deadline)
+    field = first_difference(stored, asked, channels=channels, deadline=deadline, settable=settable)
     if field is not None:
         raise IdempotencyConflict(
             f"{field}: differs from the suspend that first used this idempotency_key"
@@ -40,7 +50,12 @@ async def check_replay(store: Store, stored: Approval, asked: Approval, *, deadl
 
 
 def first_difference(
-    stored: Approval, asked: Approval, *, channels: tuple[str, ...], deadline: datetime | None
+    stored: Approval,
+    asked: Approval,
+    *,
+    channels: tuple[str, ...],
+    deadline: datetime | None,
+    settable: frozenset[str] | None = None,
 ) -> str | None:
     """The request field where the replay `asked` differs from `stored` (whose first channels
     were `channels`), or None. Pure."""
@@ -52,7 +67,7 @@ def first_difference(
         ("summary", stored.summary, asked.summary),
         ("channels", sorted(channels), sorted(asked.channels)),
         ("approvers", sorted(stored.approvers), sorted(asked.approvers)),
-        ("policy", _policy(stored, deadline is not None), _policy(asked, deadline is not None)),
+        ("policy", _policy(stored, deadline is not None, settable), _policy(asked, deadline is not None, settable)),
         ("requested_by", stored.requested_by, asked.requested_by),
         ("worker", stored.worker, asked.worker),
         ("args_schema", _terms(stored, "schema"), _terms(asked, "schema")),
@@ -62,15 +77,18 @@ def first_difference(
         if before != now:
             return name
     timeout = stored.policy.timeout  # a deadline became it, in whole seconds from the creation
-    if deadline is not None and timeout is not None and abs(stored.created_at + timeout - deadline) >= _DEADLINE_SLACK:
-        return "deadline"
-    return None
+    if deadline is None or timeout is None or (settable is not None and "timeout" not in settable):
+        return None
+    return "deadline" if abs(stored.created_at + timeout - deadline) >= _DEADLINE_SLACK else None
 
 
-def _policy(approval: Approval, deadline_given: bool) -> dict[str, Any]:
-    """The resolved policy; with a `deadline`, its timeout is compared as that instant instead
-    (the same deadline is a different timeout at every retry)."""
+def _policy(approval: Approval, deadline_given: bool, settable: frozenset[str] | None) -> dict[str, Any]:
+    """The resolved policy (of a configured one, its name and the `settable` keys); with a
+    `deadline`, its timeout is compared as that instant instead (the same deadline is a different
+    timeout at every retry)."""
     data = approval.policy.to_json()
+    if settable is not None:
+        data = {k: v for k, v in data.items() if k == "name" or k in settable}
     if deadline_given:
         data.pop("timeout", None)
     return data

@@ -16,10 +16,11 @@ import aiohttp
 import pytest
 
 from tests.procs import Gateway
-from tests.security.conftest import BILLING, CHATS, call, db_counts, make_launcher, suspend_body
+from tests.security.conftest import BILLING, CHATS, Launch, call, db_counts, make_launcher, suspend_body
 
+BOT = 'base_url = "http://127.0.0.1:9/bot"'  # Telegram's section: its approver and its chat follow
 EXTRA = (
-    CHATS.replace('base_url = "http://127.0.0.1:9/bot"', 'base_url = "http://127.0.0.1:9/bot"\napprovers = [111]')
+    CHATS.replace(BOT, f"{BOT}\napprovers = [111]\nchats = [-100123]")
     + """
 [policies.slow]
 timeout = "2h"
@@ -143,3 +144,29 @@ async def test_a_gate_is_never_handed_the_approval_the_agent_made(gateway: Gatew
         assert theirs["id"] not in str(reply) and theirs["resume_token"] not in str(reply)
         status, reply = await _post(http, gateway, gate | {"title": planted["title"]})  # the title alone is not it
         assert status == 409 and reply["error"]["details"]["field"] == "approvers", reply
+
+
+async def test_a_replay_after_the_operator_changed_the_named_policy_still_replays(launch: Launch) -> None:
+    """A configured policy is the operator's: a deploy that changes its timeout or quorum while
+    the approval waits must not turn the restarted agent's honest replay into a 409; the keys the
+    agent chose in it (`agent_may_set`) are still compared."""
+    gateway = launch(extra=EXTRA)
+    async with aiohttp.ClientSession() as http:
+        slow = full_body("config-change", policy="slow")
+        status, first = await _post(http, gateway, slow)
+        assert status == 201, first
+        chosen = full_body("chosen", policy={"name": "dated", "timeout": "3h"})
+        status, chosen_first = await _post(http, gateway, chosen)
+        assert status == 201, chosen_first
+    gateway.stop()
+    changed = EXTRA.replace('timeout = "2h"', 'timeout = "4h"\nquorum = 1').replace('timeout = "1h"', 'timeout = "30m"')
+    gateway.config.write_text(gateway.config.read_text().replace(EXTRA, changed))
+    gateway.start()
+    async with aiohttp.ClientSession() as http:
+        status, replay = await _post(http, gateway, slow)
+        assert status == 200 and replay == first, replay
+        status, replay = await _post(http, gateway, chosen)
+        assert status == 200 and replay == chosen_first, replay
+        other = chosen | {"policy": {"name": "dated", "timeout": "5h"}}
+        status, reply = await _post(http, gateway, other)
+        assert status == 409 and reply["error"]["details"]["field"] == "policy", reply
