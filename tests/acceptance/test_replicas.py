@@ -115,10 +115,12 @@ class Chats:
             "HITL_TELEGRAM_WEBHOOK_SECRET": TG_SECRET,
             "HITL_TELEGRAM_BASE_URL": f"{self.tg_url}/bot",
             "HITL_TELEGRAM_APPROVERS": str(TG_USER),
+            "HITL_TELEGRAM_CHATS": str(TG_CHAT),
             "HITL_SLACK_BOT_TOKEN": BOT_TOKEN,
             "HITL_SLACK_SIGNING_SECRET": SIGNING_SECRET,
             "HITL_SLACK_BASE_URL": self.slack.base_url,
             "HITL_SLACK_APPROVERS": SLACK_USER,
+            "HITL_SLACK_CHANNELS": SLACK_CHANNEL,
         }
 
 

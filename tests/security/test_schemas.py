@@ -191,14 +191,14 @@ async def _editable(http: aiohttp.ClientSession, gateway: Gateway, run_id: str, 
 async def _edit_refused(
     http: aiohttp.ClientSession, gateway: Gateway, approval_id: str, memo: Any, field: str
 ) -> dict[str, Any]:
-    before = db_counts(gateway, "approvals", "resume_jobs", "journal", "runs")
+    before = db_counts(gateway, "approvals", "resume_jobs", "journal")
     body = {"outcome": "approve", "args": {"memo": memo}}
     async with asyncio.timeout(ANSWER_WITHIN):
         status, reply = await call(
             http, "POST", f"{gateway.url}/v1/approvals/{approval_id}/decision", json=body, headers=ALICE
         )
     assert status == 400 and reply["error"]["details"]["field"] == field, reply
-    assert db_counts(gateway, "approvals", "resume_jobs", "journal", "runs") == before
+    assert db_counts(gateway, "approvals", "resume_jobs", "journal") == before
     _, view = await call(http, "GET", f"{gateway.url}/v1/approvals/{approval_id}", headers=ALICE)
     assert view["status"] == "waiting_approval", view
     return dict(reply)
