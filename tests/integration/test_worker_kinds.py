@@ -59,7 +59,9 @@ async def test_entrypoint_outcomes(make_rt: MakeRt, tmp_path: Path, mode: str, s
 
 
 async def test_entrypoint_timeout_kills_the_pool_process(make_rt: MakeRt, tmp_path: Path) -> None:
-    rt = await make_rt(pool=entry(timeout="1s", entrypoint="tests.fakes.entry:handle_async"))
+    # a generous timeout for the step that must succeed: the pool process's start and import count
+    # towards it, and took over 1 s on a loaded 2-core host (a flaky QUEUED)
+    rt = await make_rt(pool=entry(timeout="30s", entrypoint="tests.fakes.entry:handle_async"))
     ok = await decided(rt, "pool", state={"out": str(tmp_path)})
     await rt.worker.drain()
     assert (await job(rt, ok)).status is JobStatus.SUCCEEDED
