@@ -28,7 +28,13 @@ from gateway.core.identity import BUILT_IN, NAMES, WEB, Identities, IdSyntax
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
 from gateway.core.policy_bounds import BOUND_KEYS, INLINE_MODES, AgentBounds, parse_bounds
-from gateway.core.principals import Principal, Principals, check_principals, principal_entries
+from gateway.core.principals import (
+    Principal,
+    Principals,
+    canonical_names,
+    check_principals,
+    principal_entries,
+)
 from gateway.delivery.channels import destination_entry
 from gateway.delivery.registry import installed
 from gateway.delivery.spec import ChannelSpec, Coerce
@@ -307,8 +313,13 @@ def agents_table(key: str, v: Any) -> dict[str, str]:
     """`[security.agents]`: NAME -> its key, from `NAME = "key"` or from a table
     `NAME = { key = "...", policies = [...] }` (the policies: `agent_policies`)."""
     if not isinstance(v, dict):
-        return table(key, v)  # also the environment's 'name=key,name=key'
-    return {str(name): _agent_key(f"{key}.{name}", entry) for name, entry in v.items()}
+        return principals_table(key, v)  # also the environment's 'name=key,name=key'
+    return canonical_names(key, {str(name): _agent_key(f"{key}.{name}", entry) for name, entry in v.items()})
+
+
+def principals_table(key: str, v: Any) -> dict[str, str]:
+    """NAME -> key, with NAME canonical (lower case; two spellings of one name refused)."""
+    return canonical_names(key, table(key, v))
 
 
 def _agent_key(key: str, entry: Any) -> str:
@@ -328,11 +339,12 @@ def agent_policies(raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     agents = section.get("agents", {}) if isinstance(section, dict) else {}
     if not isinstance(agents, dict):
         return {}
-    return {
+    named = {
         str(name): strings(f"security.agents.{name}.policies", entry["policies"])
         for name, entry in agents.items()
         if isinstance(entry, dict) and "policies" in entry
     }
+    return canonical_names("security.agents", named)
 
 
 _SPEC: dict[str, dict[str, Coerce]] = {
@@ -356,7 +368,7 @@ _SPEC: dict[str, dict[str, Coerce]] = {
         "token_decisions": boolean,
         "operator_keys": strings,
         "agents": agents_table,
-        "operators": table,
+        "operators": principals_table,
         "inline_policies": string,
     },
     "web": {

@@ -3,7 +3,8 @@
 An agent suspends, reads and journals only what it created. An operator decides, cancels,
 retries, re-posts cards and sees everything. The identity recorded for a principal is
 `agent:NAME` or `operator:NAME`; NAME is the table key of `[security.agents]` /
-`[security.operators]`, or, for the older `api_keys` / `operator_keys` lists, `key-` and a hash
+`[security.operators]` in lower case (names are case-insensitive, canonical from the moment the
+config is loaded), or, for the older `api_keys` / `operator_keys` lists, `key-` and a hash
 prefix of the key (stable across reordering, and never the key itself).
 """
 
@@ -14,7 +15,7 @@ import hmac
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from gateway.core.errors import ConfigError, ValidationError
 
@@ -24,6 +25,7 @@ NAME_RULE = "1-64 characters of A-Z, a-z, 0-9, _ . @ and -"
 # The namespace of the run ids and idempotency keys that no agent created: an operator's, an
 # in-process caller's, and those from before principals existed.
 NO_AGENT = ""
+V = TypeVar("V")
 
 
 def namespace_of(creator: str | None) -> str:
@@ -42,6 +44,23 @@ def agent_namespace(value: str, field: str = "agent") -> str:
     if not NAME_RE.match(name):
         raise ValidationError(field, f"an agent name is {NAME_RULE} (empty: no agent)")
     return f"agent:{name.lower()}"
+
+
+def canonical_names(key: str, named: Mapping[str, V]) -> dict[str, V]:
+    """A principals table (`security.agents`, `security.operators`) keyed by canonical name:
+    lower case, as identities and namespaces are. Two names that differ only in case would be
+    one principal: a ConfigError naming the second one's key."""
+    out: dict[str, V] = {}
+    spelled: dict[str, str] = {}
+    for name, value in named.items():
+        canon = name.lower()
+        if canon in spelled:
+            raise ConfigError(
+                f"{key}.{name}", f"the same name as {key}.{spelled[canon]}: principal names are case-insensitive"
+            )
+        spelled[canon] = name
+        out[canon] = value
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +165,7 @@ __all__ = [
     "Principal",
     "Principals",
     "agent_namespace",
+    "canonical_names",
     "check_principals",
     "derived_name",
     "namespace_of",

@@ -89,6 +89,7 @@ class Service(Decisions):
         self._targets = {kind: c.spec.target for kind, c in settings.channels.items()}
         self.identities = settings.identities
         self._allowlists = routing.allowlists(settings)
+        self._operators = routing.operators(settings)
         self._destinations = routing.destinations(settings)
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
         self.channels: Mapping[str, Channel] = {}
@@ -129,7 +130,9 @@ class Service(Decisions):
                 )
         routing.check_destinations(channels, policy, principal, self._destinations)
         every = (*channels, *policy.escalate_to)
-        routing.check_reachable(every, approvers, requested_by, self._allowlists, self.identities)
+        routing.check_reachable(
+            every, approvers, requested_by, policy.quorum, self._allowlists, self.identities, self._operators
+        )
         return _Checked(policy, channels, approvers, requested_by)
 
     async def suspend(self, req: SuspendRequest, principal: Principal | None = None) -> tuple[Approval, bool]:

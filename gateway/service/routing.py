@@ -53,28 +53,45 @@ def undecidable(settings: Settings) -> list[str]:
     return [f"{kind}.approvers" for kind in sorted(settings.enabled_channels() - {WEB}) if not lists.get(kind)]
 
 
+def operators(settings: Settings) -> frozenset[str]:
+    """Every configured operator's identity (named ones, and those of `operator_keys`)."""
+    return frozenset(p.identity for p, _ in settings.security.principal_keys() if p.is_operator)
+
+
 def check_reachable(
     channels: Iterable[str],
     approvers: tuple[str, ...],
     requested_by: str | None,
+    quorum: int,
     lists: Allowlists,
     identities: Identities,
+    known_operators: frozenset[str],
 ) -> None:
-    """A 400 naming `approvers` when the approvers an agent named can decide on none of its
-    channels (the configured allowlists do not list them, or only the requester is named). An
-    operator named is enough: operators decide through the API. Naming nobody leaves it to the
-    allowlists and to the operators."""
-    if not approvers or any(parse_address(a)[0] == OPERATOR for a in approvers):
+    """A 400 naming `approvers` when the approvers an agent named cannot reach the quorum:
+    fewer than `quorum` distinct parties among them (not the requester's) may decide on one of
+    the approval's channels (including where it escalates to; the configured allowlists decide
+    that) or are configured operators, who decide through the API. An `operator:` approver that
+    is no configured operator is refused outright. Naming nobody leaves it to the allowlists and
+    to the operators."""
+    if not approvers:
         return
+    for a in approvers:
+        if parse_address(a)[0] == OPERATOR and a not in known_operators:
+            raise ValidationError("approvers", f"{a} is not a configured operator (security.operators)")
+    party = identities.party
+    me = party(requested_by) if requested_by else None
+    can = {party(a) for a in approvers if a in known_operators} - {me}
     kinds = sorted({parse_address(c)[0] for c in channels})
     for kind in kinds:
-        if rules.deciders(lists.get(kind, frozenset()), approvers, requested_by, identities.party):
-            return
+        can |= {party(i) for i in rules.deciders(lists.get(kind, frozenset()), approvers, requested_by, party)}
+    if len(can) >= max(quorum, 1):
+        return
     keys = ", ".join(f"{kind}.approvers" for kind in kinds)
     raise ValidationError(
         "approvers",
-        f"none of the approvers named may decide on the approval's channels: they must be listed in {keys}"
-        " (an agent's approvers only narrow the configured ones), or name an operator",
+        f"only {len(can)} of the approvers named may decide on the approval's channels, and its quorum needs"
+        f" {max(quorum, 1)}: they must be listed in {keys} (an agent's approvers only narrow the configured"
+        " ones), or be configured operators",
     )
 
 
@@ -128,5 +145,6 @@ __all__ = [
     "check_destinations",
     "check_reachable",
     "destinations",
+    "operators",
     "undecidable",
 ]

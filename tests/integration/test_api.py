@@ -115,9 +115,17 @@ async def test_requester_cannot_decide(client: Any) -> None:
     assert await table_counts(rt_of(client)) == before
 
 
-async def test_named_approvers_are_enforced_for_api_decisions(client: Any) -> None:
+async def test_named_approvers_are_enforced_for_api_decisions(
+    settings_factory: Any, aiohttp_client: Any, clock: Any
+) -> None:
     """Named approvers bind operators too: `by` naming one of them does not make the operator one."""
-    a = await suspend(client, approvers=["web:ann", "operator:other"])
+    from gateway.http.app import create_app
+    from gateway.runtime import Runtime
+
+    settings = settings_factory(web={"approvers": ["ann"]})
+    runtime = Runtime(settings, clock=clock, owner="t")
+    client = await aiohttp_client(create_app(settings, runtime=runtime, background=False))
+    a = await suspend(client, approvers=["web:ann"])
     before = await table_counts(rt_of(client))
     resp = await client.post(
         f"/v1/approvals/{a['id']}/decision", json={"outcome": "approve", "by": "web:ann"}, headers=OPERATOR

@@ -39,6 +39,15 @@ def test_the_environment_sets_the_tables() -> None:
     assert dict(s.security.agents) == {"billing": A, "mail": B}
 
 
+def test_principal_names_are_lower_case_from_the_start() -> None:
+    s = load(agents={"Billing": {"key": A, "policies": ["default"]}}, operators={"Alice": B})
+    assert dict(s.security.agents) == {"billing": A} and dict(s.security.operators) == {"alice": B}
+    assert dict(s.security.agent_policies) == {"billing": ("default",)}
+    assert {p.identity for p, _ in s.security.principal_keys()} == {"agent:billing", "operator:alice"}
+    env = {"HITL_SECURITY_SECRET_KEYS": TEST_SECRET, "HITL_SECURITY_AGENTS": f"Mail={A}"}
+    assert dict(load_settings(None, env=env).security.agents) == {"mail": A}
+
+
 @pytest.mark.parametrize(
     ("security", "key"),
     [
@@ -50,6 +59,8 @@ def test_the_environment_sets_the_tables() -> None:
         ({"api_keys": [A], "operator_keys": [A]}, "security.operators"),
         ({"agents": {derived_name(A): B}, "api_keys": [A]}, f"security.agents.{derived_name(A)}"),
         ({"inline_policies": "sometimes"}, "security.inline_policies"),
+        ({"agents": {"billing": A, "Billing": B}}, "security.agents.Billing"),  # one name in two spellings
+        ({"operators": {"Ops": A, "OPS": B}}, "security.operators.OPS"),
     ],
 )
 def test_bad_principals_stop_the_start_naming_the_key(security: dict[str, Any], key: str) -> None:

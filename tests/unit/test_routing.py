@@ -60,14 +60,29 @@ def test_allowlists_fall_back_to_people_and_warn_where_nobody_decides(make: Call
     assert routing.undecidable(make(telegram=TELEGRAM)) == ["telegram.approvers"]
 
 
-def test_named_approvers_must_be_able_to_decide_somewhere(make: Callable[..., Settings]) -> None:
-    settings = make(telegram=TELEGRAM | {"approvers": [111]}, web={"approvers": ["alice"]})
-    lists, ids = routing.allowlists(settings), settings.identities
-    routing.check_reachable(["telegram:-1001"], ("telegram:111",), None, lists, ids)
-    routing.check_reachable(["web", "telegram:-1001"], ("web:alice",), None, lists, ids)
-    routing.check_reachable(["web"], ("operator:alice",), None, lists, ids)  # decides through the API
-    routing.check_reachable(["web"], (), None, lists, ids)  # names nobody: the allowlists decide
-    for approvers, requester in ((("telegram:424242",), None), (("web:alice",), "web:alice")):
+def test_named_approvers_must_be_able_to_reach_the_quorum(make: Callable[..., Settings]) -> None:
+    settings = make(telegram=TELEGRAM | {"approvers": [111]}, web={"approvers": ["alice", "bob"]})
+    lists, ids, ops = routing.allowlists(settings), settings.identities, frozenset({"operator:alice"})
+
+    def check(channels: list[str], approvers: tuple[str, ...], requester: str | None = None, quorum: int = 1) -> None:
+        routing.check_reachable(channels, approvers, requester, quorum, lists, ids, ops)
+
+    check(["telegram:-1001"], ("telegram:111",))
+    check(["web", "telegram:-1001"], ("web:alice",))
+    check(["web"], ("operator:alice",))  # a configured operator decides through the API
+    check(["web"], ())  # names nobody: the allowlists decide
+    check(["web"], ("web:alice", "web:bob"), quorum=2)
+    check(["web", "telegram:-1001"], ("web:alice", "telegram:111"), quorum=2)
+    check(["web"], ("web:alice", "operator:alice"), quorum=2)
+    refused_cases = [
+        (["web", "telegram:-1001"], ("telegram:424242",), None, 1),
+        (["web", "telegram:-1001"], ("web:alice",), "web:alice", 1),
+        (["web"], ("operator:nobody",), None, 1),  # no such operator
+        (["web"], ("web:alice", "operator:nobody"), None, 1),
+        (["web"], ("web:alice", "web:mallory"), None, 2),  # mallory may not decide: 1 of 2
+        (["web"], ("web:alice", "web:bob"), "web:bob", 2),  # the requester never counts
+    ]
+    for channels, approvers, requester, quorum in refused_cases:
         with pytest.raises(ValidationError) as refused:
-            routing.check_reachable(["web", "telegram:-1001"], approvers, requester, lists, ids)
+            check(channels, approvers, requester, quorum)
         assert refused.value.field == "approvers"
