@@ -30,6 +30,7 @@ test: $(STAMP) browser lint typecheck unit
 lint: $(STAMP)
 	$(BIN)/ruff check gateway adapters sdk examples tests bench
 	$(BIN)/ruff format --check gateway adapters sdk examples tests bench
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -15,7 +15,6 @@ from typing import Any
 
 import aiohttp
 
-from gateway.config import Settings
 from gateway.core.clock import Clock, SystemClock, from_ts
 from gateway.core.identity import WEB
 from gateway.core.observers import Observer, Observers
@@ -26,6 +25,7 @@ from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
 from gateway.service import Inbound, Service, routing
 from gateway.service.audit import AuditService
+from gateway.settings import Settings
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
 from gateway.store import Store, open_store

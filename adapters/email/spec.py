@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from gateway.config import boolean, duration, integer, string, strings
 from gateway.core.errors import ConfigError
 from gateway.core.identity import IdSyntax
 from gateway.delivery.spec import ChannelContext, ChannelSpec
+from gateway.settings import boolean, duration, integer, string, strings
 
 if TYPE_CHECKING:
     from gateway.delivery.channels import Channel

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.config import string, strings
 from gateway.core.errors import ConfigError
 from gateway.core.identity import IdSyntax
 from gateway.delivery.spec import ChannelContext, ChannelSpec
+from gateway.settings import string, strings
 
 if TYPE_CHECKING:
     from gateway.delivery.channels import Channel

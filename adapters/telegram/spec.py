@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gateway.config import boolean, ids, integers, string
 from gateway.core.errors import ConfigError
 from gateway.core.identity import IdSyntax
 from gateway.delivery.spec import ChannelContext, ChannelSpec, Command
+from gateway.settings import boolean, ids, integers, string
 
 if TYPE_CHECKING:
     from gateway.delivery.channels import Channel

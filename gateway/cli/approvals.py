@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from gateway.cli.common import dump, table, with_runtime
-from gateway.config import Settings
 from gateway.core.models import Outcome, Status
+from gateway.settings import Settings
 
 CLI_OPERATOR = "operator:cli"  # who the CLI's decisions, cancels, retries and re-posts are recorded as
 

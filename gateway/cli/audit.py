@@ -19,11 +19,11 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from gateway.cli.common import with_runtime
-from gateway.config import Settings
 from gateway.core.audit import load_public_key
 from gateway.core.durations import parse_duration
 from gateway.core.errors import ConfigError
 from gateway.service.audit import AuditService, Verdict, verify_lines
+from gateway.settings import Settings
 
 
 class _Offline(argparse.Action):

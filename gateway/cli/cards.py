@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from gateway.cli.common import with_runtime
-from gateway.config import Settings
+from gateway.settings import Settings
 
 
 def add_parser(sub: Any) -> None:

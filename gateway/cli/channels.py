@@ -7,10 +7,10 @@ import functools
 import sys
 from typing import Any
 
-from gateway.config import Settings
 from gateway.delivery.registry import installed
 from gateway.delivery.spec import ChannelSpec
 from gateway.delivery.spec import Command as ChannelCommand
+from gateway.settings import Settings
 
 
 def add_parsers(sub: Any) -> None:

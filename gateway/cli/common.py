@@ -6,7 +6,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from gateway.config import Settings
+from gateway.settings import Settings
 
 
 async def with_runtime(settings: Settings, fn: Callable[[Any], Awaitable[int]]) -> int:

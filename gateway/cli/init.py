@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gateway.config import DEFAULT_PATH, Settings
 from gateway.delivery.registry import installed
+from gateway.settings import DEFAULT_PATH, Settings
 
 TEMPLATE = """\
 # hitl-gateway configuration, written by `hitl-gateway init`. Every key can be overridden by an

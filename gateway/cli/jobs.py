@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from gateway.cli.common import table, with_runtime
-from gateway.config import Settings
 from gateway.core.models import JobStatus
+from gateway.settings import Settings
 
 
 def add_parser(sub: Any) -> None:

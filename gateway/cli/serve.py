@@ -9,8 +9,8 @@ import socket
 from typing import Any
 
 from gateway import __version__
-from gateway.config import Settings
 from gateway.core.errors import GatewayError
+from gateway.settings import Settings
 
 
 class CannotListen(GatewayError):

@@ -7,10 +7,10 @@ import getpass
 import sys
 from typing import Any
 
-from gateway.config import Settings
 from gateway.core.clock import SystemClock
 from gateway.core.durations import format_duration
 from gateway.core.tokens import TokenSigner
+from gateway.settings import Settings
 
 
 def register(sub: Any) -> None:

@@ -15,8 +15,9 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from gateway.core.errors import UnknownChannel
-from gateway.core.identity import NAME_RE, WEB
+from gateway.core.identity import WEB
 from gateway.core.models import Approval
+from gateway.settings.channels import destination_entry  # the config's syntax, re-exported for the routing
 
 
 class DeliveryError(Exception):
@@ -132,16 +133,6 @@ def check_address(address: Any, targets: Targets, enabled: frozenset[str], field
         return f"{kind}:{check(target)}"
     except ValueError as exc:
         raise UnknownChannel(f"{field}: {address!r}: {exc}", channel=address) from None
-
-
-def destination_entry(entry: object) -> tuple[str | None, str]:
-    """A configured destination: (None, target) for one open to every agent, or (NAME, target)
-    for `NAME:target`, open to the agent NAME only (targets of the built-in kinds have no ':')."""
-    text = str(entry)
-    name, sep, target = text.partition(":")
-    if sep and NAME_RE.fullmatch(name):
-        return name.lower(), target
-    return None, text
 
 
 def _kinds(targets: Targets) -> str:

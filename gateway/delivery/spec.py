@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from gateway.core.identity import IdSyntax
 from gateway.delivery.channels import Channel
+from gateway.settings.coerce import Coerce
 
 if TYPE_CHECKING:
     import aiohttp
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from gateway.core.clock import Clock
     from gateway.core.tokens import TokenSigner
     from gateway.service.presses import Inbound
-
-Coerce = Callable[[str, Any], Any]  # (the key's full name, the raw value) -> the value, or ConfigError
 
 
 def _no_check(section: Any) -> None:
@@ -55,8 +54,9 @@ class ChannelSpec:
     """Everything the core knows about one kind of channel.
 
     - `settings(**values)` builds the section `[<kind>]` from the keys of `schema`, each coerced
-      by its function (`gateway.config` has them); `check(section)` raises ConfigError naming a
-      key; `enabled(section)` says whether the channel is on; `secrets` are masked everywhere.
+      by its function (`gateway.settings.coerce` has them); `check(section)` raises ConfigError
+      naming a key; `enabled(section)` says whether the channel is on; `secrets` are masked
+      everywhere.
     - `identity`: the syntax and canonical form of an approver id (`<kind>:<id>`); `approvers`
       returns the section's allowlist of ids.
     - `target(text)`: an address's target in canonical form (`<kind>:<target>`), or ValueError.

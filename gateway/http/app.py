@@ -8,7 +8,6 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.config import Settings
 from gateway.core.clock import Clock
 from gateway.http import api, audit, jobs, openapi, runs
 from gateway.http.keys import RUNTIME
@@ -16,6 +15,7 @@ from gateway.http.middleware import MAX_BODY, api_keys_auth, errors, request_ids
 from gateway.http.transport import deadlines
 from gateway.http.web.inbox import setup_web
 from gateway.runtime import Runtime
+from gateway.settings import Settings
 
 log = logging.getLogger("gateway.http")
 OPENAPI = web.AppKey("openapi", dict)

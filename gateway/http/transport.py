@@ -32,9 +32,9 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from gateway.config import Settings
 from gateway.core.errors import RequestTimeout
 from gateway.http.middleware import error_response
+from gateway.settings import Settings
 
 log = logging.getLogger("gateway.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

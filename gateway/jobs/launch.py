@@ -24,9 +24,9 @@ import aiohttp
 from hitl_sdk.signature import sign
 from hitl_sdk.signature import verify as verify  # re-exported: receivers import it from here too
 
-from gateway.config import WorkerSettings
 from gateway.core.keys import canonical_json
 from gateway.jobs.orphans import guarded
+from gateway.settings import WorkerSettings
 
 EX_TEMPFAIL = 75
 TAIL_BYTES = 4096

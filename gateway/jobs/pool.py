@@ -10,8 +10,8 @@ import json
 import os
 import sys
 
-from gateway.config import WorkerSettings
 from gateway.jobs.launch import AttemptResult, Launch, Verdict, exit_error, kill_group, reap
+from gateway.settings import WorkerSettings
 
 Proc = asyncio.subprocess.Process
 

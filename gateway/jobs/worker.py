@@ -16,7 +16,6 @@ import time
 from asyncio import FIRST_COMPLETED
 from datetime import timedelta
 
-from gateway.config import WorkerSettings
 from gateway.core import loops
 from gateway.core.clock import Clock
 from gateway.core.effects import effect_key
@@ -29,6 +28,7 @@ from gateway.core.versions import version_mismatch
 from gateway.jobs.launch import AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher, Verdict
 from gateway.jobs.pool import EntrypointPool
 from gateway.service import Service
+from gateway.settings import WorkerSettings
 
 log = logging.getLogger("gateway.worker")
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from gateway.config import Settings
 from gateway.core import policy as rules
 from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
@@ -44,6 +43,7 @@ from gateway.service import routing
 from gateway.service.decisions import CAS_RETRIES, DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy, settable
 from gateway.service.replay import check_replay
+from gateway.settings import Settings
 from gateway.store import NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from gateway.config import Settings
 from gateway.core.errors import PolicyNotAllowed, UnknownPolicy, ValidationError
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
@@ -23,6 +22,7 @@ from gateway.core.policy_bounds import (
     with_deadline,
 )
 from gateway.core.principals import Principal
+from gateway.settings import Settings
 
 PolicyValue = str | Policy | Mapping[str, Any] | None
 

@@ -56,6 +56,15 @@ def test_bad_config_is_one_line_naming_the_key_and_exit_2(config: Path, tmp_path
     assert out.returncode == 2 and "store.url" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_a_typo_in_a_policy_boolean_stops_the_start_naming_the_key(config: Path, tmp_path: Path) -> None:
+    out = run(
+        "--config", str(config), "check-config", cwd=tmp_path, env={"HITL_POLICIES_STRICT_REQUIRE_REASON": "ture"}
+    )
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "policies.strict.require_reason" in lines[0] and "'ture'" in lines[0]
+
+
 def test_migrate_and_approvals_commands(config: Path, tmp_path: Path) -> None:
     out = run("--config", str(config), "migrate", cwd=tmp_path)
     assert out.returncode == 0 and "schema at version" in out.stdout

@@ -19,7 +19,6 @@ from typing import Any
 import aiohttp_jinja2
 from aiohttp import web
 
-from gateway.config import Settings
 from gateway.core.errors import GatewayError, NotFound
 from gateway.core.tokens import TokenSigner
 from gateway.http.keys import RUNTIME
@@ -32,6 +31,7 @@ from gateway.http.web.sessions import (
     set_cookie,
     start_session,
 )
+from gateway.settings import Settings
 
 LOGIN_LINK = "hitl.web.login.v1"
 _SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**14, 8, 1

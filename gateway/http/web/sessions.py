@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from gateway.config import Settings
 from gateway.core.errors import GatewayError
 from gateway.http.keys import RUNTIME
 from gateway.runtime import Runtime
+from gateway.settings import Settings
 
 SESSION = "hitl.web.session.v2"  # v1 cookies had no server-side session: they are refused
 SESSION_COOKIE = "hitl_session"

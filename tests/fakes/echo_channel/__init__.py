@@ -16,12 +16,12 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gateway.config import string, strings
 from gateway.core.identity import IdSyntax
 from gateway.core.models import Outcome
 from gateway.delivery.channels import Attempt, Channel, ChannelBase, OutgoingCard
 from gateway.delivery.spec import ChannelContext, ChannelSpec, Command
 from gateway.service.presses import Press
+from gateway.settings import string, strings
 
 
 @dataclass(frozen=True, slots=True)

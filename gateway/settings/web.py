@@ -1,0 +1,60 @@
+"""`[web]`: the web inbox's users and how long their sign-ins last."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from gateway.core.errors import ConfigError
+from gateway.core.identity import NAMES
+from gateway.settings.coerce import Coerce, duration, strings, table
+
+_SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
+
+
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    """Web inbox users: `approvers` may decide, `viewers` may only look. `passwords` maps a
+    user name to its scrypt hash (`hitl-gateway web hash-password`); a user without one signs
+    in with a one-time link (`hitl-gateway web login-link NAME`)."""
+
+    approvers: tuple[str, ...] = ()
+    viewers: tuple[str, ...] = ()
+    passwords: Mapping[str, str] = field(default_factory=dict)
+    session_max_age: timedelta = timedelta(hours=12)
+    login_link_max_age: timedelta = timedelta(minutes=15)
+
+    def role(self, name: str) -> str | None:
+        return "approver" if name in self.approvers else "viewer" if name in self.viewers else None
+
+
+KEYS: dict[str, Coerce] = {
+    "approvers": strings,
+    "viewers": strings,
+    "passwords": table,
+    "session_max_age": duration,
+    "login_link_max_age": duration,
+}
+
+
+def check_web(web: WebSettings) -> None:
+    seen: dict[str, str] = {}
+    for key in ("approvers", "viewers"):
+        for i, name in enumerate(getattr(web, key)):
+            if NAMES.canonical(name) is None:
+                raise ConfigError(f"web.{key}[{i}]", "1-64 characters of A-Z, a-z, 0-9, _ . @ and -")
+            # web names are case-insensitive identities (web:alice): two spellings are one user
+            folded = name.lower()
+            if seen.get(folded, name) != name:
+                raise ConfigError(f"web.{key}[{i}]", f"{name!r} and {seen[folded]!r} are the same web user")
+            seen[folded] = name
+    for name, hashed in web.passwords.items():
+        if web.role(name) is None:
+            raise ConfigError(f"web.passwords.{name}", "not listed in web.approvers or web.viewers")
+        if not _SCRYPT_RE.match(hashed):
+            raise ConfigError(f"web.passwords.{name}", "expected a hash from `hitl-gateway web hash-password`")
+
+
+__all__ = ["KEYS", "WebSettings", "check_web"]
