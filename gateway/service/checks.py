@@ -1,15 +1,22 @@
 """Schema checks run in worker processes of their own, never on the event loop.
 
 The schema is the agent's. gateway.core.schemas bounds a check (re2 patterns, a time budget that
-every keyword looks at), but within its budget a check is CPU-bound Python. In a thread it would
-share the GIL with the event loop: on a busy host, a check thread preempted while it holds the
-GIL stalls every request, webhook and timer of the gateway (measured: /healthz at 0.9 s). In a
-process of its own it competes only for a CPU, like any other process.
+the validator looks at between keywords and between searches, a cap on the regex work), but
+within its budget a check is CPU-bound Python. In a thread it would share the GIL with the event
+loop: on a busy host, a check thread preempted while it holds the GIL stalls every request,
+webhook and timer of the gateway (measured: /healthz at 0.9 s). In a process of its own it
+competes only for a CPU, like any other process.
 
-WORKERS processes, started on the first check (`spawn`: a fork of a process that runs threads
-may inherit a held lock). A worker that dies (killed, out of memory) fails only the check it ran:
-a 400 for that schema, and the next check gets a fresh pool. A worker exits when the gateway is
-gone, also after a kill -9 that gave the pool no chance to stop it.
+WORKERS processes (`spawn`: a fork of a process that runs threads may inherit a held lock), each
+started when first needed and talked to over a pipe of its own, so that this module always knows
+which process runs which check:
+- a check holds its worker at most CHECK_BUDGET + SLACK; past that the worker is killed (one
+  C call, such as one re2 search, cannot be interrupted from inside) and the check is the
+  budget's 400; the next check starts a fresh worker;
+- a check waits for a free worker at most CHECK_BUDGET, in arrival order; then it is a 400 that
+  says the checkers are busy. So slow schemas delay another agent's check by at most the budget;
+- a worker that dies (killed, out of memory) fails only the check it ran, with a 400.
+A worker exits when the gateway is gone, also after a kill -9 that gave it no chance to stop it.
 """
 
 from __future__ import annotations
@@ -20,32 +27,24 @@ import multiprocessing
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from gateway.core.errors import ValidationError
-from gateway.core.schemas import outcome
+from gateway.core.schemas import CHECK_BUDGET, FIELD, outcome
 
 log = logging.getLogger("gateway.checks")
 T = TypeVar("T")
 WORKERS = 2  # a flood of slow schemas waits for these two, and takes at most two CPUs
-
-_pool: ProcessPoolExecutor | None = None
-
-
-def _executor() -> ProcessPoolExecutor:
-    global _pool
-    if _pool is None:
-        context = multiprocessing.get_context("spawn")
-        _pool = ProcessPoolExecutor(WORKERS, mp_context=context, initializer=_follow, initargs=(os.getpid(),))
-    return _pool
+SLACK = 2.0  # seconds past the budget before a worker is killed: a worker's start, and pickling
 
 
-def _follow(parent: int) -> None:
-    """In each worker: exit once `parent` (the gateway) is gone, instead of waiting forever for
-    checks that will never come."""
+def _serve(conn: Connection, parent: int) -> None:
+    """A worker: (fn, args) in, `outcome(fn, *args)` out, until the pipe closes or the gateway
+    (`parent`) is gone."""
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -53,20 +52,124 @@ def _follow(parent: int) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, name="hitl-parent-watch", daemon=True).start()
+    while True:
+        try:
+            fn, args = conn.recv()
+        except EOFError:
+            return
+        try:
+            conn.send(outcome(fn, *args))
+        except Exception as exc:  # not the agent's error: raised again in the gateway, as before
+            conn.send((None, exc))
+
+
+class _Worker:
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self.conn, theirs = context.Pipe()
+        self.process: BaseProcess = context.Process(
+            target=_serve, args=(theirs, os.getpid()), name="hitl-schema-check", daemon=True
+        )
+        self.process.start()
+        theirs.close()
+
+    async def run(self, fn: Callable[..., Any], args: tuple[Any, ...], limit: float) -> tuple[bool | None, Any]:
+        # in a thread: a large send would block until the worker, maybe still starting, reads it
+        return await asyncio.wait_for(asyncio.to_thread(self._call, fn, args), limit)
+
+    def _call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool | None, Any]:
+        self.conn.send((fn, args))
+        result: tuple[bool | None, Any] = self.conn.recv()
+        return result
+
+    def kill(self) -> None:
+        # its pipe's other end closes with it: a thread still in _call ends with EOFError, and
+        # the pipe is closed when that thread lets go of it (not here, under that thread)
+        self.process.kill()
+        self.process.join(1)
+
+
+class _Workers:
+    """At most WORKERS workers; a check takes a free one, or waits for one in arrival order."""
+
+    def __init__(self) -> None:
+        self.idle: list[_Worker] = []
+        self.started = 0
+        self.waiters: deque[asyncio.Future[_Worker]] = deque()
+
+    async def take(self, within: float) -> _Worker | None:
+        if self.idle:
+            return self.idle.pop()
+        if self.started < WORKERS:
+            self.started += 1
+            try:
+                return _Worker()
+            except BaseException:
+                self.started -= 1
+                raise
+        waiter: asyncio.Future[_Worker] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            return await asyncio.wait_for(asyncio.shield(waiter), within)
+        except BaseException as exc:  # timed out or cancelled: a worker handed over meanwhile goes back
+            if waiter.done() and not waiter.cancelled():
+                self.give_back(waiter.result())
+            waiter.cancel()
+            if isinstance(exc, TimeoutError):
+                return None
+            raise
+
+    def give_back(self, worker: _Worker | None) -> None:
+        """`worker` free again, or None: it was killed, and its place may start a new one."""
+        if worker is None:
+            self.started -= 1
+            if self.waiters and self.started < WORKERS:
+                self._hand(self._replacement)
+            return
+        self._hand(lambda: worker)
+
+    def _replacement(self) -> _Worker:
+        self.started += 1
+        return _Worker()
+
+    def _hand(self, get: Callable[[], _Worker]) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done() and not waiter.get_loop().is_closed():
+                waiter.set_result(get())
+                return
+        worker = get()
+        self.idle.append(worker)
+
+
+_workers = _Workers()
 
 
 async def checked(fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)` (a module-level function of gateway.core: it is pickled by name) in a worker
     process; its ValidationError raised here, as if it ran in this process."""
-    global _pool
-    pool = _executor()
+    worker = await _workers.take(CHECK_BUDGET)
+    if worker is None:
+        raise ValidationError(FIELD, f"could not be checked: every schema checker was busy for {CHECK_BUDGET:g} s")
     try:
-        ok, value = await asyncio.get_running_loop().run_in_executor(pool, outcome, fn, *args)
-    except BrokenProcessPool:
-        if _pool is pool:
-            _pool = None  # the next check starts fresh workers
+        ok, value = await worker.run(fn, args, CHECK_BUDGET + SLACK)
+    except TimeoutError:
+        log.warning("a schema check ran past its budget; its worker process is killed")
+        worker.kill()
+        _workers.give_back(None)
+        raise ValidationError(FIELD, f"could not be checked within {CHECK_BUDGET:g} s") from None
+    except (EOFError, OSError):
         log.warning("a schema check's worker process died; its check is refused")
-        raise ValidationError("args_schema", "could not be checked: the check's worker process died") from None
+        worker.kill()
+        _workers.give_back(None)
+        raise ValidationError(FIELD, "could not be checked: the check's worker process died") from None
+    except BaseException:  # cancelled mid-check: its answer would be read by the next check
+        worker.kill()
+        _workers.give_back(None)
+        raise
+    _workers.give_back(worker)
+    if ok is None:
+        raise value
     if not ok:
         field, problem = value
         raise ValidationError(field, problem)
@@ -74,4 +177,4 @@ async def checked(fn: Callable[..., T], *args: Any) -> T:
     return result
 
 
-__all__ = ["WORKERS", "checked"]
+__all__ = ["SLACK", "WORKERS", "checked"]
