@@ -143,6 +143,26 @@ class _Workers:
 
 
 _workers = _Workers()
+_running: set[asyncio.Task[Any]] = set()  # checks whose caller gave up: they still end, and free their worker
+
+
+async def _on(worker: _Worker, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool | None, Any]:
+    """`fn(*args)` on `worker`, which is given back afterwards, or killed and replaced when the
+    check ran past the budget or its process died."""
+    try:
+        result = await worker.run(fn, args, CHECK_BUDGET + SLACK)
+    except BaseException:
+        worker.kill()
+        _workers.give_back(None)
+        raise
+    _workers.give_back(worker)
+    return result
+
+
+def _forget(task: asyncio.Task[Any]) -> None:
+    _running.discard(task)
+    if not task.cancelled():
+        task.exception()  # seen: a check whose caller gave up logs no "exception never retrieved"
 
 
 async def checked(fn: Callable[..., T], *args: Any) -> T:
@@ -151,23 +171,18 @@ async def checked(fn: Callable[..., T], *args: Any) -> T:
     worker = await _workers.take(CHECK_BUDGET)
     if worker is None:
         raise ValidationError(FIELD, f"could not be checked: every schema checker was busy for {CHECK_BUDGET:g} s")
+    # shielded: a caller that gives up (a client gone) neither kills a worker nor loses one
+    task = asyncio.ensure_future(_on(worker, fn, args))
+    _running.add(task)
+    task.add_done_callback(_forget)
     try:
-        ok, value = await worker.run(fn, args, CHECK_BUDGET + SLACK)
+        ok, value = await asyncio.shield(task)
     except TimeoutError:
         log.warning("a schema check ran past its budget; its worker process is killed")
-        worker.kill()
-        _workers.give_back(None)
         raise ValidationError(FIELD, f"could not be checked within {CHECK_BUDGET:g} s") from None
     except (EOFError, OSError):
         log.warning("a schema check's worker process died; its check is refused")
-        worker.kill()
-        _workers.give_back(None)
         raise ValidationError(FIELD, "could not be checked: the check's worker process died") from None
-    except BaseException:  # cancelled mid-check: its answer would be read by the next check
-        worker.kill()
-        _workers.give_back(None)
-        raise
-    _workers.give_back(worker)
     if ok is None:
         raise value
     if not ok:
