@@ -3,10 +3,10 @@ client, a real `hitl-gateway serve` and the counting upstream.
 
 The gate compares the approval it is handed with the suspend it sent, channels included when it
 named any (`--channel`). An escalation adds the policy's `escalate_to` to the approval's
-channels (the gateway's own replay check knows: it compares with the channels first asked for).
-So a gated call under an escalating policy, approved after its escalation by the person it was
-escalated to, is refused by the gate as "not the one this gate asked for (channels differs)", on
-every retry: the human's approval can never take effect.
+channels, so the gate accepts those too once the approval shows an escalation: a gated call
+approved after its escalation is forwarded (it was refused as "channels differs" on every
+retry). The escalation is the policy's real 2 s timeout: the served gateway has no injected
+clock.
 """
 
 from __future__ import annotations
