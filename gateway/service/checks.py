@@ -10,11 +10,12 @@ competes only for a CPU, like any other process.
 WORKERS processes (`spawn`: a fork of a process that runs threads may inherit a held lock), each
 started when first needed and talked to over a pipe of its own, so that this module always knows
 which process runs which check:
-- a check holds its worker at most CHECK_BUDGET + SLACK; past that the worker is killed (one
-  C call, such as one re2 search, cannot be interrupted from inside) and the check is the
-  budget's 400; the next check starts a fresh worker;
-- a check waits for a free worker at most CHECK_BUDGET, in arrival order; then it is a 400 that
-  says the checkers are busy. So slow schemas delay another agent's check by at most the budget;
+- a check holds its worker at most HOLD (CHECK_BUDGET + SLACK); past that the worker is killed
+  (one C call, such as one re2 search, cannot be interrupted from inside) and the check is the
+  budget's 400; a new worker starts in its place;
+- a check waits for a free worker at most HOLD, in arrival order, then is a 400 saying the
+  checkers are busy. So slow schemas delay another agent's check by at most HOLD, never more;
+- a worker's start (imports, up to STARTUP) counts as no check's time;
 - a worker that dies (killed, out of memory) fails only the check it ran, with a 400.
 A worker exits when the gateway is gone, also after a kill -9 that gave it no chance to stop it.
 """
@@ -37,14 +38,17 @@ from gateway.core.errors import ValidationError
 from gateway.core.schemas import CHECK_BUDGET, FIELD, outcome
 
 log = logging.getLogger("gateway.checks")
+_running: set[asyncio.Task[Any]] = set()  # checks whose caller gave up, and workers starting: kept till done
 T = TypeVar("T")
 WORKERS = 2  # a flood of slow schemas waits for these two, and takes at most two CPUs
-SLACK = 2.0  # seconds past the budget before a worker is killed: a worker's start, and pickling
+SLACK = 2.0  # seconds past the budget before a worker is killed: pickling, a busy host
+HOLD = CHECK_BUDGET + SLACK  # the longest one check holds a worker, and so the longest wait for one
+STARTUP = 30.0  # seconds a new worker may take to start (imports, on a loaded host); not a check's time
 
 
 def _serve(conn: Connection, parent: int) -> None:
-    """A worker: (fn, args) in, `outcome(fn, *args)` out, until the pipe closes or the gateway
-    (`parent`) is gone."""
+    """A worker: ready once imported, then (fn, args) in and `outcome(fn, *args)` out, until the
+    pipe closes or the gateway (`parent`) is gone."""
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -52,6 +56,7 @@ def _serve(conn: Connection, parent: int) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, name="hitl-parent-watch", daemon=True).start()
+    conn.send(True)
     while True:
         try:
             fn, args = conn.recv()
@@ -73,9 +78,20 @@ class _Worker:
         self.process.start()
         theirs.close()
 
-    async def run(self, fn: Callable[..., Any], args: tuple[Any, ...], limit: float) -> tuple[bool | None, Any]:
-        # in a thread: a large send would block until the worker, maybe still starting, reads it
-        return await asyncio.wait_for(asyncio.to_thread(self._call, fn, args), limit)
+    @classmethod
+    async def ready(cls) -> _Worker:
+        """A started worker, once it can take a check (so its start is no check's time)."""
+        worker = cls()
+        try:
+            await asyncio.wait_for(asyncio.to_thread(worker.conn.recv), STARTUP)
+        except BaseException:
+            worker.kill()
+            raise
+        return worker
+
+    async def run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool | None, Any]:
+        # in a thread: a large send and the wait for the answer stay off the event loop
+        return await asyncio.wait_for(asyncio.to_thread(self._call, fn, args), HOLD)
 
     def _call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool | None, Any]:
         self.conn.send((fn, args))
@@ -94,23 +110,19 @@ class _Workers:
 
     def __init__(self) -> None:
         self.idle: list[_Worker] = []
-        self.started = 0
+        self.started = 0  # workers alive or starting
         self.waiters: deque[asyncio.Future[_Worker]] = deque()
 
-    async def take(self, within: float) -> _Worker | None:
+    async def take(self) -> _Worker | None:
+        """A free worker; None when none was free within HOLD."""
         if self.idle:
             return self.idle.pop()
         if self.started < WORKERS:
-            self.started += 1
-            try:
-                return _Worker()
-            except BaseException:
-                self.started -= 1
-                raise
+            return await self._start()
         waiter: asyncio.Future[_Worker] = asyncio.get_running_loop().create_future()
         self.waiters.append(waiter)
         try:
-            return await asyncio.wait_for(asyncio.shield(waiter), within)
+            return await asyncio.wait_for(asyncio.shield(waiter), HOLD)
         except BaseException as exc:  # timed out or cancelled: a worker handed over meanwhile goes back
             if waiter.done() and not waiter.cancelled():
                 self.give_back(waiter.result())
@@ -119,38 +131,47 @@ class _Workers:
                 return None
             raise
 
+    async def _start(self) -> _Worker:
+        self.started += 1
+        try:
+            return await _Worker.ready()
+        except BaseException:
+            self.started -= 1
+            raise
+
     def give_back(self, worker: _Worker | None) -> None:
-        """`worker` free again, or None: it was killed, and its place may start a new one."""
+        """`worker` free again, or None: it was killed, and a new one starts for who waits."""
         if worker is None:
             self.started -= 1
-            if self.waiters and self.started < WORKERS:
-                self._hand(self._replacement)
+            if self.waiters:
+                refill = asyncio.ensure_future(self._refill())
+                _running.add(refill)
+                refill.add_done_callback(_forget)
             return
-        self._hand(lambda: worker)
-
-    def _replacement(self) -> _Worker:
-        self.started += 1
-        return _Worker()
-
-    def _hand(self, get: Callable[[], _Worker]) -> None:
         while self.waiters:
             waiter = self.waiters.popleft()
             if not waiter.done() and not waiter.get_loop().is_closed():
-                waiter.set_result(get())
+                waiter.set_result(worker)
                 return
-        worker = get()
         self.idle.append(worker)
+
+    async def _refill(self) -> None:
+        if self.started >= WORKERS:  # a new check started one meanwhile: the waiter gets the next free
+            return
+        try:
+            self.give_back(await self._start())
+        except Exception:
+            log.warning("a schema check worker could not start")
 
 
 _workers = _Workers()
-_running: set[asyncio.Task[Any]] = set()  # checks whose caller gave up: they still end, and free their worker
 
 
 async def _on(worker: _Worker, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[bool | None, Any]:
     """`fn(*args)` on `worker`, which is given back afterwards, or killed and replaced when the
     check ran past the budget or its process died."""
     try:
-        result = await worker.run(fn, args, CHECK_BUDGET + SLACK)
+        result = await worker.run(fn, args)
     except BaseException:
         worker.kill()
         _workers.give_back(None)
@@ -168,9 +189,9 @@ def _forget(task: asyncio.Task[Any]) -> None:
 async def checked(fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)` (a module-level function of gateway.core: it is pickled by name) in a worker
     process; its ValidationError raised here, as if it ran in this process."""
-    worker = await _workers.take(CHECK_BUDGET)
+    worker = await _workers.take()
     if worker is None:
-        raise ValidationError(FIELD, f"could not be checked: every schema checker was busy for {CHECK_BUDGET:g} s")
+        raise ValidationError(FIELD, f"could not be checked: every schema checker was busy for {HOLD:g} s; retry")
     # shielded: a caller that gives up (a client gone) neither kills a worker nor loses one
     task = asyncio.ensure_future(_on(worker, fn, args))
     _running.add(task)
@@ -192,4 +213,4 @@ async def checked(fn: Callable[..., T], *args: Any) -> T:
     return result
 
 
-__all__ = ["SLACK", "WORKERS", "checked"]
+__all__ = ["HOLD", "SLACK", "WORKERS", "checked"]

@@ -14,7 +14,7 @@ from gateway.core import edits
 from gateway.core.errors import ValidationError
 from gateway.core.models import EditTerms
 from gateway.core.schemas import CHECK_BUDGET
-from gateway.service.checks import SLACK, checked
+from gateway.service.checks import HOLD, checked
 
 SCHEMA = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 10}}}
 
@@ -37,15 +37,17 @@ async def test_a_worker_that_dies_fails_only_its_own_check() -> None:
     assert await checked(edits.terms_checked, SCHEMA, None, {"amount": 1}) == EditTerms(SCHEMA, False)
 
 
-async def test_a_check_past_its_budget_is_killed_and_a_queued_one_waits_at_most_the_budget() -> None:
+async def test_a_check_past_its_budget_is_killed_and_a_queued_one_waits_at_most_the_hold() -> None:
     # what no schema can do any more: a call that ignores the clock (time.sleep, pickled by name)
-    start = time.monotonic()
     stuck = [asyncio.create_task(checked(time.sleep, 60)) for _ in range(2)]
     await asyncio.sleep(1)
-    with pytest.raises(ValidationError, match="busy"):
-        await checked(time.sleep, 0)
+    queued = time.monotonic()
+    try:  # busy after HOLD, or run on the worker that replaced a killed one
+        assert await checked(len, "ab") == 2
+    except ValidationError as exc:
+        assert "busy" in exc.message
+    assert time.monotonic() - queued < HOLD + 3  # at most a new worker's start more
     for task in stuck:
         with pytest.raises(ValidationError, match=f"within {CHECK_BUDGET:g} s"):
             await task
-    assert time.monotonic() - start < CHECK_BUDGET + SLACK + 3
-    assert await checked(len, "abc") == 3  # fresh workers take the killed ones' places
+    assert await checked(len, "abc") == 3  # new workers take the killed ones' places
