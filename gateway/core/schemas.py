@@ -11,9 +11,14 @@
   lookaround) is refused with its path. `format` is not asserted (jsonschema's default), so
   `format: regex` never runs a pattern. jsonschema's `unevaluatedProperties` matches
   `patternProperties` with Python's backtracking `re`, so a schema may not use both.
-- Checking args has a time budget (CHECK_BUDGET): every keyword the validator applies first
-  looks at the clock, so a check stops soon after the budget and is a 400 naming the field.
-  Callers run checks in worker processes, off the event loop (gateway.service.checks).
+- A pattern's re2 program is at most MAX_PATTERN_PROGRAM instructions (refused at suspend with
+  its path), and one check runs at most MAX_REGEX_WORK of regex work (program size x text
+  length, summed over its searches, counted before each search): one re2 search is one C call
+  that nothing interrupts, and its cost grows with both.
+- Checking args has a time budget (CHECK_BUDGET): every keyword the validator applies, and every
+  regex search, first looks at the clock, so a check stops soon after the budget and is a 400
+  naming the field. Callers run checks in worker processes, off the event loop, which kill a
+  check that still runs past the budget (gateway.service.checks).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ MAX_SCHEMA_BYTES = 64 * 1024
 MAX_SCHEMA_DEPTH = 32  # JSON nesting levels of the schema document
 MAX_SUBSCHEMAS = 1000
 CHECK_BUDGET = 2.0  # seconds one check of args against a schema may take
+MAX_PATTERN_PROGRAM = 5000  # re2 program size of one pattern (`^[a-z0-9_]{1,64}$` 257, `^.{0,500}$` 4502)
+MAX_REGEX_WORK = 300_000_000  # program size x text length, summed over a check's searches (about 1 s at worst)
 FIELD = "args_schema"
 
 # Where a 2020-12 schema holds subschemas (as `referencing` crawls it): one, a list, a map.
@@ -67,7 +74,12 @@ class _OverBudget(Exception):
     pass
 
 
+class _TooMuchWork(Exception):
+    pass
+
+
 _deadline: ContextVar[float] = ContextVar("schema_deadline", default=float("inf"))
+_work: ContextVar[list[int] | None] = ContextVar("schema_regex_work", default=None)  # [work so far]
 
 
 def _options() -> Any:
@@ -76,14 +88,28 @@ def _options() -> Any:
     return options
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=128)  # a searched program keeps its DFA's memory (up to re2's max_mem) while cached
 def regex(pattern: str) -> Any:
     """The pattern compiled by re2 (re2.error when it cannot be)."""
     return re2.compile(pattern, _options())
 
 
+def _search(pattern: str, text: str) -> bool:
+    """re2's search, within the check's budget and regex work: one search is one C call that
+    nothing interrupts, so its cost (the program's size times the text's length) is counted
+    before it runs."""
+    if time.monotonic() > _deadline.get():
+        raise _OverBudget
+    compiled = regex(pattern)
+    if (work := _work.get()) is not None:
+        work[0] += compiled.programsize * (len(text) + 1)
+        if work[0] > MAX_REGEX_WORK:
+            raise _TooMuchWork
+    return compiled.search(text) is not None
+
+
 def _pattern(validator: Any, patrn: str, instance: Any, schema: Any) -> Iterator[SchemaViolation]:
-    if validator.is_type(instance, "string") and not regex(patrn).search(instance):
+    if validator.is_type(instance, "string") and not _search(patrn, instance):
         yield SchemaViolation(f"{instance!r} does not match {patrn!r}")
 
 
@@ -92,15 +118,15 @@ def _pattern_properties(validator: Any, patterns: Mapping[str, Any], instance: A
         return
     for patrn, subschema in patterns.items():
         for k, v in instance.items():
-            if regex(patrn).search(k):
+            if _search(patrn, k):
                 yield from validator.descend(v, subschema, path=k, schema_path=patrn)
 
 
 def _additional_properties(validator: Any, extra_schema: Any, instance: Any, schema: Any) -> Iterator[Any]:
     if not validator.is_type(instance, "object"):
         return
-    known, patterns = schema.get("properties", {}), [regex(p) for p in schema.get("patternProperties", {})]
-    extras = sorted(k for k in instance if k not in known and not any(r.search(k) for r in patterns))
+    known, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    extras = sorted(k for k in instance if k not in known and not any(_search(p, k) for p in patterns))
     if validator.is_type(extra_schema, "object"):
         for extra in extras:
             yield from validator.descend(instance[extra], extra_schema, path=extra)
@@ -186,12 +212,17 @@ def _check_patterns(schema: dict[str, Any], path: str) -> None:
     found += [(f"{path}.patternProperties.{p}", p) for p in schema.get("patternProperties", {})]
     for where, patrn in found:
         try:
-            regex(patrn)
+            size = regex(patrn).programsize
         except re2.error as exc:
             why = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
             raise ValidationError(
                 where, f"re2 (the linear-time engine patterns run on) cannot compile it: {why}"
             ) from None
+        if size > MAX_PATTERN_PROGRAM:
+            raise ValidationError(
+                where,
+                f"compiles to {size} re2 instructions, over MAX_PATTERN_PROGRAM ({MAX_PATTERN_PROGRAM})",
+            )
 
 
 def _walk(schema: Any) -> None:
@@ -259,11 +290,17 @@ def validator(schema: Mapping[str, Any]) -> Any:
 def errors(schema: Mapping[str, Any], args: Any, field: str, budget: float = CHECK_BUDGET) -> list[SchemaViolation]:
     """Every violation of `args`, first by path; a ValidationError when the check goes past
     `budget` seconds, or the schema cannot be applied (it never names what the schema refers to)."""
-    token = _deadline.set(time.monotonic() + budget)
+    token, work = _deadline.set(time.monotonic() + budget), _work.set([0])
     try:
         return sorted(validator(schema).iter_errors(args), key=lambda e: (list(map(str, e.path)), e.message))
     except _OverBudget:
         raise ValidationError(field, f"could not be checked against args_schema within {budget:g} s") from None
+    except _TooMuchWork:
+        raise ValidationError(
+            field,
+            f"could not be checked against args_schema: its patterns would run over more than {MAX_REGEX_WORK} "
+            "units of regex work (MAX_REGEX_WORK: pattern size x text length, summed)",
+        ) from None
     except RecursionError:
         raise ValidationError(FIELD, "its references loop without reaching a value") from None
     except (Unresolvable, SchemaError, TypeError, ValueError, OverflowError, MemoryError) as exc:
@@ -271,6 +308,7 @@ def errors(schema: Mapping[str, Any], args: Any, field: str, budget: float = CHE
         raise ValidationError(FIELD, "could not be applied to the args") from None
     finally:
         _deadline.reset(token)
+        _work.reset(work)
 
 
 def check_args(schema: Mapping[str, Any] | None, args: Any, field: str = "args") -> None:
@@ -294,6 +332,8 @@ def outcome(fn: Callable[..., T], *args: Any) -> tuple[bool, Any]:
 
 __all__ = [
     "CHECK_BUDGET",
+    "MAX_PATTERN_PROGRAM",
+    "MAX_REGEX_WORK",
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
     "MAX_SUBSCHEMAS",

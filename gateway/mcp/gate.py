@@ -73,6 +73,16 @@ def _folded(values: Any) -> list[str]:
     return sorted(str(v).casefold() for v in values or ())
 
 
+def _asked_channels(stored: dict[str, Any], asked: dict[str, Any]) -> list[list[str]]:
+    """The channels the gate's own approval may show: those asked for, and, once it escalated,
+    those plus its policy's `escalate_to` (an escalation adds them, as the approval's view says)."""
+    ways = [_folded(asked["channels"])]
+    escalate_to = (stored.get("policy") or {}).get("escalate_to") or ()
+    if stored.get("escalations") and isinstance(escalate_to, list):
+        ways.append(_folded(dict.fromkeys([*_folded(asked["channels"]), *_folded(escalate_to)])))
+    return ways
+
+
 def foreign_field(doc: dict[str, Any], asked: dict[str, Any]) -> str | None:
     """The first field in which a decided approval (its rehydration document) differs from the
     suspend the gate sent (`asked`), or None when it is the gate's own. Channels, approvers and
@@ -85,7 +95,7 @@ def foreign_field(doc: dict[str, Any], asked: dict[str, Any]) -> str | None:
         "title": stored.get("title") == asked["title"],
         "args": doc.get("original_args") == asked["args"],
         "requested_by": stored.get("requested_by") is None,  # the gate never names a requester
-        "channels": "channels" not in asked or _folded(stored.get("channels")) == _folded(asked["channels"]),
+        "channels": "channels" not in asked or _folded(stored.get("channels")) in _asked_channels(stored, asked),
         "approvers": "approvers" not in asked or _folded(stored.get("approvers")) == _folded(asked["approvers"]),
         "policy": "policy" not in asked or (stored.get("policy") or {}).get("name") == asked["policy"],
     }

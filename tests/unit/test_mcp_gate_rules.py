@@ -51,3 +51,14 @@ def test_an_approval_is_the_gates_own_only_if_it_is_what_the_gate_asked_for(over
     assert foreign_field(stored(**over), ASKED) == field
     assert foreign_field(stored(channels=["telegram:1"]), ASKED) is None  # channels the gate left to the gateway
     assert foreign_field(stored(channels=["telegram:1"]), {**ASKED, "channels": ["web"]}) == "channels"
+
+
+def test_an_escalated_approval_may_show_its_policys_escalate_to_and_nothing_else() -> None:
+    asked = {**ASKED, "channels": ["telegram:1"]}
+    policy = {"name": "esc", "escalate_to": ["web"]}
+    escalated = stored(channels=["telegram:1", "web"], policy=policy, escalations=1)
+    assert foreign_field(escalated, asked) is None
+    assert foreign_field(stored(channels=["telegram:1"], policy=policy, escalations=1), asked) is None
+    assert foreign_field(stored(channels=["telegram:1", "web"], policy=policy, escalations=0), asked) == "channels"
+    other = stored(channels=["telegram:1", "slack:C1"], policy=policy, escalations=1)
+    assert foreign_field(other, asked) == "channels"
