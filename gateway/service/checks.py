@@ -10,7 +10,7 @@ competes only for a CPU, like any other process.
 WORKERS processes (`spawn`: a fork of a process that runs threads may inherit a held lock), each
 started when first needed and talked to over a pipe of its own, so that this module always knows
 which process runs which check:
-- a check holds its worker at most HOLD (CHECK_BUDGET + SLACK); past that the worker is killed
+- a check holds its worker at most HOLD (CHECK_BUDGET + MARGIN); past that the worker is killed
   (one C call, such as one re2 search, cannot be interrupted from inside) and the check is the
   budget's 400; a new worker starts in its place;
 - a check waits for a free worker at most HOLD, in arrival order, then is a 400 saying the
@@ -41,8 +41,8 @@ log = logging.getLogger("gateway.checks")
 _running: set[asyncio.Task[Any]] = set()  # checks whose caller gave up, and workers starting: kept till done
 T = TypeVar("T")
 WORKERS = 2  # a flood of slow schemas waits for these two, and takes at most two CPUs
-SLACK = 2.0  # seconds past the budget before a worker is killed: pickling, a busy host
-HOLD = CHECK_BUDGET + SLACK  # the longest one check holds a worker, and so the longest wait for one
+MARGIN = 2.0  # seconds past the budget before a worker is killed: pickling, a busy host
+HOLD = CHECK_BUDGET + MARGIN  # the longest one check holds a worker, and so the longest wait for one
 STARTUP = 30.0  # seconds a new worker may take to start (imports, on a loaded host); not a check's time
 
 
@@ -213,4 +213,4 @@ async def checked(fn: Callable[..., T], *args: Any) -> T:
     return result
 
 
-__all__ = ["HOLD", "SLACK", "WORKERS", "checked"]
+__all__ = ["HOLD", "MARGIN", "WORKERS", "checked"]
