@@ -4,6 +4,7 @@ executemany per kind of row: one round trip for a storm's events or jobs)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import asyncpg
 
@@ -11,10 +12,11 @@ from gateway.core.audit import GENESIS, event_hash
 from gateway.core.clock import to_ts
 from gateway.core.models import DeliveryStatus, NewEvent, NewOutbox
 from gateway.store.base import CardUpdate, NewJob
+from gateway.store.postgres.pool import affected
 from gateway.store.rows import dumps
 from gateway.store.sql import queries
 
-__all__ = ["insert_events", "insert_jobs", "insert_outbox", "upsert_card"]
+__all__ = ["PostgresTx", "insert_events", "insert_jobs", "insert_outbox", "upsert_card"]
 
 Q = queries("postgres")
 
@@ -69,3 +71,43 @@ async def insert_jobs(conn: asyncpg.Connection, jobs: Sequence[NewJob], now: flo
 async def upsert_card(conn: asyncpg.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:
     posted = now if card.status is DeliveryStatus.DONE else None
     await conn.execute(Q.upsert_card, approval_id, card.channel, card.ref, card.status.value, card.error, posted, now)
+
+
+class PostgresTx:
+    """The shared use cases' `Tx` (gateway/store/shared/backend.py) on a pooled connection,
+    inside its transaction."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return affected(await self.conn.execute(sql, *params))
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return await self.conn.fetchrow(sql, *params)
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        rows: list[Any] = await self.conn.fetch(sql, *params)
+        return rows
+
+    async def insert_events(self, events: Sequence[NewEvent], *, fresh: bool = False) -> None:
+        await insert_events(self.conn, events, fresh=fresh)
+
+    async def insert_outbox(self, items: Sequence[NewOutbox], now: float) -> None:
+        await insert_outbox(self.conn, items, now)
+
+    async def insert_jobs(self, jobs: Sequence[NewJob], now: float) -> None:
+        await insert_jobs(self.conn, jobs, now)
+
+    async def upsert_card(self, approval_id: str, card: CardUpdate, now: float | None) -> None:
+        await upsert_card(self.conn, approval_id, card, now)
+
+    async def save_policy_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
+        if len({r[-2] for r in rows}) == len(rows):  # one statement, one round trip
+            columns = map(list, zip(*rows, strict=True))
+            matched = {r[0] for r in await self.conn.fetch(Q.save_policy_transitions, *columns)}
+            return [r[-2] in matched for r in rows]
+        # the same approval twice: in order, so that only its first CAS can match
+        return [await self.execute(Q.save_policy_transition, row) == 1 for row in rows]
