@@ -73,6 +73,18 @@ class Backend:
         """Run `fn` in one transaction (SQLite: on the writer, grouped with others)."""
         raise NotImplementedError
 
+    async def read(self, fn: Transaction[T]) -> T:
+        """Run `fn`, which only reads, in one snapshot (SQLite: on the reader, off the writer)."""
+        return await self.transact(fn)
+
+    async def changed_rows(self, sql: str, params: Sequence[Any]) -> int:
+        """Run one statement in a transaction of its own; the rows it touched."""
+
+        async def op(tx: Tx) -> int:
+            return await tx.execute(sql, params)
+
+        return await self.transact(op)
+
     async def changed(self, sql: str, params: Sequence[Any], events: Sequence[NewEvent] = ()) -> bool:
         """One-row UPDATE (or INSERT) in a transaction; the events only if it changed a row."""
         encoded = self.encode(events)

@@ -47,6 +47,9 @@ class SQLiteStore(SQLiteAudit, SQLStore):
         row: sqlite3.Row | None = await self._engine.read(lambda c: c.execute(sql, params).fetchone())
         return row
 
+    async def read(self, fn: Transaction[T]) -> T:
+        return await self._engine.read(lambda conn: run_at_once(fn, SQLiteTx(conn)))
+
     async def transact(self, fn: Transaction[T]) -> T:
         return await self._write(lambda conn: run_at_once(fn, SQLiteTx(conn)))
 
