@@ -1,7 +1,8 @@
 """Storage: the `Store` protocol and `open_store(url)`, which picks a backend by URL scheme.
 
-base.py is the protocol, rows.py the row codecs, sql/ every statement by name, migrations/ the
-schema versions, sqlite/ and postgres/ the two backends. The Postgres backend (and asyncpg) is
+base.py is the protocol (its ports), shared/ the use cases written once, rows.py the row
+codecs, sql/ every statement by name, migrations/ the schema versions, sqlite/ and postgres/
+the two backends. The Postgres backend (and asyncpg) is
 imported only when a postgresql:// URL asks for it.
 """
 

@@ -1,4 +1,5 @@
-"""The narrow Store interface. Every use case is one call, and one call is one transaction.
+"""The Store interface, as narrow ports (12 methods or fewer each). Every use case is one call,
+and one call is one transaction.
 
 `tests/store/test_contract.py` runs the same suite against every implementation.
 """
@@ -24,6 +25,7 @@ from gateway.core.models import (
     StepRecord,
 )
 from gateway.store.audit import AuditStore
+from gateway.store.sql import Dialect
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +68,10 @@ class TransitionWrite:
     job: NewJob | None = None
 
 
-class Store(AuditStore, Protocol):
-    """(The audit calls are in gateway/store/audit.py.)"""
+class LifecyclePort(Protocol):
+    """Connecting, migrating, wake-ups and liveness: each backend's own (sqlite/, postgres/)."""
 
-    dialect: str
+    dialect: Dialect
 
     async def open(self) -> None:
         """Connect and apply pending migrations."""
@@ -85,7 +87,6 @@ class Store(AuditStore, Protocol):
         keep polling. A no-op where there is only one process (SQLite)."""
         ...
 
-    # ---------------------------------------------------------------- liveness and hand-over
     async def take_over(self, owner: str, now: datetime, *, exclusive: bool = False) -> int:
         """Start claiming as `owner`: from now on prove it alive, and release at once the claims
         of claimers proved gone; return how many were released. SQLite, with `exclusive` (a
@@ -104,7 +105,10 @@ class Store(AuditStore, Protocol):
         wake-ups), claimable by another process at once; then stop proving `owner` alive."""
         ...
 
-    # ---------------------------------------------------------------- approvals
+
+class ApprovalPort(Protocol):
+    """Approvals and their compare-and-set transitions (claims: each backend's own)."""
+
     async def create_approval(
         self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
     ) -> tuple[Approval, bool]:
@@ -171,7 +175,10 @@ class Store(AuditStore, Protocol):
 
     async def count_by_status(self) -> dict[str, int]: ...
 
-    # ---------------------------------------------------------------- events
+
+class EventPort(Protocol):
+    """The approvals' event log (hash-chained: gateway/core/audit.py)."""
+
     async def append_events(self, events: Sequence[NewEvent]) -> None: ...
 
     async def list_events(self, approval_id: str) -> list[Event]: ...
@@ -181,7 +188,10 @@ class Store(AuditStore, Protocol):
         pages poll to learn that something changed."""
         ...
 
-    # ---------------------------------------------------------------- outbox and cards
+
+class DeliveryPort(Protocol):
+    """The outbox (deliveries to channels) and the cards they posted."""
+
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         """Lease up to `limit` due pending deliveries."""
         ...
@@ -233,7 +243,10 @@ class Store(AuditStore, Protocol):
         written, if the card's ref is not `old_ref`."""
         ...
 
-    # ---------------------------------------------------------------- resume jobs
+
+class JobPort(Protocol):
+    """Resume jobs: the worker run after a decision."""
+
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]: ...
 
     async def finish_job(
@@ -269,7 +282,10 @@ class Store(AuditStore, Protocol):
         """Put a failed job back in the queue with a fresh attempt budget."""
         ...
 
-    # ---------------------------------------------------------------- journal
+
+class JournalPort(Protocol):
+    """The SDK's step journal, per run and namespace."""
+
     async def get_steps(self, run_id: str, *, namespace: str) -> list[StepRecord]:
         """The journal of `run_id` in `namespace` (an agent's identity, or '' for no agent's)."""
         ...
@@ -295,18 +311,19 @@ class Store(AuditStore, Protocol):
         `total_seconds`; most retries first (for the dashboard and /metrics)."""
         ...
 
-    # ---------------------------------------------------------------- inbound de-duplication
+
+class HousekeepingPort(Protocol):
+    """Inbound de-duplication, web sessions, prompts, and pruning them."""
+
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         """True the first time `key` is seen; False for a redelivery."""
         ...
 
-    # ---------------------------------------------------------------- prompts (migration v2)
     async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:
         """Delete up to `limit` inbound de-duplication marks older than `inbound_before`, and the
         prompts and web sessions expired at `now`; return how many rows went."""
         ...
 
-    # ---------------------------------------------------------------- web sessions (migration v11)
     async def create_session(self, session_id: str, user: str, now: datetime, expires_at: datetime) -> None:
         """Remember a signed-in web session (`session_id` is a hash, never the cookie itself)."""
         ...
@@ -331,3 +348,18 @@ class Store(AuditStore, Protocol):
         """Consume the prompt `key` if `actor` owns it and it has not expired; else None.
         Expired prompts are deleted on the way."""
         ...
+
+
+class Store(
+    LifecyclePort,
+    ApprovalPort,
+    EventPort,
+    DeliveryPort,
+    JobPort,
+    JournalPort,
+    HousekeepingPort,
+    AuditStore,
+    Protocol,
+):
+    """Every port in one (the audit calls are in gateway/store/audit.py). sqlite/ and
+    postgres/ implement it, each port once for both in gateway/store/shared/."""

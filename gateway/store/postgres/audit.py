@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from gateway.core.audit import ChainEvent, Checkpoint, Leaf
 from gateway.store import audit as codec
-from gateway.store.audit import MakeCheckpoint, chain_event, checkpoint_from_row, checkpoint_values, group_leaves
-from gateway.store.postgres.pool import Pool, affected
+from gateway.store.audit import MakeCheckpoint, chain_event, checkpoint_from_row, checkpoint_values
+from gateway.store.postgres.pool import Pool
 from gateway.store.sql import queries
 
 __all__ = ["PostgresAudit"]
@@ -36,17 +36,8 @@ class PostgresAudit:
             rows = await conn.fetch(Q.audit_rows_in, ids)
         return codec.Chains.of(events, {r["approval_id"]: (r["seq"], r["hash"]) for r in heads}, rows)
 
-    async def audit_chain_start(self) -> int | None:
-        row = await self._db.fetchrow(Q.audit_chain_start)
-        return None if row is None else int(row[0])
-
     async def audit_missing_event(self) -> None:
         return None  # sequence ids have holes (a rolled-back insert keeps its id): the head rows tell
-
-    async def audit_checkpoints(self, since: float, until: float) -> list[Checkpoint]:
-        async with self._db.tx() as conn:  # one snapshot for both
-            checkpoints = await conn.fetch(Q.checkpoints_between, since, until)
-            return group_leaves(checkpoints, await conn.fetch(Q.leaves_between, since, until))
 
     async def write_checkpoint(self, make: MakeCheckpoint, *, force: bool) -> Checkpoint | None:
         async with self._db.tx() as conn:
@@ -63,7 +54,3 @@ class PostgresAudit:
                     Q.insert_leaf, [(checkpoint.seq, lf.approval_id, lf.seq, lf.hash) for lf in leaves]
                 )
             return checkpoint
-
-    async def prune_raw(self, before: float, limit: int) -> int:
-        async with self._db.conn() as conn:
-            return affected(await conn.execute(Q.prune_raw, before, limit))

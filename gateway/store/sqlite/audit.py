@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from gateway.core.audit import ChainEvent, Checkpoint, Leaf
 from gateway.store import audit as codec
-from gateway.store.audit import MakeCheckpoint, chain_event, checkpoint_from_row, checkpoint_values, group_leaves
+from gateway.store.audit import MakeCheckpoint, chain_event, checkpoint_from_row, checkpoint_values
 from gateway.store.sql import in_list, queries
 from gateway.store.sqlite.engine import Engine
 from gateway.store.sqlite.writes import insert_rows, multi_row
@@ -45,20 +45,9 @@ class SQLiteAudit:
 
         return await self._engine.read(op)
 
-    async def audit_chain_start(self) -> int | None:
-        row = await self._engine.read(lambda c: c.execute(Q.audit_chain_start).fetchone())
-        return None if row is None else int(row[0])
-
     async def audit_missing_event(self) -> int | None:
         row = await self._engine.read(lambda c: c.execute(Q.missing_event).fetchone())
         return None if row is None else row[0]
-
-    async def audit_checkpoints(self, since: float, until: float) -> list[Checkpoint]:
-        def op(conn: sqlite3.Connection) -> list[Checkpoint]:
-            checkpoints = conn.execute(Q.checkpoints_between, (since, until)).fetchall()
-            return group_leaves(checkpoints, conn.execute(Q.leaves_between, (since, until)).fetchall())
-
-        return await self._engine.read(op)
 
     async def write_checkpoint(self, make: MakeCheckpoint, *, force: bool) -> Checkpoint | None:
         def op(conn: sqlite3.Connection) -> Checkpoint | None:
@@ -75,9 +64,6 @@ class SQLiteAudit:
             return checkpoint
 
         return await self._engine.write(op)
-
-    async def prune_raw(self, before: float, limit: int) -> int:
-        return await self._engine.write(lambda c: c.execute(Q.prune_raw, (before, limit)).rowcount)
 
 
 def _events(conn: sqlite3.Connection, approval_ids: Sequence[str]) -> list[ChainEvent]:

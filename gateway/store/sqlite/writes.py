@@ -25,6 +25,7 @@ from gateway.store.sql import in_list, queries
 __all__ = [
     "ROWS_PER_INSERT",
     "EncodedEvent",
+    "SQLiteTx",
     "encode_events",
     "insert_events",
     "insert_jobs",
@@ -183,3 +184,38 @@ def _insert_queued(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> Non
 def upsert_card(conn: sqlite3.Connection, approval_id: str, card: CardUpdate, now: float | None) -> None:
     posted = now if card.status is DeliveryStatus.DONE else None
     conn.execute(Q.upsert_card, (approval_id, card.channel, card.ref, card.status.value, card.error, posted, now))
+
+
+class SQLiteTx:
+    """The shared use cases' `Tx` (gateway/store/shared/backend.py) on the writer's connection,
+    inside its transaction: nothing here suspends, so the writer runs a use case whole
+    (`run_at_once`)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(sql, params).fetchone()
+
+    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self.conn.execute(sql, params).fetchall()
+
+    async def insert_events(self, events: Sequence[EncodedEvent], *, fresh: bool = False) -> None:
+        insert_events(self.conn, events, fresh=fresh)
+
+    async def insert_outbox(self, items: Sequence[NewOutbox], now: float) -> None:
+        insert_outbox(self.conn, items, now)
+
+    async def insert_jobs(self, jobs: Sequence[NewJob], now: float) -> None:
+        insert_jobs(self.conn, jobs, now)
+
+    async def upsert_card(self, approval_id: str, card: CardUpdate, now: float | None) -> None:
+        upsert_card(self.conn, approval_id, card, now)
+
+    async def save_policy_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
+        return update_all_or_each(self.conn, Q.save_policy_transition, rows)

@@ -1,0 +1,146 @@
+"""The approvals and events ports, written once over the named SQL (backend.py). Claims
+(`claim_due`) are each backend's own."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+from gateway.core.clock import from_ts, to_ts
+from gateway.core.models import Approval, Event, NewEvent, NewOutbox, Status
+from gateway.store.base import NewJob, TransitionWrite
+from gateway.store.rows import approval_from_row, approval_values, event_from_row, policy_values
+from gateway.store.shared.backend import Backend, Tx
+from gateway.store.sql import approvals_sql
+
+__all__ = ["ApprovalsSQL", "EventsSQL"]
+
+
+class ApprovalsSQL(Backend):
+    async def create_approval(
+        self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
+    ) -> tuple[Approval, bool]:
+        Q, namespace = self.Q, approval.namespace
+        values = (*approval_values(approval), namespace)  # encoded here, not inside the transaction
+        encoded = self.encode(events)
+        fresh = all(e.approval_id == approval.id for e in events)  # its own events: no head to read
+
+        async def op(tx: Tx) -> tuple[Approval, bool]:
+            # Insert first (one statement in the common case); read the winner only on a
+            # conflict. A concurrent insert of the same key in the same namespace waits for
+            # the row, then finds the winner's.
+            if await tx.execute(Q.insert_approval, values) != 1:
+                row = await tx.fetch_one(Q.approval_by_key, (namespace, approval.idempotency_key))
+                return approval_from_row(row), False
+            await tx.insert_events(encoded, fresh=fresh)
+            await tx.insert_outbox(outbox, time.time())
+            return approval, True
+
+        stored, created = await self.transact(op)
+        if created:
+            self.committed(outbox=bool(outbox), wake_at=to_ts(approval.wake_at))
+        return stored, created
+
+    async def get_approval(self, approval_id: str) -> Approval | None:
+        row = await self.fetch_one(self.Q.get_approval, (approval_id,))
+        return approval_from_row(row) if row else None
+
+    async def list_approvals(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        agent: str | None = None,
+    ) -> list[Approval]:
+        sql, params = approvals_sql(self.dialect, status, run_id, None, "newest", offset=True, agent=agent)
+        return [approval_from_row(r) for r in await self.fetch_all(sql, [*params, limit, offset])]
+
+    async def list_approvals_by_age(
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        channel: str | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        sql, params = approvals_sql(self.dialect, status, run_id, channel, "oldest")
+        return [approval_from_row(r) for r in await self.fetch_all(sql, [*params, limit])]
+
+    async def save_transition(
+        self,
+        approval: Approval,
+        expected_version: int,
+        events: Sequence[NewEvent],
+        outbox: Sequence[NewOutbox] = (),
+        job: NewJob | None = None,
+    ) -> bool:
+        Q = self.Q
+        values = (*approval_values(approval)[1:], approval.id, expected_version)
+        encoded = self.encode(events)
+
+        async def op(tx: Tx) -> bool:
+            if await tx.execute(Q.save_transition, values) != 1:
+                return False
+            now = time.time()
+            await tx.insert_events(encoded)
+            await tx.insert_outbox(outbox, now)
+            await tx.insert_jobs([job] if job is not None else [], now)
+            return True
+
+        if not await self.transact(op):
+            return False
+        self.committed(outbox=bool(outbox), jobs=job is not None, wake_at=to_ts(approval.wake_at))
+        return True
+
+    async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
+        """The scheduler's batch: one transaction, each row its own CAS on version; only the
+        winners write their events, deliveries and jobs."""
+        if not writes:
+            return []
+        rows = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
+        encoded = [self.encode(w.events) for w in writes]
+
+        async def op(tx: Tx) -> list[bool]:
+            won = await tx.save_policy_rows(rows)
+            done = [(w, enc) for w, enc, ok in zip(writes, encoded, won, strict=True) if ok]
+            now = time.time()
+            await tx.insert_events([e for _, enc in done for e in enc])
+            await tx.insert_outbox([o for w, _ in done for o in w.outbox], now)
+            await tx.insert_jobs([w.job for w, _ in done if w.job is not None], now)
+            return won
+
+        won = await self.transact(op)
+        done = [w for w, ok in zip(writes, won, strict=True) if ok]
+        wake = min((w.approval.wake_at for w in done if w.approval.wake_at), default=None)
+        self.committed(outbox=any(w.outbox for w in done), jobs=any(w.job for w in done), wake_at=to_ts(wake))
+        return won
+
+    async def due_approvals(self, now: datetime, limit: int) -> list[Approval]:
+        return [approval_from_row(r) for r in await self.fetch_all(self.Q.due_approvals, (to_ts(now), limit))]
+
+    async def next_wake_at(self) -> datetime | None:
+        row = await self.fetch_one(self.Q.next_wake_at)
+        return from_ts(row[0]) if row else None
+
+    async def count_by_status(self) -> dict[str, int]:
+        return {r[0]: int(r[1]) for r in await self.fetch_all(self.Q.count_by_status)}
+
+
+class EventsSQL(Backend):
+    async def append_events(self, events: Sequence[NewEvent]) -> None:
+        encoded = self.encode(events)
+
+        async def op(tx: Tx) -> None:
+            await tx.insert_events(encoded)
+
+        await self.transact(op)
+
+    async def list_events(self, approval_id: str) -> list[Event]:
+        return [event_from_row(r) for r in await self.fetch_all(self.Q.list_events, (approval_id,))]
+
+    async def last_event_id(self) -> int:
+        row = await self.fetch_one(self.Q.last_event_id)
+        return int(row[0]) if row else 0

@@ -1,0 +1,99 @@
+"""The deliveries (outbox and cards) and resume-jobs ports, written once over the named SQL
+(backend.py). Claims and `finish_outbox` (which reads back what it wrote: `RETURNING` on
+PostgreSQL, a SELECT after on SQLite) are each backend's own."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+from gateway.core.clock import to_ts
+from gateway.core.models import Card, JobStatus, NewEvent, NewOutbox, OutboxItem, ResumeJob
+from gateway.store.rows import card_from_row, job_from_row, outbox_from_row
+from gateway.store.shared.backend import Backend, Tx
+
+__all__ = ["DeliveriesSQL", "JobsSQL"]
+
+
+class DeliveriesSQL(Backend):
+    async def enqueue_outbox(self, items: Sequence[NewOutbox], now: datetime) -> None:
+        t = to_ts(now) or time.time()
+
+        async def op(tx: Tx) -> None:
+            await tx.insert_outbox(items, t)
+
+        await self.transact(op)
+        self.committed(outbox=bool(items))
+
+    async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
+        return [outbox_from_row(r) for r in await self.fetch_all(self.Q.list_outbox, (approval_id,))]
+
+    async def get_card(self, approval_id: str, channel: str) -> Card | None:
+        row = await self.fetch_one(self.Q.get_card, (approval_id, channel))
+        return card_from_row(row) if row else None
+
+    async def list_cards(self, approval_id: str) -> list[Card]:
+        return [card_from_row(r) for r in await self.fetch_all(self.Q.list_cards, (approval_id,))]
+
+    async def cards_needing_attention(self, limit: int = 50) -> list[Card]:
+        return [card_from_row(r) for r in await self.fetch_all(self.Q.cards_needing_attention, (limit,))]
+
+    async def requeue_post(self, approval_id: str, channel: str, now: datetime, events: Sequence[NewEvent]) -> bool:
+        if not await self.changed(self.Q.requeue_post, (to_ts(now), approval_id, channel), events):
+            return False
+        self.committed(outbox=True)
+        return True
+
+    async def adopt_card(
+        self, approval_id: str, channel: str, ref: str, now: datetime, events: Sequence[NewEvent] = ()
+    ) -> bool:
+        t = to_ts(now)
+        return await self.changed(self.Q.adopt_card, (approval_id, channel, ref, t, t), events)
+
+    async def move_card(
+        self, approval_id: str, channel: str, old_ref: str, new_ref: str, now: datetime, events: Sequence[NewEvent] = ()
+    ) -> bool:
+        return await self.changed(self.Q.move_card, (new_ref, to_ts(now), approval_id, channel, old_ref), events)
+
+
+class JobsSQL(Backend):
+    async def finish_job(
+        self,
+        job_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: JobStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        output_tail: str | None = None,
+        events: Sequence[NewEvent] = (),
+    ) -> bool:
+        values = (status.value, to_ts(next_attempt_at), error, output_tail, to_ts(now), job_id, owner)
+        if not await self.changed(self.Q.finish_job, values, events):
+            return False
+        self.committed(jobs=status is JobStatus.QUEUED)
+        return True
+
+    async def extend_job_lease(self, job_id: int, owner: str, until: datetime) -> bool:
+        return await self.changed(self.Q.extend_job_lease, (to_ts(until), job_id, owner))
+
+    async def get_job(self, approval_id: str) -> ResumeJob | None:
+        row = await self.fetch_one(self.Q.get_job, (approval_id,))
+        return job_from_row(row) if row else None
+
+    async def list_jobs(
+        self, status: JobStatus | None = None, limit: int = 100, *, agent: str | None = None
+    ) -> list[ResumeJob]:
+        rows = await self.fetch_all(self.Q.list_jobs, (status.value if status else None, limit, agent))
+        return [job_from_row(r) for r in rows]
+
+    async def count_jobs_by_status(self) -> dict[str, int]:
+        return {r[0]: int(r[1]) for r in await self.fetch_all(self.Q.count_jobs_by_status)}
+
+    async def requeue_job(self, approval_id: str, now: datetime, events: Sequence[NewEvent]) -> bool:
+        if not await self.changed(self.Q.requeue_job, (to_ts(now), approval_id), events):
+            return False
+        self.committed(jobs=True)
+        return True
