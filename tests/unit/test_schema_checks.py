@@ -12,6 +12,8 @@ from gateway.core.errors import ValidationError
 from gateway.core.models import EditTerms
 from gateway.service.checks import checked
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 SCHEMA = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 10}}}
 
 
