@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run demo test lint typecheck unit clean browser bench chaos fuzz
+.PHONY: run demo check test lint typecheck unit fast clean browser bench chaos fuzz
 
 # The agent SDK (sdk/) first, with the framework extras the integration tests run; the server
 # depends on it, and pip takes the local one because both are named in the same command.
@@ -24,6 +24,9 @@ run: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m examples.demo $(DEMO_ARGS)
 
+## make check: lint, type-check and the tests that start no process (about a minute): the loop while you work.
+check: $(STAMP) lint typecheck fast
+
 ## make test: lint, type-check and the whole suite.
 test: $(STAMP) browser lint typecheck unit
 
@@ -39,6 +42,11 @@ typecheck: $(STAMP)
 # alone is 2-5 s), so two run in the time of one and a half; serially it took 14-15 min here.
 unit: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -n 2
+
+# The tests not marked `subprocess`; --no-subprocess fails any of them that starts a process
+# (tests/subprocess_guard.py), so the selection stays true as tests are added.
+fast: $(STAMP)
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 -m "not subprocess" --no-subprocess
 
 # Benchmarks, chaos and fuzzing: their own venv (LangGraph, schemathesis, py-spy never reach .venv).
 BENCH_VENV ?= .venv-bench

@@ -16,6 +16,22 @@ from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY, FakeClock, make_settings
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--no-subprocess",
+        action="store_true",
+        help="fail any test that starts a process and is not marked `subprocess` (make check)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--no-subprocess"):
+        from tests.subprocess_guard import Guard
+
+        config.pluginmanager.register(Guard(), "subprocess-guard")
+
+
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}  # an agent
 OPERATOR = {"Authorization": f"Bearer {TEST_OPERATOR_KEY}"}  # operator:test
 TEST_AGENT = f"agent:{derived_name(TEST_API_KEY)}"  # AUTH's principal: its runs' namespace

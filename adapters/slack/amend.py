@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adapters.slack import edit
-from adapters.slack.parse import EditSubmission, Press, make_ref
+from adapters.slack.parse import EditSubmission, SlackPress, make_ref
 from gateway.core import rounds
 from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError
@@ -20,12 +20,12 @@ if TYPE_CHECKING:
     from adapters.slack.webhook import Responder
 
 
-def _press(p: Press, outcome: Outcome = Outcome.APPROVE) -> presses.Press:
+def _press(p: SlackPress, outcome: Outcome = Outcome.APPROVE) -> presses.Press:
     where = f"slack:{p.channel_id}" if p.channel_id else "slack"
     return presses.Press(p.approval_id, outcome, f"slack:{p.user_id}", where)
 
 
-async def open_edit(ctx: ChannelContext, out: Responder, p: Press) -> presses.Verdict | None:
+async def open_edit(ctx: ChannelContext, out: Responder, p: SlackPress) -> presses.PressOutcome | None:
     """Check that the presser may edit now, then open the modal after the ack (None), or the
     verdict saying why not."""
     verdict = await ctx.inbound.may_edit(_press(p))
@@ -37,15 +37,17 @@ async def open_edit(ctx: ChannelContext, out: Responder, p: Press) -> presses.Ve
     return None
 
 
-async def extend(ctx: ChannelContext, p: Press) -> presses.Verdict:
+async def extend(ctx: ChannelContext, p: SlackPress) -> presses.PressOutcome:
     try:
         duration = parse_duration(p.arg)
     except ValueError:
-        return presses.Verdict(presses.PressResult.INVALID, error=f"not a duration: {p.arg!r}")
+        return presses.PressOutcome(presses.PressResult.INVALID, error=f"not a duration: {p.arg!r}")
     return await ctx.inbound.extend(_press(p), duration)
 
 
-async def submit_edit(ctx: ChannelContext, sub: EditSubmission) -> tuple[dict[str, Any] | None, presses.Verdict | None]:
+async def submit_edit(
+    ctx: ChannelContext, sub: EditSubmission
+) -> tuple[dict[str, Any] | None, presses.PressOutcome | None]:
     """The modal's ack: `response_action: errors` on the field's block when the edit is refused
     (nothing changes), else None (an empty ack closes it), with the verdict."""
     approval = await ctx.inbound.approval(sub.approval_id)

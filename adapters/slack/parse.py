@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 from urllib.parse import parse_qs
 
 from adapters.slack.edit import EDIT_CALLBACK
@@ -20,8 +21,19 @@ from gateway.core.tokens import TokenSigner
 
 REF_PURPOSE = "hitl.slack.ref.v1"
 MAC_LENGTH = 32
-Verb = Literal["approve", "reject", "reason", "edit", "extend"]
-VERBS: tuple[Verb, ...] = ("approve", "reject", "reason", "edit", "extend")
+
+
+class Verb(StrEnum):
+    """What a card's button asks for (the `<verb>` of its `action_id`)."""
+
+    APPROVE = "approve"
+    REJECT = "reject"
+    REASON = "reason"  # reject, with a modal that asks why
+    EDIT = "edit"
+    EXTEND = "extend"
+
+
+VERBS = frozenset(Verb)
 
 
 class BadPayload(ValueError):
@@ -29,7 +41,7 @@ class BadPayload(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class Press:
+class SlackPress:
     """A button press on a card (`block_actions`)."""
 
     verb: Verb
@@ -73,7 +85,7 @@ class Ignored:
     reason: str
 
 
-Interaction = Press | Submission | EditSubmission | Ignored
+Interaction = SlackPress | Submission | EditSubmission | Ignored
 
 
 def make_ref(signer: TokenSigner, approval_id: str) -> str:
@@ -144,8 +156,8 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if (
         verb not in VERBS
         or ref != value
-        or (verb == "extend" and not arg)
-        or (arg and verb not in ("extend", "approve"))
+        or (verb == Verb.EXTEND and not arg)
+        or (arg and verb not in (Verb.EXTEND, Verb.APPROVE))
     ):
         raise BadPayload("unknown button")
     approval_id = check_ref(signer, value)
@@ -154,8 +166,8 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     user_id = _str(data, "user", "id")
     if not user_id:
         raise BadPayload("user.id is missing")
-    return Press(
-        verb=verb,
+    return SlackPress(
+        verb=Verb(verb),
         approval_id=approval_id,
         user_id=user_id,
         channel_id=_str(data, "channel", "id") or _str(data, "container", "channel_id"),

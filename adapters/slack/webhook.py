@@ -23,8 +23,9 @@ from adapters.slack.parse import (
     EditSubmission,
     Ignored,
     Interaction,
-    Press,
+    SlackPress,
     Submission,
+    Verb,
     make_ref,
     parse,
 )
@@ -56,7 +57,7 @@ class Responder(Protocol):
     async def open_modal(self, trigger_id: str, view: dict[str, Any], response_url: str) -> None: ...
 
 
-def reply_text(verdict: presses.Verdict) -> str | None:
+def reply_text(verdict: presses.PressOutcome) -> str | None:
     """What to tell the presser, from what was committed; None when their card says it all."""
     approval = verdict.approval
     if verdict.result is presses.PressResult.ALREADY_DECIDED and approval is not None:
@@ -101,7 +102,7 @@ class InteractionHandler:
         nothing twice and says nothing about the presser's own decision again."""
         if not isinstance(interaction, Ignored) and (why := await self._outsider(interaction)):
             return await self._refuse(interaction, why, redelivered)
-        if isinstance(interaction, Press):
+        if isinstance(interaction, SlackPress):
             return await self._press(interaction, redelivered)
         if isinstance(interaction, Submission):
             return await self._submission(interaction, redelivered)
@@ -109,13 +110,13 @@ class InteractionHandler:
             return (await amend.submit_edit(self._ctx, interaction))[0]
         return None
 
-    async def _outsider(self, interaction: Press | Submission | EditSubmission) -> str | None:
+    async def _outsider(self, interaction: SlackPress | Submission | EditSubmission) -> str | None:
         """Why the presser's workspace may not press here (teams.py), or None."""
         if self._workspaces is None:
             return None
         return outsider(await self._workspaces.pinned(), interaction.teams)
 
-    async def _refuse(self, interaction: Press | Submission | EditSubmission, why: str, redelivered: bool) -> Ack:
+    async def _refuse(self, interaction: SlackPress | Submission | EditSubmission, why: str, redelivered: bool) -> Ack:
         """A press from another workspace: denied like a stranger's (on the record, bounded per
         person and approval), whatever its button or modal; the presser reads why not."""
         press = presses.Press(
@@ -127,23 +128,23 @@ class InteractionHandler:
             outsider=why,
         )
         await self._ctx.inbound.press(press)
-        if isinstance(interaction, Press):
+        if isinstance(interaction, SlackPress):
             self._out.spawn(self._out.respond(interaction.response_url, NOT_AUTHORISED))
             return None
         return _modal_error(NOT_AUTHORISED)
 
     # ---------------------------------------------------------------- buttons
-    async def _press(self, press: Press, redelivered: bool) -> Ack:
-        if press.verb == "reason":
+    async def _press(self, press: SlackPress, redelivered: bool) -> Ack:
+        if press.verb == Verb.REASON:
             reply = await self._open_reason(press)
-        elif press.verb == "edit":
+        elif press.verb == Verb.EDIT:
             verdict = await amend.open_edit(self._ctx, self._out, press)
             reply = reply_text(verdict) if verdict is not None else None
-        elif press.verb == "extend":  # at most once: a redelivered envelope must not extend twice
+        elif press.verb == Verb.EXTEND:  # at most once: a redelivered envelope must not extend twice
             verdict = None if redelivered else await amend.extend(self._ctx, press)
             reply = reply_text(verdict) if verdict is not None else None
         else:
-            outcome = Outcome.APPROVE if press.verb == "approve" else Outcome.REJECT
+            outcome = Outcome.APPROVE if press.verb == Verb.APPROVE else Outcome.REJECT
             seen = (press.arg or None) if outcome is Outcome.APPROVE else None  # the round tag
             reply = await self._decide(
                 press.approval_id, outcome, press.user_id, press.channel_id, redelivered, seen=seen
@@ -152,7 +153,7 @@ class InteractionHandler:
             self._out.spawn(self._out.respond(press.response_url, reply))
         return None
 
-    async def _open_reason(self, press: Press) -> str | None:
+    async def _open_reason(self, press: SlackPress) -> str | None:
         """Check that the presser may decide now, then open the modal after the ack."""
         verdict = await self._ctx.inbound.may_ask_reason(
             presses.Press(press.approval_id, Outcome.REJECT, f"slack:{press.user_id}", _where(press.channel_id))
@@ -195,7 +196,7 @@ class InteractionHandler:
             if verdict.result is presses.PressResult.ALREADY_DECIDED and d is not None and d.decided_by == actor:
                 return None
             if verdict.result is presses.PressResult.DUPLICATE_VOTE:
-                verdict = presses.Verdict(presses.PressResult.VOTE, verdict.approval)
+                verdict = presses.PressOutcome(presses.PressResult.VOTE, verdict.approval)
         return reply_text(verdict)
 
 

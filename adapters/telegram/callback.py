@@ -17,9 +17,10 @@ round tags) parses with `seen` None: the press use case takes it as drawn for th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from enum import StrEnum
 
 from gateway.core.models import Outcome
+from gateway.core.rounds import Macs
 
 MAX_BYTES = 64
 PURPOSE = "hitl.telegram.cb.v1"
@@ -33,12 +34,12 @@ EXTEND = "x"
 MAX_DURATION = 8  # '+90m', '1d12h': an extend verb stays short
 
 
-class Macs(Protocol):
-    """What `gateway.tokens.TokenSigner` offers for short MACs."""
+class ButtonAction(StrEnum):
+    """What a button does: vote its outcome, open the edit form, or extend the deadline."""
 
-    def mac(self, purpose: str, message: str, length: int = 10) -> str: ...
-
-    def check_mac(self, purpose: str, message: str, mac: str, length: int = 10) -> bool: ...
+    VOTE = "vote"
+    EDIT = "edit"
+    EXTEND = "extend"
 
 
 class CallbackTooLong(ValueError):
@@ -49,7 +50,7 @@ class CallbackTooLong(ValueError):
 class Button:
     approval_id: str
     outcome: Outcome
-    action: str = "vote"  # vote | edit | extend
+    action: ButtonAction = ButtonAction.VOTE
     duration: str | None = None  # extend: the policy's duration, as written ('1h')
     seen: str | None = None  # approve: the round tag the card was drawn with (None: an older card)
 
@@ -92,11 +93,19 @@ def parse(signer: Macs, data: str | None) -> Button | None:
         return None
     verb, approval_id, mac = parts
     outcome = _VERBS.get(verb)
-    action = "vote" if outcome else "edit" if verb == EDIT else "extend" if verb.startswith(EXTEND) else None
+    action = _action(verb, outcome)
     if action is None or not approval_id or len(mac) != MAC_LENGTH:
         return None
     if not signer.check_mac(PURPOSE, f"{verb}|{approval_id}", mac, MAC_LENGTH):
         return None
-    if action == "extend":
+    if action is ButtonAction.EXTEND:
         return Button(approval_id, Outcome.APPROVE, action, verb[1:])
     return Button(approval_id, outcome or Outcome.APPROVE, action)
+
+
+def _action(verb: str, outcome: Outcome | None) -> ButtonAction | None:
+    if outcome:
+        return ButtonAction.VOTE
+    if verb == EDIT:
+        return ButtonAction.EDIT
+    return ButtonAction.EXTEND if verb.startswith(EXTEND) else None

@@ -8,7 +8,7 @@ from telegram import Update, User
 
 
 @dataclass(frozen=True, slots=True)
-class Press:
+class TelegramPress:
     """A button press (callback query)."""
 
     update_id: int
@@ -21,7 +21,7 @@ class Press:
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
+class TelegramReply:
     """A text message that replies to one of our messages (e.g. the reason prompt)."""
 
     update_id: int
@@ -62,12 +62,12 @@ def prompt_key(chat: int | str, message_id: int) -> str:
     return f"telegram:{chat}:{message_id}"
 
 
-def read_update(update: Update) -> Press | Reply | None:
+def read_update(update: Update) -> TelegramPress | TelegramReply | None:
     """The press or reply in an update, or None for anything else."""
     query = update.callback_query
     if query is not None:
         message = query.message
-        return Press(
+        return TelegramPress(
             update_id=update.update_id,
             query_id=query.id,
             user_id=query.from_user.id,
@@ -79,7 +79,7 @@ def read_update(update: Update) -> Press | Reply | None:
     msg = update.message
     if msg is None or msg.from_user is None or msg.reply_to_message is None or not msg.text:
         return None
-    return Reply(
+    return TelegramReply(
         update_id=update.update_id,
         user_id=msg.from_user.id,
         who=who(msg.from_user),

@@ -21,7 +21,7 @@ from gateway.core import rounds
 from gateway.core.durations import format_duration, humanize
 from gateway.core.models import Approval, OnTimeout, Outcome, Status
 from gateway.delivery.channels import INFO_ONLY
-from gateway.service.presses import PressResult, Verdict
+from gateway.service.presses import PressOutcome, PressResult
 
 MAX_TEXT = 4096
 MAX_TITLE = 256
@@ -162,7 +162,7 @@ def _plain_fallback(text: str) -> str:
     return "".join(out)
 
 
-def keyboard(approval: Approval, signer: callback.Macs, decides: bool = True) -> InlineKeyboardMarkup | None:
+def keyboard(approval: Approval, signer: rounds.Macs, decides: bool = True) -> InlineKeyboardMarkup | None:
     """Approve (bound to this round's args) and Reject while waiting; no keyboard once decided,
     nor where nobody may decide."""
     if approval.status.final or not decides:
@@ -210,7 +210,7 @@ def reason_prompt(user_id: int, who: str) -> str:
     return f"{mention}, why reject? Reply to this message with a reason within 10 min."
 
 
-def answer_text(verdict: Verdict, *, asks_reason: bool = False) -> str:
+def answer_text(verdict: PressOutcome, *, asks_reason: bool = False) -> str:
     """The short toast shown to the presser (at most 200 characters), from what was committed."""
     if verdict.result is PressResult.REJECTED and asks_reason:
         return "Rejected. Reply to my question with a reason, if you like."

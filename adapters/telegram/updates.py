@@ -28,7 +28,7 @@ from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError
 from gateway.core.models import Outcome
 from gateway.delivery.spec import ChannelContext
-from gateway.service.presses import REASON_PURPOSE, REJECT_PURPOSE, Press, PressResult, Reply, Verdict
+from gateway.service.presses import REASON_PURPOSE, REJECT_PURPOSE, Press, PressOutcome, PressResult, Reply
 
 if TYPE_CHECKING:
     from adapters.telegram.channel import TelegramChannel
@@ -70,16 +70,16 @@ class TelegramUpdates:
         fresh = await self.ctx.inbound.first_time(f"telegram:update:{update.update_id}")
         item = parse.read_update(update)
         try:
-            if isinstance(item, parse.Press):
+            if isinstance(item, parse.TelegramPress):
                 return await self._press(item, fresh)
-            if isinstance(item, parse.Reply) and fresh:
+            if isinstance(item, parse.TelegramReply) and fresh:
                 return await self._reply(item)
         except GatewayError as exc:
             log.warning("telegram update %s: %s", update.update_id, exc.message)
             return exc.code
         return "ignored" if fresh else "duplicate"
 
-    async def _press(self, p: parse.Press, fresh: bool) -> str:
+    async def _press(self, p: parse.TelegramPress, fresh: bool) -> str:
         inbound = self.ctx.inbound
         fresh = fresh and await inbound.first_time(f"telegram:callback:{p.query_id}")
         button = callback.parse(self.ctx.signer, p.data)
@@ -98,7 +98,7 @@ class TelegramUpdates:
             redelivered=not fresh,
             seen=button.seen,
         )
-        if button.action != "vote" or await self._reason_first(press):
+        if button.action is not callback.ButtonAction.VOTE or await self._reason_first(press):
             return await self._other(button, press, p, fresh)
         verdict = await inbound.press(press)
         if not fresh:
@@ -116,17 +116,17 @@ class TelegramUpdates:
         approval = await self.ctx.inbound.approval(press.approval_id)
         return approval is not None and approval.policy.require_reason
 
-    async def _other(self, button: callback.Button, press: Press, p: parse.Press, fresh: bool) -> str:
+    async def _other(self, button: callback.Button, press: Press, p: parse.TelegramPress, fresh: bool) -> str:
         """Edit (a one-time link in the presser's private chat), extend, or a reject that must
         say why (the question first; the reply decides)."""
         if not fresh:
             return "duplicate"  # nothing to finish: these commit nothing before the answer
         inbound = self.ctx.inbound
-        if button.action == "extend":
+        if button.action is callback.ButtonAction.EXTEND:
             verdict = await inbound.extend(press, parse_duration(button.duration or ""))
             await self.channel.answer(p.query_id, render.answer_text(verdict), alert=verdict.refused)
             return verdict.result.value
-        if button.action == "edit":
+        if button.action is callback.ButtonAction.EDIT:
             verdict, url = await inbound.edit_link(press)
             if url is None or verdict.approval is None:
                 await self.channel.answer(p.query_id, render.answer_text(verdict), alert=True)
@@ -149,7 +149,9 @@ class TelegramUpdates:
         await self._ask_reason(verdict, press.actor, p, purpose=REJECT_PURPOSE)
         return "ask"
 
-    async def _ask_reason(self, verdict: Verdict, actor: str, p: parse.Press, purpose: str = REASON_PURPOSE) -> None:
+    async def _ask_reason(
+        self, verdict: PressOutcome, actor: str, p: parse.TelegramPress, purpose: str = REASON_PURPOSE
+    ) -> None:
         assert verdict.approval is not None and p.chat_id is not None and p.message_id is not None
         try:
             chat, prompt_id = await self.channel.ask_reason(p.chat_id, p.message_id, p.user_id, p.who)
@@ -162,7 +164,7 @@ class TelegramUpdates:
         key = parse.prompt_key(chat, prompt_id)
         await self.ctx.inbound.expect_reason(key, verdict.approval.id, actor, purpose=purpose)
 
-    async def _reply(self, r: parse.Reply) -> str:
+    async def _reply(self, r: parse.TelegramReply) -> str:
         reply = Reply(
             key=parse.prompt_key(r.chat_id, r.reply_to_message_id),
             actor=parse.actor(r.user_id),

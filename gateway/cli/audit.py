@@ -22,7 +22,7 @@ from gateway.cli.common import with_runtime
 from gateway.core.audit import load_public_key
 from gateway.core.durations import parse_duration
 from gateway.core.errors import ConfigError
-from gateway.service.audit import AuditService, Verdict, verify_lines
+from gateway.service.audit import AuditService, ChainCheck, verify_lines
 from gateway.settings import Settings
 
 
@@ -79,7 +79,7 @@ def anchor_of(value: str | None) -> tuple[int, str] | None:
     return int(seq), digest
 
 
-def _verify_file(path: str, key: Ed25519PublicKey, anchor: tuple[int, str] | None) -> Verdict:
+def _verify_file(path: str, key: Ed25519PublicKey, anchor: tuple[int, str] | None) -> ChainCheck:
     try:
         export = Path(path).open("rb")  # noqa: SIM115 - closed below, once read
     except OSError as exc:
@@ -88,7 +88,7 @@ def _verify_file(path: str, key: Ed25519PublicKey, anchor: tuple[int, str] | Non
         return verify_lines((line.decode("utf-8") for line in export), key, anchor)
 
 
-def _report(verdict: Verdict, *, export: bool = False) -> int:
+def _report(verdict: ChainCheck, *, export: bool = False) -> int:
     """0 intact, 1 broken; an export with events no checkpoint in it seals: 3, unbroken but not
     proven (a range that ends before the checkpoint after its events, or one a tamperer cut)."""
     if not verdict.ok:

@@ -215,7 +215,7 @@ class Approval:
     decision: Decision | None = None
     escalations: int = 0
     reminders_sent: int = 0
-    # encrypted raw {"args", "state"} (gateway.sealing); args above are redacted. None: stored
+    # encrypted raw {"args", "state"} (gateway.core.sealing); args above are redacted. None: stored
     # before sealing existed (the args are the raw ones); PRUNED: removed by retention.
     sealed: str | None = None
     agent: str | None = None  # the principal that created it (agent:NAME, operator:NAME); None before v11

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from gateway.core.clock import iso
@@ -384,24 +385,31 @@ def remind(approval: Approval, now: datetime | None = None) -> Transition:
     return Transition(new, EventKind.REMINDED, False, data)
 
 
-def due_action(approval: Approval, now: datetime) -> str | None:
-    """What the scheduler must do now: 'timeout', 'remind' or nothing."""
+class DueAction(StrEnum):
+    """What the scheduler must do to an approval whose time has come."""
+
+    TIMEOUT = "timeout"
+    REMIND = "remind"
+
+
+def due_action(approval: Approval, now: datetime) -> DueAction | None:
+    """What the scheduler must do now: time it out, remind, or nothing."""
     if approval.status.final:
         return None
     if approval.deadline is not None and approval.deadline <= now:
-        return "timeout"
+        return DueAction.TIMEOUT
     pending = pending_reminders(approval)
     if pending and pending[0] <= now:
-        return "remind"
+        return DueAction.REMIND
     return None
 
 
 def apply_due(approval: Approval, now: datetime) -> Transition | None:
     """The transition the scheduler applies at `now`, or None when nothing is due."""
     action = due_action(approval, now)
-    if action == "timeout":
+    if action is DueAction.TIMEOUT:
         return time_out(approval, now)
-    if action == "remind":
+    if action is DueAction.REMIND:
         return remind(approval, now)
     return None
 

@@ -1,6 +1,6 @@
 """PII redaction for everything people and logs see: cards, events, API views, job output tails.
 
-The raw values stay intact for the worker: `gateway.sealing` encrypts them at rest and only a
+The raw values stay intact for the worker: `gateway.core.sealing` encrypts them at rest and only a
 resume-token holder gets them back (`Service.rehydration_document`).
 
 Defaults (each can be turned off with `[redaction] defaults = false`): e-mail addresses, card

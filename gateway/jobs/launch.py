@@ -1,7 +1,7 @@
 """How one attempt of a resume job runs: outcome classification (pure) and the `command` and
-`url` launchers. The `entrypoint` pool lives in `gateway.pool`.
+`url` launchers. The `entrypoint` pool lives in `gateway.jobs.pool`.
 
-Classification, as in DESIGN.md: exit 0 or a 2xx reply succeeds; exit 75, a signal, a timeout,
+Classification: exit 0 or a 2xx reply succeeds; exit 75, a signal, a timeout,
 a 429, a 5xx or a connection error is transient (retried); anything else is terminal.
 """
 
@@ -32,7 +32,7 @@ EX_TEMPFAIL = 75
 TAIL_BYTES = 4096
 
 
-class Verdict(StrEnum):
+class AttemptOutcome(StrEnum):
     SUCCEEDED = "succeeded"
     TRANSIENT = "transient"
     TERMINAL = "terminal"
@@ -40,7 +40,7 @@ class Verdict(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class AttemptResult:
-    verdict: Verdict
+    verdict: AttemptOutcome
     error: str | None = None
     output: str | None = None  # the raw tail (the runner redacts it before storing)
 
@@ -72,21 +72,21 @@ class Launcher(Protocol):
     async def close(self) -> None: ...
 
 
-def classify_exit(returncode: int) -> Verdict:
+def classify_exit(returncode: int) -> AttemptOutcome:
     """A process's exit status (negative = killed by that signal, as asyncio reports it)."""
     if returncode == 0:
-        return Verdict.SUCCEEDED
+        return AttemptOutcome.SUCCEEDED
     if returncode == EX_TEMPFAIL or returncode < 0:
-        return Verdict.TRANSIENT
-    return Verdict.TERMINAL
+        return AttemptOutcome.TRANSIENT
+    return AttemptOutcome.TERMINAL
 
 
-def classify_http(status: int) -> Verdict:
+def classify_http(status: int) -> AttemptOutcome:
     if 200 <= status < 300:
-        return Verdict.SUCCEEDED
+        return AttemptOutcome.SUCCEEDED
     if status == 429 or status >= 500:
-        return Verdict.TRANSIENT
-    return Verdict.TERMINAL
+        return AttemptOutcome.TRANSIENT
+    return AttemptOutcome.TERMINAL
 
 
 def exit_error(returncode: int) -> str:
@@ -151,7 +151,7 @@ async def _feed(stream: asyncio.StreamWriter | None, body: bytes) -> None:
 
 
 class CommandLauncher:
-    """A subprocess in its own process group that dies with the gateway (`gateway.orphans`); the
+    """A subprocess in its own process group that dies with the gateway (`gateway.jobs.orphans`); the
     document on stdin; the tail of its output kept."""
 
     def __init__(self, cfg: WorkerSettings, base_env: Mapping[str, str] | None = None) -> None:
@@ -171,7 +171,7 @@ class CommandLauncher:
                 start_new_session=True,
             )
         except OSError as exc:  # not found, not executable: retrying will not help
-            return AttemptResult(Verdict.TERMINAL, f"cannot start {self.cfg.command[0]!r}: {exc.strerror}")
+            return AttemptResult(AttemptOutcome.TERMINAL, f"cannot start {self.cfg.command[0]!r}: {exc.strerror}")
         out, err = Tail(), Tail()
         body = canonical_json(launch.document).encode("utf-8")
         try:
@@ -181,12 +181,12 @@ class CommandLauncher:
         except TimeoutError:
             await reap(proc)  # bounded: a wait that never returns would hold the job forever
             why = f"timed out after {self.cfg.timeout.total_seconds():g}s; process group killed"
-            return AttemptResult(Verdict.TRANSIENT, why, join_tails(out.text(), err.text()))
+            return AttemptResult(AttemptOutcome.TRANSIENT, why, join_tails(out.text(), err.text()))
         except BaseException:  # cancelled (shutdown): leave nothing running
             await reap(proc)
             raise
         verdict = classify_exit(returncode)
-        error = None if verdict is Verdict.SUCCEEDED else exit_error(returncode)
+        error = None if verdict is AttemptOutcome.SUCCEEDED else exit_error(returncode)
         return AttemptResult(verdict, error, join_tails(out.text(), err.text()))
 
     async def close(self) -> None:
@@ -209,7 +209,7 @@ class UrlLauncher:
         try:
             self._check_host()
         except PermissionError as exc:
-            return AttemptResult(Verdict.TERMINAL, str(exc))
+            return AttemptResult(AttemptOutcome.TERMINAL, str(exc))
         body = canonical_json(launch.document).encode("utf-8")
         headers = {
             "Content-Type": "application/json",
@@ -229,11 +229,11 @@ class UrlLauncher:
                 text = (await resp.read())[-TAIL_BYTES:].decode("utf-8", "replace")
                 status = resp.status
         except TimeoutError:
-            return AttemptResult(Verdict.TRANSIENT, f"timed out after {self.cfg.timeout.total_seconds():g}s")
+            return AttemptResult(AttemptOutcome.TRANSIENT, f"timed out after {self.cfg.timeout.total_seconds():g}s")
         except aiohttp.ClientError as exc:
-            return AttemptResult(Verdict.TRANSIENT, f"connection error: {type(exc).__name__}")
+            return AttemptResult(AttemptOutcome.TRANSIENT, f"connection error: {type(exc).__name__}")
         verdict = classify_http(status)
-        return AttemptResult(verdict, None if verdict is Verdict.SUCCEEDED else f"HTTP {status}", text or None)
+        return AttemptResult(verdict, None if verdict is AttemptOutcome.SUCCEEDED else f"HTTP {status}", text or None)
 
     async def close(self) -> None:
         if self._session is not None:

@@ -5,7 +5,7 @@ launches the same step again: two copies at once. The signal is set in the child
 `preexec_fn` (which runs Python between fork and exec and can deadlock in a threaded process):
 - our own Python children (the entrypoint pool) call `die_with_parent` first thing;
 - a `command` runs under `setpriv --pdeathsig KILL` (util-linux), or, where that is missing,
-  under `python -m gateway.orphans PARENT_PID cmd...`, which sets the signal and execs the command.
+  under `python -m gateway.jobs.orphans PARENT_PID cmd...`, which sets the signal and execs the command.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def guarded(argv: Sequence[str]) -> list[str]:
     return [sys.executable, "-m", "gateway.jobs.orphans", str(os.getpid()), *argv]
 
 
-def main() -> None:  # python -m gateway.orphans PARENT_PID cmd [args...]
+def main() -> None:  # python -m gateway.jobs.orphans PARENT_PID cmd [args...]
     if not die_with_parent(int(sys.argv[1])):
         os._exit(75)  # EX_TEMPFAIL: the gateway died while starting it; the job is retried
     os.execvp(sys.argv[2], sys.argv[2:])

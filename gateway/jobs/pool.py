@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from gateway.jobs.launch import AttemptResult, Launch, Verdict, exit_error, kill_group, reap
+from gateway.jobs.launch import AttemptOutcome, AttemptResult, Launch, exit_error, kill_group, reap
 from gateway.settings import WorkerSettings
 
 Proc = asyncio.subprocess.Process
@@ -29,7 +29,7 @@ class EntrypointPool:
             "-m",
             "gateway.jobs.pool_child",
             self.cfg.entrypoint,
-            str(os.getpid()),  # the child dies with this process (gateway.orphans)
+            str(os.getpid()),  # the child dies with this process (gateway.jobs.orphans)
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             start_new_session=True,
@@ -77,7 +77,7 @@ class EntrypointPool:
             kill_group(proc.pid)
             await proc.wait()
             return AttemptResult(
-                Verdict.TRANSIENT, f"pool process timed out after {self.cfg.timeout.total_seconds():g}s"
+                AttemptOutcome.TRANSIENT, f"pool process timed out after {self.cfg.timeout.total_seconds():g}s"
             )
         except (BrokenPipeError, ConnectionResetError):
             line = b""
@@ -86,9 +86,9 @@ class EntrypointPool:
             raise
         if not line:
             code = await proc.wait()
-            return AttemptResult(Verdict.TRANSIENT, f"pool process died ({exit_error(code)})")
+            return AttemptResult(AttemptOutcome.TRANSIENT, f"pool process died ({exit_error(code)})")
         reply = json.loads(line)
-        return AttemptResult(Verdict(reply["verdict"]), reply.get("error"), reply.get("output"))
+        return AttemptResult(AttemptOutcome(reply["verdict"]), reply.get("error"), reply.get("output"))
 
     async def close(self) -> None:
         for proc in list(self._live):

@@ -1,4 +1,4 @@
-"""One long-lived process of an `entrypoint` worker pool (run as `python -m gateway.pool_child
+"""One long-lived process of an `entrypoint` worker pool (run as `python -m gateway.jobs.pool_child
 pkg.mod:func`). It imports the function once, then serves requests, one JSON line each, on stdin;
 it answers one JSON line each on the original stdout (the function's own prints are captured and
 returned as the job's output tail).
@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from gateway.jobs.launch import TAIL_BYTES, Verdict, classify_exit, exit_error
+from gateway.jobs.launch import TAIL_BYTES, AttemptOutcome, classify_exit, exit_error
 from gateway.jobs.orphans import die_with_parent
 
 
@@ -36,7 +36,7 @@ def load(spec: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def _call(fn: Callable[..., Any], document: Any, loop: asyncio.AbstractEventLoop) -> tuple[Verdict, str | None]:
+def _call(fn: Callable[..., Any], document: Any, loop: asyncio.AbstractEventLoop) -> tuple[AttemptOutcome, str | None]:
     try:
         result = fn(document)
         if inspect.isawaitable(result):
@@ -44,11 +44,11 @@ def _call(fn: Callable[..., Any], document: Any, loop: asyncio.AbstractEventLoop
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         verdict = classify_exit(code)
-        return verdict, None if verdict is Verdict.SUCCEEDED else exit_error(code)
+        return verdict, None if verdict is AttemptOutcome.SUCCEEDED else exit_error(code)
     except Exception as exc:
-        verdict = Verdict.TRANSIENT if getattr(type(exc), "transient", False) else Verdict.TERMINAL
+        verdict = AttemptOutcome.TRANSIENT if getattr(type(exc), "transient", False) else AttemptOutcome.TERMINAL
         return verdict, f"{type(exc).__name__}: {exc}"[:500]
-    return Verdict.SUCCEEDED, None
+    return AttemptOutcome.SUCCEEDED, None
 
 
 def serve(fn: Callable[..., Any], requests: TextIO, replies: TextIO) -> None:

@@ -25,7 +25,7 @@ from gateway.core.models import JobStatus, NewEvent, ResumeJob
 from gateway.core.redact import Redactor
 from gateway.core.retry import backoff
 from gateway.core.versions import version_mismatch
-from gateway.jobs.launch import AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher, Verdict
+from gateway.jobs.launch import AttemptOutcome, AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher
 from gateway.jobs.pool import EntrypointPool
 from gateway.service import Service
 from gateway.settings import WorkerSettings
@@ -139,21 +139,21 @@ class WorkerRunner:
             await self._run(job)
         except Exception:
             log.exception("resume job %s crashed; it will be retried", job.id)
-            await self._record(job, None, AttemptResult(Verdict.TRANSIENT, "internal error"))
+            await self._record(job, None, AttemptResult(AttemptOutcome.TRANSIENT, "internal error"))
 
     async def _run(self, job: ResumeJob) -> None:
         approval = await self.store.get_approval(job.approval_id)
         cfg = self.service.settings.workers.get(job.worker)
         if approval is None or cfg is None:
             why = "approval not found" if approval is None else f"worker {job.worker!r} is not configured"
-            await self._record(job, cfg, AttemptResult(Verdict.TERMINAL, why))
+            await self._record(job, cfg, AttemptResult(AttemptOutcome.TERMINAL, why))
             return
         mismatch = version_mismatch(approval.code_version, cfg.name, cfg.accepts)
         if mismatch is not None:  # other code would resume it: not launched (retry after reconfiguring)
-            await self._record(job, cfg, AttemptResult(Verdict.TERMINAL, mismatch))
+            await self._record(job, cfg, AttemptResult(AttemptOutcome.TERMINAL, mismatch))
             return
         if job.attempts > cfg.max_attempts:  # its leases kept expiring: the runner crashed each time
-            await self._record(job, cfg, AttemptResult(Verdict.TERMINAL, "attempts exhausted (leases expired)"))
+            await self._record(job, cfg, AttemptResult(AttemptOutcome.TERMINAL, "attempts exhausted (leases expired)"))
             return
         now = self.clock.now()
         await self.store.append_events(
@@ -201,9 +201,9 @@ class WorkerRunner:
         now = self.clock.now()
         data: dict[str, object] = {"attempt": job.attempts, "worker": job.worker}
         retry_at = None
-        if result.verdict is Verdict.SUCCEEDED:
+        if result.verdict is AttemptOutcome.SUCCEEDED:
             status, kind = JobStatus.SUCCEEDED, EventKind.JOB_SUCCEEDED
-        elif result.verdict is Verdict.TRANSIENT and cfg is not None and job.attempts < cfg.max_attempts:
+        elif result.verdict is AttemptOutcome.TRANSIENT and cfg is not None and job.attempts < cfg.max_attempts:
             delay = backoff(job.attempts, base=cfg.retry_base.total_seconds(), cap=3600)
             retry_at = now + timedelta(seconds=delay)
             status, kind = JobStatus.QUEUED, EventKind.JOB_RETRYING

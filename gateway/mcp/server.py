@@ -5,7 +5,8 @@
 - `permission_prompt` is Claude Code's `--permission-prompt-tool`.
 
 A human's wait never lives inside one tool call for longer than the caller asked: progress does
-not reset an MCP client's read timeout (PROTOCOLS.md), so `request_approval` returns
+not reset an MCP client's read timeout (the MCP SDK's clients time out a request whatever
+its progress notifications), so `request_approval` returns
 `waiting_approval` with the id, and the agent calls `get_approval`, or the same
 `request_approval` again (the same request finds the same approval), and loses nothing.
 """

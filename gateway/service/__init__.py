@@ -5,16 +5,16 @@
 """
 
 from gateway.service.approvals import AlreadyDecided, Service, SuspendRequest, new_id
-from gateway.service.presses import Inbound, Press, PressResult, Reply, Verdict
+from gateway.service.presses import Inbound, Press, PressOutcome, PressResult, Reply
 
 __all__ = [
     "AlreadyDecided",
     "Inbound",
     "Press",
+    "PressOutcome",
     "PressResult",
     "Reply",
     "Service",
     "SuspendRequest",
-    "Verdict",
     "new_id",
 ]

@@ -38,7 +38,7 @@ from gateway.core.clock import Clock, iso
 from gateway.core.errors import CheckpointsDeleted
 from gateway.store import Store
 
-__all__ = ["AuditService", "Verdict", "verify_lines"]
+__all__ = ["AuditService", "ChainCheck", "verify_lines"]
 
 log = logging.getLogger("gateway.audit")
 _FOREVER = math.inf  # an `until` past every timestamp, even one a tamperer wrote (epoch seconds)
@@ -46,7 +46,7 @@ _CHUNK = 200  # approvals whose events are read (and checked, or exported) at a 
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class ChainCheck:
     problem: Break | None
     summary: str
     unsealed: int = 0  # events no checkpoint in scope seals: unbroken, not yet proven
@@ -116,7 +116,7 @@ class AuditService:
         since: float | None = None,
         public_key: Ed25519PublicKey | None = None,
         anchor: tuple[int, str] | None = None,
-    ) -> Verdict:
+    ) -> ChainCheck:
         """Every chain the range covers from its first event, their live heads (PostgreSQL) or the
         holes in the event ids (SQLite), the checkpoints taken since `since` (linked, their
         roots, signed by the key) and their leaves."""
@@ -143,7 +143,7 @@ class AuditService:
         missing = await self.store.audit_missing_event() if problem is None else None
         if missing is not None:
             problem = Break(None, None, f"event id {missing} (event ids have no holes)", "no such event")
-        return Verdict(problem, checker.summary())
+        return ChainCheck(problem, checker.summary())
 
     async def export(self, since: float | None = None, until: float | None = None) -> AsyncIterator[str]:
         """The export's lines (each ends with a newline), read a chunk of approvals at a time."""
@@ -196,7 +196,7 @@ def _line(value: dict[str, Any]) -> str:
 
 def verify_lines(
     lines: Iterable[str], public_key: Ed25519PublicKey | None, anchor: tuple[int, str] | None = None
-) -> Verdict:
+) -> ChainCheck:
     """An export checked with no database: the same checker, the checkpoint chain anchored at
     the export's first checkpoint (an export may start mid-way)."""
     checker = Checker(public_key=public_key, anchor=anchor)
@@ -211,20 +211,20 @@ def verify_lines(
                 header = True
             n += 1
     except UnicodeDecodeError:  # from reading the file, before the line is whole
-        return Verdict(Break(None, None, "a valid export line", f"line {n}: not UTF-8"), "unreadable")
+        return ChainCheck(Break(None, None, "a valid export line", f"line {n}: not UTF-8"), "unreadable")
     except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
-        return Verdict(Break(None, None, "a valid export line", f"line {n}: {exc}"), "unreadable")
+        return ChainCheck(Break(None, None, "a valid export line", f"line {n}: {exc}"), "unreadable")
     if not header:
-        return Verdict(Break(None, None, "a header first", "none"), "unreadable")
+        return ChainCheck(Break(None, None, "a header first", "none"), "unreadable")
     if public_key is None:
-        return Verdict(Break(None, None, "a public key", "none given"), "not checked")
+        return ChainCheck(Break(None, None, "a public key", "none given"), "not checked")
     for c in checkpoints:
         checker.expect_leaves(c)
     checker.checkpoint_chain(checkpoints)
     checker.seal_deadline()  # from the file's newest checkpoint, if any
     for approval_id, group in _by_approval(events):  # an export without `approval` lines checks no rows
         checker.approval(approval_id, group, row=rows.get(approval_id), rows=approval_id in rows)
-    return Verdict(checker.finish(), checker.summary(), checker.unsealed)
+    return ChainCheck(checker.finish(), checker.summary(), checker.unsealed)
 
 
 _Records = tuple[list[ChainEvent], list[Checkpoint], dict[str, RowState]]

@@ -3,7 +3,7 @@ de-duplicating an inbound delivery, and what a delivery learned about its card (
 too big, its chat moved).
 
 An adapter turns a platform payload into a `Press` or a `Reply`, calls one of these, and renders
-the `Verdict` as the platform's answer. It never reaches the store: the verdict is computed from
+the `PressOutcome` as the platform's answer. It never reaches the store: the verdict is computed from
 what was committed, so the presser is told the truth (the answer is sent after the commit).
 """
 
@@ -53,7 +53,7 @@ class PressResult(StrEnum):
     ASK = "ask"  # `may_ask_reason` / `may_edit`: go ahead and ask
     EDITED = "edited"  # this press changed the args: a new round of votes on them began
     EXTENDED = "extended"  # this press extended the deadline
-    INVALID = "invalid"  # refused, nothing changed: `Verdict.error` says why (a bad edit, a missing reason)
+    INVALID = "invalid"  # refused, nothing changed: `PressOutcome.error` says why (a bad edit, a missing reason)
     STALE = "stale"  # an approve drawn for args another approver changed since: refused, the card re-synced
 
 
@@ -116,7 +116,7 @@ class Reply:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class PressOutcome:
     """What a press did, from the committed state: `approval` is the approval after it."""
 
     result: PressResult
@@ -184,10 +184,10 @@ class Inbound:
         """The approval as it is now (e.g. to show it on a confirmation page)."""
         return await self._svc.store.get_approval(approval_id)
 
-    async def press(self, p: Press) -> Verdict:
+    async def press(self, p: Press) -> PressOutcome:
         approval = await self._svc.store.get_approval(p.approval_id)
         if approval is None:
-            return Verdict(PressResult.UNKNOWN)
+            return PressOutcome(PressResult.UNKNOWN)
         actor, denied = await self._check(approval, p)
         if denied is not None:  # a stranger's press adopts, closes or edits no card: only `denied`, bounded
             return denied
@@ -197,17 +197,17 @@ class Inbound:
             await self._close_copy(verdict.approval, p, recorded)
         return verdict
 
-    async def may_ask_reason(self, p: Press) -> Verdict:
+    async def may_ask_reason(self, p: Press) -> PressOutcome:
         """Whether the presser may be asked why they reject (before a form opens): ASK, or why not."""
         approval = await self._svc.store.get_approval(p.approval_id)
         if approval is None:
-            return Verdict(PressResult.UNKNOWN)
+            return PressOutcome(PressResult.UNKNOWN)
         _, denied = await self._check(approval, p)
         if denied is not None:
             return denied
         if approval.status.final:
-            return Verdict(PressResult.ALREADY_DECIDED, approval)
-        return Verdict(PressResult.ASK, approval)
+            return PressOutcome(PressResult.ALREADY_DECIDED, approval)
+        return PressOutcome(PressResult.ASK, approval)
 
     async def check(
         self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, Any] | None, comment: str | None
@@ -217,14 +217,14 @@ class Inbound:
         used up by a typo."""
         await self._svc.check_vote(approval, outcome, actor, args=args, comment=comment)
 
-    async def may_edit(self, p: Press) -> Verdict:
+    async def may_edit(self, p: Press) -> PressOutcome:
         """Whether the presser may edit the args (before a form or a link opens): ASK, or why not."""
         verdict = await self.may_ask_reason(p)
         if verdict.result is PressResult.ASK and verdict.approval is not None and not verdict.approval.editable:
-            return Verdict(PressResult.INVALID, verdict.approval, error="This approval does not allow edits")
+            return PressOutcome(PressResult.INVALID, verdict.approval, error="This approval does not allow edits")
         return verdict
 
-    async def edit_link(self, p: Press) -> tuple[Verdict, str | None]:
+    async def edit_link(self, p: Press) -> tuple[PressOutcome, str | None]:
         """A one-time link to the edit form for the presser (gateway.service.editlinks), once
         they may edit: (ASK, url), or the verdict saying why not (and no link)."""
         verdict = await self.may_edit(p)
@@ -235,23 +235,23 @@ class Inbound:
         link = editlinks.token(svc.signer, p.approval_id, actor, p.name, svc.clock.now())
         return verdict, editlinks.url(svc.settings.server.public_url, link)
 
-    async def extend(self, p: Press, duration: timedelta) -> Verdict:
+    async def extend(self, p: Press, duration: timedelta) -> PressOutcome:
         """An approver's '+1h' press: the deadline moves as the policy allows (INVALID beyond it)."""
         approval = await self._svc.store.get_approval(p.approval_id)
         if approval is None:
-            return Verdict(PressResult.UNKNOWN)
+            return PressOutcome(PressResult.UNKNOWN)
         actor, denied = await self._check(approval, p)
         if denied is not None:
             return denied
         try:
             after = await self._svc.extend(approval.id, duration, actor, channel=p.channel)
         except AlreadyDecided:
-            return Verdict(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+            return PressOutcome(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
         except Forbidden as exc:  # PolicyNotAllowed: beyond what the policy allows
-            return Verdict(PressResult.INVALID, approval, error=exc.message)
+            return PressOutcome(PressResult.INVALID, approval, error=exc.message)
         except Conflict:
-            return Verdict(PressResult.BUSY, approval)
-        return Verdict(PressResult.EXTENDED, after)
+            return PressOutcome(PressResult.BUSY, approval)
+        return PressOutcome(PressResult.EXTENDED, after)
 
     async def expect_reason(self, key: str, approval_id: str, actor: str, *, purpose: str = REASON_PURPOSE) -> None:
         """The gateway asked `actor` why they rejected, at `key`: their reply there, within
@@ -302,14 +302,14 @@ class Inbound:
         return await self._svc.store.move_card(approval_id, channel, old_ref, new_ref, now, [moved])
 
     # ---------------------------------------------------------------- the steps of a press
-    async def _check(self, approval: Approval, p: Press) -> tuple[str, Verdict | None]:
+    async def _check(self, approval: Approval, p: Press) -> tuple[str, PressOutcome | None]:
         """The presser's canonical identity, and a DENIED verdict if they may not decide (on the
         record as `denied`, at most DENIED_KEPT times per person; a redelivery is not recorded)."""
         try:
             actor = self._svc.identities.canonical(p.actor, "actor")
         except ValidationError:  # not an id of its kind: nobody may decide as it (and no record of it)
             log.warning("a press refused: %s is not a canonical identity", shown(p.actor))
-            return p.actor, Verdict(PressResult.DENIED, approval)
+            return p.actor, PressOutcome(PressResult.DENIED, approval)
         try:
             if p.outsider is not None:
                 raise NotAnApprover(f"{actor} may not decide here: {p.outsider}")
@@ -317,14 +317,14 @@ class Inbound:
         except (NotAnApprover, RequesterCannotDecide) as exc:
             if not p.redelivered:
                 await self._svc.record_denied(approval.id, actor, p.channel, exc.message)
-            return actor, Verdict(PressResult.DENIED, approval)
+            return actor, PressOutcome(PressResult.DENIED, approval)
         return actor, None
 
-    async def _vote(self, approval: Approval, actor: str, p: Press) -> Verdict:
+    async def _vote(self, approval: Approval, actor: str, p: Press) -> PressOutcome:
         if approval.status.final:
-            return Verdict(PressResult.ALREADY_DECIDED, approval)
+            return PressOutcome(PressResult.ALREADY_DECIDED, approval)
         if p.redelivered and any(v.approver == actor and v.outcome is p.outcome for v in approval.votes):
-            return Verdict(PressResult.DUPLICATE_VOTE, approval)  # its first delivery was committed
+            return PressOutcome(PressResult.DUPLICATE_VOTE, approval)  # its first delivery was committed
         try:
             after, event = await self._svc.vote(
                 approval.id,
@@ -337,16 +337,16 @@ class Inbound:
                 seen=p.seen or rounds.ORIGINAL,
             )
         except AlreadyDecided:  # lost the race: tell the truth about the winner
-            return Verdict(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+            return PressOutcome(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
         except StaleRound:  # drawn for args that changed since: nothing recorded, redraw that card
             current = await self._svc.store.get_approval(approval.id)
             await self._resync(current or approval, p)
-            return Verdict(PressResult.STALE, current or approval)
+            return PressOutcome(PressResult.STALE, current or approval)
         except ValidationError as exc:  # a bad edit, or a reject without the reason the policy requires
-            return Verdict(PressResult.INVALID, approval, error=exc.message)
+            return PressOutcome(PressResult.INVALID, approval, error=exc.message)
         except Conflict:
-            return Verdict(PressResult.BUSY, approval)
-        return Verdict(_RESULT.get(event, PressResult.ALREADY_DECIDED), after)
+            return PressOutcome(PressResult.BUSY, approval)
+        return PressOutcome(_RESULT.get(event, PressResult.ALREADY_DECIDED), after)
 
     async def _resync(self, approval: Approval, p: Press) -> None:
         """Redraw the card a stale approve came from, so that it shows the current args with a
@@ -410,8 +410,8 @@ __all__ = [
     "REJECT_PURPOSE",
     "Inbound",
     "Press",
+    "PressOutcome",
     "PressResult",
     "Reply",
-    "Verdict",
     "already_text",
 ]

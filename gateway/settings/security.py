@@ -29,7 +29,7 @@ class SecuritySettings:
     inline_policies: str = "restrict"  # restrict | deny | allow (gateway.core.policy_bounds)
 
     def principal_keys(self) -> list[tuple[Principal, str]]:
-        """Every key with its principal (gateway.core.principals.entries)."""
+        """Every key with its principal (gateway.core.principals.principal_entries)."""
         return principal_entries(self.agents, self.operators, self.api_keys, self.operator_keys)
 
     def principals(self) -> Principals:

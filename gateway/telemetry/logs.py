@@ -41,7 +41,7 @@ def escape_controls(text: str) -> str:
     return "".join(map(_escaped, text))
 
 
-class Redactor(logging.Filter):
+class SecretFilter(logging.Filter):
     """Masks configured secrets and anything shaped like a token in every record."""
 
     def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
@@ -71,9 +71,9 @@ class Redactor(logging.Filter):
 
 def setup_logging(
     level: str = "INFO", secrets: Iterable[str] = (), patterns: Iterable[str] = (), quiet: Iterable[str] = ()
-) -> Redactor:
+) -> SecretFilter:
     """`patterns`: more token shapes to mask; `quiet`: client libraries' loggers kept at WARNING."""
-    redactor = Redactor(secrets, patterns)
+    redactor = SecretFilter(secrets, patterns)
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-5s %(name)s [%(request_id)s] %(message)s"))
     handler.addFilter(redactor)

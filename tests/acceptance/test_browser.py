@@ -25,7 +25,7 @@ from tests.web.conftest import HASH, PASSWORD, journal
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 
 def _need_browser() -> None:

@@ -16,7 +16,7 @@ from tests.acceptance.test_browser import ARGS, AUTH, CHROMIUM
 from tests.acceptance.test_browser import gateway as gateway  # the serve subprocess fixture
 from tests.web.conftest import PASSWORD
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 SCHEMA = {
     "type": "object",
     "properties": {

@@ -12,6 +12,8 @@ import pytest
 from tests.conftest import suspend_body
 from tests.procs import AUTH, Gateway, call, free_port, write_config
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 
 @pytest.fixture
 def gateway(tmp_path: Path) -> Iterator[Gateway]:

@@ -25,7 +25,7 @@ from tests.slack.conftest import fake_slack as fake_slack  # the fake Slack, on 
 from tests.telegram.conftest import CHAT, SECRET, TOKEN
 from tests.telegram.conftest import tg_api as tg_api  # the fake Telegram, on loopback
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 FAKES = Path(__file__).parents[1] / "fakes"
 SCHEMA = {
     "type": "object",

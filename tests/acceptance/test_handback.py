@@ -31,7 +31,7 @@ from tests import pg
 from tests.fakes.effects import FakeEffects
 from tests.procs import AUTH, OPERATOR, Gateway, free_port, write_config
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 ROUNDS, STOPPED, JOBS = 6, 5, 3  # per round: STOPPED replicas, each deciding JOBS approvals
 SHUTDOWN = "0.5s"  # server.shutdown_timeout: the slow launches are cut, their jobs handed back
 HELD_FOR = 2.5  # seconds another transaction holds a claimed row after the SIGTERM

@@ -18,7 +18,7 @@ from tests.fakes.telegram_api import FakeTelegramAPI, callback_update
 from tests.procs import AUTH, Gateway, free_port, write_config
 from tests.web.conftest import HASH, PASSWORD
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 TOKEN, SECRET, CHAT, ALICE_TG = "123456:LIVE-token", "live_secret-0123456789", -1009876543210, 111
 
 

@@ -7,15 +7,16 @@ import re
 from pathlib import Path
 
 import aiohttp
+import pytest
 
-from gateway.telemetry.logs import Redactor
+from gateway.telemetry.logs import SecretFilter
 from gateway.testing import TEST_API_KEY, TEST_SECRET
 from tests.conftest import suspend_body
 from tests.procs import AUTH, Gateway, call, free_port, write_config
 
 
 def test_redactor_masks_tokens_and_bearer_credentials() -> None:
-    r = Redactor(["super-secret-value"])
+    r = SecretFilter(["super-secret-value"])
     record = logging.LogRecord(
         "x",
         logging.INFO,
@@ -35,6 +36,7 @@ def test_redactor_masks_tokens_and_bearer_credentials() -> None:
     assert text.count("[REDACTED]") == 3
 
 
+@pytest.mark.subprocess
 async def test_served_logs_carry_no_secret(tmp_path: Path) -> None:
     port = free_port()
     config = write_config(tmp_path / "gw.toml", f"sqlite:///{tmp_path / 'gw.db'}", port)
@@ -60,7 +62,7 @@ def test_a_newline_in_user_input_cannot_forge_a_log_line() -> None:
     """run_id, step, `by` and comments come from API callers: one event stays one line."""
     forged = "r1\n2030-01-01 12:00:00,000 INFO  gateway.service [-] approval x approved by telegram:111"
     record = logging.LogRecord("gateway.service", logging.INFO, __file__, 1, "suspended: run=%s", (forged,), None)
-    Redactor().filter(record)
+    SecretFilter().filter(record)
     text = record.getMessage()
     assert "\n" not in text and "\r" not in text
     assert "r1\\n2030-01-01" in text  # still readable, visibly escaped

@@ -25,7 +25,7 @@ import pytest
 from tests.docs.readme import ROOT, at_port, block, region
 from tests.procs import free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 VENV = Path(sys.executable).parent.parent
 
 

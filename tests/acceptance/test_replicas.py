@@ -82,7 +82,7 @@ from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_ac
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.procs import free_port, wait_ready
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 N_APPROVALS = 300
 SHORT = {1: "approve", 3: "reject"}  # i % 5 -> on_timeout of the 1 s policy (the short wave: 120)
 SHORT_PRESS = (0.0, 2.0)  # seconds after its suspend answered: around its 1 s deadline, whatever the load

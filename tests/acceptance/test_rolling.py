@@ -54,7 +54,7 @@ from tests.fakes.effects import FakeEffects
 
 __all__ = ["chats"]  # the fixture, shared with test_replicas
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 CHANNELS = ("web", f"slack:{SLACK_CHANNEL}")  # Slack finds a card whose post was cut short by a kill
 KINDS = {"api": 3, "token": 3, "cancel": 1, "slack": 3}
 SUSPEND_EVERY = 0.12  # seconds: ~8 suspends a second, a third of them with a 1 s deadline

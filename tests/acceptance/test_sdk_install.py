@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_ONLY = {"python-telegram-bot", "slack-sdk", "apscheduler", "jinja2", "prometheus-client", "asyncpg"}
 SERVER_ONLY |= {"hitl-gateway", "aiohttp-jinja2", "aiosqlite", "itsdangerous", "cryptography", "uvloop"}

@@ -17,7 +17,7 @@ import pytest
 
 from tests.procs import free_port, wait_ready, write_config
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 SHUTDOWN = 1.0  # server.shutdown_timeout
 
 

@@ -21,7 +21,7 @@ from gateway.testing import TEST_API_KEY, TEST_SECRET
 from tests.procs import free_port, wait_ready
 
 AUTH = {"Authorization": f"Bearer {TEST_API_KEY}"}
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 
 def write_config(tmp: Path, port: int) -> Path:

@@ -19,6 +19,8 @@ from tests.audit.conftest import SIGNING_KEY, Raw, decided
 from tests.conftest import AUTH, OPERATOR
 from tests.procs import run_cli, write_config
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 
 @pytest.fixture
 def db_url(tmp_path: Path) -> str:  # subprocesses: SQLite is enough (the store tests cover both)

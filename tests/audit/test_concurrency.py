@@ -36,6 +36,7 @@ async def decide(rt: Runtime, approval_id: str, actor: str) -> bool:
         return False
 
 
+@pytest.mark.subprocess
 async def test_fifty_concurrent_decisions(runtime: Runtime) -> None:
     ids = await suspend_many(runtime, 25, "c")
     # two operators on each approval at once (one wins), with checkpoints sealing in between
@@ -49,6 +50,7 @@ async def test_fifty_concurrent_decisions(runtime: Runtime) -> None:
     assert "of 25 approvals" in verdict.summary
 
 
+@pytest.mark.subprocess
 async def test_three_postgres_replicas(pg_url: str, settings_factory: Callable[..., Settings], store_url: str) -> None:
     if store_url.startswith("sqlite"):
         pytest.skip("replicas share a PostgreSQL database (the postgres variant runs it)")

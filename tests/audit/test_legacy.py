@@ -57,6 +57,7 @@ async def test_events_from_before_the_chain(tmp_path: Path, monkeypatch: pytest.
         await store.close()
 
 
+@pytest.mark.subprocess
 async def test_links_of_schema_versions_13_to_15_still_verify(tmp_path: Path) -> None:
     """Events hashed with `data` as the list's last string (schema 13 to 15) keep their hashes:
     new events extend their chain, and both verifiers (here and offline) accept either form,

@@ -33,6 +33,7 @@ async def export(runtime: Runtime, clock: FakeClock, tmp_path: Path) -> list[str
     return [line async for line in runtime.audit.export()]
 
 
+@pytest.mark.subprocess
 async def test_clean_export_is_accepted(runtime: Runtime, export: list[str], tmp_path: Path) -> None:
     key = runtime.audit.public_key
     assert key is not None
@@ -45,6 +46,7 @@ async def test_clean_export_is_accepted(runtime: Runtime, export: list[str], tmp
     assert f"newest checkpoint 2 of 2030-01-01T13:00:08Z (--anchor 2:{newest['hash']})" in verdict.summary
 
 
+@pytest.mark.subprocess
 async def test_changed_event_is_refused(runtime: Runtime, export: list[str], tmp_path: Path) -> None:
     key = runtime.audit.public_key
     assert key is not None
@@ -55,6 +57,7 @@ async def test_changed_event_is_refused(runtime: Runtime, export: list[str], tmp
     assert problem is not None and problem.seq == 3
 
 
+@pytest.mark.subprocess
 async def test_dropped_approval_and_forged_signature_are_refused(
     runtime: Runtime, export: list[str], tmp_path: Path
 ) -> None:
@@ -70,6 +73,7 @@ async def test_dropped_approval_and_forged_signature_are_refused(
     assert done.returncode == 1 and "bad signature" in done.stderr
 
 
+@pytest.mark.subprocess
 async def test_stripped_checkpoints_and_rewritten_chain_are_refused(
     runtime: Runtime, export: list[str], tmp_path: Path
 ) -> None:
@@ -89,6 +93,7 @@ async def test_stripped_checkpoints_and_rewritten_chain_are_refused(
     assert code == 3 and "audit trail unbroken, not proven" in out, out
 
 
+@pytest.mark.subprocess
 async def test_event_appended_after_a_sealed_head_is_refused(
     runtime: Runtime, export: list[str], tmp_path: Path
 ) -> None:
@@ -105,6 +110,7 @@ async def test_event_appended_after_a_sealed_head_is_refused(
     assert problem.found.startswith("not sealed")
 
 
+@pytest.mark.subprocess
 async def test_an_event_newer_than_every_checkpoint_is_reported_not_refused(
     runtime: Runtime, export: list[str], tmp_path: Path
 ) -> None:
@@ -118,6 +124,7 @@ async def test_an_event_newer_than_every_checkpoint_is_reported_not_refused(
     assert verdict.ok and "1 events not sealed yet" in verdict.summary, verdict
 
 
+@pytest.mark.subprocess
 async def test_a_rewrite_the_newest_checkpoint_sealed_is_not_proven_without_it(
     runtime: Runtime, export: list[str], tmp_path: Path
 ) -> None:
@@ -238,6 +245,7 @@ def _appended_before_since(lines: list[str]) -> list[str]:
         _appended_before_since,
     ],
 )
+@pytest.mark.subprocess
 async def test_the_second_reviews_forged_exports_are_refused(
     runtime: Runtime, export: list[str], tmp_path: Path, forge: Any
 ) -> None:
@@ -250,6 +258,7 @@ async def test_the_second_reviews_forged_exports_are_refused(
     assert not verdict.ok, verdict.summary
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("since", ["yesterday", [0]])
 async def test_a_since_that_is_no_number_is_refused_by_both(
     runtime: Runtime, export: list[str], tmp_path: Path, since: Any
@@ -283,6 +292,7 @@ def _first(lines: list[str], kind: str, **changes: Any) -> list[str]:
         ("checkpoint", {"seq": math.inf}, "infinity"),
     ],
 )
+@pytest.mark.subprocess
 async def test_a_malformed_line_is_named_not_a_traceback(
     runtime: Runtime, export: list[str], kind: str, changes: dict[str, Any], named: str
 ) -> None:
@@ -294,6 +304,7 @@ async def test_a_malformed_line_is_named_not_a_traceback(
     assert not verdict.ok and named in str(verdict.problem), verdict.problem
 
 
+@pytest.mark.subprocess
 async def test_a_file_too_deep_or_not_utf8_or_missing_is_named(
     runtime: Runtime, export: list[str], tmp_path: Path
 ) -> None:

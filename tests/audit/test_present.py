@@ -51,6 +51,7 @@ async def _flip(raw: Raw, victim: str) -> None:
     )
 
 
+@pytest.mark.subprocess
 async def test_deleted_checkpoints_and_a_flipped_decision_are_a_break(
     runtime: Runtime, clock: FakeClock, raw: Raw
 ) -> None:
@@ -65,6 +66,7 @@ async def test_deleted_checkpoints_and_a_flipped_decision_are_a_break(
     assert problem.expected == "sealed by a checkpoint (a running gateway seals within 60 s + 300 s)"
 
 
+@pytest.mark.subprocess
 async def test_deleted_newer_checkpoints_are_a_break_too(runtime: Runtime, clock: FakeClock, raw: Raw) -> None:
     """Only the checkpoints after the rewritten events deleted: an older one stays, dated
     before them, and the gateway was not restarted to re-seal them."""
@@ -113,6 +115,7 @@ async def test_a_gateway_sealing_on_schedule_never_trips_it(runtime: Runtime, cl
     assert verdict.ok and "not yet proven" in verdict.summary, verdict
 
 
+@pytest.mark.subprocess
 async def test_a_storm_dated_at_its_start_does_not_trip_it(runtime: Runtime, clock: FakeClock) -> None:
     """A timeout storm dates its events at its tick's start and commits them for minutes,
     with checkpoints in between: an event dated long ago, committed after the newest checkpoint,
@@ -135,6 +138,7 @@ async def _killed(settings: Settings, clock: FakeClock) -> None:
     await rt.stop()  # a runtime without loops (as a killed serve) leaves its events unsealed
 
 
+@pytest.mark.subprocess
 async def test_a_gateway_stopped_for_a_week_then_started_shows_no_break(settings: Settings, clock: FakeClock) -> None:
     """Killed with a minute unsealed; verified while stopped it is a break that says so (no
     gateway has run since: nothing can tell a deletion from it); the gateway seals at start,
@@ -157,6 +161,7 @@ async def test_a_gateway_stopped_for_a_week_then_started_shows_no_break(settings
         await started.stop()
 
 
+@pytest.mark.subprocess
 async def test_a_gateway_stopped_on_purpose_seals_before_it_exits(settings: Settings, clock: FakeClock) -> None:
     rt = Runtime(settings, clock=clock, owner="serve")
     await rt.start()
@@ -177,6 +182,7 @@ def unsigned(settings_factory: Callable[..., Settings]) -> Settings:
     return settings_factory(workers={"agent": {"command": ["true"]}})
 
 
+@pytest.mark.subprocess
 async def test_without_a_key_the_attack_is_only_not_yet_proven(unsigned: Settings, clock: FakeClock, raw: Raw) -> None:
     """Unsigned checkpoints prove nothing a tamperer cannot redo: no rule on them beyond the old
     one (older than checkpoint_every + SEAL_GRACE)."""

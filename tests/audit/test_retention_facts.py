@@ -20,6 +20,7 @@ from gateway.testing import FakeClock
 from tests.audit.conftest import decided
 
 
+@pytest.mark.subprocess
 async def test_retention_drops_raw_args_and_the_chain_holds(runtime: Runtime, clock: FakeClock) -> None:
     old = await decided(runtime, 2, clock)
     waiting, _ = await runtime.service.suspend(SuspendRequest(run_id="w", step="s", title="t", args={"iban": "x"}))

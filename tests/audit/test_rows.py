@@ -19,6 +19,8 @@ from gateway.service.audit import verify_lines
 from gateway.testing import FakeClock
 from tests.audit.conftest import SIGNING_KEY, Raw, decided
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 
 @pytest.fixture
 def settings(settings_factory: Callable[..., Settings]) -> Settings:

@@ -17,6 +17,8 @@ from gateway.testing import FakeClock
 from tests.audit.conftest import Raw, decided
 from tests.audit.offline import run_script, write
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 HOUR = 3600.0  # long after the gateway's minute timer would have sealed what it wrote
 
 

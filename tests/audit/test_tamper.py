@@ -11,6 +11,8 @@ from gateway.service.audit import verify_lines
 from gateway.testing import FakeClock
 from tests.audit.conftest import Raw, decided
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 
 async def test_clean_trail_verifies(runtime: Runtime, trail: list[str]) -> None:
     verdict = await runtime.audit.verify()

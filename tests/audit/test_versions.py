@@ -32,6 +32,7 @@ async def runtime_accepting(settings_factory: Callable[..., Settings], clock: Fa
     return rt
 
 
+@pytest.mark.subprocess
 async def test_match_runs_mismatch_fails_retry_after_reconfiguring_runs(
     settings_factory: Callable[..., Settings], clock: FakeClock
 ) -> None:

@@ -63,6 +63,7 @@ def _env(site: Path) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
 
 
+@pytest.mark.subprocess
 async def test_a_plugin_channel_serves_cards_presses_and_commands(tmp_path: Path) -> None:
     site = install_plugin(tmp_path / "site")
     cards = tmp_path / "cards.jsonl"

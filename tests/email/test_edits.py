@@ -3,6 +3,8 @@ reason shows the error on the page and does not use the link up; the mails show 
 
 from __future__ import annotations
 
+import pytest
+
 from gateway.core.models import Status
 from tests.email.conftest import ALICE, Mail
 from tests.fakes.smtp import links_of, text_of
@@ -11,6 +13,7 @@ from tests.helpers import table_counts
 SCHEMA = {"type": "object", "properties": {"amount": {"type": "integer", "minimum": 1, "maximum": 5000}}}
 
 
+@pytest.mark.subprocess
 async def test_the_link_page_edits_and_approves(mail: Mail) -> None:
     approval_id = await mail.suspend(channels=[f"email:{ALICE}"], args_schema=SCHEMA, editable=["amount"])
     await mail.rt.outbox.drain()

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from adapters.email import links as email_links
 from gateway.core.events import EventKind
 from gateway.core.models import Outcome, Status
 from tests.email.conftest import ALICE, BOB, Mail
 from tests.email.test_edits import SCHEMA
 from tests.fakes.smtp import links_of, text_of
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 EDITABLE = {"args_schema": SCHEMA, "editable": ["amount"], "policy": "pair"}
 BOTH = [f"email:{ALICE}", f"email:{BOB}"]

@@ -25,7 +25,7 @@ from tests.frameworks.conftest import StackFactory
 from tests.frameworks.stack import CHANNEL, Stack
 from tests.telegram.conftest import ALICE
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 
 def _prompt(text: str) -> Any:

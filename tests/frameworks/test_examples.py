@@ -17,7 +17,7 @@ from tests.frameworks.conftest import StackFactory
 from tests.frameworks.stack import Stack
 from tests.telegram.conftest import ALICE
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 REJECTED = f"Rejected by telegram:{ALICE}"
 
 

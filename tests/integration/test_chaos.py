@@ -11,12 +11,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.core.models import JobStatus, Outcome
 from gateway.sdk import DurableRun, Suspended
 from gateway.testing import FakeClock
 from tests.conftest import TEST_AGENT
 from tests.integration.gateway_fixture import API_KEY, start_env
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 TRIALS = 30
 KILLS_PER_RUN = 2  # the first two attempts of each run are killed at a random moment

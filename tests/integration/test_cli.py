@@ -13,6 +13,8 @@ import pytest
 from gateway.testing import TEST_API_KEY, TEST_SECRET
 from tests.procs import write_config
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}

@@ -16,6 +16,8 @@ from gateway.testing import FakeClock
 from tests.conftest import AUTH, OPERATOR, suspend_body
 from tests.helpers import table_counts
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 SCHEMA = {
     "type": "object",
     "properties": {"amount": {"type": "integer", "minimum": 1, "maximum": 5000}, "email": {"type": "string"}},

@@ -20,6 +20,8 @@ from gateway.testing import TEST_SECRET
 from tests.integration.test_cli import run
 from tests.procs import free_port, write_config
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:

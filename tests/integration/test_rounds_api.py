@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gateway.core.keys import args_hash
 from gateway.core.models import Outcome
 from gateway.http.keys import RUNTIME
@@ -13,6 +15,8 @@ from gateway.runtime import Runtime
 from tests.conftest import AUTH
 from tests.helpers import table_counts
 from tests.integration.test_edits_api import ARGS, api, decide, suspend
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 __all__ = ["api"]  # the fixture
 

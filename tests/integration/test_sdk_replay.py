@@ -16,6 +16,8 @@ from gateway.testing import TEST_OPERATOR_KEY, FakeClock
 from tests.conftest import TEST_AGENT
 from tests.integration.gateway_fixture import API_KEY, start_env, started_invoice
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 
 async def test_steps_before_the_approval_run_exactly_once(
     aiohttp_server: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path

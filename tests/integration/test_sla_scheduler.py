@@ -118,6 +118,7 @@ async def test_escalation_syncs_cards_then_decides_after_escalation(rt: Runtime,
     assert await kinds(rt, a.id) == ["suspended", "card_posted", "escalated", "timed_out", "job_queued"]
 
 
+@pytest.mark.subprocess
 async def test_deadlines_passed_while_down_fire_at_start(sla_settings: Settings, clock: FakeClock) -> None:
     first = Runtime(sla_settings, clock=clock, owner="before")
     await first.start(background=False)

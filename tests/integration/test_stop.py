@@ -54,6 +54,7 @@ async def test_a_stopping_runtime_is_not_ready(settings_factory: Callable[..., A
         await rt.stop()
 
 
+@pytest.mark.subprocess
 async def test_a_running_job_finishes_within_the_shutdown_timeout(
     settings_factory: Callable[..., Any], clock: FakeClock
 ) -> None:
@@ -63,6 +64,7 @@ async def test_a_running_job_finishes_within_the_shutdown_timeout(
     assert (job.status, job.attempts) == (JobStatus.SUCCEEDED, 1)
 
 
+@pytest.mark.subprocess
 async def test_a_job_longer_than_the_shutdown_timeout_is_cut_and_handed_back(
     settings_factory: Callable[..., Any], clock: FakeClock
 ) -> None:

@@ -62,6 +62,7 @@ def runs(out: Path, approval: Approval) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(out.glob(f"{approval.id}.*.json"))]
 
 
+@pytest.mark.subprocess
 async def test_command_worker_gets_document_env_and_output_is_kept_redacted(make_rt: MakeRt, tmp_path: Path) -> None:
     rt = await make_rt(agent=cmd("ok", tmp_path))
     approval = await decided(rt, "agent")
@@ -81,6 +82,7 @@ async def test_command_worker_gets_document_env_and_output_is_kept_redacted(make
     assert await kinds(rt, approval) == ["job_queued", "job_started", "job_succeeded"]
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("outcome", ["reject", "cancel", "timeout"])
 async def test_every_outcome_resumes_the_run(make_rt: MakeRt, tmp_path: Path, clock: FakeClock, outcome: str) -> None:
     rt = await make_rt(agent=cmd("ok", tmp_path))
@@ -104,6 +106,7 @@ async def test_every_outcome_resumes_the_run(make_rt: MakeRt, tmp_path: Path, cl
 @pytest.mark.parametrize(
     ("mode", "error"), [("tempfail", "exit status 75"), ("signal", "killed by SIGKILL")], ids=["exit75", "signal"]
 )
+@pytest.mark.subprocess
 async def test_transient_failures_retry_with_backoff_then_fail(
     make_rt: MakeRt, tmp_path: Path, clock: FakeClock, mode: str, error: str
 ) -> None:
@@ -128,6 +131,7 @@ async def test_transient_failures_retry_with_backoff_then_fail(
     assert len(runs(tmp_path, approval)) == 3
 
 
+@pytest.mark.subprocess
 async def test_terminal_exit_fails_at_once(make_rt: MakeRt, tmp_path: Path) -> None:
     rt = await make_rt(agent=cmd("fail", tmp_path))
     approval = await decided(rt, "agent")
@@ -151,6 +155,7 @@ async def test_missing_command_is_terminal(make_rt: MakeRt, tmp_path: Path) -> N
     assert failed.status is JobStatus.FAILED and "cannot start" in (failed.last_error or "")
 
 
+@pytest.mark.subprocess
 async def test_timeout_kills_the_whole_process_group(make_rt: MakeRt, tmp_path: Path) -> None:
     rt = await make_rt(agent=cmd("hang", tmp_path, timeout="1500ms"))
     approval = await decided(rt, "agent")
@@ -164,6 +169,7 @@ async def test_timeout_kills_the_whole_process_group(make_rt: MakeRt, tmp_path: 
             await asyncio.sleep(0.05)
 
 
+@pytest.mark.subprocess
 async def test_failed_jobs_are_listed_and_retried_over_http(
     settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path, aiohttp_client: Any
 ) -> None:
@@ -192,6 +198,7 @@ async def test_failed_jobs_are_listed_and_retried_over_http(
     assert "job_requeued" in await kinds(rt, approval)
 
 
+@pytest.mark.subprocess
 async def test_background_loop_runs_jobs_side_by_side(make_rt: MakeRt, tmp_path: Path) -> None:
     slow = {"command": [sys.executable, "-c", "import time; time.sleep(3)"], "timeout": "20s"}
     rt = await make_rt(slow=slow, fast=cmd("ok", tmp_path))
@@ -221,6 +228,7 @@ class _Attempts(Observer):
         self.seen.append((worker, result, seconds))
 
 
+@pytest.mark.subprocess
 async def test_each_attempt_reaches_the_observers(make_rt: MakeRt, tmp_path: Path) -> None:
     rt = await make_rt(agent=cmd("ok", tmp_path), flaky=cmd("fail", tmp_path))
     seen = rt.observers.add(_Attempts()).seen
@@ -231,6 +239,7 @@ async def test_each_attempt_reaches_the_observers(make_rt: MakeRt, tmp_path: Pat
     assert all(s >= 0 for _, _, s in seen)
 
 
+@pytest.mark.subprocess
 async def test_the_lease_is_held_until_the_result_is_recorded(
     settings_factory: Callable[..., Any], clock: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,6 +22,8 @@ from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 FAKES = Path(__file__).parents[1] / "fakes"
 
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import web
 
 from gateway.core.models import JobStatus, Outcome
@@ -32,6 +33,7 @@ def keys(out: Path, approval_id: str) -> list[str]:
     return found
 
 
+@pytest.mark.subprocess
 async def test_every_launch_of_a_job_gets_the_same_key(make_rt: MakeRt, tmp_path: Path, clock: FakeClock) -> None:
     rt = await make_rt(agent=cmd("flaky", tmp_path))  # transient on the first attempt, then fine
     approval = await decided(rt, "agent")
@@ -47,6 +49,7 @@ async def test_every_launch_of_a_job_gets_the_same_key(make_rt: MakeRt, tmp_path
     assert token not in first and first not in token
 
 
+@pytest.mark.subprocess
 async def test_a_restarted_gateway_launches_with_the_same_key(
     make_rt: MakeRt, settings_factory: Any, tmp_path: Path, clock: FakeClock
 ) -> None:
@@ -68,6 +71,7 @@ async def test_a_restarted_gateway_launches_with_the_same_key(
     assert first == second
 
 
+@pytest.mark.subprocess
 async def test_an_edit_of_the_approved_args_changes_the_key(make_rt: MakeRt, tmp_path: Path) -> None:
     rt = await make_rt(agent=cmd("ok", tmp_path))
     as_asked = await decided(rt, "agent")
@@ -111,6 +115,7 @@ async def test_a_url_worker_gets_the_key_as_a_header_and_in_the_body(
     assert body["approval"]["id"] == approval.id
 
 
+@pytest.mark.subprocess
 async def test_an_entrypoint_gets_the_key_in_its_environment_and_its_document(make_rt: MakeRt, tmp_path: Path) -> None:
     rt = await make_rt(pool=entry())
     approval = await decided(rt, "pool", state={"out": str(tmp_path)})

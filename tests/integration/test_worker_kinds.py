@@ -28,6 +28,7 @@ def log_lines(out: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (out / "entry.log").read_text().splitlines()]
 
 
+@pytest.mark.subprocess
 async def test_entrypoint_pool_imports_once_and_serves_many(make_rt: MakeRt, tmp_path: Path) -> None:
     rt = await make_rt(pool=entry())
     approvals = [await decided(rt, "pool", state={"out": str(tmp_path)}) for _ in range(3)]
@@ -48,6 +49,7 @@ async def test_entrypoint_pool_imports_once_and_serves_many(make_rt: MakeRt, tmp
         ("boom", JobStatus.FAILED, "ValueError: bad input from [redacted:email]"),
     ],
 )
+@pytest.mark.subprocess
 async def test_entrypoint_outcomes(make_rt: MakeRt, tmp_path: Path, mode: str, status: JobStatus, error: str) -> None:
     rt = await make_rt(pool=entry())
     bad = await decided(rt, "pool", state={"out": str(tmp_path), "mode": mode})
@@ -58,6 +60,7 @@ async def test_entrypoint_outcomes(make_rt: MakeRt, tmp_path: Path, mode: str, s
     assert (await job(rt, good)).status is JobStatus.SUCCEEDED  # the pool replaced a dead process
 
 
+@pytest.mark.subprocess
 async def test_entrypoint_timeout_kills_the_pool_process(make_rt: MakeRt, tmp_path: Path) -> None:
     # a generous timeout for the step that must succeed: the pool process's start and import count
     # towards it, and took over 1 s on a loaded 2-core host (a flaky QUEUED)

@@ -20,7 +20,7 @@ import pytest
 from tests.fakes.anthropic_api import FakeAnthropicAPI, MessagesRequest, Reply, claude_cli, claude_env, say, use
 from tests.mcp.conftest import Stack, approval_server
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 
 async def run_claude(stack: Stack, api: FakeAnthropicAPI, workdir: Path, prompt: str) -> dict[str, Any]:

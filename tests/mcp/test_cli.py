@@ -29,6 +29,7 @@ def run(
     return subprocess.run(command, cwd=cwd, env=base | (env or {}), capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("command", [["mcp"], ["mcp-gate", "--require-approval", "x", "--", "srv"]])
 def test_without_the_extra_one_line_names_it_and_exit_2(tmp_path: Path, command: list[str]) -> None:
     out = run(*command, cwd=tmp_path, env={"HITL_API_KEY": "k" * 20}, code=WITHOUT_EXTRA)
@@ -38,6 +39,7 @@ def test_without_the_extra_one_line_names_it_and_exit_2(tmp_path: Path, command:
     ]
 
 
+@pytest.mark.subprocess
 def test_the_core_gateway_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
     config = write_config(tmp_path / "gw.toml", f"sqlite:///{tmp_path / 'gw.db'}", 8099)
     probe = (
@@ -72,6 +74,7 @@ def test_the_core_gateway_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
         ),
     ],
 )
+@pytest.mark.subprocess
 def test_start_up_problems_are_one_line_and_exit_2(
     tmp_path: Path, args: list[str], env: dict[str, str], says: str
 ) -> None:
@@ -81,6 +84,7 @@ def test_start_up_problems_are_one_line_and_exit_2(
     assert says in line, line
 
 
+@pytest.mark.subprocess
 def test_agent_side_commands_need_none_of_the_gateways_secrets(tmp_path: Path) -> None:
     """An agent's machine has no [security] section: `mcp` must still start (it only reads
     [server] public_url, [mcp] and [mcp_gate]); `serve` on the same file still refuses."""
@@ -92,6 +96,7 @@ def test_agent_side_commands_need_none_of_the_gateways_secrets(tmp_path: Path) -
     assert out.returncode == 2 and "security.secret_keys" in out.stderr
 
 
+@pytest.mark.subprocess
 def test_mcp_sections_load_from_file_and_env_and_secrets_stay_masked(tmp_path: Path) -> None:
     config = write_config(
         tmp_path / "gw.toml",

@@ -14,7 +14,7 @@ import pytest
 
 from tests.mcp.conftest import Stack, approval_server, mcp_session, payload
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 PAY = {"title": "Pay supplier", "args": {"iban": "DE02 1203 0000 0000 2020 51", "amount": 990}, "run_id": "inv-9"}
 
 

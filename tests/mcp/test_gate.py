@@ -31,7 +31,7 @@ from tests.mcp.conftest import (
 )
 from tests.procs import free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 
 async def test_a_gated_tool_runs_once_after_approval_and_a_retry_gets_the_journaled_result(stack: Stack) -> None:

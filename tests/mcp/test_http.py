@@ -13,7 +13,7 @@ from gateway.testing import TEST_API_KEY
 from tests.mcp.conftest import CHANNEL, UPSTREAM, Stack, error_text, mcp_command, payload, serve
 from tests.mcp.conftest import http_client as client
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 STRANGER = "not-a-key-of-this-gateway-000"
 
 

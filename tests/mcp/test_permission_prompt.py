@@ -25,7 +25,7 @@ from tests.mcp.conftest import Stack, approval_server, eventually, mcp_session
 from tests.procs import free_port
 from tests.telegram.conftest import CHAT
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 BASH = {"command": "rm -rf ./build", "description": "Clean the build directory"}
 
 

@@ -20,7 +20,7 @@ from tests.mcp.conftest import (
     payload,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 CHARGE = {"title": "Charge ACME $42", "summary": "Monthly invoice", "args": {"amount": 4200, "currency": "USD"}}
 
 

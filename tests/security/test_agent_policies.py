@@ -15,6 +15,8 @@ import pytest
 from tests.procs import Gateway
 from tests.security.conftest import ALICE, BILLING, Launch, call, db_counts, suspend_body
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 PAYROLL_KEY = "agent-payroll-key-0123456789abcdef"
 PAYROLL = {"Authorization": f"Bearer {PAYROLL_KEY}"}
 POLICIES = """

@@ -22,7 +22,7 @@ from gateway.http.web.auth import hash_password
 from tests.procs import AUTH
 from tests.security.channel_support import CHAT, PASSWORD, Config, Stack, stack_of, telegram_section, web_section
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 SELF = 424242  # the agent's own Telegram account
 INFO_ONLY = "nobody decides on this channel"  # what such a card says instead of buttons
 # e-mail with no approvers; the agent's own address is an open destination (for information)

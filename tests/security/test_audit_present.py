@@ -18,9 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from tests.audit.conftest import SIGNING_KEY, Raw
 from tests.procs import AUTH, OPERATOR, Gateway, free_port, run_cli, write_config
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 MINUTES = 600.0  # past checkpoint_every (1m) + SEALER_GRACE (5m), within the old 1m + 15m
 WEEK = 7 * 86400.0

@@ -29,7 +29,7 @@ from tests.security.channel_support import (
     until,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 HOSTILE = "<!channel> <https://evil.example|click> & <@U0ADMIN>"
 RAW = ("<!channel>", "<https://evil", "<@U0ADMIN>", "& <")
 

@@ -6,9 +6,12 @@ on either (the step is decided), not as a bearer key; another agent's replay get
 from __future__ import annotations
 
 import aiohttp
+import pytest
 
 from tests.procs import Gateway
 from tests.security.conftest import ALICE, BILLING, MAIL, Launch, call, db_counts, suspend_body
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 
 async def _decided_then_replayed(http: aiohttp.ClientSession, gateway: Gateway, run_id: str) -> tuple[dict, dict]:

@@ -23,7 +23,7 @@ from tests.fakes.smtp import Inbox
 from tests.security.channel_support import fakes
 from tests.security.conftest import ALICE, BILLING, MAIL, Launch, call, db_counts, suspend_body
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 OPEN_CHAT, BILLING_CHAT, CLOSED_CHAT = -1001, -1002, -1003
 VICTIM = "victim@elsewhere.example"
 

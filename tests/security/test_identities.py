@@ -31,7 +31,7 @@ from tests.security.channel_support import (
     web_section,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 ALICE_TG, BOB_TG = 111, 222
 
 # Spellings that all mean web user alice (or her Telegram account 111), never somebody else.

@@ -17,6 +17,8 @@ import pytest
 from tests.procs import Gateway
 from tests.security.conftest import ALICE, BILLING, Launch, call, db_counts, suspend_body
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 POLICIES = """
 [policies.default]
 timeout = "30m"

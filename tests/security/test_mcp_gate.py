@@ -35,7 +35,7 @@ from tests.mcp.conftest import http_client as http_client
 from tests.mcp.conftest import stack as stack  # a real gateway with the fake Telegram behind it
 from tests.mcp.conftest import tg_api as tg_api
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 AGENT = {"Authorization": f"Bearer {TEST_API_KEY}"}
 TRANSFER = {"to": "mallory", "amount": 9999}
 APPROVER = ("--approver", "telegram:111")  # the gate's own choice of who decides

@@ -24,6 +24,8 @@ from gateway.core.depth import MAX_DEPTH
 from tests.procs import Gateway
 from tests.security.conftest import ALICE_KEY, BILLING_KEY, CHATS, SLACK_SECRET, TG_SECRET, make_launcher
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 Body = tuple[str, str, bytes, dict[str, str]]  # method, path, body, headers
 
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 
 import aiohttp
+import pytest
 
 from tests.security.conftest import ALICE, BILLING, LEGACY, Launch, browser, call, db_counts, sign_in, suspend_body
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 ACTIONS = (
     ("decision", {"outcome": "approve", "by": "slack:U111"}),

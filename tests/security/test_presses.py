@@ -20,7 +20,7 @@ import pytest
 from gateway.core.models import Outcome
 from tests.security.channel_support import CHAT, Stack, stack_of, telegram_section
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 ALICE, BOB, MALLORY = 111, 222, 666
 RACES = 100
 KEPT = 5  # denied events kept per person and approval

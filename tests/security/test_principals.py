@@ -11,10 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import pytest
 
 from gateway.core.principals import derived_name
 from tests.procs import Gateway
 from tests.security.conftest import ALICE, BILLING, LEGACY, LEGACY_KEY, MAIL, call, db_counts, suspend_body
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 STEP = {
     "status": "succeeded",

@@ -18,6 +18,8 @@ import pytest
 from tests.procs import Gateway
 from tests.security.conftest import BILLING, CHATS, Launch, call, db_counts, make_launcher, suspend_body
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 BOT = 'base_url = "http://127.0.0.1:9/bot"'  # Telegram's section: its approver and its chat follow
 EXTRA = (
     CHATS.replace(BOT, f"{BOT}\napprovers = [111]\nchats = [-100123]")

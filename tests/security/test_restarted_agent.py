@@ -9,11 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.sdk import DurableRun, GatewayClient
 from gateway.testing import TEST_OPERATOR_KEY, FakeClock
 from tests.conftest import TEST_AGENT
 from tests.integration.gateway_fixture import API_KEY, start_env, started_invoice
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 
 async def test_an_agent_restarted_after_an_edited_approve_runs_the_raw_args_not_the_redacted_view(

@@ -5,9 +5,12 @@ stores nothing (the stale-round attack on presses is in tests/{telegram,slack,em
 from __future__ import annotations
 
 import aiohttp
+import pytest
 
 from tests.procs import Gateway
 from tests.security.conftest import BILLING, LEGACY, call, db_counts, suspend_body
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 EDITED = {"amount": 1}
 

@@ -28,6 +28,8 @@ from tests.mcp.conftest import tg_api as tg_api
 from tests.procs import Gateway, free_port
 from tests.security.conftest import ALICE, BILLING, call, db_counts, db_path, suspend_body
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 HEALTHZ_WITHIN = 1.0
 ANSWER_WITHIN = 8.0  # far under what any of these attacks took on a gateway that ran them
 
@@ -231,7 +233,7 @@ async def test_an_edit_never_fetches_a_schema_stored_before_these_checks(gateway
     assert tarpit.connections == 0
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 async def test_mcp_request_approval_goes_through_the_same_checks(stack: Stack) -> None:
     """`hitl-gateway mcp` posts the agent's schema to the gateway: the same refusals, told as a
     tool error, through the MCP SDK's real client."""

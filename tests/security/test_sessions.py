@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.security.conftest import HASH, Launch, browser, sign_in
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 
 async def _inbox_status(base: str, cookie: str) -> int:

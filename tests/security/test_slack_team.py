@@ -22,7 +22,7 @@ from adapters.slack.parse import make_ref
 from tests.fakes.slack_api import TEAM_ID, block_actions, signed
 from tests.security.channel_support import SIGNER, SLACK_CHANNEL, Stack, slack_section, stack_of, until
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 APPROVER = "U222"
 OTHER = "T0OTHER"
 KEPT = 5

@@ -11,9 +11,12 @@ import json
 import time
 
 import aiohttp
+import pytest
 
 from tests.procs import Gateway
 from tests.security.conftest import BILLING_KEY, CHATS, TG_SECRET, Launch, suspend_body
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 HEAD = b"POST /v1/suspend HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 

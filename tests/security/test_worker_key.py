@@ -13,10 +13,13 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from gateway.core.effects import effect_key
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
 from tests.security.conftest import ALICE, BILLING, SECRET, Launch, call, suspend_body
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 FAKES = Path(__file__).parents[1] / "fakes"
 

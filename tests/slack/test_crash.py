@@ -29,7 +29,7 @@ from tests.fakes.slack_socket import APP_TOKEN
 from tests.procs import free_port, wait_ready
 from tests.slack.conftest import CARDS, PATH, slack_section
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from gateway.core.models import Status
 from tests.fakes.slack_api import block_actions, edit_submission, view_submission
 from tests.helpers import table_counts
@@ -30,6 +32,7 @@ async def _modal(slack: SlackEnv, aid: str) -> dict[str, Any]:
     return view if isinstance(view, dict) else dict(json.loads(view))
 
 
+@pytest.mark.subprocess
 async def test_the_modal_has_one_input_per_editable_field(slack: SlackEnv) -> None:
     aid = await slack.suspend(**EDITABLE)
     await slack.posted(aid)
@@ -44,6 +47,7 @@ async def test_the_modal_has_one_input_per_editable_field(slack: SlackEnv) -> No
     assert "arg:other" not in inputs
 
 
+@pytest.mark.subprocess
 async def test_an_invalid_value_is_shown_in_the_modal_and_changes_nothing(slack: SlackEnv) -> None:
     aid = await slack.suspend(**EDITABLE)
     await slack.posted(aid)
@@ -57,6 +61,7 @@ async def test_an_invalid_value_is_shown_in_the_modal_and_changes_nothing(slack:
     assert await table_counts(slack.rt) == before
 
 
+@pytest.mark.subprocess
 async def test_a_valid_submission_approves_with_the_change_shown_on_the_card(slack: SlackEnv) -> None:
     aid = await slack.suspend(**EDITABLE)
     await slack.posted(aid)

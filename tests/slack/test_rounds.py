@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from gateway.core.events import EventKind
 from gateway.core.models import Status
 from tests.fakes.slack_api import block_actions, edit_submission
 from tests.slack.conftest import SlackEnv
 from tests.slack.test_edits import EDITABLE, _modal
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 STALE = "The arguments changed: look at the updated card."
 

@@ -21,7 +21,7 @@ from gateway.core.models import Status
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.service import presses
-from gateway.telemetry.logs import Redactor
+from gateway.telemetry.logs import SecretFilter
 from gateway.testing import FakeClock
 from tests.fakes.slack_api import FakeSlack, block_actions, edit_submission, view_submission
 from tests.fakes.slack_socket import APP_TOKEN
@@ -225,7 +225,7 @@ async def test_closing_lets_an_envelope_being_decided_commit_and_be_acked(
     started, release = asyncio.Event(), asyncio.Event()
     press = gw.rt.inbound.press
 
-    async def slow_press(p: presses.Press) -> presses.Verdict:  # a slow commit, at shutdown
+    async def slow_press(p: presses.Press) -> presses.PressOutcome:  # a slow commit, at shutdown
         started.set()
         await release.wait()
         return await press(p)
@@ -259,11 +259,12 @@ def test_an_app_token_must_be_one() -> None:
 
 
 def test_app_tokens_are_masked_in_logs() -> None:
-    line = Redactor(patterns=SPEC.secret_patterns).redact(f"connecting with {APP_TOKEN}")
+    line = SecretFilter(patterns=SPEC.secret_patterns).redact(f"connecting with {APP_TOKEN}")
     assert APP_TOKEN not in line and "xapp-[REDACTED]" in line
     assert "app_token" in SPEC.secrets
 
 
+@pytest.mark.subprocess
 async def test_the_edit_modal_over_socket_mode(gw: Gateway) -> None:
     """The Edit & approve modal goes through the same handler: errors in the ack, then approval."""
     schema = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 5000}}}

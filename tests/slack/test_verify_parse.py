@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from adapters.slack.parse import BadPayload, Ignored, Press, Submission, check_ref, make_ref, parse
+from adapters.slack.parse import BadPayload, Ignored, SlackPress, Submission, check_ref, make_ref, parse
 from adapters.slack.verify import is_valid, sign
 from gateway.core.tokens import TokenSigner
 from gateway.testing import TEST_SECRET
@@ -70,7 +70,7 @@ def test_parse_press_and_submission() -> None:
     signer = TokenSigner([TEST_SECRET])
     ref = make_ref(signer, "appr1")
     press = parse(_form(block_actions("U1", f"hitl:approve:{ref}", ref, response_url="https://x/y")), signer)
-    assert press == Press(
+    assert press == SlackPress(
         "approve", "appr1", "U1", "C0CARDS", "1700000001.000001", "https://x/y", "trig-123", teams=(TEAM_ID,)
     )
     meta = json.dumps({"ref": ref, "channel": "C0CARDS"})

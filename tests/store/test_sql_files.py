@@ -117,7 +117,7 @@ def test_migrations_are_files_with_both_dialects() -> None:
     assert [m.version for m in MIGRATIONS] == sorted({int(f[:4]) for f in files})
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_an_installed_wheel_finds_its_sql_files(tmp_path: Path) -> None:
     """Build the wheel from a copy of the tree, install it into a bare directory, and load every
     query and migration from there in a fresh interpreter run outside the checkout."""

@@ -55,6 +55,7 @@ def test_read_update_ignores_plain_messages() -> None:
     assert parse.read_update(Update.de_json(plain, None)) is None
 
 
+@pytest.mark.subprocess
 async def test_cli_commands_never_log_the_bot_token(tmp_path: Path, tg_api: FakeTelegramAPI) -> None:
     """python-telegram-bot puts the token in its 'rejected by the server' message; every
     command, not only `serve`, must log through the redacting handler."""

@@ -27,7 +27,7 @@ from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.procs import AUTH, Gateway, free_port, run_cli, write_config
 from tests.telegram.conftest import ALICE, CHAT, HEADERS, SECRET, TG, TOKEN
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 
 
 def _gateway(tmp_path: Path, tg_api: FakeTelegramAPI, extra: str = "", env: dict[str, str] | None = None) -> Gateway:

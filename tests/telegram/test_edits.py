@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from gateway.core.models import Status
 from gateway.service import editlinks
 from tests.telegram.conftest import ALICE, BOB, CHAT, MALLORY, TG
@@ -26,6 +28,7 @@ def _link(tg: TG) -> str:
     return found.group(1)
 
 
+@pytest.mark.subprocess
 async def test_edit_sends_a_private_link_and_the_form_approves_with_the_change(tg: TG) -> None:
     approval_id, mid = await tg.posted(**EDITABLE)
     assert "✏️ Edit" in tg.buttons(mid)
@@ -85,6 +88,7 @@ async def test_a_reject_that_must_say_why_asks_first_and_the_reply_rejects(tg: T
     assert approval.decision.comment == "wrong customer"
 
 
+@pytest.mark.subprocess
 async def test_an_edit_after_a_vote_asks_the_approvers_again(tg: TG) -> None:
     approval_id, mid = await tg.posted(policy="pair", **EDITABLE)
     assert await tg.send(tg.press(BOB, tg.data(mid, "Approve"), mid, username="bob")) == 200
@@ -108,6 +112,7 @@ async def test_an_edit_after_a_vote_asks_the_approvers_again(tg: TG) -> None:
     assert "approved by @bob with changes by @alice: amount 4200 → 3900" in tg.api.message(CHAT, mid)["text"]
 
 
+@pytest.mark.subprocess
 async def test_an_edit_link_decides_only_as_someone_who_may_decide(tg: TG) -> None:
     """Who may decide is checked again when a link is used: a (validly signed) link for someone
     off the allowlist is a 403, a tampered one a 401, and nothing changes."""

@@ -6,12 +6,16 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
+
 from gateway.core.models import Status
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import TEST_SECRET, make_settings
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.telegram.conftest import ALICE, CHAT, TG, TOKEN
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 
 async def test_poll_command_decides_a_press(tmp_path: Path, tg_api: FakeTelegramAPI) -> None:

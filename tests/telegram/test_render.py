@@ -10,7 +10,7 @@ import pytest
 from adapters.telegram import callback, render
 from gateway.core.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
 from gateway.core.tokens import TokenSigner
-from gateway.service.presses import PressResult, Verdict
+from gateway.service.presses import PressOutcome, PressResult
 from gateway.testing import TEST_SECRET
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -127,12 +127,12 @@ def test_callback_data_is_refused_when_forged_or_signed_by_another_key() -> None
 
 def test_answers_say_what_was_committed() -> None:
     waiting = approval(policy=Policy(quorum=2), votes=(Vote("telegram:1", Outcome.APPROVE, NOW),))
-    assert render.answer_text(Verdict(PressResult.APPROVED, approval())) == "Approved"
-    assert render.answer_text(Verdict(PressResult.REJECTED, approval()), asks_reason=True).startswith("Rejected. ")
-    assert render.answer_text(Verdict(PressResult.VOTE, waiting)) == "Vote recorded: 1 of 2 approvals"
-    assert render.answer_text(Verdict(PressResult.DENIED, approval())) == "Not authorised"
+    assert render.answer_text(PressOutcome(PressResult.APPROVED, approval())) == "Approved"
+    assert render.answer_text(PressOutcome(PressResult.REJECTED, approval()), asks_reason=True).startswith("Rejected. ")
+    assert render.answer_text(PressOutcome(PressResult.VOTE, waiting)) == "Vote recorded: 1 of 2 approvals"
+    assert render.answer_text(PressOutcome(PressResult.DENIED, approval())) == "Not authorised"
     d = Decision(Outcome.APPROVE, "telegram:2", NOW, name="@bob")
-    done = Verdict(PressResult.ALREADY_DECIDED, approval(status=Status.APPROVED, decision=d))
+    done = PressOutcome(PressResult.ALREADY_DECIDED, approval(status=Status.APPROVED, decision=d))
     assert render.answer_text(done) == "Already approved by @bob" and done.refused
 
 

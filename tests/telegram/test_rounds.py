@@ -8,12 +8,16 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from adapters.telegram import callback
 from gateway.core.events import EventKind
 from gateway.core.models import Outcome, Status
 from tests.telegram.conftest import ALICE, BOB, CHAT, TG
 from tests.telegram.test_edits import EDITABLE, _link
 from tests.web.conftest import csrf_of
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 STALE = "The arguments changed: look at the updated card"
 

@@ -100,14 +100,14 @@ def test_slack_button_reference_roundtrips_and_forgeries_are_refused(approval_id
     ref = slack_parse.make_ref(SIGNER, approval_id)
     body = urlencode({"payload": json.dumps(block_actions("U1", f"hitl:{verb}:{ref}", ref))}).encode()
     press = slack_parse.parse(body, SIGNER)
-    assert isinstance(press, slack_parse.Press) and press.approval_id == approval_id and press.verb == verb
+    assert isinstance(press, slack_parse.SlackPress) and press.approval_id == approval_id and press.verb == verb
     forged = slack_parse.make_ref(OTHER, approval_id)
     body = urlencode({"payload": json.dumps(block_actions("U1", f"hitl:{verb}:{forged}", forged))}).encode()
     try:
         result = slack_parse.parse(body, SIGNER)
     except slack_parse.BadPayload:
         result = None
-    assert not isinstance(result, slack_parse.Press)
+    assert not isinstance(result, slack_parse.SlackPress)
 
 
 # ---------------------------------------------------------------- Slack signatures

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gateway.core.depth import MAX_DEPTH, bytes_depth, text_too_deep, too_deep
 from gateway.core.tokens import TokenSigner
 from gateway.http.web.auth import LoginThrottle
-from gateway.telemetry.logs import Redactor, escape_controls
+from gateway.telemetry.logs import SecretFilter, escape_controls
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
@@ -56,7 +56,7 @@ def test_log_lines_escape_every_control_character(given: str, shown: str) -> Non
 @given(st.text())
 def test_a_logged_record_is_printable_whatever_the_input(text: str) -> None:
     record = logging.LogRecord("gateway", logging.INFO, __file__, 1, "run %s done", (text,), None)
-    Redactor().filter(record)
+    SecretFilter().filter(record)
     line = record.getMessage()
     assert all(ch.isprintable() or ch == " " for ch in line), repr(line)
 

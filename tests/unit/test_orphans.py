@@ -13,7 +13,10 @@ import pytest
 
 from gateway.jobs import orphans
 
-pytestmark = pytest.mark.skipif(not orphans.LINUX, reason="PR_SET_PDEATHSIG is Linux only")
+pytestmark = [
+    pytest.mark.subprocess,  # every test here starts a process
+    pytest.mark.skipif(not orphans.LINUX, reason="PR_SET_PDEATHSIG is Linux only"),
+]
 
 PARENT = """
 import subprocess, sys, time

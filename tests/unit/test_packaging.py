@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import source_copy
 
 
-@pytest.mark.slow
+@pytest.mark.subprocess
 def test_building_the_wheel_prints_no_deprecation_warning(tmp_path: Path) -> None:
     src = source_copy(tmp_path / "src")
     out = subprocess.run(

@@ -16,6 +16,8 @@ from gateway.core.models import EditTerms
 from gateway.core.schemas import CHECK_BUDGET
 from gateway.service.checks import HOLD, checked
 
+pytestmark = pytest.mark.subprocess  # every test here starts a process
+
 SCHEMA = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 10}}}
 
 

@@ -13,7 +13,7 @@ from gateway.http.web.auth import hash_password, login_link, verify_password
 from gateway.http.web.sessions import start_session
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
-from gateway.telemetry.logs import Redactor
+from gateway.telemetry.logs import SecretFilter
 from gateway.testing import TEST_SECRET, FakeClock
 from tests.helpers import table_counts
 from tests.web.conftest import HASH, PASSWORD, csrf_of, sign_in
@@ -158,7 +158,7 @@ async def test_bad_and_expired_login_links(web: Any, web_rt: Runtime, clock: Fak
     clock.advance(minutes=16)
     assert (await web.get(f"/login/link/{token}")).status == 410
     access_log = f'127.0.0.1 "GET /login/link/{token} HTTP/1.1" 200 1234'
-    assert token not in Redactor().redact(access_log)  # the access log never shows a live link
+    assert token not in SecretFilter().redact(access_log)  # the access log never shows a live link
     with pytest.raises(GatewayError, match=r"not in web\.approvers"):
         login_link(web_rt.settings, web_rt.signer, "mallory", clock.now())
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock
 from tests.helpers import table_counts
 from tests.web.conftest import csrf_of, sign_in
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 SCHEMA = {
     "type": "object",

@@ -9,10 +9,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 from gateway.core.models import Outcome, Status
 from gateway.runtime import Runtime
 from tests.web.conftest import csrf_of, sign_in
 from tests.web.test_edit_form import ARGS, _suspend
+
+pytestmark = pytest.mark.subprocess  # every test here starts a process
 
 STALE_TEXT = "The arguments changed while this page was open: look at them again below. Nothing was recorded."
 

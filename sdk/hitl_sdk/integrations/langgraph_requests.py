@@ -1,6 +1,6 @@
 """LangGraph's human-in-the-loop shapes <-> gateway approvals (pure; no LangGraph import).
 
-Four interrupt values are understood (PROTOCOLS.md, LangGraph 1.2 / LangChain 1.5):
+Four interrupt values are understood (their shapes as in LangGraph 1.2 / LangChain 1.5):
 
 | interrupt value                                   | one approval per     | resume value for the interrupt id |
 |---------------------------------------------------|----------------------|-----------------------------------|
