@@ -19,7 +19,7 @@ import pytest
 from tests.procs import Gateway, free_port
 from tests.security.conftest import ALICE, BILLING_KEY, MAIL, MAIL_KEY, call, config, suspend_body
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 CAPITAL = MAIL  # the key configured for the agent named `Billing`
 STEP = {
     "status": "succeeded",

@@ -14,10 +14,13 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.audit.conftest import Raw
 from tests.procs import run_cli
 from tests.security.test_audit_present import WEEK, _age, _decided, _flip, _gateway
 
+pytestmark = pytest.mark.subprocess  # a real gateway and the CLI
 LOGGED = re.compile(r"audit checkpoint (\d+): .*hash ([0-9a-f]{64})")
 
 

@@ -24,7 +24,7 @@ from tests.mcp.conftest import SECOND_AGENT_KEY, Stack, counted, error_text, eve
 from tests.mcp.conftest import tg_api as tg_api
 from tests.procs import Gateway
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 ESCALATING = (
     '[policies.esc]\ntimeout = "2s"\non_timeout = "escalate"\nescalate_to = ["web"]\nescalation_timeout = "1h"\n'
 )

@@ -20,7 +20,7 @@ import pytest
 
 from tests.security.conftest import BILLING, MAIL, Launch, call, suspend_body
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 HEAVY = r"[\s\S]{1000}[\s\S]{1000}z"  # about 14,000 re2 instructions
 UNDER = r"[\s\S]{700}z"  # about 4,900: under the program limit, but costly on a long text
 WITHIN = 8.0  # the budget is 2 s: an honest check, queued behind two slow ones, must be far under this

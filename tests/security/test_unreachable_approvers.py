@@ -14,7 +14,7 @@ import pytest
 
 from tests.security.conftest import ALICE, BILLING, Launch, call, suspend_body
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.subprocess
 POLICY = """
 [policies.lazy]
 timeout = "1h"
