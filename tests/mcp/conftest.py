@@ -119,9 +119,10 @@ def gateway_config(tmp_path: Path, tg: FakeTelegramAPI, extra: str = "") -> tupl
     return write_config(tmp_path / "gw.toml", f"sqlite:///{tmp_path / 'gw.db'}", port, sections + extra), port
 
 
-@pytest.fixture
-async def stack(tmp_path: Path, tg_api: FakeTelegramAPI) -> AsyncIterator[Stack]:
-    config, port = gateway_config(tmp_path, tg_api)
+@asynccontextmanager
+async def started_stack(tmp_path: Path, tg_api: FakeTelegramAPI, extra: str = "") -> AsyncIterator[Stack]:
+    """A real gateway (config `extra` added) with two agent keys, and a client session."""
+    config, port = gateway_config(tmp_path, tg_api, extra)
     gw = Gateway(config, port, tmp_path / "gw.log", {"HITL_SECURITY_API_KEYS": f"{TEST_API_KEY},{SECOND_AGENT_KEY}"})
     # in a thread: the gateway asks the fake Telegram (on this loop) for getMe before it listens
     await asyncio.to_thread(gw.start)
@@ -130,6 +131,12 @@ async def stack(tmp_path: Path, tg_api: FakeTelegramAPI) -> AsyncIterator[Stack]
             yield Stack(gw, tg_api, http, tmp_path)
     finally:
         gw.stop()
+
+
+@pytest.fixture
+async def stack(tmp_path: Path, tg_api: FakeTelegramAPI) -> AsyncIterator[Stack]:
+    async with started_stack(tmp_path, tg_api) as started:
+        yield started
 
 
 def mcp_command(*args: str) -> list[str]:

@@ -11,18 +11,14 @@ clock.
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
-from gateway.testing import TEST_API_KEY
 from tests.fakes.telegram_api import FakeTelegramAPI
-from tests.mcp.conftest import SECOND_AGENT_KEY, Stack, counted, error_text, eventually, gate, gateway_config
+from tests.mcp.conftest import Stack, counted, error_text, eventually, gate, started_stack
 from tests.mcp.conftest import tg_api as tg_api
-from tests.procs import Gateway
 
 pytestmark = pytest.mark.subprocess
 ESCALATING = (
@@ -32,14 +28,8 @@ ESCALATING = (
 
 @pytest.fixture
 async def stack(tmp_path: Path, tg_api: FakeTelegramAPI):  # type: ignore[no-untyped-def]
-    config, port = gateway_config(tmp_path, tg_api, ESCALATING)
-    gw = Gateway(config, port, tmp_path / "gw.log", {"HITL_SECURITY_API_KEYS": f"{TEST_API_KEY},{SECOND_AGENT_KEY}"})
-    await asyncio.to_thread(gw.start)
-    try:
-        async with aiohttp.ClientSession() as http:
-            yield Stack(gw, tg_api, http, tmp_path)
-    finally:
-        gw.stop()
+    async with started_stack(tmp_path, tg_api, ESCALATING) as started:
+        yield started
 
 
 async def test_an_escalated_then_approved_gated_call_is_forwarded(stack: Stack) -> None:
