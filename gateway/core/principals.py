@@ -68,6 +68,12 @@ class Principal:
     kind: Kind
     name: str
 
+    def __post_init__(self) -> None:
+        # names are case-insensitive: one spelling for the identity, the namespace, `?agent=` and
+        # destinations, however the principal was built (the config folds them too, and refuses
+        # two spellings of one name)
+        object.__setattr__(self, "name", self.name.lower())
+
     @property
     def identity(self) -> str:
         """The canonical identity recorded for this principal (`agent:NAME`, `operator:NAME`)."""

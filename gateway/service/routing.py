@@ -122,7 +122,7 @@ def check_destinations(channels: Iterable[str], policy: Policy, principal: Princ
     if principal is None or principal.is_operator:
         return
     kind, _, name = principal.identity.partition(":")
-    agent = name.lower() if kind == AGENT else None  # names are case-insensitive
+    agent = name if kind == AGENT else None  # a Principal's name is lower case
     configured = opened.policies.get(policy.name)
     trusted = configured.escalate_to if configured is not None else ()
     asked = [("channels", c) for c in channels]
