@@ -104,9 +104,17 @@ class Runtime:
         self.observers = Observers()
         self.metrics = self.observers.add(Metrics())
         self.service = Service(settings, self.store, self.clock, self.signer, self.observers)
-        self.inbound = Inbound(self.service)
         self._http: aiohttp.ClientSession | None = None
         self.channels: dict[str, Channel] = {WEB: WebChannel()}
+        self.inbound = Inbound(
+            self.service.decisions,
+            self.store,
+            self.clock,
+            self.signer,
+            public_url=settings.server.public_url,
+            channels=self.channels,
+            wake_outbox=self.service.wake_outbox,
+        )
         for kind in sorted(settings.enabled_channels() - {WEB}):
             self.channels[kind] = settings.channels[kind].spec.create(self.channel_context(kind))
         self.service.channels = self.channels
@@ -148,7 +156,7 @@ class Runtime:
             clock=self.clock,
             inbound=self.inbound,
             http=self.http_session,
-            approvers=self.service.allowlist(f"{kind}:"),
+            approvers=self.service.authorizer.allowlist(f"{kind}:"),
         )
 
     def http_session(self) -> aiohttp.ClientSession:

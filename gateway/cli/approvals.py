@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway.cli.common import dump, table, with_runtime
 from gateway.core.models import Outcome, Status
+from gateway.service.commands import Authority
 from gateway.settings import Settings
 
 CLI_OPERATOR = "operator:cli"  # who the CLI's decisions, cancels, retries and re-posts are recorded as
@@ -58,7 +59,13 @@ async def _act(args: argparse.Namespace, rt: Any) -> int:
         return 0
     outcome = Outcome.APPROVE if args.action == "approve" else Outcome.REJECT
     approval = await svc.decide(
-        args.id, outcome, CLI_OPERATOR, comment=args.comment, channel="cli", trusted=True, on_behalf_of=args.by
+        args.id,
+        outcome,
+        CLI_OPERATOR,
+        comment=args.comment,
+        channel="cli",
+        authority=Authority.OPERATOR,
+        on_behalf_of=args.by,
     )
     dump(approval.to_api())
     return 0

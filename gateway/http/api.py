@@ -15,6 +15,7 @@ from gateway.http import schemas
 from gateway.http.keys import RUNTIME
 from gateway.http.scope import operator, owner_filter, principal
 from gateway.runtime import Runtime
+from gateway.service.commands import Authority
 
 routes = web.RouteTableDef()
 log = logging.getLogger("gateway.http")
@@ -106,7 +107,7 @@ async def decide(request: web.Request) -> web.Response:
         caller.identity,
         comment=body.comment,
         channel="api",
-        trusted=True,
+        authority=Authority.OPERATOR,
         on_behalf_of=body.on_behalf_of,
         args=body.args,
         seen=None if body.args_hash is None else rounds.tag_of(rt.signer, approval_id, body.args_hash),
@@ -120,7 +121,9 @@ async def extend(request: web.Request) -> web.Response:
     """An operator extends the deadline as the policy's `extend` allows (403 beyond it)."""
     rt, caller = _rt(request), operator(request)
     duration, by = schemas.parse_extend(await schemas.read_json(request))
-    approval = await rt.service.extend(request.match_info["id"], duration, caller.identity, channel="api", trusted=True)
+    approval = await rt.service.extend(
+        request.match_info["id"], duration, caller.identity, channel="api", authority=Authority.OPERATOR
+    )
     if by:
         log.info("approval %s extended by %s on behalf of %s", approval.id, caller.identity, by)
     return web.json_response(await _approval_view(rt, approval))

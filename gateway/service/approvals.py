@@ -12,7 +12,7 @@ import logging
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from gateway.core import policy as rules
@@ -20,7 +20,6 @@ from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
     AlreadyDecided,
-    Conflict,
     Forbidden,
     IdempotencyConflict,
     InvalidToken,
@@ -40,11 +39,14 @@ from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.service import edits as service_edits
 from gateway.service import routing
-from gateway.service.decisions import CAS_RETRIES, DENIED_KEPT, Decisions
+from gateway.service.authority import Authorizer
+from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Expire, Extend
+from gateway.service.commit import Committer, Done, Step
+from gateway.service.decisions import DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy, settable
 from gateway.service.replay import check_replay
 from gateway.settings import Settings
-from gateway.store import NewJob, Store, TransitionWrite
+from gateway.store import Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
 TOKEN_ACTOR = "token"  # who decided by holding the resume token (`decide_by_token`): no identity
@@ -75,7 +77,10 @@ class SuspendRequest:
     code_version: str | None = None  # the agent code suspending (a worker's `accepts` globs must match it)
 
 
-class Service(Decisions):
+class Service:
+    """The application's facade: suspend, the reads, the SLA clock's transitions, tokens; the
+    decisions are `self.decisions` (gateway.service.decisions), reached through the commands."""
+
     def __init__(
         self, settings: Settings, store: Store, clock: Clock, signer: TokenSigner, observer: Observer | None = None
     ) -> None:
@@ -91,6 +96,9 @@ class Service(Decisions):
         self._allowlists = routing.allowlists(settings)
         self._operators = routing.operators(settings)
         self._destinations = routing.destinations(settings)
+        self.authorizer = Authorizer(self.identities, self._allowlists)
+        self.committer = Committer(store, clock, self.observer)
+        self.decisions = Decisions(self.committer, self.authorizer, store, clock, self.redactor, self.sealer, signer)
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
         self.channels: Mapping[str, Channel] = {}
 
@@ -200,7 +208,7 @@ class Service(Decisions):
             ",".join(channels),
             agent or "-",
         )
-        self._fire(outbox=len(events) < len(posts), wake=stored.wake_at)
+        self.committer.fire(outbox=len(events) < len(posts), wake=stored.wake_at)
         for e in events:
             self.observer.delivered(e.channel or "", OutboxKind.POST, e.kind)
         return stored, True
@@ -252,32 +260,69 @@ class Service(Decisions):
         return out
 
     # ---------------------------------------------------------------- decisions
-    def allowlist(self, actor: str) -> frozenset[str]:
-        """The configured approvers of `actor`'s kind (canonical identities)."""
-        return self._allowlists.get(parse_address(actor)[0], frozenset())
+    async def decide(
+        self,
+        approval_id: str,
+        outcome: Outcome,
+        actor: str,
+        *,
+        authority: Authority = Authority.APPROVER,
+        comment: str | None = None,
+        channel: str | None = None,
+        on_behalf_of: str | None = None,
+        args: dict[str, Any] | None = None,
+        seen: str | None = None,
+        seen_field: str = "round",
+    ) -> Approval:
+        """A person's vote (gateway.service.commands.CastVote says what each field means): the
+        command, built for the callers that hold its fields apart."""
+        cmd = CastVote(
+            approval_id, outcome, actor, authority, comment, channel, None, on_behalf_of, args, seen, seen_field
+        )
+        return (await self.decisions.cast(cmd)).approval
 
-    def check_may_decide(self, actor: str, approval: Approval) -> None:
-        """NotAnApprover or RequesterCannotDecide unless `actor` (canonical) may decide."""
-        rules.check_may_decide(actor, approval, self.allowlist(actor), self.identities.party)
+    async def cancel(
+        self, approval_id: str, by: str, reason: str | None = None, *, on_behalf_of: str | None = None
+    ) -> Approval:
+        """An operator's cancel (the API, the CLI)."""
+        return await self.decisions.cancel(Cancel(approval_id, by, reason, on_behalf_of))
 
+    async def extend(
+        self,
+        approval_id: str,
+        duration: timedelta,
+        actor: str,
+        *,
+        channel: str | None = None,
+        authority: Authority = Authority.APPROVER,
+    ) -> Approval:
+        return await self.decisions.extend(Extend(approval_id, duration, actor, authority, channel))
+
+    async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
+        return await self.decisions.comment(AddComment(approval_id, actor, comment, channel))
+
+    # ---------------------------------------------------------------- the SLA clock
     async def apply_due(self, approval_id: str, now: datetime, *, current: Approval | None = None) -> str | None:
         """The scheduler's use case: apply the timeout, escalation or reminder due at `now`,
         exactly once. The CAS on `version` commits the transition with its events, card posts,
         syncs and reminders and the resume job, or nothing if another writer got there first.
         `current` (a row the caller just read) saves the first read."""
-        approval = current
-        for _ in range(CAS_RETRIES):
-            if approval is None:
-                approval = await self.store.get_approval(approval_id)
-                if approval is None:
-                    return None
-            transition = rules.apply_due(approval, now)
-            if transition is None:
-                return await self._repair_wake(approval, now)
-            if await self._commit(approval, transition, "policy", None, _due_outbox(approval, transition), at=now):
-                return transition.event
-            approval = None
-        raise Conflict(f"too much contention on approval {approval_id}")
+        return await self.expire(Expire(approval_id, now), current=current)
+
+    async def expire(self, cmd: Expire, *, current: Approval | None = None) -> str | None:
+        now = cmd.now
+
+        async def plan(approval: Approval) -> Step | Done:
+            step = _due_step(approval, now)
+            return Done(approval, None) if step is None else step  # nothing due: no write
+
+        try:
+            done = await self.committer.transact(cmd.approval_id, plan, current=current)
+        except NotFound:
+            return None
+        if done.event is None:
+            return await self._repair_wake(done.approval, now)
+        return done.event
 
     async def _repair_wake(self, approval: Approval, now: datetime) -> str | None:
         """A row due by `wake_at` with nothing to do (written by older code, or by hand): store
@@ -293,93 +338,21 @@ class Service(Decisions):
         """`apply_due` for a batch the scheduler just read: every transition in ONE transaction
         (each still a CAS on its version, with its own events, deliveries and job). Those that
         lose the CAS, and stale rows, take the one-by-one path."""
-        plans = [(a, rules.apply_due(a, now)) for a in approvals]
-        writes = [self._write(a, t, "policy", None, _due_outbox(a, t), at=now) for a, t in plans if t is not None]
+        plans = [(a, _due_step(a, now)) for a in approvals]
+        writes = [self.committer.write(a, step) for a, step in plans if step is not None]
         won = iter(await self.store.save_policy_transitions(writes) if writes else [])
         results: list[str | None] = []
-        for (approval, transition), write in zip(plans, _align(plans, writes), strict=True):
-            if transition is not None and write is not None and next(won):
-                self._committed(write, transition, "policy", None, quiet=True)
-                results.append(transition.event)
+        for (approval, step), write in zip(plans, _align(plans, writes), strict=True):
+            if step is not None and write is not None and next(won):
+                self.committer.committed(write, step, quiet=True)
+                results.append(step.transition.event)
             else:  # lost to another writer (re-read), or nothing due (repair the wake-up)
-                results.append(await self.apply_due(approval.id, now, current=None if transition else approval))
+                results.append(await self.apply_due(approval.id, now, current=None if step else approval))
         return results
-
-    def _write(
-        self,
-        before: Approval,
-        transition: rules.Transition,
-        actor: str | None,
-        channel: str | None,
-        extra_outbox: Sequence[NewOutbox] = (),
-        *,
-        at: datetime | None = None,
-    ) -> TransitionWrite:
-        """Everything a transition commits: the approval (CAS on the old version), its events,
-        card deliveries (syncs once decided or on a vote) and the resume job."""
-        after = transition.approval
-        now = at or self.clock.now()
-        events = [NewEvent(after.id, transition.event, now, actor, channel, dict(transition.data))]
-        outbox = list(extra_outbox)
-        job = None
-        if transition.final or transition.event in _SYNCED:
-            outbox += [NewOutbox(after.id, c, OutboxKind.SYNC) for c in after.channels]
-        if transition.event is EventKind.EDITED and transition.data.get("reset_votes"):
-            # the approvers who voted for other args are asked again, next to their card
-            ask = {"edited": transition.data["round"], "number": after.reminders_sent}
-            outbox += [NewOutbox(after.id, c, OutboxKind.REMIND, ask) for c in after.channels]
-        if transition.final and after.worker:
-            job = NewJob(after.id, after.worker)
-            events.append(NewEvent(after.id, EventKind.JOB_QUEUED, now, data={"worker": after.worker}))
-        return TransitionWrite(after, before.version, events, outbox, job)
-
-    async def _commit(
-        self,
-        before: Approval,
-        transition: rules.Transition,
-        actor: str | None,
-        channel: str | None,
-        extra_outbox: Sequence[NewOutbox] = (),
-        *,
-        at: datetime | None = None,
-    ) -> bool:
-        w = self._write(before, transition, actor, channel, extra_outbox, at=at)
-        if not await self.store.save_transition(w.approval, w.expected_version, w.events, w.outbox, w.job):
-            return False
-        self._committed(w, transition, actor, channel)
-        return True
-
-    def _committed(
-        self,
-        w: TransitionWrite,
-        transition: rules.Transition,
-        actor: str | None,
-        channel: str | None,
-        *,
-        quiet: bool = False,
-    ) -> None:
-        after = w.approval
-        (log.debug if quiet else log.info)(
-            "approval %s %s by %s%s",
-            after.id,
-            transition.event,
-            actor or "-",
-            f" via {channel}" if channel else "",
-        )
-        self._fire(outbox=bool(w.outbox), jobs=w.job is not None, wake=after.wake_at)
-        self.observer.transition(after, transition.event)
 
     def wake_outbox(self) -> None:
         """Deliveries were queued outside a transition (e.g. a card adopted by a press)."""
-        self._fire(outbox=True)
-
-    def _fire(self, *, outbox: bool = False, jobs: bool = False, wake: datetime | None = None) -> None:
-        if outbox:
-            self.observer.outbox_queued()
-        if jobs:
-            self.observer.jobs_queued()
-        if wake is not None:
-            self.observer.wake_at(wake)
+        self.committer.fire(outbox=True)
 
     # ---------------------------------------------------------------- tokens
     def resume_token(self, approval: Approval) -> str:
@@ -419,7 +392,7 @@ class Service(Decisions):
 
     def raw_args_state(self, approval: Approval) -> tuple[dict[str, Any], Any]:
         """The unredacted args and state (decrypted); only for resume-token holders and workers."""
-        raw = service_edits.raw_sealed(self, approval)
+        raw = service_edits.raw_sealed(self.sealer, approval)
         return raw["args"], raw["state"]
 
     def rehydration_document(self, approval: Approval) -> dict[str, Any]:
@@ -427,7 +400,7 @@ class Service(Decisions):
         `original_args` what the agent asked for and `patch` the RFC 6902 change between them;
         `args_hash` binds them (the decision carries the same three, raw, for the SDK)."""
         _, state = self.raw_args_state(approval)
-        approved, original, patch = service_edits.approved_raw(self, approval)
+        approved, original, patch = service_edits.approved_raw(self.sealer, approval)
         decision = approval.decision.to_api() if approval.decision else None
         if decision is not None and decision.get("args") is not None:
             decision |= {"args": approved, "original_args": original, "patch": patch}
@@ -449,9 +422,8 @@ class Service(Decisions):
         if not self.settings.security.token_decisions:
             raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
         approval = await self.approval_for_token(token)
-        return await self.decide(
-            approval.id, outcome, TOKEN_ACTOR, comment=comment, channel=TOKEN_ACTOR, check_approver=False
-        )
+        cmd = CastVote(approval.id, outcome, TOKEN_ACTOR, Authority.TOKEN, comment, channel=TOKEN_ACTOR)
+        return (await self.decisions.cast(cmd, current=approval)).approval
 
 
 class _Checked(NamedTuple):
@@ -461,9 +433,6 @@ class _Checked(NamedTuple):
     channels: tuple[str, ...]
     approvers: tuple[str, ...]
     requested_by: str | None
-
-
-_SYNCED = frozenset({EventKind.VOTE, EventKind.EDITED, EventKind.EXTENDED})  # cards show what changed
 
 
 def _encoded(req: SuspendRequest) -> tuple[str, str]:
@@ -482,8 +451,13 @@ def _encoded(req: SuspendRequest) -> tuple[str, str]:
     return out[0], out[1]
 
 
+def _due_step(approval: Approval, now: datetime) -> Step | None:
+    transition = rules.apply_due(approval, now)
+    return None if transition is None else Step(transition, "policy", None, _due_outbox(approval, transition), at=now)
+
+
 def _align(
-    plans: Sequence[tuple[Approval, rules.Transition | None]], writes: Sequence[TransitionWrite]
+    plans: Sequence[tuple[Approval, Step | None]], writes: Sequence[TransitionWrite]
 ) -> list[TransitionWrite | None]:
     """The write of each plan, None where nothing was due."""
     it = iter(writes)
@@ -491,7 +465,7 @@ def _align(
 
 
 def _due_outbox(before: Approval, transition: rules.Transition) -> list[NewOutbox]:
-    """Deliveries of a scheduler transition (a final one gets its card syncs in `_commit`)."""
+    """Deliveries of a scheduler transition (a final one gets its card syncs in `Committer.write`)."""
     after = transition.approval
     if transition.event is EventKind.ESCALATED:
         syncs = [NewOutbox(after.id, c, OutboxKind.SYNC) for c in before.channels]

@@ -12,16 +12,15 @@ Checking args against a schema (at suspend and for every edit) runs in a worker 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.core import edits
 from gateway.core.errors import RawPruned, ValidationError
 from gateway.core.keys import args_hash, canonical_json
 from gateway.core.models import PRUNED, Approval, EditTerms, Outcome, Proposal
+from gateway.core.redact import Redactor
+from gateway.core.sealing import Sealer
 from gateway.service.checks import checked
-
-if TYPE_CHECKING:
-    from gateway.service.approvals import Service
 
 
 async def parse_terms(schema: Any, editable: Any, args: Any) -> EditTerms | None:
@@ -37,32 +36,32 @@ def check_reason(approval: Approval, outcome: Outcome, comment: str | None) -> N
         raise ValidationError("comment", f"policy '{approval.policy.name}' requires a reason to reject")
 
 
-def raw_sealed(svc: Service, approval: Approval) -> dict[str, Any]:
+def raw_sealed(sealer: Sealer, approval: Approval) -> dict[str, Any]:
     """The sealed raw copy: {"args", "state"} and, once edited, "edited" (the proposal's args)."""
     if approval.sealed is None:  # stored before sealing existed
         return {"args": approval.args, "state": approval.state}
     if approval.sealed == PRUNED:  # not the redacted args in their place: they are not what was approved
         raise RawPruned(approval.id)
-    opened: dict[str, Any] = svc.sealer.open(approval.sealed)
+    opened: dict[str, Any] = sealer.open(approval.sealed)
     return opened
 
 
-def raw_current(svc: Service, approval: Approval) -> dict[str, Any]:
+def raw_current(sealer: Sealer, approval: Approval) -> dict[str, Any]:
     """The raw args the current round votes on (what runs if it is approved now)."""
-    raw = raw_sealed(svc, approval)
+    raw = raw_sealed(sealer, approval)
     current: dict[str, Any] = raw["edited"] if approval.proposal is not None and "edited" in raw else raw["args"]
     return current
 
 
 async def propose(
-    svc: Service, approval: Approval, edited: Any, actor: str, name: str | None
+    sealer: Sealer, redactor: Redactor, approval: Approval, edited: Any, actor: str, name: str | None
 ) -> tuple[Proposal | None, str | None]:
     """The proposal an approve with `edited` args makes (None when they are the current args),
     and the sealed copy to store with it; a ValidationError (400) naming the path otherwise."""
     if not isinstance(edited, dict):
         raise ValidationError("args", "must be a JSON object (the edited args)")
-    raw = raw_sealed(svc, approval)
-    current = raw_current(svc, approval)
+    raw = raw_sealed(sealer, approval)
+    current = raw_current(sealer, approval)
     shown = approval.current_args
     merged = {k: current[k] if k in shown and k in current and v == shown[k] else v for k, v in edited.items()}
     if approval.terms is not None and approval.terms.schema is not None:
@@ -74,8 +73,8 @@ async def propose(
         return None, None
     last = approval.proposal.round if approval.proposal else 0
     proposal = Proposal(
-        args=svc.redactor.value(merged),
-        patch=svc.redactor.value(edits.make_patch(raw["args"], merged)),
+        args=redactor.value(merged),
+        patch=redactor.value(edits.make_patch(raw["args"], merged)),
         by=actor,
         round=last + 1,
         args_hash=digest,
@@ -85,15 +84,15 @@ async def propose(
         body = {"args": raw["args"], "state": raw["state"]}
     else:
         body = {"args": raw["args"], "state": raw["state"], "edited": merged}
-    return proposal, svc.sealer.seal_json(canonical_json(body))
+    return proposal, sealer.seal_json(canonical_json(body))
 
 
-def approved_raw(svc: Service, approval: Approval) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+def approved_raw(sealer: Sealer, approval: Approval) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """(approved args, original args, patch), raw: what the worker runs, what the agent asked
     for, and the RFC 6902 patch between them (empty when nothing was changed)."""
-    raw = raw_sealed(svc, approval)
+    raw = raw_sealed(sealer, approval)
     d = approval.decision
-    approved = raw_current(svc, approval) if d is not None and d.args is not None else raw["args"]
+    approved = raw_current(sealer, approval) if d is not None and d.args is not None else raw["args"]
     return approved, raw["args"], edits.make_patch(raw["args"], approved) if approved != raw["args"] else []
 
 

@@ -10,12 +10,14 @@ what was committed, so the presser is told the truth (the answer is sent after t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.core import rounds
+from gateway.core.clock import Clock
 from gateway.core.errors import (
     AlreadyDecided,
     Conflict,
@@ -28,12 +30,12 @@ from gateway.core.errors import (
 from gateway.core.events import EventKind
 from gateway.core.identity import shown
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status
-from gateway.delivery.channels import DeliveryError, OutgoingCard, parse_address
+from gateway.core.tokens import TokenSigner
+from gateway.delivery.channels import Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.service import editlinks
-from gateway.store import Prompt
-
-if TYPE_CHECKING:
-    from gateway.service.approvals import Service
+from gateway.service.commands import AddComment, Authority, CastVote, Extend
+from gateway.service.decisions import Decisions
+from gateway.store import Prompt, Store
 
 log = logging.getLogger("gateway.presses")
 REASON_WINDOW = timedelta(minutes=10)  # how long a "why reject?" question waits for its reply
@@ -170,22 +172,38 @@ def already_text(approval: Approval) -> str:
 
 
 class Inbound:
-    """The use cases a channel calls (`ChannelContext.inbound`)."""
+    """The use cases a channel calls (`ChannelContext.inbound`). A press becomes a `CastVote`
+    (or an `Extend`) for `Decisions`, authorized once against the approval it read."""
 
-    def __init__(self, service: Service) -> None:
-        self._svc = service
+    def __init__(
+        self,
+        decisions: Decisions,
+        store: Store,
+        clock: Clock,
+        signer: TokenSigner,
+        *,
+        public_url: str,
+        channels: Mapping[str, Channel],
+        wake_outbox: Callable[[], None],
+    ) -> None:
+        self._decisions, self._store, self._clock, self._signer = decisions, store, clock, signer
+        self._authorizer = decisions.authorizer
+        self._identities = decisions.identities
+        self._public_url = public_url
+        self._channels = channels  # filled by the runtime once the channels are built
+        self._wake_outbox = wake_outbox
 
     async def first_time(self, key: str) -> bool:
         """True the first time an inbound delivery `key` is seen (e.g. '<kind>:update:<id>');
         False for a redelivery. Kept 48 hours."""
-        return await self._svc.store.remember_inbound(key, self._svc.clock.now())
+        return await self._store.remember_inbound(key, self._clock.now())
 
     async def approval(self, approval_id: str) -> Approval | None:
         """The approval as it is now (e.g. to show it on a confirmation page)."""
-        return await self._svc.store.get_approval(approval_id)
+        return await self._store.get_approval(approval_id)
 
     async def press(self, p: Press) -> PressOutcome:
-        approval = await self._svc.store.get_approval(p.approval_id)
+        approval = await self._store.get_approval(p.approval_id)
         if approval is None:
             return PressOutcome(PressResult.UNKNOWN)
         actor, denied = await self._check(approval, p)
@@ -199,7 +217,7 @@ class Inbound:
 
     async def may_ask_reason(self, p: Press) -> PressOutcome:
         """Whether the presser may be asked why they reject (before a form opens): ASK, or why not."""
-        approval = await self._svc.store.get_approval(p.approval_id)
+        approval = await self._store.get_approval(p.approval_id)
         if approval is None:
             return PressOutcome(PressResult.UNKNOWN)
         _, denied = await self._check(approval, p)
@@ -215,7 +233,7 @@ class Inbound:
         """What a press with these edited args and comment would be refused for (a ValidationError
         naming the field), without committing anything: for a one-time link that must not be
         used up by a typo."""
-        await self._svc.check_vote(approval, outcome, actor, args=args, comment=comment)
+        await self._decisions.check_vote(approval, outcome, actor, args=args, comment=comment)
 
     async def may_edit(self, p: Press) -> PressOutcome:
         """Whether the presser may edit the args (before a form or a link opens): ASK, or why not."""
@@ -230,23 +248,24 @@ class Inbound:
         verdict = await self.may_edit(p)
         if verdict.result is not PressResult.ASK:
             return verdict, None
-        svc = self._svc
-        actor = svc.identities.canonical(p.actor, "actor")
-        link = editlinks.token(svc.signer, p.approval_id, actor, p.name, svc.clock.now())
-        return verdict, editlinks.url(svc.settings.server.public_url, link)
+        actor = self._identities.canonical(p.actor, "actor")
+        link = editlinks.token(self._signer, p.approval_id, actor, p.name, self._clock.now())
+        return verdict, editlinks.url(self._public_url, link)
 
     async def extend(self, p: Press, duration: timedelta) -> PressOutcome:
         """An approver's '+1h' press: the deadline moves as the policy allows (INVALID beyond it)."""
-        approval = await self._svc.store.get_approval(p.approval_id)
+        approval = await self._store.get_approval(p.approval_id)
         if approval is None:
             return PressOutcome(PressResult.UNKNOWN)
         actor, denied = await self._check(approval, p)
         if denied is not None:
             return denied
         try:
-            after = await self._svc.extend(approval.id, duration, actor, channel=p.channel)
+            after = await self._decisions.extend(
+                Extend(approval.id, duration, actor, channel=p.channel), current=approval
+            )
         except AlreadyDecided:
-            return PressOutcome(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+            return PressOutcome(PressResult.ALREADY_DECIDED, await self._store.get_approval(approval.id))
         except Forbidden as exc:  # PolicyNotAllowed: beyond what the policy allows
             return PressOutcome(PressResult.INVALID, approval, error=exc.message)
         except Conflict:
@@ -257,26 +276,25 @@ class Inbound:
         """The gateway asked `actor` why they rejected, at `key`: their reply there, within
         REASON_WINDOW, becomes the decision's comment (`attach_reason`); with REJECT_PURPOSE
         (a policy that requires a reason) the reply is the reject itself."""
-        now = self._svc.clock.now()
-        actor = self._svc.identities.canonical(actor, "actor")
-        await self._svc.store.save_prompt(Prompt(key, approval_id, actor, purpose, now, now + REASON_WINDOW))
+        now = self._clock.now()
+        actor = self._identities.canonical(actor, "actor")
+        await self._store.save_prompt(Prompt(key, approval_id, actor, purpose, now, now + REASON_WINDOW))
 
     async def attach_reason(self, r: Reply) -> bool:
         """A reply to a question asked with `expect_reason`, by the person asked and in time:
         the reason goes on the decision and every card is synced. False if it answers nothing."""
-        svc = self._svc
         try:
-            actor = svc.identities.canonical(r.actor, "actor")
+            actor = self._identities.canonical(r.actor, "actor")
         except ValidationError:
             return False
-        prompt = await svc.store.take_prompt(r.key, actor, svc.clock.now())
+        prompt = await self._store.take_prompt(r.key, actor, self._clock.now())
         if prompt is None:
             return False
         if prompt.purpose == REJECT_PURPOSE:
             verdict = await self.press(Press(prompt.approval_id, Outcome.REJECT, actor, r.channel, comment=r.text))
             return verdict.result is PressResult.REJECTED
         try:
-            await svc.attach_comment(prompt.approval_id, actor, r.text, channel=r.channel)
+            await self._decisions.comment(AddComment(prompt.approval_id, actor, r.text, r.channel))
         except Forbidden as exc:
             log.warning("reason not attached: %s", exc.message)
             return False
@@ -286,37 +304,37 @@ class Inbound:
     async def card_degraded(self, approval_id: str, channel: str, error: str) -> None:
         """The platform refused the full card on `channel` (too big): on the record before the
         channel sends a compact one, whose own outcome the outbox records as usual."""
-        now = self._svc.clock.now()
+        now = self._clock.now()
         data = {"error": error[:500]}
-        await self._svc.store.append_events(
+        await self._store.append_events(
             [NewEvent(approval_id, EventKind.CARD_DEGRADED, now, channel=channel, data=data)]
         )
 
     async def card_moved(self, approval_id: str, channel: str, old_ref: str, new_ref: str) -> bool:
         """The card's chat moved (the platform said so on a call): record its new ref durably, so
         that every later sync and reminder goes there. False if the card's ref is not `old_ref`."""
-        now = self._svc.clock.now()
+        now = self._clock.now()
         moved = NewEvent(
             approval_id, EventKind.CARD_MOVED, now, channel=channel, data={"from": old_ref, "ref": new_ref}
         )
-        return await self._svc.store.move_card(approval_id, channel, old_ref, new_ref, now, [moved])
+        return await self._store.move_card(approval_id, channel, old_ref, new_ref, now, [moved])
 
     # ---------------------------------------------------------------- the steps of a press
     async def _check(self, approval: Approval, p: Press) -> tuple[str, PressOutcome | None]:
         """The presser's canonical identity, and a DENIED verdict if they may not decide (on the
         record as `denied`, at most DENIED_KEPT times per person; a redelivery is not recorded)."""
         try:
-            actor = self._svc.identities.canonical(p.actor, "actor")
+            actor = self._identities.canonical(p.actor, "actor")
         except ValidationError:  # not an id of its kind: nobody may decide as it (and no record of it)
             log.warning("a press refused: %s is not a canonical identity", shown(p.actor))
             return p.actor, PressOutcome(PressResult.DENIED, approval)
         try:
             if p.outsider is not None:
                 raise NotAnApprover(f"{actor} may not decide here: {p.outsider}")
-            self._svc.check_may_decide(actor, approval)
+            self._authorizer.authorize(Authority.APPROVER, actor, approval)
         except (NotAnApprover, RequesterCannotDecide) as exc:
             if not p.redelivered:
-                await self._svc.record_denied(approval.id, actor, p.channel, exc.message)
+                await self._decisions.record_denied(approval.id, actor, p.channel, exc.message)
             return actor, PressOutcome(PressResult.DENIED, approval)
         return actor, None
 
@@ -326,7 +344,7 @@ class Inbound:
         if p.redelivered and any(v.approver == actor and v.outcome is p.outcome for v in approval.votes):
             return PressOutcome(PressResult.DUPLICATE_VOTE, approval)  # its first delivery was committed
         try:
-            after, event = await self._svc.vote(
+            cmd = CastVote(
                 approval.id,
                 p.outcome,
                 actor,
@@ -336,17 +354,21 @@ class Inbound:
                 args=p.args,
                 seen=p.seen or rounds.ORIGINAL,
             )
+            done = await self._decisions.cast(cmd, current=approval)  # authorized by `_check`
         except AlreadyDecided:  # lost the race: tell the truth about the winner
-            return PressOutcome(PressResult.ALREADY_DECIDED, await self._svc.store.get_approval(approval.id))
+            return PressOutcome(PressResult.ALREADY_DECIDED, await self._store.get_approval(approval.id))
         except StaleRound:  # drawn for args that changed since: nothing recorded, redraw that card
-            current = await self._svc.store.get_approval(approval.id)
+            current = await self._store.get_approval(approval.id)
             await self._resync(current or approval, p)
             return PressOutcome(PressResult.STALE, current or approval)
         except ValidationError as exc:  # a bad edit, or a reject without the reason the policy requires
             return PressOutcome(PressResult.INVALID, approval, error=exc.message)
         except Conflict:
             return PressOutcome(PressResult.BUSY, approval)
-        return PressOutcome(_RESULT.get(event, PressResult.ALREADY_DECIDED), after)
+        result = (
+            PressResult.ALREADY_DECIDED if done.event is None else _RESULT.get(done.event, PressResult.ALREADY_DECIDED)
+        )
+        return PressOutcome(result, done.approval)
 
     async def _resync(self, approval: Approval, p: Press) -> None:
         """Redraw the card a stale approve came from, so that it shows the current args with a
@@ -355,9 +377,9 @@ class Inbound:
         mail, to send a fresh one)."""
         if p.channel not in approval.channels or approval.status.final:
             return
-        now = self._svc.clock.now()
-        await self._svc.store.enqueue_outbox([NewOutbox(approval.id, p.channel, OutboxKind.SYNC, {"stale": True})], now)
-        self._svc.wake_outbox()
+        now = self._clock.now()
+        await self._store.enqueue_outbox([NewOutbox(approval.id, p.channel, OutboxKind.SYNC, {"stale": True})], now)
+        self._wake_outbox()
 
     async def _adopt(self, approval: Approval, p: Press) -> str | None:
         """A press by someone who may decide proves where a card is. If its post had no recorded
@@ -366,7 +388,7 @@ class Inbound:
         if any. A stranger's press never gets here: it could point at any message."""
         if p.card_ref is None or (p.channel not in approval.channels and p.channel not in approval.policy.escalate_to):
             return None
-        store, now = self._svc.store, self._svc.clock.now()
+        store, now = self._store, self._clock.now()
         card = await store.get_card(approval.id, p.channel)
         if card is not None and card.ref is not None:
             return card.ref
@@ -376,7 +398,7 @@ class Inbound:
             return None if card is None else card.ref
         log.info("adopted the card of %s on %s, found by a press", approval.id, p.channel)
         await store.enqueue_outbox([NewOutbox(approval.id, p.channel, OutboxKind.SYNC)], now)
-        self._svc.wake_outbox()
+        self._wake_outbox()
         return p.card_ref
 
     async def _close_copy(self, approval: Approval, p: Press, recorded: str | None) -> None:
@@ -385,23 +407,22 @@ class Inbound:
         so no live buttons remain; once per copy, not per press."""
         if p.card_ref is None or recorded is None or recorded == p.card_ref:
             return  # no card of this channel, or the recorded one: the outbox syncs it
-        svc = self._svc
         kind, target = parse_address(p.channel)
-        channel = svc.channels.get(kind)
-        events = await svc.store.list_events(approval.id)
+        channel = self._channels.get(kind)
+        events = await self._store.list_events(approval.id)
         if channel is None or any(
             e.kind == EventKind.ORPHAN_CARD_SYNCED and e.channel == p.channel and e.data.get("ref") == p.card_ref
             for e in events
         ):
             return
-        now = svc.clock.now()
+        now = self._clock.now()
         try:
             await channel.update_card(OutgoingCard(p.channel, target, approval, now, p.card_ref))
         except DeliveryError as exc:
             log.warning("could not close a second card of %s on %s: %s", approval.id, p.channel, exc)
             return
         synced = NewEvent(approval.id, EventKind.ORPHAN_CARD_SYNCED, now, channel=p.channel, data={"ref": p.card_ref})
-        await svc.store.append_events([synced])
+        await self._store.append_events([synced])
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from gateway.core.audit import GENESIS, event_hash
 from gateway.core.models import Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 
 SIGNING_KEY = "5d" * 32  # a test Ed25519 seed
@@ -49,7 +50,7 @@ async def decided(
         ids.append(approval.id)
         clock.advance(1)
     for approval_id in ids:
-        await rt.service.decide(approval_id, Outcome.APPROVE, "operator:alice", trusted=True)
+        await rt.service.decide(approval_id, Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
         clock.advance(1)
     await rt.worker.drain()
     return ids

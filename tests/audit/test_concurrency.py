@@ -14,6 +14,7 @@ from gateway.core.errors import AlreadyDecided
 from gateway.core.models import Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 from tests.audit.conftest import SIGNING_KEY
 
@@ -30,7 +31,7 @@ async def suspend_many(rt: Runtime, n: int, prefix: str) -> list[str]:
 
 async def decide(rt: Runtime, approval_id: str, actor: str) -> bool:
     try:
-        await rt.service.decide(approval_id, Outcome.APPROVE, actor, trusted=True)
+        await rt.service.decide(approval_id, Outcome.APPROVE, actor, authority=Authority.OPERATOR)
         return True
     except AlreadyDecided:
         return False

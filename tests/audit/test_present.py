@@ -15,6 +15,7 @@ from gateway.core.audit_check import SEAL_GRACE, SEALER_GRACE
 from gateway.core.models import NewEvent, Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 from tests.audit.conftest import Raw
 
@@ -30,8 +31,8 @@ async def _two(rt: Runtime, clock: FakeClock) -> tuple[str, str]:
         req = SuspendRequest(run_id=run, step="pay", title=f"{run} 900 EUR", args={"amount": 900}, worker="agent")
         ids.append((await rt.service.suspend(req))[0].id)
         clock.advance(1)
-    await rt.service.decide(ids[0], Outcome.REJECT, "operator:alice", trusted=True, comment="no")
-    await rt.service.decide(ids[1], Outcome.APPROVE, "operator:alice", trusted=True)
+    await rt.service.decide(ids[0], Outcome.REJECT, "operator:alice", authority=Authority.OPERATOR, comment="no")
+    await rt.service.decide(ids[1], Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
     await rt.worker.drain()
     return ids[0], ids[1]
 
@@ -75,7 +76,7 @@ async def test_deleted_newer_checkpoints_are_a_break_too(runtime: Runtime, clock
     clock.advance(600)
     later = SuspendRequest(run_id="later", step="pay", title="later", args={"amount": 1}, worker="agent")
     victim = (await runtime.service.suspend(later))[0].id
-    await runtime.service.decide(victim, Outcome.REJECT, "operator:alice", trusted=True)
+    await runtime.service.decide(victim, Outcome.REJECT, "operator:alice", authority=Authority.OPERATOR)
     newest = await runtime.audit.seal()
     await raw.drop_triggers()
     await raw.run("DELETE FROM audit_leaves WHERE checkpoint = $1", newest.seq)
@@ -101,7 +102,7 @@ async def test_a_gateway_sealing_on_schedule_never_trips_it(runtime: Runtime, cl
     for i in range(30):
         req = SuspendRequest(run_id=f"r{i}", step="pay", title="pay", args={"i": i}, worker="agent")
         approval, _ = await runtime.service.suspend(req)
-        await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", trusted=True)
+        await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
         clock.advance(20)
         if i % 3 == 2:
             verdict = await runtime.audit.verify()  # the round is due now, not run yet

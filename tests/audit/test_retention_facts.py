@@ -15,6 +15,7 @@ from gateway.core.models import PRUNED, Approval, Outcome
 from gateway.core.shown import content_hash
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.sla.housekeeping import Housekeeper
 from gateway.testing import FakeClock
 from tests.audit.conftest import decided
@@ -50,7 +51,7 @@ async def test_retention_counts_from_the_decision_and_never_serves_redacted_args
         SuspendRequest(run_id="slow", step="pay", title="Pay", args={"iban": "DE89370400440532013000", "amount": 5})
     )
     clock.advance(days=31)
-    await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", trusted=True)
+    await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
     keeper = Housekeeper(runtime.store, clock, raw_after=timedelta(days=30))
     assert await keeper.prune_raw() == 0  # created 31 days ago, decided just now: kept
 

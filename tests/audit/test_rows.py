@@ -16,6 +16,7 @@ from gateway.core.models import Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
 from gateway.service.audit import verify_lines
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 from tests.audit.conftest import SIGNING_KEY, Raw, decided
 
@@ -43,9 +44,13 @@ async def _every_ending(rt: Runtime, clock: FakeClock) -> dict[str, str]:
     ids = {name: await _suspend(rt, name) for name in ("approved", "rejected", "cancelled", "waiting")}
     ids["edited"] = await _suspend(rt, "edited", editable=True)
     ids["timed_out"] = await _suspend(rt, "timed_out", policy="lapse")
-    await rt.service.decide(ids["approved"], Outcome.APPROVE, "operator:alice", trusted=True)
-    await rt.service.decide(ids["rejected"], Outcome.REJECT, "operator:alice", trusted=True, comment="no")
-    await rt.service.decide(ids["edited"], Outcome.APPROVE, "operator:alice", trusted=True, args={"amount": 4})
+    await rt.service.decide(ids["approved"], Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
+    await rt.service.decide(
+        ids["rejected"], Outcome.REJECT, "operator:alice", authority=Authority.OPERATOR, comment="no"
+    )
+    await rt.service.decide(
+        ids["edited"], Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR, args={"amount": 4}
+    )
     await rt.service.cancel(ids["cancelled"], "operator:alice", "not needed")
     clock.advance(120)
     await rt.scheduler.tick()

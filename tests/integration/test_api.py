@@ -14,6 +14,7 @@ import pytest
 
 from gateway.core.models import Outcome
 from gateway.http.keys import RUNTIME
+from gateway.service.commands import Authority
 from tests.conftest import AUTH, OPERATOR, suspend_body
 from tests.helpers import table_counts
 
@@ -409,7 +410,7 @@ async def test_a_replay_after_the_decision_reports_the_current_status(client: An
     first = await suspend(client)
     again = await (await client.post("/v1/suspend", json=suspend_body(), headers=AUTH)).json()
     assert (again["id"], again["resume_token"]) == (first["id"], first["resume_token"])
-    await rt_of(client).service.decide(first["id"], Outcome.APPROVE, "web:ann", trusted=True)
+    await rt_of(client).service.decide(first["id"], Outcome.APPROVE, "web:ann", authority=Authority.OPERATOR)
     resp = await client.post("/v1/suspend", json=suspend_body(), headers=AUTH)
     assert resp.status == 200
     replay = await resp.json()

@@ -16,6 +16,7 @@ import pytest
 from examples.invoice_agent.agent import Effects, invoice_run
 from gateway.core.models import JobStatus, Outcome
 from gateway.sdk import DurableRun, Suspended
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 from tests.conftest import TEST_AGENT
 from tests.integration.gateway_fixture import API_KEY, start_env
@@ -51,7 +52,7 @@ async def test_sigkill_at_random_moments_never_double_charges(
     rejected = set(approvals[::5])  # every fifth run is rejected: it must resume too, and charge nothing
     for approval_id in approvals:
         outcome = Outcome.REJECT if approval_id in rejected else Outcome.APPROVE
-        await env.rt.service.decide(approval_id, outcome, "web:bob", trusted=True)
+        await env.rt.service.decide(approval_id, outcome, "web:bob", authority=Authority.OPERATOR)
 
     for _ in range(KILLS_PER_RUN + 3):
         await env.rt.worker.drain()

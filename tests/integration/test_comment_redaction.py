@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway.core.models import Outcome
 from gateway.http.keys import RUNTIME
+from gateway.service.commands import Authority
 from tests.conftest import AUTH, OPERATOR, suspend_body
 
 PII = "call jane.doe@example.com, card 4111 1111 1111 1111"
@@ -36,7 +37,7 @@ async def test_votes_and_comments_added_afterwards_are_redacted(runtime: Any) ->
 
     svc = runtime.service
     approval, _ = await svc.suspend(SuspendRequest("r3", "s", "t"))
-    await svc.decide(approval.id, Outcome.REJECT, "operator:test", comment=PII, trusted=True)
+    await svc.decide(approval.id, Outcome.REJECT, "operator:test", comment=PII, authority=Authority.OPERATOR)
     after = await svc.attach_comment(approval.id, "operator:test", f"also {PII}")  # e.g. a Telegram reason
     assert after.decision.comment == f"also {SHOWN}"
     assert [v.comment for v in after.votes] == [SHOWN]

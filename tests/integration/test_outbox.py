@@ -11,6 +11,7 @@ from gateway.core.models import Approval, Outcome
 from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.service.commands import Authority
 
 
 class ScriptedChannel:
@@ -100,7 +101,7 @@ async def test_sync_after_decision_renders_the_outcome_once_posted(runtime: Runt
     channel = scripted(runtime)
     a = await _suspend(runtime)
     # decided before the card went out: the post renders the outcome, the sync edits it again
-    await runtime.service.decide(a.id, Outcome.APPROVE, "operator:ops", trusted=True)
+    await runtime.service.decide(a.id, Outcome.APPROVE, "operator:ops", authority=Authority.OPERATOR)
     await runtime.outbox.drain()
     assert [c[0] for c in channel.calls] == ["post", "update"]
     assert channel.calls[-1][2] == "approved"

@@ -23,6 +23,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from gateway.core.models import Outcome
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
+from gateway.service.commands import Authority
 from gateway.testing import TEST_API_KEY, FakeClock
 from tests.integration.gateway_fixture import free_port
 
@@ -40,7 +41,7 @@ class GW:
         return await DurableRun.from_env(env=env, document=self.rt.service.rehydration_document(approval))
 
     async def approve(self, approval_id: str) -> None:
-        await self.rt.service.decide(approval_id, Outcome.APPROVE, "web:bob", trusted=True)
+        await self.rt.service.decide(approval_id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR)
 
 
 @pytest.fixture
@@ -159,7 +160,9 @@ async def test_an_agent_inbox_interrupt_resumes_with_a_human_response(
         await gw.rt.service.cancel(approval.id, "operator:api", "release frozen")
     else:
         comment = "not today" if decide == "reject" else None
-        await gw.rt.service.decide(approval.id, Outcome(decide), "web:bob", comment=comment, trusted=True)
+        await gw.rt.service.decide(
+            approval.id, Outcome(decide), "web:bob", comment=comment, authority=Authority.OPERATOR
+        )
     async with await gw.worker_run(approval.id) as worker:
         out = await LangGraphApprovals(worker, worker="fw").resume(graph, config)
     assert out == {"log": expected}

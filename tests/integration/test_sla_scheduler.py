@@ -17,6 +17,7 @@ from gateway.core.models import Approval, OutboxKind, Outcome, Status
 from gateway.core.policy import parse_policy
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 
 POLICIES = {
@@ -168,7 +169,9 @@ async def test_human_decision_and_deadline_race_give_one_outcome(
 
         async def human(approval_id: str = a.id) -> str:
             try:
-                return (await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", trusted=True)).status.value
+                return (
+                    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", authority=Authority.OPERATOR)
+                ).status.value
             except Exception as exc:  # AlreadyDecided when the deadline won
                 return type(exc).__name__
 

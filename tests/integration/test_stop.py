@@ -15,6 +15,7 @@ from gateway.core.errors import StoreUnavailable
 from gateway.core.models import JobStatus, Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 
 
@@ -38,7 +39,7 @@ async def _start(
     rt = Runtime(settings, clock=clock, owner="stopping")
     await rt.start(exclusive=True)
     approval, _ = await rt.service.suspend(SuspendRequest(run_id="r", step="s", title="t", worker="agent"))
-    await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", trusted=True)
+    await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR)
     await _running(rt, approval.id)
     return rt, approval.id
 

@@ -9,6 +9,7 @@ from gateway.core.models import DeliveryStatus, OutboxKind, Outcome
 from gateway.core.shown import content_hash
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 from tests.conftest import AUTH, suspend_body
 
@@ -34,7 +35,7 @@ async def test_the_web_card_is_posted_by_the_suspend_itself(runtime: Runtime, cl
     assert again.id == a.id and not created
     assert [e.kind for e in await runtime.store.list_events(a.id)].count("card_posted") == 1
     # a decision still syncs the card through the outbox
-    decided = await runtime.service.decide(a.id, Outcome.APPROVE, "operator:ops", trusted=True)
+    decided = await runtime.service.decide(a.id, Outcome.APPROVE, "operator:ops", authority=Authority.OPERATOR)
     await runtime.outbox.drain()
     synced = [e for e in await runtime.store.list_events(a.id) if e.kind == "card_synced"]
     assert [e.data for e in synced] == [{"status": "approved", "content_hash": content_hash(decided)}]

@@ -18,6 +18,7 @@ from gateway.core.observers import Observer
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest, new_id
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 from tests.conftest import AUTH, OPERATOR
 from tests.integration.conftest import MakeRt
@@ -45,7 +46,7 @@ async def decided(rt: Runtime, worker: str, outcome: Outcome = Outcome.APPROVE, 
         worker=worker,
     )
     approval, _ = await rt.service.suspend(req)
-    return await rt.service.decide(approval.id, outcome, "web:bob", trusted=True)
+    return await rt.service.decide(approval.id, outcome, "web:bob", authority=Authority.OPERATOR)
 
 
 async def job(rt: Runtime, approval: Approval) -> ResumeJob:
@@ -89,7 +90,7 @@ async def test_every_outcome_resumes_the_run(make_rt: MakeRt, tmp_path: Path, cl
     req = SuspendRequest(run_id="r", step="s", title="t", worker="agent", policy="default")
     approval, _ = await rt.service.suspend(req)
     if outcome == "reject":
-        await rt.service.decide(approval.id, Outcome.REJECT, "web:bob", trusted=True)
+        await rt.service.decide(approval.id, Outcome.REJECT, "web:bob", authority=Authority.OPERATOR)
     elif outcome == "cancel":
         await rt.service.cancel(approval.id, "operator:api", "not needed")
     else:

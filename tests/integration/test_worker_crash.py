@@ -20,6 +20,7 @@ from gateway.core.errors import StoreInUse
 from gateway.core.models import JobStatus, Outcome
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import TEST_API_KEY, TEST_SECRET, FakeClock
 
 pytestmark = pytest.mark.subprocess  # every test here starts a process
@@ -50,7 +51,7 @@ async def decided(cfg: Path, clock: FakeClock | None = None) -> str:
     await rt.start(background=False)
     try:
         approval, _ = await rt.service.suspend(SuspendRequest(run_id="r", step="s", title="t", worker="agent"))
-        await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", trusted=True)
+        await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR)
         return approval.id
     finally:
         await rt.stop()
@@ -218,7 +219,7 @@ timeout = "120s"
             run_id="r", step="s", title="t", worker="agent", state={"out": str(tmp_path), "mode": "hang"}
         )
         approval, _ = await rt.service.suspend(req)
-        await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", trusted=True)
+        await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR)
     finally:
         await rt.stop()
     doomed = await asyncio.create_subprocess_exec(sys.executable, str(FAKES / "run_worker.py"), str(cfg))

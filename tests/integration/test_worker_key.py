@@ -15,6 +15,7 @@ from gateway.core.models import JobStatus, Outcome
 from gateway.runtime import Runtime
 from gateway.sdk import DurableRun
 from gateway.service import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 from tests.integration.conftest import MakeRt
 from tests.integration.test_worker import cmd, decided, job, runs
@@ -86,7 +87,7 @@ async def test_an_edit_of_the_approved_args_changes_the_key(make_rt: MakeRt, tmp
     )
     approval, _ = await rt.service.suspend(req)
     raw = {"amount": 39, "email": "carol@example.com"}
-    await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", trusted=True, args=raw)
+    await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR, args=raw)
     await rt.worker.drain()
     (edited,) = keys(tmp_path, approval.id)
     (unedited,) = keys(tmp_path, as_asked.id)

@@ -14,6 +14,7 @@ from gateway.core.errors import RawPruned
 from gateway.core.models import Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.sla.housekeeping import Housekeeper
 from gateway.testing import FakeClock
 
@@ -32,7 +33,7 @@ async def test_a_resume_after_retention_is_refused_not_served_redacted_args(runt
     raw = {"iban": "DE89370400440532013000", "amount": 490}
     approval, _ = await runtime.service.suspend(SuspendRequest(run_id="r", step="pay", title="Pay", args=raw))
     token = runtime.service.resume_token(approval)
-    await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", trusted=True)
+    await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
     assert (await runtime.service.rehydrate(token))["args"] == raw  # before: the raw args, to the token holder
     clock.advance(days=2)
     assert await Housekeeper(runtime.store, clock, raw_after=timedelta(days=1)).prune_raw() == 1

@@ -7,6 +7,7 @@ from datetime import timedelta
 from gateway.core.models import JobStatus, Outcome, Status, StepRecord, StepStatus
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 
 
@@ -17,7 +18,7 @@ async def test_list_approvals_by_age_filters(runtime: Runtime, clock: FakeClock)
         approval, _ = await svc.suspend(SuspendRequest(run, "s", f"t-{run}", channels=channels))
         ids.append(approval.id)
         clock.advance(seconds=5)
-    await svc.decide(ids[1], Outcome.APPROVE, "operator:cli", trusted=True)
+    await svc.decide(ids[1], Outcome.APPROVE, "operator:cli", authority=Authority.OPERATOR)
     store = runtime.store
     assert [a.id for a in await store.list_approvals_by_age()] == ids  # oldest first
     assert [a.id for a in await store.list_approvals_by_age(status=Status.WAITING)] == [ids[0], ids[2]]
@@ -54,5 +55,5 @@ async def test_step_stats_and_job_counts(runtime: Runtime, clock: FakeClock) -> 
     assert fetch["mean_seconds"] == 3.0 and fetch["total_seconds"] == 6.0
     assert await store.count_jobs_by_status() == {}
     approval, _ = await runtime.service.suspend(SuspendRequest("r9", "s", "t", worker="agent"))
-    await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:cli", trusted=True)
+    await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:cli", authority=Authority.OPERATOR)
     assert await store.count_jobs_by_status() == {JobStatus.QUEUED.value: 1}

@@ -24,6 +24,7 @@ from gateway.delivery.channels import Attempt
 from gateway.delivery.outbox import OutboxRunner, earlier_attempts
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
+from gateway.service.commands import Authority
 from gateway.testing import FakeClock
 from tests.conftest import AUTH, OPERATOR
 from tests.fakes.telegram_api import FakeTelegramAPI
@@ -136,7 +137,7 @@ async def test_a_press_on_an_uncertain_card_adopts_it_and_decides(tg: TG) -> Non
 async def test_an_uncertain_card_decided_elsewhere_is_synced_at_its_first_press(tg: TG) -> None:
     approval_id = await _cut_post(tg)
     ((_, mid),) = tg.api.messages
-    await tg.rt.service.decide(approval_id, Outcome.REJECT, "operator:ops", trusted=True)
+    await tg.rt.service.decide(approval_id, Outcome.REJECT, "operator:ops", authority=Authority.OPERATOR)
     await tg.rt.outbox.drain()
     assert tg.buttons(mid)  # unknown to the outbox: nothing to edit yet
     assert await tg.send(tg.press(ALICE, tg.data(mid, "Approve"), mid)) == 200

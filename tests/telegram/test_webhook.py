@@ -8,6 +8,7 @@ import json
 from gateway.core.models import Outcome, Status
 from gateway.delivery.channels import OutgoingCard
 from gateway.service.approvals import DENIED_KEPT
+from gateway.service.commands import Authority
 from tests.helpers import table_counts
 from tests.telegram.conftest import ALICE, BOB, CHAT, MALLORY, SECRET, TG
 
@@ -193,7 +194,7 @@ async def test_a_press_on_a_duplicate_card_closes_it(tg: TG) -> None:
     orphan = int(orphan_ref.rsplit(":", 1)[1])
     assert orphan != mid and tg.buttons(orphan)
     data = tg.data(orphan, "Approve")
-    await tg.rt.service.decide(approval_id, Outcome.APPROVE, "operator:ops", trusted=True)
+    await tg.rt.service.decide(approval_id, Outcome.APPROVE, "operator:ops", authority=Authority.OPERATOR)
     await tg.rt.outbox.drain()
     assert tg.api.message(CHAT, mid).get("reply_markup") is None  # the recorded card is synced
     assert tg.buttons(orphan)  # the duplicate is not known to the outbox

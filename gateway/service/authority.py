@@ -1,0 +1,39 @@
+"""Who may decide: the one function every decision path goes through (the API, a resume token, a
+press on any channel, MCP, the SLA clock), switched only by the command's `Authority`."""
+
+from __future__ import annotations
+
+from gateway.core import policy as rules
+from gateway.core.identity import Identities
+from gateway.core.models import Approval
+from gateway.service.commands import Authority
+
+
+class Authorizer:
+    def __init__(self, identities: Identities, allowlists: dict[str, frozenset[str]]) -> None:
+        self.identities = identities
+        self._allowlists = allowlists
+
+    def allowlist(self, actor: str) -> frozenset[str]:
+        """The configured approvers of `actor`'s kind (canonical identities)."""
+        return self._allowlists.get(actor.partition(":")[0], frozenset())  # an identity is 'kind:id'
+
+    def actor(self, actor: str, authority: Authority, field: str = "by") -> str:
+        """The actor in canonical form (a ValidationError naming `field` otherwise); a token's
+        actor is a fixed name, not an identity."""
+        return actor if authority is Authority.TOKEN else self.identities.canonical(actor, field)
+
+    def authorize(self, authority: Authority, actor: str, approval: Approval, *, decides: bool = True) -> None:
+        """NotAnApprover or RequesterCannotDecide unless `actor` (canonical) may act on
+        `approval` as it is now. An approver must be on its channel's allowlist, narrowed by the
+        approval's approvers, and never its requester, whatever it does (vote, extend). An
+        operator manages any approval (extend, cancel: `decides=False`); to decide, it stands on
+        its own allowlist, so the approval's approvers still narrow it and a requester never
+        decides its own request. A token and the SLA clock are their own authority."""
+        if authority is Authority.APPROVER:
+            rules.check_may_decide(actor, approval, self.allowlist(actor), self.identities.party)
+        elif authority is Authority.OPERATOR and decides:
+            rules.check_may_decide(actor, approval, (actor,), self.identities.party)
+
+
+__all__ = ["Authorizer"]
