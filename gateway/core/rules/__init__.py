@@ -9,6 +9,7 @@ when a rule set needs them.
 
 from __future__ import annotations
 
+from gateway.core.rules.body import facts_from_body
 from gateway.core.rules.engine import RuleSet, compile_rules, evaluate
 from gateway.core.rules.model import (
     NO_COUNTERS,
@@ -41,4 +42,5 @@ __all__ = [
     "ShadowHit",
     "compile_rules",
     "evaluate",
+    "facts_from_body",
 ]
