@@ -56,7 +56,7 @@ def test_bad_policies_and_mixing_engines_fail_at_compile() -> None:
     with pytest.raises(ConfigError) as info:
         compile_rules([], engine=Engine.CEDAR, cedar="permit(principal, action, resource) when { nonsense")
     assert info.value.key == "rules.cedar" and "\n" not in info.value.message
-    with pytest.raises(ConfigError, match="rule.x"):
+    with pytest.raises(ConfigError, match=r"rule\.x"):
         compile_rules([Rule("x", "true", Outcome.ALLOW)], engine=Engine.CEDAR, cedar=POLICIES)
     with pytest.raises(ConfigError, match='engine = "cedar"'):
         compile_rules([], cedar=POLICIES)

@@ -65,7 +65,7 @@ def test_check_stops_on_a_bad_condition(config: Path, capsys: pytest.CaptureFixt
     assert main(["--config", str(config), "rules", "check"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hitl-gateway: config: rule.small-charges.when:") and "\n" not in err
-    assert "undeclared reference to 'arg'" in err
+    assert "undeclared reference to 'arg.currency'" in err
 
 
 def test_test_prints_outcome_rule_reason_and_shadow(

@@ -21,7 +21,8 @@ from gateway.core.rules import (
 )
 
 NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)  # a Monday; 10:30 in Madrid
-SMALL = Rule("small-charges", 'step == "charge" && args.currency == "EUR" && args.amount < 5000', Outcome.ALLOW, "under 50 EUR")
+SMALL_WHEN = 'step == "charge" && args.currency == "EUR" && args.amount < 5000'
+SMALL = Rule("small-charges", SMALL_WHEN, Outcome.ALLOW, "under 50 EUR")
 LARGE = Rule(
     "large-charges", 'step == "charge" && args.amount >= 1000000', Outcome.ASK, policy="finance-two",
     channels=("slack:C0FINANCE",), approvers=("operator:cfo",),
@@ -121,7 +122,8 @@ def test_budgets_read_the_counters() -> None:
     burst = Rule("burst", 'count("1h") > 2', Outcome.ASK, "many at once")
     rs = compile_rules([budget, burst, Rule("rest", "true", Outcome.ALLOW)])
     assert rs.counters == {CounterKey("amount", timedelta(hours=24)), CounterKey(None, timedelta(hours=1))}
-    ledger = Ledger(NOW, [(NOW - timedelta(hours=30), {"amount": 50_000}), (NOW - timedelta(hours=2), {"amount": 15_000})])
+    old, recent = (NOW - timedelta(hours=30), {"amount": 50_000}), (NOW - timedelta(hours=2), {"amount": 15_000})
+    ledger = Ledger(NOW, [old, recent])
     assert evaluate(rs, charge(4000), ledger, NOW).outcome == Outcome.ALLOW  # 15000 + 4000 (the 30 h old one is out)
     assert evaluate(rs, charge(6000), ledger, NOW).rule == "daily-budget"
     ledger.entries += [(NOW - timedelta(minutes=m), {"amount": 1}) for m in (1, 2, 3)]
@@ -156,7 +158,7 @@ def test_bad_names_and_settings_are_config_errors() -> None:
         compile_rules([SMALL, SMALL])
     with pytest.raises(ConfigError, match=r"rule\[0\]\.name"):
         compile_rules([Rule("has space", "true", Outcome.ALLOW)])
-    with pytest.raises(ConfigError, match="rules.timezone"):
+    with pytest.raises(ConfigError, match=r"rules\.timezone"):
         compile_rules([SMALL], timezone="Mars/Olympus")
 
 
