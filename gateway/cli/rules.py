@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.core.errors import ValidationError
-from gateway.core.rules import NO_COUNTERS, Engine, RuleResult, RuleSet, evaluate, facts_from_body
+from gateway.core.rules import NO_COUNTERS, RuleEngine, RuleResult, RuleSet, evaluate, facts_from_body
 from gateway.settings import Settings
 
 
@@ -37,7 +37,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
 def check(ruleset: RuleSet) -> int:
     print(f"engine {ruleset.engine}, default {ruleset.default}, timezone {ruleset.timezone}")
     print(f"rules_hash {ruleset.hash}")
-    if ruleset.engine is Engine.CEDAR:
+    if ruleset.engine is RuleEngine.CEDAR:
         print("Cedar policies: " + ("compiled" if ruleset.cedar.strip() else "none (every suspend asks)"))
         return 0
     if not ruleset.rules:

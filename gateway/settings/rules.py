@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from gateway.core.errors import ConfigError
-from gateway.core.rules import Engine, Mode, Outcome, Rule, RuleSet, compile_rules
+from gateway.core.rules import Mode, Outcome, Rule, RuleEngine, RuleSet, compile_rules
 from gateway.settings.coerce import Coerce, coerce_all, string, strings
 
-E = TypeVar("E", Outcome, Mode, Engine)
+E = TypeVar("E", Outcome, Mode, RuleEngine)
 
 
 def _choice(kind: type[E]) -> Coerce:
@@ -32,7 +32,12 @@ def _lower(key: str, v: Any) -> tuple[str, ...]:
     return tuple(name.lower() for name in strings(key, v))  # agent names are case-insensitive
 
 
-KEYS: dict[str, Coerce] = {"default": _choice(Outcome), "timezone": string, "engine": _choice(Engine), "cedar": string}
+KEYS: dict[str, Coerce] = {
+    "default": _choice(Outcome),
+    "timezone": string,
+    "engine": _choice(RuleEngine),
+    "cedar": string,
+}
 RULE_KEYS: dict[str, Coerce] = {
     "name": string,
     "when": string,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from gateway.core.errors import ConfigError
-from gateway.core.rules import NO_COUNTERS, Engine, Facts, Outcome, Rule, compile_rules, evaluate
+from gateway.core.rules import NO_COUNTERS, Facts, Outcome, Rule, RuleEngine, compile_rules, evaluate
 
 NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 POLICIES = """
@@ -24,7 +24,7 @@ forbid(principal, action == Action::"deploy", resource) when { context.env == "p
 
 
 def decide(agent: str, step: str, args: dict[str, object]) -> tuple[Outcome, str | None, str]:
-    rs = compile_rules([], engine=Engine.CEDAR, cedar=POLICIES)
+    rs = compile_rules([], engine=RuleEngine.CEDAR, cedar=POLICIES)
     result = evaluate(rs, Facts(agent, step, run_id="r1", args=args), NO_COUNTERS, NOW)
     return result.outcome, result.rule, result.reason
 
@@ -45,7 +45,7 @@ def test_no_decision_is_ask() -> None:
 
 
 def test_an_error_never_allows() -> None:
-    rs = compile_rules([], engine=Engine.CEDAR, cedar=POLICIES)
+    rs = compile_rules([], engine=RuleEngine.CEDAR, cedar=POLICIES)
     result = evaluate(rs, Facts("billing", "charge", args={}), NO_COUNTERS, NOW)  # context.amount missing
     assert result.outcome == Outcome.ASK and result.errors
     floats = evaluate(rs, Facts("billing", "charge", args={"amount": 1.5}), NO_COUNTERS, NOW)  # Cedar has no floats
@@ -54,15 +54,15 @@ def test_an_error_never_allows() -> None:
 
 def test_bad_policies_and_mixing_engines_fail_at_compile() -> None:
     with pytest.raises(ConfigError) as info:
-        compile_rules([], engine=Engine.CEDAR, cedar="permit(principal, action, resource) when { nonsense")
+        compile_rules([], engine=RuleEngine.CEDAR, cedar="permit(principal, action, resource) when { nonsense")
     assert info.value.key == "rules.cedar" and "\n" not in info.value.message
     with pytest.raises(ConfigError, match=r"rule\.x"):
-        compile_rules([Rule("x", "true", Outcome.ALLOW)], engine=Engine.CEDAR, cedar=POLICIES)
+        compile_rules([Rule("x", "true", Outcome.ALLOW)], engine=RuleEngine.CEDAR, cedar=POLICIES)
     with pytest.raises(ConfigError, match='engine = "cedar"'):
         compile_rules([], cedar=POLICIES)
 
 
 def test_the_hash_covers_the_policies() -> None:
-    a = compile_rules([], engine=Engine.CEDAR, cedar=POLICIES)
-    assert a.hash == compile_rules([], engine=Engine.CEDAR, cedar=POLICIES).hash
-    assert a.hash != compile_rules([], engine=Engine.CEDAR, cedar=POLICIES + "\n// more").hash
+    a = compile_rules([], engine=RuleEngine.CEDAR, cedar=POLICIES)
+    assert a.hash == compile_rules([], engine=RuleEngine.CEDAR, cedar=POLICIES).hash
+    assert a.hash != compile_rules([], engine=RuleEngine.CEDAR, cedar=POLICIES + "\n// more").hash

@@ -8,7 +8,7 @@ import pytest
 
 from gateway.config import load_settings
 from gateway.core.errors import ConfigError
-from gateway.core.rules import Engine, Mode, Outcome
+from gateway.core.rules import Mode, Outcome, RuleEngine
 from gateway.settings import Settings
 
 BASE = """
@@ -53,7 +53,7 @@ def load(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> Settin
 def test_the_rules_load_in_order_and_compiled(tmp_path: Path) -> None:
     rs = load(tmp_path, RULES).rules
     assert [r.name for r in rs.rules] == ["small-charges", "large-charges"]
-    assert (rs.timezone, rs.default, rs.engine) == ("Europe/Madrid", Outcome.ASK, Engine.CEL)
+    assert (rs.timezone, rs.default, rs.engine) == ("Europe/Madrid", Outcome.ASK, RuleEngine.CEL)
     large = rs.rules[1]
     assert (large.then, large.mode, large.policy, large.channels) == (Outcome.ASK, Mode.SHADOW, "finance-two", ("web",))
     assert large.agents == ("billing",) and large.approvers == ("operator:cfo",)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from contextvars import ContextVar
-from datetime import datetime
+from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from gateway.core.durations import parse_duration
@@ -102,11 +103,16 @@ class CelEnv:
 
 
 def _spent(field: str, window: str) -> int | float:
-    return _COUNTERS.get().spent(field, parse_duration(window))
+    return _COUNTERS.get().spent(field, _duration(window))
 
 
 def _count(window: str) -> int:
-    return _COUNTERS.get().count(parse_duration(window))
+    return _COUNTERS.get().count(_duration(window))
+
+
+@lru_cache(maxsize=256)  # the windows are literals of the rules: a handful, parsed once
+def _duration(text: str) -> timedelta:
+    return parse_duration(text)
 
 
 def _counter_keys(text: str) -> frozenset[CounterKey]:

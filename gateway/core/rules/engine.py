@@ -26,11 +26,11 @@ from gateway.core.rules.cel import CelEnv, EvalError, activation_facts
 from gateway.core.rules.model import (
     CounterKey,
     Counters,
-    Engine,
     Facts,
     Mode,
     Outcome,
     Rule,
+    RuleEngine,
     RuleError,
     RuleResult,
     ShadowHit,
@@ -47,7 +47,7 @@ class RuleSet:
     rules: tuple[Rule, ...] = ()
     default: Outcome = Outcome.ASK
     timezone: str = "UTC"
-    engine: Engine = Engine.CEL
+    engine: RuleEngine = RuleEngine.CEL
     cedar: str = ""
     hash: str = ""
     counters: frozenset[CounterKey] = frozenset()  # every spent()/count() the rules read
@@ -66,7 +66,7 @@ def compile_rules(
     *,
     default: Outcome = Outcome.ASK,
     timezone: str = "UTC",
-    engine: Engine = Engine.CEL,
+    engine: RuleEngine = RuleEngine.CEL,
     cedar: str = "",
 ) -> RuleSet:
     """Check and compile every rule; a ConfigError names the first bad one (`rule.NAME.when`)."""
@@ -78,7 +78,7 @@ def compile_rules(
     _check_names(rules)
     digest = rules_hash(engine, default, timezone, tuple(rules), cedar)
     base = RuleSet(tuple(rules), default, timezone, engine, cedar, digest)
-    if engine is Engine.CEDAR:
+    if engine is RuleEngine.CEDAR:
         if rules:
             raise ConfigError(
                 f"rule.{rules[0].name}", 'with rules.engine = "cedar", write Cedar policies in rules.cedar'

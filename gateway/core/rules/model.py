@@ -26,7 +26,7 @@ class Mode(StrEnum):
     SHADOW = "shadow"  # evaluated and recorded ("would allow"), never applied
 
 
-class Engine(StrEnum):
+class RuleEngine(StrEnum):
     CEL = "cel"
     CEDAR = "cedar"
 
@@ -138,7 +138,7 @@ class RuleResult:
         }
 
 
-def rules_hash(engine: Engine, default: Outcome, timezone: str, rules: tuple[Rule, ...], cedar: str) -> str:
+def rules_hash(engine: RuleEngine, default: Outcome, timezone: str, rules: tuple[Rule, ...], cedar: str) -> str:
     """sha256 of the rule set's canonical JSON: the same rules give the same hash on every start
     and every replica, whatever the key order in the file."""
     body = {
@@ -157,11 +157,11 @@ __all__ = [
     "CounterKey",
     "CounterSnapshot",
     "Counters",
-    "Engine",
     "Facts",
     "Mode",
     "Outcome",
     "Rule",
+    "RuleEngine",
     "RuleError",
     "RuleResult",
     "ShadowHit",
