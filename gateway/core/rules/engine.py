@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -51,14 +51,14 @@ class RuleSet:
     cedar: str = ""
     hash: str = ""
     counters: frozenset[CounterKey] = frozenset()  # every spent()/count() the rules read
-    _programs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
-    _env: CelEnv | None = field(default=None, compare=False, repr=False)
-    _policies: CedarPolicies | None = field(default=None, compare=False, repr=False)
+    programs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    cel_env: CelEnv | None = field(default=None, compare=False, repr=False)
+    cedar_policies: CedarPolicies | None = field(default=None, compare=False, repr=False)
 
     @property
     def active(self) -> bool:
         """Whether anything is configured (else every suspend asks, as before rules)."""
-        return bool(self.rules) or self._policies is not None or self.default is not Outcome.ASK
+        return bool(self.rules) or self.cedar_policies is not None or self.default is not Outcome.ASK
 
 
 def compile_rules(
@@ -84,7 +84,7 @@ def compile_rules(
                 f"rule.{rules[0].name}", 'with rules.engine = "cedar", write Cedar policies in rules.cedar'
             )
         policies = CedarPolicies(cedar) if cedar.strip() else None
-        return RuleSet(base.rules, default, timezone, engine, cedar, digest, _policies=policies)
+        return replace(base, cedar_policies=policies)
     if cedar.strip():
         raise ConfigError("rules.cedar", 'Cedar policies need rules.engine = "cedar"')
     if not rules:
@@ -99,7 +99,7 @@ def compile_rules(
             raise ConfigError(f"rule.{rule.name}.when", str(exc)) from None
         programs.append(program)
         counters |= keys
-    return RuleSet(base.rules, default, timezone, engine, cedar, digest, frozenset(counters), tuple(programs), _env=env)
+    return replace(base, counters=frozenset(counters), programs=tuple(programs), cel_env=env)
 
 
 def _check_names(rules: Sequence[Rule]) -> None:
@@ -116,17 +116,17 @@ def evaluate(ruleset: RuleSet, facts: Facts, counters: Counters, now: datetime) 
     """The outcome for one suspend. Pure and synchronous: `now` and `counters` are given."""
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
-    if ruleset._policies is not None:
-        return _cedar(ruleset, ruleset._policies, facts)
-    if ruleset._env is None:
+    if ruleset.cedar_policies is not None:
+        return _cedar(ruleset, ruleset.cedar_policies, facts)
+    if ruleset.cel_env is None:
         return RuleResult(ruleset.default, None, ruleset.hash)
-    env = ruleset._env
+    env = ruleset.cel_env
     local = now.astimezone(ZoneInfo(ruleset.timezone))
     act = env.activation(activation_facts(facts.agent, facts.run_id, facts.step, facts.args, facts.context, local))
     agent = facts.agent.lower()
     shadow: list[ShadowHit] = []
     errors: list[RuleError] = []
-    for rule, program in zip(ruleset.rules, ruleset._programs, strict=True):
+    for rule, program in zip(ruleset.rules, ruleset.programs, strict=True):
         if rule.agents and agent not in rule.agents:
             continue
         try:
