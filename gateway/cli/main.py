@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from gateway import __version__
-from gateway.cli import approvals, cards, channels, init, jobs, serve
+from gateway.cli import approvals, cards, channels, init, jobs, rules, serve
 from gateway.cli import audit as audit_cli
 from gateway.cli import web as web_cli
 from gateway.cli.common import dump, with_runtime
@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     jobs.add_parser(sub)
     cards.add_parser(sub)
     audit_cli.add_parser(sub)
+    rules.add_parser(sub)
     from gateway.mcp.cli import add_parser as add_mcp
 
     add_mcp(sub)

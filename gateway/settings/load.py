@@ -13,6 +13,7 @@ from typing import Any
 import gateway.settings.audit as audit
 import gateway.settings.mcp as mcp
 import gateway.settings.policies as policies
+import gateway.settings.rules as rules
 import gateway.settings.scheduler as scheduler
 import gateway.settings.security as security
 import gateway.settings.server as server
@@ -37,8 +38,10 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "retention": audit.RETENTION_KEYS,
     "mcp": mcp.MCP_KEYS,
     "mcp_gate": mcp.MCP_GATE_KEYS,
+    "rules": rules.KEYS,
 }
 GROUPS = ("policies", "workers", "people")  # the named tables: [policies.NAME], [workers.NAME], [people.NAME]
+LISTS = ("rule",)  # the arrays of tables: [[rule]]
 
 
 def sections(specs: Mapping[str, ChannelSchema]) -> dict[str, Mapping[str, Coerce]]:
@@ -66,7 +69,7 @@ def load_settings(
     kinds = identity_kinds(specs)
     raw = read_toml(config_path(path, env))
     for section in raw:
-        if section not in known and section not in GROUPS:
+        if section not in known and section not in GROUPS and section not in LISTS:
             raise ConfigError(section, "unknown section")
     for section, values in (defaults or {}).items():
         given = raw.get(section, {})
@@ -102,6 +105,7 @@ def load_settings(
         channels=load_channels(raw, specs, check=validate),
         people=identities.people,
         identities=identities,
+        rules=rules.load_rules(plain["rules"], raw.get("rule", []), compile=validate),
     )
     if validate:
         check(settings)
@@ -118,6 +122,7 @@ def check(settings: Settings) -> None:
     audit.check_redaction(settings.redaction)
     web.check_web(settings.web)
     audit.check_audit(settings.audit, settings.retention)
+    rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
 
 
-__all__ = ["GROUPS", "SECTIONS", "check", "load_settings", "sections"]
+__all__ = ["GROUPS", "LISTS", "SECTIONS", "check", "load_settings", "sections"]

@@ -9,6 +9,7 @@ from typing import Any
 from gateway.core.identity import WEB, Identities
 from gateway.core.models import Policy
 from gateway.core.policy_bounds import AgentBounds
+from gateway.core.rules import RuleSet
 from gateway.settings.audit import AuditSettings, RedactionSettings, RetentionSettings
 from gateway.settings.channels import ChannelConfig
 from gateway.settings.mcp import McpGateSettings, McpSettings
@@ -40,6 +41,8 @@ class Settings:
     mcp_gate: McpGateSettings = field(default_factory=McpGateSettings)
     # What each named policy lets the agent choose (agent_may_set, max_timeout, min_timeout).
     policy_bounds: Mapping[str, AgentBounds] = field(default_factory=dict)
+    # `[rules]` and `[[rule]]`, compiled (gateway.core.rules): evaluated at suspend.
+    rules: RuleSet = field(default_factory=RuleSet)
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""
