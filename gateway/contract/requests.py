@@ -7,7 +7,7 @@ the order a reader expects; `gateway.contract.schema` lists the properties as de
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
@@ -33,8 +33,6 @@ class RequestBody(BaseModel):
     """Strict (no coercion: "1" is not 1), closed (an unknown field is a 400 naming it)."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
-    # Fields a caller may send that are kept out of the model's own (see StepBody).
-    ignored: ClassVar[frozenset[str]] = frozenset()
 
 
 class InlinePolicy(BaseModel):
@@ -173,7 +171,6 @@ class StepBody(RequestBody):
     `name`, `run_id` and `duration_ms` are taken (a step record read back has them) and ignored:
     the path names the step."""
 
-    ignored: ClassVar[frozenset[str]] = frozenset({"name", "run_id", "duration_ms"})
     status: Annotated[
         StepStatus, BeforeValidator(_step_status), WithJsonSchema({"enum": [s.value for s in StepStatus]})
     ] = StepStatus.SUCCEEDED
@@ -186,6 +183,9 @@ class StepBody(RequestBody):
     finished_at: Stamp
     error: Comment = None
     output: Annotated[Any, Field(description="any JSON: what the step returned")] = None
+    name: Annotated[Any, Field(description="ignored (a record read back has it): the path names the step")] = None
+    run_id: Annotated[Any, Field(description="ignored: the path names the run")] = None
+    duration_ms: Annotated[Any, Field(description="ignored")] = None
 
 
 REQUESTS: tuple[type[RequestBody], ...] = (

@@ -7,6 +7,7 @@ all, in that order), after any unknown field, as the hand parsers did.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, TypeVar
 
 import pydantic
@@ -19,9 +20,10 @@ from gateway.core.errors import ValidationError
 B = TypeVar("B", bound=RequestBody)
 
 
+@cache
 def allowed(model: type[RequestBody]) -> frozenset[str]:
     """Every field a body of `model` may carry."""
-    return frozenset(model.model_fields) | model.ignored
+    return frozenset(model.model_fields)
 
 
 def validate(model: type[B], body: dict[str, Any]) -> B:
@@ -29,8 +31,6 @@ def validate(model: type[B], body: dict[str, Any]) -> B:
     extra = sorted(set(body) - names)
     if extra:
         raise ValidationError(extra[0], f"unknown field (allowed: {', '.join(sorted(names))})")
-    if model.ignored:
-        body = {k: v for k, v in body.items() if k not in model.ignored}
     try:
         return model.model_validate(body)
     except pydantic.ValidationError as exc:
