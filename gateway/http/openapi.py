@@ -1,13 +1,17 @@
 """OpenAPI 3.1 description of every route. `tests/integration/test_openapi.py` fails when a
-route of the app is missing here."""
+route of the app is missing here.
+
+The routes, their summaries and their error codes are listed here; every body's schema is
+generated from the contract's models (gateway.contract), the same ones that validate it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gateway import __version__
+from gateway import __version__, contract
+from gateway.contract import ref
 
-_ERROR = {"$ref": "#/components/schemas/Error"}
+_ERROR = ref(contract.ErrorReply)
 _ID = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
@@ -53,117 +57,16 @@ def _op(
     return op
 
 
-_POLICY = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "timeout": {"type": "string", "examples": ["30m", "never"]},
-        "on_timeout": {"enum": ["approve", "reject", "escalate"]},
-        "escalate_to": {"type": "array", "items": {"type": "string"}},
-        "escalation_timeout": {"type": "string"},
-        "after_escalation": {"enum": ["approve", "reject"]},
-        "remind": {"type": "array", "items": {"type": "string"}},
-        "quorum": {"type": "integer", "minimum": 1, "maximum": 100},
-        "name": {
-            "type": "string",
-            "description": "a label for reasons and events; a configured policy's name means that policy,"
-            " with the keys its agent_may_set allows",
-        },
-    },
-}
-_SUSPEND = {
-    "type": "object",
-    "required": ["run_id", "step", "title"],
-    "additionalProperties": False,
-    "properties": {
-        "run_id": {"type": "string", "minLength": 1, "maxLength": 200},
-        "step": {"type": "string", "minLength": 1, "maxLength": 200},
-        "title": {"type": "string", "minLength": 1, "maxLength": 300},
-        "summary": {"type": "string", "maxLength": 4000},
-        "args": {"type": "object"},
-        "state": {},
-        "channels": {"type": "array", "items": {"type": "string"}, "examples": [["web", "<kind>:<target>"]]},
-        "approvers": {"type": "array", "items": {"type": "string"}, "examples": [["web:alice", "<kind>:<id>"]]},
-        "policy": {"oneOf": [{"type": "string"}, _POLICY]},
-        "worker": {"type": ["string", "null"]},
-        "idempotency_key": {"type": "string", "maxLength": 200, "description": "per agent (and per principal)"},
-        "requested_by": {"type": "string", "maxLength": 200},
-        "deadline": {
-            "type": "string",
-            "format": "date-time",
-            "description": "RFC 3339 with an offset; where the named policy's agent_may_set lists timeout",
-        },
-        "args_schema": {
-            "type": "object",
-            "description": "JSON Schema 2020-12 the args and every edit must validate: references only within it"
-            " (#...), at most 64 KiB, 32 levels and 1,000 subschemas, patterns in re2 syntax",
-        },
-        "editable": {
-            "oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}],
-            "description": "true, or the top-level args an approver may change before approving",
-        },
-    },
-}
-_SUSPENDED = {
-    "type": "object",
-    "required": ["id", "status", "resume_token", "deadline"],
-    "properties": {
-        "id": {"type": "string"},
-        "status": {"enum": ["waiting_approval", "approved", "rejected", "timed_out", "cancelled"]},
-        "resume_token": {"type": "string"},
-        "deadline": {"type": ["string", "null"], "format": "date-time"},
-    },
-}
-_APPROVAL = {"$ref": "#/components/schemas/Approval"}
-_DECISION = {
-    "type": "object",
-    "required": ["outcome"],
-    "additionalProperties": False,
-    "properties": {
-        "outcome": {"enum": ["approve", "reject"]},
-        "by": {"type": "string", "description": "whom the operator acts for: kept as on_behalf_of"},
-        "comment": {"type": "string"},
-        "args": {"type": "object", "description": "approve with changes: the edited args (editable fields only)"},
-        "args_hash": {
-            "type": "string",
-            "description": "the approval's current_args_hash as read: an approve on args changed since is a 409"
-            " stale_round (a reject is a veto on any args)",
-        },
-    },
-}
-_EXTEND = {
-    "type": "object",
-    "required": ["duration"],
-    "additionalProperties": False,
-    "properties": {
-        "duration": {"type": "string", "examples": ["1h"], "description": "one of the policy's `extend`"},
-        "by": {"type": "string", "description": "whom the operator acts for"},
-    },
-}
-_TOKEN_DECISION = {
-    "type": "object",
-    "required": ["token", "outcome"],
-    "additionalProperties": False,
-    "properties": {
-        "token": {"type": "string"},
-        "outcome": {"enum": ["approve", "reject"]},
-        "comment": {"type": "string"},
-    },
-}
+_SUSPEND, _SUSPENDED = ref(contract.SuspendBody), ref(contract.SuspendReply)
+_APPROVAL = ref(contract.ApprovalView)
+_DECISION, _EXTEND, _TOKEN_DECISION = (
+    ref(contract.DecisionBody),
+    ref(contract.ExtendBody),
+    ref(contract.TokenDecisionBody),
+)
 
 
-_STEP = {
-    "type": "object",
-    "required": ["started_at", "finished_at"],
-    "properties": {
-        "status": {"enum": ["succeeded", "failed", "suspended"]},
-        "output": {},
-        "attempts": {"type": "integer", "minimum": 0},
-        "started_at": {"type": "string", "format": "date-time"},
-        "finished_at": {"type": "string", "format": "date-time"},
-        "error": {"type": ["string", "null"]},
-    },
-}
+_STEP, _STEP_VIEW = ref(contract.StepBody), ref(contract.StepView)
 _RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
 _AGENT = {
     "name": "agent",
@@ -182,7 +85,7 @@ def _worker_paths() -> dict[str, dict[str, Any]]:
     steps["parameters"] = [_RUN_ID, view, _AGENT]
     put = _op(
         "Journal a step (the first successful record wins; returns the stored record)",
-        _STEP,
+        _STEP_VIEW,
         400,
         401,
         403,
@@ -215,12 +118,7 @@ def _worker_paths() -> dict[str, dict[str, Any]]:
                 408,
                 409,
                 params=[_ID],
-                body={
-                    "type": "object",
-                    "required": ["channel"],
-                    "properties": {"channel": {"type": "string"}, "by": {"type": "string"}},
-                    "additionalProperties": False,
-                },
+                body=ref(contract.ResendBody),
             )
         },
         "/v1/runs/{run_id}/steps": {"get": steps},
@@ -310,10 +208,7 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
                 408,
                 409,
                 params=[_ID],
-                body={
-                    "type": "object",
-                    "properties": {"by": {"type": "string"}, "reason": {"type": "string"}},
-                },
+                body=ref(contract.CancelBody),
             )
         },
         "/v1/resume/{token}": {
@@ -360,51 +255,6 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "resumeToken": {"type": "apiKey", "in": "header", "name": "X-HITL-Resume-Token"},
             },
-            "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {
-                        "error": {
-                            "type": "object",
-                            "required": ["code", "message"],
-                            "properties": {
-                                "code": {"type": "string"},
-                                "message": {"type": "string"},
-                                "details": {"type": "object"},
-                            },
-                        }
-                    },
-                },
-                "Approval": {
-                    "type": "object",
-                    "required": ["id", "status", "run_id", "step"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "status": {"enum": ["waiting_approval", "approved", "rejected", "timed_out", "cancelled"]},
-                        "run_id": {"type": "string"},
-                        "step": {"type": "string"},
-                        "decision": {"type": ["object", "null"]},
-                        "deadline": {"type": ["string", "null"]},
-                        "next_wake_at": {"type": ["string", "null"]},
-                        "policy": {"type": "object"},
-                        "quorum": {
-                            "type": "object",
-                            "properties": {
-                                "required": {"type": "integer"},
-                                "approvals": {"type": "integer"},
-                                "text": {"type": "string", "examples": ["1 of 2 approvals"]},
-                            },
-                        },
-                        "reminders": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "properties": {"at": {"type": "string"}, "done": {"type": "boolean"}},
-                            },
-                        },
-                    },
-                },
-            },
+            "schemas": contract.components(),
         },
     }

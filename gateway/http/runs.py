@@ -8,13 +8,9 @@ id, a token its approval's, an operator the one run of that id or the agent `?ag
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 from aiohttp import web
 
-from gateway.core.errors import InvalidToken, ValidationError
-from gateway.core.models import StepRecord, StepStatus
+from gateway.core.errors import InvalidToken
 from gateway.http import schemas
 from gateway.http.keys import RUNTIME
 from gateway.http.scope import principal
@@ -39,41 +35,6 @@ async def _authorize(request: web.Request) -> tuple[Runtime, str, str]:
     return rt, run_id, namespace
 
 
-def _time(body: dict[str, Any], name: str) -> datetime:
-    raw = body.get(name)
-    try:
-        value = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationError(name, "must be an ISO 8601 date-time with a timezone") from None
-    if value.tzinfo is None:
-        raise ValidationError(name, "must have a timezone")
-    return value
-
-
-def parse_step(body: dict[str, Any], run_id: str, name: str) -> StepRecord:
-    allowed = {"status", "output", "attempts", "started_at", "finished_at", "error", "name", "run_id", "duration_ms"}
-    extra = sorted(set(body) - allowed)
-    if extra:
-        raise ValidationError(extra[0], f"unknown field (allowed: {', '.join(sorted(allowed))})")
-    try:
-        status = StepStatus(body.get("status", "succeeded"))
-    except ValueError:
-        raise ValidationError("status", f"must be one of {', '.join(s.value for s in StepStatus)}") from None
-    attempts = body.get("attempts", 1)
-    if not isinstance(attempts, int) or isinstance(attempts, bool) or attempts < 0:
-        raise ValidationError("attempts", "must be a non-negative integer")
-    return StepRecord(
-        run_id=run_id,
-        name=name,
-        status=status,
-        output=body.get("output"),
-        attempts=attempts,
-        started_at=_time(body, "started_at"),
-        finished_at=_time(body, "finished_at"),
-        error=schemas.opt_text(body, "error"),
-    )
-
-
 @routes.get("/v1/runs/{run_id}/steps")
 async def list_steps(request: web.Request) -> web.Response:
     """Raw outputs (for replay); `?view=display` gives the redacted display copy (dashboards)."""
@@ -86,7 +47,8 @@ async def list_steps(request: web.Request) -> web.Response:
 
 @routes.put("/v1/runs/{run_id}/steps/{name}")
 async def record_step(request: web.Request) -> web.Response:
-    step = parse_step(await schemas.read_json(request), request.match_info["run_id"], request.match_info["name"])
+    body = await schemas.read_json(request)
+    step = schemas.parse_step(body, request.match_info["run_id"], request.match_info["name"])
     rt, _, namespace = await _authorize(request)
     stored = await rt.store.record_step(step, namespace=namespace)
     return web.json_response(stored.to_api())

@@ -1,41 +1,23 @@
-"""Request body validation: every problem is a 400 that names the field."""
+"""Request bodies: JSON decoding (strict: no NaN, no lone surrogates, bounded nesting), then the
+contract's models (gateway.contract: every problem a 400 that names the field), then the
+service's inputs."""
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
 
+from gateway import contract
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.errors import InvalidJSON, UnsupportedMediaType, ValidationError
-from gateway.core.extend import parse_extension
-from gateway.core.models import Outcome
+from gateway.core.models import Outcome, StepRecord
 from gateway.service import SuspendRequest
-from gateway.service.policies import PolicyValue
 
-_SUSPEND_FIELDS = {
-    "run_id",
-    "step",
-    "title",
-    "summary",
-    "args",
-    "state",
-    "channels",
-    "approvers",
-    "policy",
-    "worker",
-    "idempotency_key",
-    "requested_by",
-    "deadline",
-    "args_schema",
-    "editable",
-    "code_version",
-}
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,6})?([Zz]|[+-]\d{2}:\d{2})$")
+_SUSPEND_FIELDS = contract.allowed(contract.SuspendBody)
 
 
 async def read_json(request: web.Request) -> dict[str, Any]:
@@ -106,13 +88,8 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def _unknown(body: dict[str, Any], allowed: set[str]) -> None:
-    extra = sorted(set(body) - allowed)
-    if extra:
-        raise ValidationError(extra[0], f"unknown field (allowed: {', '.join(sorted(allowed))})")
-
-
 def text(body: dict[str, Any], name: str, *, required: bool = True, max_len: int = 200, default: str = "") -> str:
+    """One string field of a body with no model (a `by` of a retry, which takes any body)."""
     value = body.get(name)
     if value is None:
         if required:
@@ -131,84 +108,26 @@ def opt_text(body: dict[str, Any], name: str, max_len: int = 2000) -> str | None
     return text(body, name, required=False, max_len=max_len) if body.get(name) is not None else None
 
 
-def _strings(body: dict[str, Any], name: str, default: list[str], max_items: int = 50) -> list[str]:
-    value = body.get(name, default)
-    if value is None:
-        value = default
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ValidationError(name, "must be a list of non-empty strings")
-    if len(value) > max_items:
-        raise ValidationError(name, f"at most {max_items} items")
-    return value
-
-
-def _approvers(body: dict[str, Any]) -> tuple[str, ...]:
-    """Identities (`kind:id`); the service checks each against its kind's syntax (a 400 naming
-    `approvers[i]`), as it checks `requested_by` and `by`."""
-    return tuple(_strings(body, "approvers", []))
-
-
-def _policy(body: dict[str, Any]) -> PolicyValue:
-    """A name, or an object (inline, or a configured name with choices): the service resolves
-    it against the config and the caller's rights (gateway.service.policies)."""
-    value = body.get("policy")
-    if value is None or isinstance(value, str | dict):
-        return value
-    raise ValidationError("policy", "must be a policy name or an inline policy object")
-
-
-def _deadline(body: dict[str, Any]) -> datetime | None:
-    raw = body.get("deadline")
-    if raw is None:
-        return None
-    if not isinstance(raw, str) or not _RFC3339.match(raw):
-        raise ValidationError(
-            "deadline", "must be an RFC 3339 date-time with an offset, like 2031-01-01T11:00:00+01:00"
-        )
-    try:
-        return datetime.fromisoformat(raw.upper().replace("Z", "+00:00"))
-    except ValueError:
-        raise ValidationError("deadline", f"{raw!r} is not a valid date-time") from None
-
-
 def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> SuspendRequest:
-    _unknown(body, _SUSPEND_FIELDS)
-    args = body.get("args", {})
-    if args is None:
-        args = {}
-    if not isinstance(args, dict):
-        raise ValidationError("args", "must be a JSON object")
-    channels = _strings(body, "channels", ["web"], max_items=20)
-    if not channels:
-        raise ValidationError("channels", "must name at least one channel")
-    worker = body.get("worker")
-    if worker is not None and not isinstance(worker, str):
-        raise ValidationError("worker", "must be a worker name")
+    m = contract.validate(contract.SuspendBody, body)
     return SuspendRequest(
-        run_id=text(body, "run_id"),
-        step=text(body, "step"),
-        title=text(body, "title", max_len=300),
-        summary=text(body, "summary", required=False, max_len=4000),
-        args=args,
-        state=body.get("state"),
-        channels=tuple(channels),
-        approvers=_approvers(body),
-        policy=_policy(body),
-        worker=worker,
-        idempotency_key=opt_text(body, "idempotency_key", max_len=200),
-        requested_by=opt_text(body, "requested_by", max_len=200),
-        deadline=_deadline(body),
-        args_schema=body.get("args_schema"),  # checked by the service (gateway.core.edits)
-        editable=body.get("editable"),
-        code_version=opt_text(body, "code_version", max_len=100),
+        run_id=m.run_id,
+        step=m.step,
+        title=m.title,
+        summary=m.summary or "",
+        args=m.args if m.args is not None else {},
+        state=m.state,
+        channels=tuple(m.channels) if m.channels is not None else ("web",),
+        approvers=tuple(m.approvers or ()),  # the service checks each identity's syntax (approvers[i])
+        policy=m.policy,  # the service resolves it (gateway.service.policies)
+        worker=m.worker,
+        idempotency_key=m.idempotency_key,
+        requested_by=m.requested_by,
+        deadline=m.deadline,
+        args_schema=m.args_schema,  # checked by the service (gateway.core.edits)
+        editable=m.editable,
+        code_version=m.code_version,
     )
-
-
-def parse_outcome(body: dict[str, Any]) -> Outcome:
-    value = body.get("outcome")
-    if value not in ("approve", "reject"):
-        raise ValidationError("outcome", "must be 'approve' or 'reject'")
-    return Outcome(value)
 
 
 def on_behalf_of(body: dict[str, Any]) -> str | None:
@@ -218,7 +137,7 @@ def on_behalf_of(body: dict[str, Any]) -> str | None:
 
 
 @dataclass(frozen=True, slots=True)
-class DecisionBody:
+class DecisionInput:
     """`POST /v1/approvals/{id}/decision`. `args_hash`: the `current_args_hash` of the approval
     the caller read; an approve on other args is then a 409 (`stale_round`)."""
 
@@ -229,39 +148,45 @@ class DecisionBody:
     args_hash: str | None
 
 
-def parse_decision(body: dict[str, Any]) -> DecisionBody:
-    _unknown(body, {"outcome", "comment", "by", "args", "args_hash"})
-    outcome = parse_outcome(body)
-    args = body.get("args")
-    if args is not None and not isinstance(args, dict):
-        raise ValidationError("args", "must be a JSON object (the edited args)")
-    seen = body.get("args_hash")
-    if seen is not None and not (isinstance(seen, str) and 0 < len(seen) <= 128):
-        raise ValidationError("args_hash", "must be the approval's current_args_hash (a string)")
-    return DecisionBody(outcome, on_behalf_of(body), opt_text(body, "comment"), args, seen)
+def parse_decision(body: dict[str, Any]) -> DecisionInput:
+    m = contract.validate(contract.DecisionBody, body)
+    return DecisionInput(Outcome(m.outcome), m.by or None, m.comment, m.args, m.args_hash)
 
 
 def parse_extend(body: dict[str, Any]) -> tuple[timedelta, str | None]:
     """`POST /v1/approvals/{id}/extend`: (duration, on_behalf_of)."""
-    _unknown(body, {"duration", "by"})
-    if body.get("duration") is None:
-        raise ValidationError("duration", "is required, like '1h'")
-    return parse_extension(body["duration"]), on_behalf_of(body)
+    m = contract.validate(contract.ExtendBody, body)
+    return m.duration, m.by or None
 
 
 def parse_cancel(body: dict[str, Any]) -> tuple[str | None, str | None]:
     """(on_behalf_of, reason)."""
-    _unknown(body, {"by", "reason"})
-    return on_behalf_of(body), opt_text(body, "reason")
+    m = contract.validate(contract.CancelBody, body)
+    return m.by or None, m.reason
 
 
 def parse_resend(body: dict[str, Any]) -> tuple[str, str | None]:
     """`POST /v1/approvals/{id}/cards/resend`: (channel, on_behalf_of)."""
-    _unknown(body, {"channel", "by"})
-    return text(body, "channel"), on_behalf_of(body)
+    m = contract.validate(contract.ResendBody, body)
+    return m.channel, m.by or None
 
 
 def parse_token_decision(body: dict[str, Any]) -> tuple[str, Outcome, str | None]:
-    _unknown(body, {"token", "outcome", "comment"})
-    token = text(body, "token", max_len=2000)
-    return token, parse_outcome(body), opt_text(body, "comment")
+    m = contract.validate(contract.TokenDecisionBody, body)
+    return m.token, Outcome(m.outcome), m.comment
+
+
+def parse_step(body: dict[str, Any], run_id: str, name: str) -> StepRecord:
+    """`PUT /v1/runs/{run_id}/steps/{name}`: the path names the step (a body's own name and
+    run_id are ignored)."""
+    m = contract.validate(contract.StepBody, body)
+    return StepRecord(
+        run_id=run_id,
+        name=name,
+        status=m.status,
+        output=m.output,
+        attempts=m.attempts,
+        started_at=m.started_at,
+        finished_at=m.finished_at,
+        error=m.error,
+    )

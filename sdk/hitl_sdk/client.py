@@ -13,8 +13,9 @@ __all__ = ["GatewayClient", "GatewayHTTPError", "SuspendOptions"]
 
 
 class SuspendOptions(TypedDict, total=False):
-    """The optional fields of a suspend, as `POST /v1/suspend` names them. `extra`: further
-    fields passed as they are (e.g. `deadline`)."""
+    """The optional fields of a suspend, as `POST /v1/suspend` names them (the gateway's
+    tests/unit/test_api_contract.py holds them to its schema). `extra`: further fields passed as
+    they are."""
 
     summary: str
     state: Any
@@ -25,6 +26,8 @@ class SuspendOptions(TypedDict, total=False):
     args_schema: dict[str, Any] | None  # JSON Schema 2020-12 the args and every edit must validate
     editable: bool | Sequence[str]  # True, or the top-level args an approver may change
     code_version: str | None  # the agent code suspending (a worker's `accepts` globs must match it)
+    requested_by: str | None  # who asked, as the cards show it
+    deadline: str | None  # RFC 3339 with an offset, where the policy lets the agent set the timeout
     extra: dict[str, Any] | None
 
 
@@ -117,6 +120,8 @@ class GatewayClient:
             "code_version": options.get("code_version") or os.environ.get("HITL_CODE_VERSION"),
             "idempotency_key": idempotency_key,
             "args_schema": options.get("args_schema"),
+            "requested_by": options.get("requested_by"),
+            "deadline": options.get("deadline"),
         }
         editable = options.get("editable")
         if editable:

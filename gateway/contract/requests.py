@@ -1,0 +1,199 @@
+"""The request bodies of the HTTP API, defined once: validation, `/openapi.json`,
+docs/reference/http.md, and the parity of the SDK and the MCP tool (tests/unit/test_api_contract.py).
+
+Field order is the order of the hand parsers' checks (the first problem found is the 400), not
+the order a reader expects; `gateway.contract.schema` lists the properties as declared.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
+
+from gateway.contract.fields import (
+    By,
+    Comment,
+    Deadline,
+    Duration,
+    Item,
+    NotBlank,
+    Outcome,
+    Stamp,
+    check,
+    json_object,
+    problem,
+    strings,
+    text,
+)
+from gateway.core.models import StepStatus
+
+
+class RequestBody(BaseModel):
+    """Strict (no coercion: "1" is not 1), closed (an unknown field is a 400 naming it)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+class InlinePolicy(BaseModel):
+    """An inline `policy` object (the service checks it: gateway.service.policies). Only its
+    schema is used here; tests/unit/test_api_contract.py keeps its keys those the service takes."""
+
+    model_config = ConfigDict(extra="forbid")
+    timeout: str | None = Field(None, examples=["30m", "never"])
+    on_timeout: Literal["approve", "reject", "escalate"] | None = None
+    escalate_to: list[str] | None = None
+    escalation_timeout: str | None = None
+    after_escalation: Literal["approve", "reject"] | None = None
+    remind: list[str] | None = None
+    quorum: int | None = Field(None, ge=1, le=100)
+    name: str | None = Field(
+        None,
+        description="a label for reasons and events; a configured policy's name means that policy,"
+        " with the keys its agent_may_set allows",
+    )
+
+
+_POLICY_SCHEMA = {"oneOf": [{"type": "string"}, {"$ref": "#/components/schemas/InlinePolicy"}, {"type": "null"}]}
+_ARGS_SCHEMA = {
+    "type": ["object", "null"],
+    "description": "JSON Schema 2020-12 the args and every edit must validate: references only within it"
+    " (#...), at most 64 KiB, 32 levels and 1,000 subschemas, patterns in re2 syntax",
+}
+_EDITABLE = {
+    "oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+    "description": "true, or the top-level args an approver may change before approving",
+}
+
+
+class SuspendBody(RequestBody):
+    """`POST /v1/suspend`: suspend a run on an approval."""
+
+    args: Annotated[
+        dict[str, Any] | None, json_object("must be a JSON object"), Field(description="the step's args")
+    ] = None
+    channels: Annotated[
+        Annotated[list[Item], Field(min_length=1, max_length=20)] | None,
+        strings(20, at_least_one=True),
+        Field(examples=[["web", "<kind>:<target>"]], description="default: [web]"),
+    ] = None
+    worker: Annotated[str | None, check(lambda v: v is None or isinstance(v, str), "must be a worker name")] = None
+    run_id: Annotated[str, NotBlank, text(200, required=True)]
+    step: Annotated[str, NotBlank, text(200, required=True)]
+    title: Annotated[str, NotBlank, text(300, required=True)]
+    summary: Annotated[str | None, text(4000)] = None
+    state: Annotated[Any, Field(description="any JSON: handed back on resume")] = None
+    approvers: Annotated[
+        Annotated[list[Item], Field(max_length=50)] | None,
+        strings(50),
+        Field(examples=[["web:alice", "<kind>:<id>"]], description="identities (`kind:id`) who may decide"),
+    ] = None
+    policy: Annotated[
+        str | dict[str, Any] | None,
+        check(lambda v: v is None or isinstance(v, str | dict), "must be a policy name or an inline policy object"),
+        WithJsonSchema(_POLICY_SCHEMA),
+    ] = None
+    idempotency_key: Annotated[str | None, text(200, "per agent (and per principal)")] = None
+    requested_by: Annotated[str | None, text(200)] = None
+    deadline: Deadline = None  # a datetime once valid
+    args_schema: Annotated[Any, WithJsonSchema(_ARGS_SCHEMA)] = None  # checked by the service
+    editable: Annotated[Any, WithJsonSchema(_EDITABLE)] = None  # checked by the service
+    code_version: Annotated[
+        str | None, text(100, "the agent code suspending: a worker's `accepts` globs must match it")
+    ] = None
+
+
+class DecisionBody(RequestBody):
+    """`POST /v1/approvals/{id}/decision`. `args_hash`: the `current_args_hash` of the approval
+    the caller read; an approve on other args is then a 409 (`stale_round`)."""
+
+    outcome: Outcome
+    args: Annotated[
+        dict[str, Any] | None,
+        json_object("must be a JSON object (the edited args)"),
+        Field(description="approve with changes: the edited args (editable fields only)"),
+    ] = None
+    args_hash: Annotated[
+        str | None,
+        check(
+            lambda v: v is None or (isinstance(v, str) and 0 < len(v) <= 128),
+            "must be the approval's current_args_hash (a string)",
+        ),
+        Field(
+            min_length=1,
+            max_length=128,
+            description="the approval's current_args_hash as read: an approve on args changed since is a 409"
+            " stale_round (a reject is a veto on any args)",
+        ),
+    ] = None
+    by: By = None
+    comment: Comment = None
+
+
+class ExtendBody(RequestBody):
+    """`POST /v1/approvals/{id}/extend`: by one of the policy's `extend` durations."""
+
+    duration: Duration  # a timedelta once valid
+    by: By = None
+
+
+class CancelBody(RequestBody):
+    """`POST /v1/approvals/{id}/cancel` (the body is optional)."""
+
+    by: By = None
+    reason: Comment = None
+
+
+class ResendBody(RequestBody):
+    """`POST /v1/approvals/{id}/cards/resend`."""
+
+    channel: Annotated[str, NotBlank, text(200, required=True)]
+    by: By = None
+
+
+class TokenDecisionBody(RequestBody):
+    """`POST /v1/resume`: decide by holding the resume token."""
+
+    token: Annotated[str, NotBlank, text(2000, required=True)]
+    outcome: Outcome
+    comment: Comment = None
+
+
+def _step_status(value: Any) -> StepStatus:
+    try:
+        return StepStatus(value)
+    except ValueError:
+        raise problem("must be one of " + ", ".join(s.value for s in StepStatus)) from None
+
+
+class StepBody(RequestBody):
+    """`PUT /v1/runs/{run_id}/steps/{name}`: journal a step (the first successful record wins).
+    `name`, `run_id` and `duration_ms` are taken (a step record read back has them) and ignored:
+    the path names the step."""
+
+    status: Annotated[
+        StepStatus, BeforeValidator(_step_status), WithJsonSchema({"enum": [s.value for s in StepStatus]})
+    ] = StepStatus.SUCCEEDED
+    attempts: Annotated[
+        int,
+        check(lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0, "must be a non-negative integer"),
+        Field(ge=0),
+    ] = 1
+    started_at: Stamp  # a datetime once valid
+    finished_at: Stamp
+    error: Comment = None
+    output: Annotated[Any, Field(description="any JSON: what the step returned")] = None
+    name: Annotated[Any, Field(description="ignored (a record read back has it): the path names the step")] = None
+    run_id: Annotated[Any, Field(description="ignored: the path names the run")] = None
+    duration_ms: Annotated[Any, Field(description="ignored")] = None
+
+
+REQUESTS: tuple[type[RequestBody], ...] = (
+    SuspendBody,
+    DecisionBody,
+    ExtendBody,
+    CancelBody,
+    ResendBody,
+    TokenDecisionBody,
+    StepBody,
+)

@@ -1,0 +1,77 @@
+"""The response bodies `/openapi.json` describes: the records a client reads back.
+
+Only their schemas are used (the handlers render the records' own `to_api()`);
+tests/integration/test_openapi.py checks real replies against them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+StatusName = Literal["waiting_approval", "approved", "rejected", "timed_out", "cancelled"]
+
+
+class SuspendReply(BaseModel):
+    """The reply to a suspend (201 created; 200 for the same idempotency key again)."""
+
+    id: str
+    status: StatusName
+    resume_token: str
+    deadline: datetime | None
+
+
+class Quorum(BaseModel):
+    required: int | None = None
+    approvals: int | None = None
+    text: str | None = Field(None, examples=["1 of 2 approvals"])
+
+
+class Reminder(BaseModel):
+    at: str | None = None
+    done: bool | None = None
+
+
+class ApprovalView(BaseModel):
+    """An approval as `GET /v1/approvals/{id}` shows it (more fields than listed may appear)."""
+
+    id: str
+    status: StatusName
+    run_id: str
+    step: str
+    decision: dict[str, Any] | None = None
+    deadline: str | None = None
+    next_wake_at: str | None = None
+    policy: dict[str, Any] | None = None
+    quorum: Quorum | None = None
+    reminders: list[Reminder] | None = None
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    details: dict[str, Any] | None = None
+
+
+class ErrorReply(BaseModel):
+    """Every 4xx and 5xx: `error.code` is stable, `error.message` names the problem."""
+
+    error: ErrorDetail
+
+
+class StepView(BaseModel):
+    """A journaled step, as stored."""
+
+    run_id: str | None = None
+    name: str | None = None
+    status: Literal["succeeded", "failed", "suspended"] | None = None
+    output: Any = None
+    attempts: int | None = Field(None, ge=0)
+    started_at: datetime
+    finished_at: datetime
+    error: str | None = None
+
+
+RESPONSES: tuple[type[BaseModel], ...] = (SuspendReply, ApprovalView, ErrorReply, StepView)
