@@ -17,7 +17,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from gateway.core.rules import CounterKey, CounterSnapshot, Facts, Outcome, Rule, compile_rules, evaluate
+from gateway.core.rules import CounterKey, CounterSnapshot, Facts, Rule, RuleOutcome, compile_rules, evaluate
 
 NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)
 FACTS = Facts("billing", "charge", "r1", {"amount": 10**9, "currency": "EUR", "customer": "acme"})
@@ -27,7 +27,7 @@ def rules(n: int, budget: bool = False) -> list[Rule]:
     when = 'step == "charge" && args.currency == "EUR" && args.amount < {k}'
     if budget:
         when = 'step == "charge" && spent("amount", "24h") + args.amount < {k}'
-    return [Rule(f"r{i}", when.format(k=1000 + i), Outcome.ALLOW) for i in range(n)]
+    return [Rule(f"r{i}", when.format(k=1000 + i), RuleOutcome.ALLOW) for i in range(n)]
 
 
 def measure(n: int, budget: bool = False, rounds: int = 3) -> dict[str, Any]:

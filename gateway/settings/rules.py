@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from gateway.core.errors import ConfigError
-from gateway.core.rules import Mode, Outcome, Rule, RuleEngine, RuleSet, compile_rules
+from gateway.core.rules import Mode, Rule, RuleEngine, RuleOutcome, RuleSet, compile_rules
 from gateway.settings.coerce import Coerce, coerce_all, string, strings
 
-E = TypeVar("E", Outcome, Mode, RuleEngine)
+E = TypeVar("E", RuleOutcome, Mode, RuleEngine)
 
 
 def _choice(kind: type[E]) -> Coerce:
@@ -33,7 +33,7 @@ def _lower(key: str, v: Any) -> tuple[str, ...]:
 
 
 KEYS: dict[str, Coerce] = {
-    "default": _choice(Outcome),
+    "default": _choice(RuleOutcome),
     "timezone": string,
     "engine": _choice(RuleEngine),
     "cedar": string,
@@ -41,7 +41,7 @@ KEYS: dict[str, Coerce] = {
 RULE_KEYS: dict[str, Coerce] = {
     "name": string,
     "when": string,
-    "then": _choice(Outcome),
+    "then": _choice(RuleOutcome),
     "reason": string,
     "policy": string,
     "channels": strings,

@@ -8,7 +8,7 @@ import pytest
 
 from gateway.config import load_settings
 from gateway.core.errors import ConfigError
-from gateway.core.rules import Mode, Outcome, RuleEngine
+from gateway.core.rules import Mode, RuleEngine, RuleOutcome
 from gateway.settings import Settings
 
 BASE = """
@@ -53,21 +53,26 @@ def load(tmp_path: Path, text: str, env: dict[str, str] | None = None) -> Settin
 def test_the_rules_load_in_order_and_compiled(tmp_path: Path) -> None:
     rs = load(tmp_path, RULES).rules
     assert [r.name for r in rs.rules] == ["small-charges", "large-charges"]
-    assert (rs.timezone, rs.default, rs.engine) == ("Europe/Madrid", Outcome.ASK, RuleEngine.CEL)
+    assert (rs.timezone, rs.default, rs.engine) == ("Europe/Madrid", RuleOutcome.ASK, RuleEngine.CEL)
     large = rs.rules[1]
-    assert (large.then, large.mode, large.policy, large.channels) == (Outcome.ASK, Mode.SHADOW, "finance-two", ("web",))
+    assert (large.then, large.mode, large.policy, large.channels) == (
+        RuleOutcome.ASK,
+        Mode.SHADOW,
+        "finance-two",
+        ("web",),
+    )
     assert large.agents == ("billing",) and large.approvers == ("operator:cfo",)
     assert rs.hash == load(tmp_path, RULES).rules.hash  # stable across loads
 
 
 def test_no_rules_is_the_old_behaviour(tmp_path: Path) -> None:
     rs = load(tmp_path, "").rules
-    assert rs.rules == () and rs.default == Outcome.ASK and not rs.active
+    assert rs.rules == () and rs.default == RuleOutcome.ASK and not rs.active
 
 
 def test_rules_keys_from_the_environment(tmp_path: Path) -> None:
     rs = load(tmp_path, RULES, {"HITL_RULES_DEFAULT": "deny", "HITL_RULES_TIMEZONE": "UTC"}).rules
-    assert (rs.default, rs.timezone) == (Outcome.DENY, "UTC")
+    assert (rs.default, rs.timezone) == (RuleOutcome.DENY, "UTC")
 
 
 @pytest.mark.parametrize(

@@ -28,10 +28,10 @@ from gateway.core.rules.model import (
     Counters,
     Facts,
     Mode,
-    Outcome,
     Rule,
     RuleEngine,
     RuleError,
+    RuleOutcome,
     RuleResult,
     ShadowHit,
     rules_hash,
@@ -45,7 +45,7 @@ class RuleSet:
     """The compiled `[rules]` and `[[rule]]`s: immutable, shared by every suspend."""
 
     rules: tuple[Rule, ...] = ()
-    default: Outcome = Outcome.ASK
+    default: RuleOutcome = RuleOutcome.ASK
     timezone: str = "UTC"
     engine: RuleEngine = RuleEngine.CEL
     cedar: str = ""
@@ -58,13 +58,13 @@ class RuleSet:
     @property
     def active(self) -> bool:
         """Whether anything is configured (else every suspend asks, as before rules)."""
-        return bool(self.rules) or self.cedar_policies is not None or self.default is not Outcome.ASK
+        return bool(self.rules) or self.cedar_policies is not None or self.default is not RuleOutcome.ASK
 
 
 def compile_rules(
     rules: Sequence[Rule],
     *,
-    default: Outcome = Outcome.ASK,
+    default: RuleOutcome = RuleOutcome.ASK,
     timezone: str = "UTC",
     engine: RuleEngine = RuleEngine.CEL,
     cedar: str = "",
@@ -149,7 +149,7 @@ def evaluate(ruleset: RuleSet, facts: Facts, counters: Counters, now: datetime) 
 
 
 def _failed(ruleset: RuleSet, shadow: tuple[ShadowHit, ...], errors: tuple[RuleError, ...]) -> RuleResult:
-    outcome = Outcome.DENY if ruleset.default is Outcome.DENY else Outcome.ASK
+    outcome = RuleOutcome.DENY if ruleset.default is RuleOutcome.DENY else RuleOutcome.ASK
     reason = f"rule {errors[-1].rule} could not be evaluated: {errors[-1].message}"
     return RuleResult(outcome, None, ruleset.hash, reason, shadow=shadow, errors=errors)
 
@@ -158,12 +158,12 @@ def _cedar(ruleset: RuleSet, policies: CedarPolicies, facts: Facts) -> RuleResul
     answer = policies.decide(facts.agent.lower(), facts.step, facts.run_id, facts.args)
     errors = tuple(RuleError("cedar", e) for e in answer.errors)
     if answer.effect == "forbid":
-        outcome = Outcome.DENY
+        outcome = RuleOutcome.DENY
     elif answer.effect == "permit" and not errors:
-        outcome = Outcome.ALLOW
+        outcome = RuleOutcome.ALLOW
     else:  # no decision, or a permit while a policy failed (a forbid that errored might have applied)
-        outcome = Outcome.ASK
-    rule = answer.policies[0] if answer.policies and outcome is not Outcome.ASK else None
+        outcome = RuleOutcome.ASK
+    rule = answer.policies[0] if answer.policies and outcome is not RuleOutcome.ASK else None
     return RuleResult(outcome, rule, ruleset.hash, answer.reason if rule else "", errors=errors)
 
 

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 
-class Outcome(StrEnum):
+class RuleOutcome(StrEnum):
     ALLOW = "allow"  # approved at once, decided_by "rule:NAME"
     DENY = "deny"  # rejected at once, with the rule's reason
     ASK = "ask"  # a person decides, as before rules, routed by the rule
@@ -37,7 +37,7 @@ class Rule:
 
     name: str
     when: str
-    then: Outcome
+    then: RuleOutcome
     reason: str = ""
     # Routing, for `ask`: a named policy, the channels that replace the agent's, approvers that narrow.
     policy: str | None = None
@@ -99,7 +99,7 @@ class ShadowHit:
     """A shadow rule that matched before the deciding one: what it would have done."""
 
     rule: str
-    outcome: Outcome
+    outcome: RuleOutcome
     reason: str = ""
 
 
@@ -113,7 +113,7 @@ class RuleError:
 
 @dataclass(frozen=True, slots=True)
 class RuleResult:
-    outcome: Outcome
+    outcome: RuleOutcome
     rule: str | None  # the enforced rule that decided; None: rules.default (or an error, see errors)
     rules_hash: str
     reason: str = ""
@@ -138,7 +138,7 @@ class RuleResult:
         }
 
 
-def rules_hash(engine: RuleEngine, default: Outcome, timezone: str, rules: tuple[Rule, ...], cedar: str) -> str:
+def rules_hash(engine: RuleEngine, default: RuleOutcome, timezone: str, rules: tuple[Rule, ...], cedar: str) -> str:
     """sha256 of the rule set's canonical JSON: the same rules give the same hash on every start
     and every replica, whatever the key order in the file."""
     body = {
@@ -159,10 +159,10 @@ __all__ = [
     "Counters",
     "Facts",
     "Mode",
-    "Outcome",
     "Rule",
     "RuleEngine",
     "RuleError",
+    "RuleOutcome",
     "RuleResult",
     "ShadowHit",
     "rules_hash",
