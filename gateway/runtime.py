@@ -25,6 +25,12 @@ from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
 from gateway.service import Inbound, Service, routing
 from gateway.service.audit import AuditService
+from gateway.service.deliveries import Deliveries
+from gateway.service.housekeeping import Pruning
+from gateway.service.jobs import Jobs
+from gateway.service.journal import RunJournal
+from gateway.service.maintenance import Maintenance
+from gateway.service.timers import Timers
 from gateway.settings import Settings
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
@@ -118,15 +124,20 @@ class Runtime:
         for kind in sorted(settings.enabled_channels() - {WEB}):
             self.channels[kind] = settings.channels[kind].spec.create(self.channel_context(kind))
         self.service.channels = self.channels
+        # The use cases the loops, handlers and commands get (each holds the store; they do not).
+        operators = settings.security.principals().has_operators
+        self.deliveries = Deliveries(self.store, self.clock, self.observers, has_operators=operators)
+        self.jobs = Jobs(self.store, self.clock, self.observers, has_operators=operators)
+        self.journal = RunJournal(self.store, self.service, self.service.redactor)
+        self.maintenance = Maintenance(self.store)
         self.outbox = OutboxRunner(
-            self.store, self.channels, self.clock, self.owner, lease=settings.store.lease, observer=self.observers
+            self.deliveries, self.channels, self.clock, self.owner, lease=settings.store.lease, observer=self.observers
         )
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
-        self.worker = WorkerRunner(self.service, self.clock, self.owner, lease=settings.store.lease)
+        self.worker = WorkerRunner(self.jobs, self.service, self.clock, self.owner, lease=settings.store.lease)
         self.loops.append(self.worker.run_forever)
         self.scheduler = SlaScheduler(
-            self.service,
-            self.store,
+            Timers(self.store, self.service),
             self.clock,
             batch=settings.scheduler.batch,
             poll_interval=settings.scheduler.poll_interval,
@@ -135,7 +146,7 @@ class Runtime:
         )
         self.loops.append(self.scheduler.run_forever)
         self.observers.add(WakeUps(self.outbox, self.worker, self.scheduler))
-        self.housekeeper = Housekeeper(self.store, self.clock, raw_after=settings.retention.raw_after)
+        self.housekeeper = Housekeeper(Pruning(self.store), self.clock, raw_after=settings.retention.raw_after)
         self.loops.append(self.housekeeper.run_forever)
         every = settings.audit.checkpoint_every.total_seconds()
         self.audit = AuditService(self.store, self.clock, settings.audit.signing_key, every=every)

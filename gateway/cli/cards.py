@@ -22,10 +22,10 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    from gateway.delivery.outbox import resend_card
+    from gateway.service.deliveries import ResendCard
 
     async def go(rt: Any) -> int:
-        await resend_card(rt.store, args.id, args.channel, "operator:cli", rt.clock.now(), on_behalf_of=args.by)
+        await rt.deliveries.resend(ResendCard(args.id, args.channel, "operator:cli", args.by))
         print(f"{args.id}: the card on {args.channel} is queued; a running gateway posts it")
         return 0
 

@@ -24,16 +24,16 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    from gateway.jobs.worker import retry_job
+    from gateway.service.jobs import RetryJob
 
     async def go(rt: Any) -> int:
         if args.action == "list":
             status = JobStatus(args.status) if args.status else None
-            jobs = await rt.store.list_jobs(status, args.limit)
+            jobs = await rt.jobs.find(status, args.limit)
             rows = [[j.approval_id, j.status.value, j.worker, str(j.attempts), j.last_error or ""] for j in jobs]
             table(["APPROVAL", "STATUS", "WORKER", "ATTEMPTS", "LAST ERROR"], rows)
             return 0
-        job = await retry_job(rt.service, args.id, "operator:cli", on_behalf_of=args.by)
+        job = await rt.jobs.retry(RetryJob(args.id, "operator:cli", args.by))
         print(f"{job.approval_id}  {job.status.value}: the gateway's worker will run it again")
         return 0
 

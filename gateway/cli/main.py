@@ -113,7 +113,7 @@ def _logging(settings: Settings) -> None:
 
 async def _migrate(settings: Settings) -> int:
     async def run(rt: Any) -> int:
-        print(f"schema at version {await rt.store.schema_version()}")
+        print(f"schema at version {await rt.maintenance.schema_version()}")
         return 0
 
     return await with_runtime(settings, run)

@@ -6,6 +6,8 @@ an event visible in the API. Before each post it writes a durable `post_attempt`
 a post cut short (a crash, a read timeout) is known afterwards: the channel gets the earlier
 attempts, and a post whose outcome nobody knows is recorded `uncertain` rather than sent again,
 unless the channel can send it again without showing it twice (`Channel.resend_unknown`).
+Every read and write goes through `gateway.service.deliveries.Deliveries`, which also holds an
+operator's `ResendCard`.
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ from datetime import datetime, timedelta
 
 from gateway.core import loops
 from gateway.core.clock import Clock
-from gateway.core.errors import Conflict, NotFound, UnknownChannel
 from gateway.core.events import EventKind
 from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
 from gateway.core.observers import Observer, Observers
 from gateway.core.retry import backoff
 from gateway.core.shown import card_posted, card_synced
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
-from gateway.store import CardUpdate, Store
+from gateway.service.deliveries import CardUpdate, Deliveries
 
 log = logging.getLogger("gateway.outbox")
 _RESOLVING = frozenset({EventKind.DELIVERY_RETRY, EventKind.DELIVERY_FAILED})
@@ -51,29 +52,10 @@ def earlier_attempts(events: Iterable[Event], address: str) -> list[Attempt]:
     return attempts
 
 
-async def resend_card(
-    store: Store, approval_id: str, address: str, by: str, now: datetime, *, on_behalf_of: str | None = None
-) -> None:
-    """An operator's decision to post a card again whose post failed for good or is `uncertain`
-    (it may be in the chat already: a second card is then possible, which the operator accepts)."""
-    approval = await store.get_approval(approval_id)
-    if approval is None:
-        raise NotFound(f"approval {approval_id!r} not found")
-    if address not in approval.channels and address not in approval.policy.escalate_to:
-        raise UnknownChannel(f"channel: {address!r} is not a channel of this approval", channel=address)
-    event = NewEvent(
-        approval_id, EventKind.POST_RESEND, now, by, address, {"on_behalf_of": on_behalf_of} if on_behalf_of else {}
-    )
-    if not await store.requeue_post(approval_id, address, now, [event]):
-        card = await store.get_card(approval_id, address)
-        state = "not posted yet" if card is None else card.status.value
-        raise Conflict(f"the card on {address} is {state}: nothing to resend")
-
-
 class OutboxRunner:
     def __init__(
         self,
-        store: Store,
+        deliveries: Deliveries,
         channels: Mapping[str, Channel],
         clock: Clock,
         owner: str,
@@ -83,7 +65,7 @@ class OutboxRunner:
         poll_interval: float = 1.0,
         observer: Observer | None = None,
     ) -> None:
-        self.store, self.channels, self.clock, self.owner = store, channels, clock, owner
+        self.deliveries, self.channels, self.clock, self.owner = deliveries, channels, clock, owner
         self.lease, self.batch, self.poll_interval = lease, batch, poll_interval
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -101,7 +83,7 @@ class OutboxRunner:
 
     async def run_once(self) -> int:
         """Deliver what is due now; return how many rows were handled."""
-        items = await self.store.claim_outbox(self.clock.now(), self.owner, self.lease, self.batch)
+        items = await self.deliveries.claim(self.clock.now(), self.owner, self.lease, self.batch)
         groups: dict[tuple[str, str], list[OutboxItem]] = defaultdict(list)
         for item in items:
             groups[(item.approval_id, item.channel)].append(item)
@@ -167,7 +149,7 @@ class OutboxRunner:
             events.append(NewEvent(item.approval_id, event, now, channel=item.channel, data=dict(data or {})))
             if status is DeliveryStatus.DONE:
                 log.info("approval %s %s on %s", item.approval_id, event, item.channel)
-        await self.store.finish_outbox(
+        await self.deliveries.finish(
             item.id,
             self.owner,
             now=now,
@@ -182,7 +164,7 @@ class OutboxRunner:
             self.observer.delivered(item.channel, item.kind, event)
 
     async def _deliver(self, item: OutboxItem) -> None:
-        approval = await self.store.get_approval(item.approval_id)
+        approval = await self.deliveries.approval(item.approval_id)
         kind, target = parse_address(item.channel)
         channel = self.channels.get(kind)
         if approval is None or channel is None:
@@ -190,7 +172,7 @@ class OutboxRunner:
             await self._finish(item, DeliveryStatus.FAILED, why, event=EventKind.DELIVERY_FAILED, data={"error": why})
             return
         now: datetime = self.clock.now()
-        card = await self.store.get_card(item.approval_id, item.channel)
+        card = await self.deliveries.card(item.approval_id, item.channel)
         outgoing = OutgoingCard(item.channel, target, approval, now, card.ref if card else None, item.data)
         try:
             if item.kind is OutboxKind.POST:
@@ -216,7 +198,7 @@ class OutboxRunner:
         """Mark, then post. Only `posts_in_flight` posts of a channel hold a marker at a time, so
         that a marked post goes out at once instead of queueing for a connection (a crash there
         would leave a card never sent looking `uncertain`)."""
-        attempts = earlier_attempts(await self.store.list_events(item.approval_id), item.channel)
+        attempts = earlier_attempts(await self.deliveries.events(item.approval_id), item.channel)
         unknown = [a for a in attempts if not a.unsent]
         if unknown and not getattr(channel, "resend_unknown", False):  # default: never twice
             await self._failed(item, _unknown_outcome(channel.kind, unknown[-1]))
@@ -225,7 +207,7 @@ class OutboxRunner:
             log.warning("%s: posting the card of %s again after an unanswered attempt", channel.kind, item.approval_id)
         async with self._slots(channel):
             mark = NewEvent(item.approval_id, EventKind.POST_ATTEMPT, card.now, channel=item.channel)
-            await self.store.append_events([mark])
+            await self.deliveries.mark(mark)
             ref = await channel.post_card(card, attempts)
         update = CardUpdate(item.channel, ref, DeliveryStatus.DONE)
         data = card_posted(card.approval, ref)
@@ -242,7 +224,7 @@ class OutboxRunner:
     async def _sync_without_card(self, item: OutboxItem) -> None:
         """The card is not posted yet: wait for the post (it renders the latest state anyway),
         unless the post failed for good, in which case there is nothing to sync."""
-        rows = await self.store.list_outbox(item.approval_id)
+        rows = await self.deliveries.rows(item.approval_id)
         post_pending = any(
             r.kind is OutboxKind.POST and r.channel == item.channel and r.status is DeliveryStatus.PENDING for r in rows
         )

@@ -41,6 +41,7 @@ def create_app(
         ],
     )
     app[RUNTIME] = rt
+    app[jobs.JOBS], app[jobs.DELIVERIES], app[runs.JOURNAL] = rt.jobs, rt.deliveries, rt.journal
     app[MAX_BODY] = settings.server.max_body_bytes
     app.add_routes(api.routes)
     app.add_routes(jobs.routes)

@@ -5,6 +5,8 @@ A job row is created in the decision's own transaction (`Service._commit`), for 
 A runner leases due jobs; while an attempt runs it renews the lease, so only a crashed runner's
 job is picked up again (after `lease`). Every attempt is an event: job_started, then
 job_succeeded, job_retrying (transient, with backoff and jitter, up to max_attempts) or job_failed.
+Every read and write goes through `gateway.service.jobs.Jobs`, which also holds an operator's
+`RetryJob`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from datetime import timedelta
 from gateway.core import loops
 from gateway.core.clock import Clock
 from gateway.core.effects import effect_key
-from gateway.core.errors import Conflict, NotFound
 from gateway.core.events import EventKind
 from gateway.core.models import JobStatus, NewEvent, ResumeJob
 from gateway.core.redact import Redactor
@@ -28,6 +29,7 @@ from gateway.core.versions import version_mismatch
 from gateway.jobs.launch import AttemptOutcome, AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher
 from gateway.jobs.pool import EntrypointPool
 from gateway.service import Service
+from gateway.service.jobs import Jobs
 from gateway.settings import WorkerSettings
 
 log = logging.getLogger("gateway.worker")
@@ -44,6 +46,7 @@ def build_launcher(cfg: WorkerSettings, secret: str) -> Launcher:
 class WorkerRunner:
     def __init__(
         self,
+        jobs: Jobs,
         service: Service,
         clock: Clock,
         owner: str,
@@ -53,7 +56,7 @@ class WorkerRunner:
         poll_interval: float = 1.0,
         redactor: Redactor | None = None,
     ) -> None:
-        self.service, self.store, self.clock, self.owner = service, service.store, clock, owner
+        self.jobs, self.service, self.clock, self.owner = jobs, service, clock, owner
         self.lease, self.concurrency, self.poll_interval = lease, concurrency, poll_interval
         self.redactor = redactor or service.redactor
         self.launchers: dict[str, Launcher] = {}
@@ -79,7 +82,7 @@ class WorkerRunner:
     # ---------------------------------------------------------------- loops
     async def run_once(self) -> int:
         """Run every due job (up to `concurrency` at once); return how many were claimed."""
-        jobs = await self.store.claim_jobs(self.clock.now(), self.owner, self.lease, self.concurrency)
+        jobs = await self.jobs.claim(self.clock.now(), self.owner, self.lease, self.concurrency)
         await asyncio.gather(*(self._guarded(job) for job in jobs))
         return len(jobs)
 
@@ -122,7 +125,7 @@ class WorkerRunner:
         if free <= 0:
             return []
         try:
-            return await self.store.claim_jobs(self.clock.now(), self.owner, self.lease, free)
+            return await self.jobs.claim(self.clock.now(), self.owner, self.lease, free)
         except Exception:
             log.exception("claiming resume jobs failed")
             return []
@@ -142,7 +145,7 @@ class WorkerRunner:
             await self._record(job, None, AttemptResult(AttemptOutcome.TRANSIENT, "internal error"))
 
     async def _run(self, job: ResumeJob) -> None:
-        approval = await self.store.get_approval(job.approval_id)
+        approval = await self.jobs.approval(job.approval_id)
         cfg = self.service.settings.workers.get(job.worker)
         if approval is None or cfg is None:
             why = "approval not found" if approval is None else f"worker {job.worker!r} is not configured"
@@ -156,8 +159,8 @@ class WorkerRunner:
             await self._record(job, cfg, AttemptResult(AttemptOutcome.TERMINAL, "attempts exhausted (leases expired)"))
             return
         now = self.clock.now()
-        await self.store.append_events(
-            [NewEvent(job.approval_id, EventKind.JOB_STARTED, now, self.owner, data={"attempt": job.attempts})]
+        await self.jobs.started(
+            NewEvent(job.approval_id, EventKind.JOB_STARTED, now, self.owner, data={"attempt": job.attempts})
         )
         log.info("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
         key = effect_key(self.service.settings.security.secret_keys, approval.id, approval.step, approval.run_hash)
@@ -193,7 +196,7 @@ class WorkerRunner:
         every = max(0.05, self.lease.total_seconds() / 3)
         while True:
             await asyncio.sleep(every)
-            if not await self.store.extend_job_lease(job.id, self.owner, self.clock.now() + self.lease):
+            if not await self.jobs.extend_lease(job.id, self.owner, self.clock.now() + self.lease):
                 log.warning("resume job %s: lost its lease", job.id)
                 return
 
@@ -213,7 +216,7 @@ class WorkerRunner:
         if result.error:
             data["error"] = result.error
         event = NewEvent(job.approval_id, kind, now, self.owner, data=data)
-        ok = await self.store.finish_job(
+        ok = await self.jobs.finish(
             job.id,
             self.owner,
             now=now,
@@ -228,19 +231,3 @@ class WorkerRunner:
             return
         level = logging.INFO if status is not JobStatus.FAILED else logging.ERROR
         log.log(level, "resume job %s %s: %s", job.id, kind, result.error or "ok")
-
-
-async def retry_job(service: Service, approval_id: str, by: str, *, on_behalf_of: str | None = None) -> ResumeJob:
-    """Run a failed job again with a fresh attempt budget (API and CLI), recorded as `by`."""
-    job = await service.store.get_job(approval_id)
-    if job is None:
-        await service.get(approval_id)  # 404 if the approval does not exist either
-        raise NotFound(f"approval {approval_id!r} has no resume job")
-    data = {"previous_error": job.last_error} | ({"on_behalf_of": on_behalf_of} if on_behalf_of else {})
-    event = NewEvent(approval_id, EventKind.JOB_REQUEUED, service.clock.now(), by, data=data)
-    if not await service.store.requeue_job(approval_id, service.clock.now(), [event]):
-        raise Conflict(f"the resume job is {job.status.value}, only a failed job can be retried")
-    service.observer.jobs_queued()
-    requeued = await service.store.get_job(approval_id)
-    assert requeued is not None
-    return requeued

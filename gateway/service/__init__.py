@@ -1,7 +1,10 @@
 """The use cases. Handlers, the scheduler, the worker and the outbox are thin shells around them.
 
 `approvals`: suspend, decide, cancel, apply_due, tokens, rehydrate. `presses`: what channels call
-(a press, a reason, de-duplication).
+(a press, a reason, de-duplication). What the loops and operators call, each the only holder of
+the store for its part: `deliveries` (the outbox; ResendCard), `jobs` (the worker; RetryJob),
+`timers` (the scheduler), `housekeeping` (pruning), `journal` (the run journal; RecordStep,
+StoreJournal), `maintenance` (the schema version).
 """
 
 from gateway.service.approvals import AlreadyDecided, Service, SuspendRequest, new_id

@@ -4,8 +4,8 @@ The channels remember every inbound delivery (an update, a callback, an interact
 redeliveries (`inbound`, `Inbound.first_time`). The chat platforms built in redeliver for at most
 24 hours, so a mark older than `INBOUND_KEEP` can never match again. Reason prompts that expired
 unanswered go too. With `[retention] raw_after`, the sealed raw args and state of approvals
-decided (and resumed) longer ago are dropped (`Store.prune_raw`; docs/audit.md says what is
-kept). Deletes run in slices, so that no write transaction holds the database for long.
+decided (and resumed) longer ago are dropped (`gateway.service.housekeeping.Pruning`; docs/audit.md
+says what is kept). Deletes run in slices, so that no write transaction holds the database for long.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import timedelta
 
 from gateway.core import loops
 from gateway.core.clock import Clock
-from gateway.store import Store
+from gateway.service.housekeeping import Pruning
 
 log = logging.getLogger("gateway.housekeeping")
 INBOUND_KEEP = timedelta(hours=48)
@@ -26,14 +26,14 @@ SLICE = 5000
 class Housekeeper:
     def __init__(
         self,
-        store: Store,
+        pruning: Pruning,
         clock: Clock,
         *,
         interval: float = 600.0,
         slice_rows: int = SLICE,
         raw_after: timedelta | None = None,
     ) -> None:
-        self.store, self.clock, self.interval, self.slice_rows = store, clock, interval, slice_rows
+        self.pruning, self.clock, self.interval, self.slice_rows = pruning, clock, interval, slice_rows
         self.raw_after = raw_after
 
     async def run_once(self) -> int:
@@ -41,7 +41,7 @@ class Housekeeper:
         total = 0
         while True:
             now = self.clock.now()
-            n = await self.store.prune(now, now - INBOUND_KEEP, self.slice_rows)
+            n = await self.pruning.prune(now, now - INBOUND_KEEP, self.slice_rows)
             total += n
             if n < self.slice_rows:
                 break
@@ -56,7 +56,7 @@ class Housekeeper:
             return 0
         total = 0
         while True:
-            n = await self.store.prune_raw((self.clock.now() - self.raw_after).timestamp(), self.slice_rows)
+            n = await self.pruning.prune_raw(self.clock.now() - self.raw_after, self.slice_rows)
             total += n
             if n < self.slice_rows:
                 break

@@ -5,9 +5,10 @@ or deadline). APScheduler's `AsyncIOScheduler` holds only two jobs, whatever the
 pending approvals: ONE date job for the earliest `wake_at` (re-armed after each tick, and when
 `Observer.wake_at` reports an earlier time), and an interval job, the safety poll, for wake-ups
 that another process wrote. Each job runs `tick`, which applies everything due in batches through
-`Service.apply_due`, a compare-and-set: two schedulers racing on one database (two replicas, or a
-restart that overlaps) apply each timeout exactly once. Deadlines that passed while the gateway
-was down are due at the first tick, which runs at start.
+`gateway.service.timers.Timers` (`Service.apply_due_many`), a compare-and-set: two schedulers
+racing on one database (two replicas, or a restart that overlaps) apply each timeout exactly
+once. Deadlines that passed while the gateway was down are due at the first tick, which runs at
+start.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from gateway.core.clock import Clock
-from gateway.service import Service
-from gateway.store import Store
+from gateway.service.timers import Timers
 
 log = logging.getLogger("gateway.scheduler")
 WAKE_JOB = "hitl-sla-wake"
@@ -51,8 +51,7 @@ class TickReport:
 class SlaScheduler:
     def __init__(
         self,
-        service: Service,
-        store: Store,
+        timers: Timers,
         clock: Clock,
         *,
         batch: int = 500,
@@ -60,7 +59,7 @@ class SlaScheduler:
         owner: str = "scheduler",
         lease: timedelta = timedelta(seconds=60),
     ) -> None:
-        self.service, self.store, self.clock = service, store, clock
+        self.timers, self.clock = timers, clock
         self.owner, self.lease = owner, lease
         self.batch, self.poll_interval = batch, poll_interval
         self.armed_at: datetime | None = None
@@ -80,18 +79,18 @@ class SlaScheduler:
         report = TickReport(now)
         while not self._stopping.is_set():  # a stopping gateway claims no more
             # A lease on each due row: a racing replica skips it; applying it releases it.
-            due = await self.store.claim_due(now, self.owner, self.lease, self.batch)
+            due = await self.timers.claim_due(now, self.owner, self.lease, self.batch)
             if not due:
                 break
             try:
-                results = await self.service.apply_due_many(due, now)
+                results = await self.timers.apply_due_many(due, now)
             except Exception:
                 log.exception("applying %d due approvals failed; the next tick retries", len(due))
                 report.errors += len(due)
                 break
             if not self._count(report, results) or len(due) < self.batch:
                 break
-        report.next_wake = await self.store.next_wake_at()
+        report.next_wake = await self.timers.next_wake()
         if report.total or report.errors:
             log.info(
                 "tick: %s lost=%d errors=%d",
@@ -194,7 +193,7 @@ class SlaScheduler:
         failed backs off, and one that found nothing to do (a timer that fired a hair early, or
         another replica that got there first) does not spin."""
         try:
-            when = await self.store.next_wake_at()
+            when = await self.timers.next_wake()
         except Exception:
             log.exception("scheduler could not read the next wake-up; the safety poll will retry")
             return

@@ -16,6 +16,7 @@ from gateway.core.shown import content_hash
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
 from gateway.service.commands import Authority
+from gateway.service.housekeeping import Pruning
 from gateway.sla.housekeeping import Housekeeper
 from gateway.testing import FakeClock
 from tests.audit.conftest import decided
@@ -26,7 +27,7 @@ async def test_retention_drops_raw_args_and_the_chain_holds(runtime: Runtime, cl
     old = await decided(runtime, 2, clock)
     waiting, _ = await runtime.service.suspend(SuspendRequest(run_id="w", step="s", title="t", args={"iban": "x"}))
     await runtime.audit.seal()
-    keeper = Housekeeper(runtime.store, clock, raw_after=timedelta(days=30))
+    keeper = Housekeeper(Pruning(runtime.store), clock, raw_after=timedelta(days=30))
     assert await keeper.prune_raw() == 0  # not old enough yet
     clock.advance(days=31)
     (recent,) = await decided(runtime, 1, clock, run="recent")
@@ -52,7 +53,7 @@ async def test_retention_counts_from_the_decision_and_never_serves_redacted_args
     )
     clock.advance(days=31)
     await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
-    keeper = Housekeeper(runtime.store, clock, raw_after=timedelta(days=30))
+    keeper = Housekeeper(Pruning(runtime.store), clock, raw_after=timedelta(days=30))
     assert await keeper.prune_raw() == 0  # created 31 days ago, decided just now: kept
 
     def resume(current: Approval | None) -> dict[str, Any]:

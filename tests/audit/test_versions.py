@@ -12,9 +12,9 @@ import pytest
 
 from gateway.config import Settings
 from gateway.core.models import JobStatus
-from gateway.jobs.worker import retry_job
 from gateway.runtime import Runtime
 from gateway.sdk import DurableRun, Suspended
+from gateway.service.jobs import RetryJob
 from gateway.testing import FakeClock
 from tests.audit.conftest import decided
 from tests.integration.gateway_fixture import API_KEY, start_env
@@ -61,7 +61,7 @@ async def test_match_runs_mismatch_fails_retry_after_reconfiguring_runs(
         await rt.stop()
     rt = await runtime_accepting(settings_factory, clock, "1.*", "2.*")  # the old code deployed again
     try:
-        await retry_job(rt.service, old, "operator:test")
+        await rt.jobs.retry(RetryJob(old, "operator:test"))
         await rt.worker.drain()
         job = await rt.store.get_job(old)
         assert job is not None and job.status is JobStatus.SUCCEEDED, job

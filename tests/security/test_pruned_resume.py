@@ -15,6 +15,7 @@ from gateway.core.models import Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
 from gateway.service.commands import Authority
+from gateway.service.housekeeping import Pruning
 from gateway.sla.housekeeping import Housekeeper
 from gateway.testing import FakeClock
 
@@ -36,7 +37,7 @@ async def test_a_resume_after_retention_is_refused_not_served_redacted_args(runt
     await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
     assert (await runtime.service.rehydrate(token))["args"] == raw  # before: the raw args, to the token holder
     clock.advance(days=2)
-    assert await Housekeeper(runtime.store, clock, raw_after=timedelta(days=1)).prune_raw() == 1
+    assert await Housekeeper(Pruning(runtime.store), clock, raw_after=timedelta(days=1)).prune_raw() == 1
     with pytest.raises(RawPruned) as refused:
         await runtime.service.rehydrate(token)
     assert (refused.value.status, refused.value.code) == (410, "raw_pruned")

@@ -96,7 +96,7 @@ async def _cut_post(tg: TG) -> str:
     fake answer, so the card exists in the chat but the gateway never heard about it."""
     release = tg.api.hold_answer("sendMessage")
     approval_id = await tg.suspend()
-    cutter = OutboxRunner(tg.rt.store, tg.rt.channels, tg.clock, "cutter", lease=timedelta(seconds=0.6))
+    cutter = OutboxRunner(tg.rt.deliveries, tg.rt.channels, tg.clock, "cutter", lease=timedelta(seconds=0.6))
     await cutter.run_once()  # cut after 0.3 s: recorded as a retry, outcome unknown
     release.set()
     del tg.api.answer_holds["sendMessage"]

@@ -13,12 +13,12 @@ from gateway.core.clock import from_ts
 from gateway.core.errors import Conflict, NotFound, UnknownChannel
 from gateway.core.models import Approval, JobStatus, Status
 from gateway.delivery.channels import parse_address
-from gateway.delivery.outbox import resend_card
 from gateway.http.keys import RUNTIME
 from gateway.http.web.auth import PageError, checked_form, render, require
 from gateway.http.web.sessions import User
 from gateway.http.web.view import humanize, row
-from gateway.jobs.worker import retry_job as requeue
+from gateway.service.deliveries import ResendCard
+from gateway.service.jobs import RetryJob
 from gateway.store import Store
 
 routes = web.RouteTableDef()
@@ -119,7 +119,7 @@ async def retry_job(request: web.Request, user: User) -> web.StreamResponse:
     rt = request.app[RUNTIME]
     await checked_form(request)
     try:  # the same use case as the API and the CLI
-        await requeue(rt.service, request.match_info["approval_id"], user.actor)
+        await rt.jobs.retry(RetryJob(request.match_info["approval_id"], user.actor))
     except NotFound:
         raise PageError(404, "No such resume job.") from None
     except Conflict:
@@ -135,7 +135,7 @@ async def resend(request: web.Request, user: User) -> web.StreamResponse:
     form = await checked_form(request)
     approval_id = request.match_info["approval_id"]
     try:  # the same use case as the API and the CLI
-        await resend_card(rt.store, approval_id, form.get("channel", ""), user.actor, rt.clock.now())
+        await rt.deliveries.resend(ResendCard(approval_id, form.get("channel", ""), user.actor))
     except NotFound:
         raise PageError(404, "No such approval.") from None
     except UnknownChannel:

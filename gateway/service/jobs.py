@@ -1,0 +1,100 @@
+"""Resume jobs: what the worker reads and writes, listing them, and an operator's `RetryJob`.
+
+The worker (gateway/jobs/worker.py) decides how to launch and classify an attempt; every read and
+write it does goes through `Jobs`, which holds the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from gateway.core.clock import Clock
+from gateway.core.errors import Conflict, NotFound
+from gateway.core.events import EventKind
+from gateway.core.models import Approval, JobStatus, NewEvent, ResumeJob
+from gateway.core.observers import Observer
+from gateway.service.operators import authorize_repair
+from gateway.store import Store
+
+__all__ = ["Jobs", "RetryJob"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetryJob:
+    """Run the failed resume job of `approval_id` again, with a fresh attempt budget; `by` is
+    the identity recorded (gateway.service.operators)."""
+
+    approval_id: str
+    by: str
+    on_behalf_of: str | None = None
+
+
+class Jobs:
+    def __init__(self, store: Store, clock: Clock, observer: Observer, *, has_operators: bool) -> None:
+        self.store, self.clock, self.observer = store, clock, observer
+        self.has_operators = has_operators
+
+    # ---------------------------------------------------------------- the worker's loop
+    async def claim(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
+        return await self.store.claim_jobs(now, owner, lease, limit)
+
+    async def extend_lease(self, job_id: int, owner: str, until: datetime) -> bool:
+        """False once `owner` lost the job (its lease ran out and another runner took it)."""
+        return await self.store.extend_job_lease(job_id, owner, until)
+
+    async def finish(
+        self,
+        job_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: JobStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        output_tail: str | None = None,
+        events: Sequence[NewEvent] = (),
+    ) -> bool:
+        """Record an attempt's outcome if `owner` still holds the job."""
+        return await self.store.finish_job(
+            job_id,
+            owner,
+            now=now,
+            status=status,
+            next_attempt_at=next_attempt_at,
+            error=error,
+            output_tail=output_tail,
+            events=events,
+        )
+
+    async def approval(self, approval_id: str) -> Approval | None:
+        return await self.store.get_approval(approval_id)
+
+    async def started(self, event: NewEvent) -> None:
+        """The `job_started` event of an attempt (written before the worker is launched)."""
+        await self.store.append_events([event])
+
+    # ---------------------------------------------------------------- operators
+    async def find(
+        self, status: JobStatus | None = None, limit: int = 100, *, agent: str | None = None
+    ) -> list[ResumeJob]:
+        """The jobs, newest first; `agent`: only that agent's approvals' jobs."""
+        return await self.store.list_jobs(status, limit, agent=agent)
+
+    async def retry(self, cmd: RetryJob) -> ResumeJob:
+        """Requeue a failed job (API, CLI, web inbox); the worker is woken."""
+        authorize_repair(cmd.by, has_operators=self.has_operators)
+        job = await self.store.get_job(cmd.approval_id)
+        if job is None:
+            if await self.store.get_approval(cmd.approval_id) is None:
+                raise NotFound(f"approval {cmd.approval_id!r} not found")
+            raise NotFound(f"approval {cmd.approval_id!r} has no resume job")
+        data = {"previous_error": job.last_error} | ({"on_behalf_of": cmd.on_behalf_of} if cmd.on_behalf_of else {})
+        event = NewEvent(cmd.approval_id, EventKind.JOB_REQUEUED, self.clock.now(), cmd.by, data=data)
+        if not await self.store.requeue_job(cmd.approval_id, self.clock.now(), [event]):
+            raise Conflict(f"the resume job is {job.status.value}, only a failed job can be retried")
+        self.observer.jobs_queued()
+        requeued = await self.store.get_job(cmd.approval_id)
+        assert requeued is not None
+        return requeued
