@@ -38,9 +38,10 @@ class FakeClock:
         self._now = when
 
 
-def make_settings(db_url: str, sections: Mapping[str, Mapping[str, Any]] | None = None) -> Settings:
-    """Settings for tests: no config file, no environment, test keys, the given store."""
-    defaults: dict[str, dict[str, Any]] = {
+def make_settings(db_url: str, sections: Mapping[str, Any] | None = None) -> Settings:
+    """Settings for tests: no config file, no environment, test keys, the given store. A
+    section is a table, or a list of tables (`rule=[{...}, ...]` for `[[rule]]`)."""
+    defaults: dict[str, Any] = {
         "store": {"url": db_url},
         "security": {
             "secret_keys": [TEST_SECRET],
@@ -51,7 +52,7 @@ def make_settings(db_url: str, sections: Mapping[str, Mapping[str, Any]] | None 
         "server": {"port": 0},
     }
     for section, values in (sections or {}).items():
-        defaults[section] = {**defaults.get(section, {}), **values}
+        defaults[section] = list(values) if isinstance(values, list) else {**defaults.get(section, {}), **values}
     plain = {k: v for k, v in defaults.items() if k not in ("policies", "workers")}
     tables = {k: v for k, v in defaults.items() if k in ("policies", "workers")}
     return load_settings(None, env={}, defaults=plain, tables=tables)

@@ -9,7 +9,7 @@ import socket
 from typing import Any
 
 from gateway import __version__
-from gateway.core.errors import ConfigError, GatewayError
+from gateway.core.errors import GatewayError
 from gateway.settings import Settings
 
 
@@ -45,14 +45,6 @@ def serve(settings: Settings, *, dev_link: bool = False) -> int:
     from gateway.http import transport
     from gateway.http.app import create_app
 
-    if settings.rules.active:
-        # Compiled and checked, but not yet a step of the suspend: serving would let an operator
-        # believe a `deny` rule guards a step that every suspend still asks a person about.
-        raise ConfigError(
-            "rule",
-            "this version checks rules (`hitl-gateway rules check`, `rules test FILE`) but does not apply"
-            " them at suspend yet; remove [rules] and [[rule]] to serve",
-        )
     sock = bind(settings.server.host, settings.server.port)
     if dev_link:
         web_cli.print_dev_link(settings)

@@ -101,6 +101,11 @@ class SuspendBody(RequestBody):
     code_version: Annotated[
         str | None, text(100, "the agent code suspending: a worker's `accepts` globs must match it")
     ] = None
+    context: Annotated[
+        dict[str, Any] | None,
+        json_object("must be a JSON object"),
+        Field(description="what the agent says about the call, for the gateway's rules (`context.*`): untrusted"),
+    ] = None
 
 
 class DecisionBody(RequestBody):

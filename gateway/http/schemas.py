@@ -127,6 +127,7 @@ def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> S
         args_schema=m.args_schema,  # checked by the service (gateway.core.edits)
         editable=m.editable,
         code_version=m.code_version,
+        context=m.context,
     )
 
 

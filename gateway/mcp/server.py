@@ -112,10 +112,14 @@ def build_server(gateway: Gateway, api_key: str | None, defaults: Defaults = Def
         editable: Annotated[
             bool | list[str] | None, Field(description="true, or the args a human may change before approving")
         ] = None,
+        context: Annotated[
+            dict[str, Any] | None, Field(description="What you know about the call, for the gateway's rules")
+        ] = None,
     ) -> ApprovalResult:
         who = caller(ctx)
         fields: dict[str, Any] = {"run_id": run_id or f"mcp-{who.tag}", "step": step, "title": title}
         fields |= {"summary": summary, "args": args, "args_schema": args_schema, "editable": editable}
+        fields |= {"context": context}
         body = defaults.fill({**fields, "channels": channels, "policy": policy, "approvers": approvers})
         body["idempotency_key"] = idempotency_key or approvals.request_key("mcp", {**body, "caller": who.tag})
         return await _tool(_request(who, ctx, body, wait_seconds))

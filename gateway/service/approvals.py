@@ -29,16 +29,18 @@ from gateway.core.errors import (
 )
 from gateway.core.events import EventKind
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
-from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status
+from gateway.core.models import Approval, EditTerms, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status
 from gateway.core.observers import Observer, Observers
 from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
+from gateway.core.rules import NO_COUNTERS, Counters, RuleResult
+from gateway.core.rules import evaluate as evaluate_rules
 from gateway.core.sealing import Sealer
 from gateway.core.shown import audit_facts, card_posted
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.service import edits as service_edits
-from gateway.service import routing
+from gateway.service import routing, rulings
 from gateway.service.authority import Authorizer
 from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Expire, Extend
 from gateway.service.commit import Committer, Done, Step
@@ -46,7 +48,7 @@ from gateway.service.decisions import DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy, settable
 from gateway.service.replay import check_replay
 from gateway.settings import Settings
-from gateway.store import Store, TransitionWrite
+from gateway.store import Creation, NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
 TOKEN_ACTOR = "token"  # who decided by holding the resume token (`decide_by_token`): no identity
@@ -75,6 +77,7 @@ class SuspendRequest:
     args_schema: dict[str, Any] | None = None  # JSON Schema 2020-12 the args (and edits) must validate
     editable: bool | list[str] | None = None  # true, or the top-level args an approver may change
     code_version: str | None = None  # the agent code suspending (a worker's `accepts` globs must match it)
+    context: dict[str, Any] | None = None  # what the agent says about the call, for the rules: untrusted
 
 
 class Service:
@@ -114,14 +117,18 @@ class Service:
         the caller may not choose it. `now` is the suspend's instant (a deadline lands on it)."""
         return resolve_policy(self.settings, value, deadline=deadline, principal=principal, now=now or self.clock.now())
 
-    def _validate(self, req: SuspendRequest, principal: Principal | None, now: datetime) -> _Checked:
+    def _validate(
+        self, req: SuspendRequest, principal: Principal | None, now: datetime, ruled: RuleResult | None = None
+    ) -> _Checked:
         """The request's policy, addresses and identities in canonical form; or a 400 (403 for a
-        policy the caller may not choose)."""
+        policy the caller may not choose). `ruled`: an `ask` rule's routing, already applied to
+        `req`: its policy and channels are the operator's, so the agent's limits do not apply."""
         targets, enabled = self._targets, self._enabled
         channels = tuple(dict.fromkeys([check_address(a, targets, enabled) for a in req.channels]))
         if req.worker is not None and req.worker not in self.settings.workers:
             raise UnknownWorker(f"worker: unknown worker {req.worker!r}", worker=req.worker)
-        policy = self.resolve_policy(req.policy, req.deadline, principal, now)
+        chooser = None if ruled is not None and ruled.policy else principal
+        policy = self.resolve_policy(req.policy, req.deadline, chooser, now)
         if policy.escalate_to:
             escalate = tuple(check_address(a, targets, enabled, field="policy.escalate_to") for a in policy.escalate_to)
             if escalate != policy.escalate_to:
@@ -136,7 +143,8 @@ class Service:
                 raise ValidationError(
                     "policy.quorum", f"needs {policy.quorum} distinct approvers but only {parties} are named"
                 )
-        routing.check_destinations(channels, policy, principal, self._destinations)
+        if ruled is None or not ruled.channels:
+            routing.check_destinations(channels, policy, principal, self._destinations)
         every = (*channels, *policy.escalate_to)
         routing.check_reachable(
             every, approvers, requested_by, policy.quorum, self._allowlists, self.identities, self._operators
@@ -146,17 +154,79 @@ class Service:
     async def suspend(self, req: SuspendRequest, principal: Principal | None = None) -> tuple[Approval, bool]:
         """Create the approval (idempotent by key, per principal) with its cards queued in the
         same commit. Run ids and keys are the agent's own (`Approval.namespace`): another
-        agent's are simply different ones."""
+        agent's are simply different ones. The rules (gateway.service.rulings) run here, before
+        any card: they may decide at once, or route the cards; with budgets, inside the
+        transaction that creates the approval, so two suspends cannot both slip under one."""
         now = self.clock.now()
         checked = self._validate(req, principal, now)
-        policy = checked.policy
         terms = await service_edits.parse_terms(req.args_schema, req.editable, req.args)  # off the loop
         encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         agent = principal.identity if principal is not None else None  # also names the run's namespace
-        channels = checked.channels
+        approval = self._approval(req, checked, terms, encoded, state, key, agent, now)
+        ruleset = self.settings.rules
+        made: Creation | None = None
+
+        def build(counters: Counters) -> Creation:
+            nonlocal made
+            result = None
+            if ruleset.active:
+                facts = rulings.facts(req.run_id, req.step, req.args, req.context, principal)
+                result = evaluate_rules(ruleset, facts, counters, now)
+            made = self._creation(req, approval, checked, result, principal, now)
+            return made
+
+        if ruleset.counters:
+            stored, created = await self.store.create_counted(approval.namespace, ruleset.counters, now, build)
+        else:
+            c = build(NO_COUNTERS)
+            stored, created = await self.store.create_approval(c.approval, c.events, c.outbox, job=c.job)
+        assert made is not None  # built by the store's transaction or above
+        if not created:
+            if stored.agent != agent:  # no agent's namespace is shared: another principal's key
+                raise IdempotencyConflict(
+                    "idempotency_key: is already in use; choose another one", field="idempotency_key"
+                )
+            choosable = settable(self.settings, made.approval.policy.name, principal)
+            await check_replay(
+                self.store, stored, made.approval, deadline=req.deadline, settable=choosable, routed=ruleset.active
+            )
+            return stored, False
+        log.info(
+            "approval %s suspended: run=%s step=%s channels=%s by=%s%s",
+            stored.id,
+            req.run_id,
+            req.step,
+            ",".join(stored.channels),
+            agent or "-",
+            f" ({stored.status.value} by {stored.decision.decided_by})" if stored.decision else "",
+        )
+        posted = sum(1 for e in made.events if e.kind is EventKind.CARD_POSTED)
+        self.committer.fire(outbox=posted < len(made.outbox), jobs=made.job is not None, wake=stored.wake_at)
+        for e in made.events:
+            if e.kind is EventKind.CARD_POSTED:
+                self.observer.delivered(e.channel or "", OutboxKind.POST, e.kind)
+        if stored.status.final:
+            self.observer.transition(
+                stored, EventKind.APPROVED if stored.status is Status.APPROVED else EventKind.REJECTED
+            )
+        return stored, True
+
+    def _approval(
+        self,
+        req: SuspendRequest,
+        checked: _Checked,
+        terms: EditTerms | None,
+        encoded: str,
+        state: str,
+        key: str,
+        agent: str | None,
+        now: datetime,
+    ) -> Approval:
+        """The approval as the agent asked for it, waiting."""
+        policy = checked.policy
         deadline = rules.deadline_for(policy, now)
-        approval = Approval(
+        return Approval(
             id=new_id(),
             idempotency_key=key,
             run_id=req.run_id,
@@ -167,7 +237,7 @@ class Service:
             state=None,
             # raw, for the worker only: canonical_json({"args": ..., "state": ...}), byte for byte
             sealed=self.sealer.seal_json(f'{{"args":{encoded},"state":{state}}}'),
-            channels=channels,
+            channels=checked.channels,
             approvers=checked.approvers,
             policy=policy,
             worker=req.worker,
@@ -181,37 +251,64 @@ class Service:
             terms=terms,
             code_version=req.code_version,
         )
-        event = NewEvent(
+
+    def _creation(
+        self,
+        req: SuspendRequest,
+        approval: Approval,
+        checked: _Checked,
+        result: RuleResult | None,
+        principal: Principal | None,
+        now: datetime,
+    ) -> Creation:
+        """What the suspend commits: the approval (routed, or decided, by the rules' `result`),
+        its `suspended` event, shadow rules' events, and its cards, or its decision and job."""
+        if (
+            result is not None
+            and not rulings.decides(result)
+            and (result.policy or result.channels or result.approvers)
+        ):
+            routed = replace(
+                req,
+                channels=result.channels or req.channels,
+                approvers=rulings.narrowed(req.approvers, result.approvers),
+                policy=result.policy or req.policy,
+            )
+            checked = self._validate(routed, principal, now, ruled=result)
+            deadline = rules.deadline_for(checked.policy, now)
+            approval = approval.evolve(
+                channels=checked.channels,
+                approvers=checked.approvers,
+                policy=checked.policy,
+                deadline=deadline,
+                wake_at=rules.first_wake(checked.policy, now, deadline),
+            )
+        suspended = NewEvent(
             approval.id,
             EventKind.SUSPENDED,
             now,
-            actor=agent or checked.requested_by,  # who suspended: the principal (requested_by is in the data)
-            data={"run_id": req.run_id, "step": req.step, "channels": list(channels), "policy": policy.name}
+            actor=approval.agent or checked.requested_by,  # who suspended: the principal (requested_by is in the data)
+            data={
+                "run_id": req.run_id,
+                "step": req.step,
+                "channels": list(checked.channels),
+                "policy": checked.policy.name,
+            }
             | ({"requested_by": checked.requested_by} if checked.requested_by else {})
+            | rulings.suspended_data(result)
             | audit_facts(approval),
         )
-        posts, events = self._posts(approval, channels, now)
-        stored, created = await self.store.create_approval(approval, [event, *events], posts)
-        if not created:
-            if stored.agent != agent:  # no agent's namespace is shared: another principal's key
-                raise IdempotencyConflict(
-                    "idempotency_key: is already in use; choose another one", field="idempotency_key"
-                )
-            choosable = settable(self.settings, policy.name, principal)
-            await check_replay(self.store, stored, approval, deadline=req.deadline, settable=choosable)
-            return stored, False
-        log.info(
-            "approval %s suspended: run=%s step=%s channels=%s by=%s",
-            stored.id,
-            req.run_id,
-            req.step,
-            ",".join(channels),
-            agent or "-",
-        )
-        self.committer.fire(outbox=len(events) < len(posts), wake=stored.wake_at)
-        for e in events:
-            self.observer.delivered(e.channel or "", OutboxKind.POST, e.kind)
-        return stored, True
+        shadows = rulings.shadow_events(approval.id, result, now)
+        if result is not None and rulings.decides(result):
+            decided, event = rulings.decide(approval.evolve(channels=()), result, now)
+            events = [suspended, *shadows, event]
+            job = None
+            if decided.worker:
+                job = NewJob(decided.id, decided.worker)
+                events.append(NewEvent(decided.id, EventKind.JOB_QUEUED, now, data={"worker": decided.worker}))
+            return Creation(decided, events, [], job)
+        posts, posted = self._posts(approval, approval.channels, now)
+        return Creation(approval, [suspended, *shadows, *posted], posts, None)
 
     def _posts(
         self, approval: Approval, channels: Sequence[str], now: datetime

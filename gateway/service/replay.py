@@ -32,21 +32,27 @@ async def check_replay(
     *,
     deadline: datetime | None,
     settable: frozenset[str] | None = None,
+    routed: bool = False,
 ) -> None:
     """IdempotencyConflict (409) naming the first field where `asked` (the replay, validated and
     canonical) differs from `stored`; never the stored approval's id or token. `deadline` is the
     replay's own `deadline`, if it gave one; `settable`, the keys of a configured policy the
-    request may choose (None: an inline policy, compared whole)."""
+    request may choose (None: an inline policy, compared whole). `routed`: rules are on, so the
+    channels, approvers, policy and deadline are the rules' to choose and not compared (a budget
+    that filled since could route the replay differently; the stored approval stands)."""
     channels = stored.channels
     if stored.escalations:  # an escalation added channels: compare with those first asked for
         channels = await _suspended_channels(store, stored)
-    field = first_difference(stored, asked, channels=channels, deadline=deadline, settable=settable)
+    field = first_difference(stored, asked, channels=channels, deadline=deadline, settable=settable, routed=routed)
     if field is not None:
         raise IdempotencyConflict(
             f"{field}: differs from the suspend that first used this idempotency_key"
             " (a retry must send the same request; a new request needs a new key)",
             field=field,
         )
+
+
+_ROUTING = frozenset({"channels", "approvers", "policy"})
 
 
 def first_difference(
@@ -56,6 +62,7 @@ def first_difference(
     channels: tuple[str, ...],
     deadline: datetime | None,
     settable: frozenset[str] | None = None,
+    routed: bool = False,
 ) -> str | None:
     """The request field where the replay `asked` differs from `stored` (whose first channels
     were `channels`), or None. Pure."""
@@ -74,8 +81,10 @@ def first_difference(
         ("editable", _terms(stored, "editable"), _terms(asked, "editable")),
     )
     for name, before, now in pairs:
-        if before != now:
+        if before != now and not (routed and name in _ROUTING):
             return name
+    if routed:
+        return None
     timeout = stored.policy.timeout  # a deadline became it, in whole seconds from the creation
     if deadline is None or timeout is None or (settable is not None and "timeout" not in settable):
         return None

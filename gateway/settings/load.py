@@ -54,7 +54,7 @@ def load_settings(
     env: Mapping[str, str],
     *,
     specs: Mapping[str, ChannelSchema],
-    defaults: Mapping[str, Mapping[str, Any]] | None = None,
+    defaults: Mapping[str, Any] | None = None,
     tables: Mapping[str, Mapping[str, Any]] | None = None,
     validate: bool = True,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
@@ -73,7 +73,9 @@ def load_settings(
             raise ConfigError(section, "unknown section")
     for section, values in (defaults or {}).items():
         given = raw.get(section, {})
-        if isinstance(given, dict):
+        if isinstance(values, list):  # an array of tables given in code (`[[rule]]`): the file's wins
+            raw.setdefault(section, values)
+        elif isinstance(given, dict):
             raw[section] = {**values, **given}
     for group, named in (tables or {}).items():  # named policies/workers given in code
         raw.setdefault(group, {}).update(named)

@@ -11,9 +11,19 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from gateway.core.errors import ConfigError
-from gateway.store.base import CardUpdate, NewJob, Prompt, Store, TransitionWrite
+from gateway.store.base import Build, CardUpdate, Creation, NewJob, Prompt, Store, TransitionWrite
 
-__all__ = ["CardUpdate", "NewJob", "Prompt", "Store", "TransitionWrite", "open_store", "sqlite_path"]
+__all__ = [
+    "Build",
+    "CardUpdate",
+    "Creation",
+    "NewJob",
+    "Prompt",
+    "Store",
+    "TransitionWrite",
+    "open_store",
+    "sqlite_path",
+]
 
 
 def sqlite_path(url: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from gateway.core.models import (
     Approval,
@@ -24,6 +24,7 @@ from gateway.core.models import (
     Status,
     StepRecord,
 )
+from gateway.core.rules import CounterKey, Counters
 from gateway.store.audit import AuditStore
 from gateway.store.sql import Dialect
 
@@ -32,6 +33,19 @@ from gateway.store.sql import Dialect
 class NewJob:
     approval_id: str
     worker: str
+
+
+class Creation(NamedTuple):
+    """What a suspend inserts in one transaction: the approval, its events, its cards, and its
+    resume job when it is decided at once."""
+
+    approval: Approval
+    events: list[NewEvent]
+    outbox: list[NewOutbox]
+    job: NewJob | None
+
+
+Build = Callable[[Counters], Creation]  # a suspend's Creation, from the budgets read in its transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +124,25 @@ class ApprovalPort(Protocol):
     """Approvals and their compare-and-set transitions (claims: each backend's own)."""
 
     async def create_approval(
-        self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
+        self,
+        approval: Approval,
+        events: Sequence[NewEvent],
+        outbox: Sequence[NewOutbox],
+        *,
+        job: NewJob | None = None,
     ) -> tuple[Approval, bool]:
         """Insert unless the idempotency key exists in the approval's namespace (its agent's,
         or no agent's: `Approval.namespace`). Returns (stored approval, created): on a conflict,
-        the approval that holds the key in that namespace, never another namespace's."""
+        the approval that holds the key in that namespace, never another namespace's. `job`:
+        an approval decided at once (by a rule) with its worker's resume job."""
+        ...
+
+    async def create_counted(
+        self, namespace: str, keys: Collection[CounterKey], now: datetime, build: Build
+    ) -> tuple[Approval, bool]:
+        """`create_approval` of what `build` makes of the budgets `keys` (the namespace's
+        approved approvals since `now - window`), read in the same transaction under the
+        namespace's budget lock."""
         ...
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...

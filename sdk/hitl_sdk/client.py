@@ -28,6 +28,7 @@ class SuspendOptions(TypedDict, total=False):
     code_version: str | None  # the agent code suspending (a worker's `accepts` globs must match it)
     requested_by: str | None  # who asked, as the cards show it
     deadline: str | None  # RFC 3339 with an offset, where the policy lets the agent set the timeout
+    context: dict[str, Any] | None  # what the agent says about the call, for the gateway's rules (untrusted)
     extra: dict[str, Any] | None
 
 
@@ -122,6 +123,7 @@ class GatewayClient:
             "args_schema": options.get("args_schema"),
             "requested_by": options.get("requested_by"),
             "deadline": options.get("deadline"),
+            "context": options.get("context"),
         }
         editable = options.get("editable")
         if editable:

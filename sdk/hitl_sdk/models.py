@@ -26,12 +26,14 @@ class Outcome(StrEnum):
 
 class Source(StrEnum):
     """Where a decision came from: a person, an operator (an operator's API key: `decided_by` is
-    `operator:NAME`), a timeout policy, or a cancel."""
+    `operator:NAME`), a timeout policy, a cancel, or a rule of the gateway (`decided_by` is
+    `rule:NAME`)."""
 
     HUMAN = "human"
     OPERATOR = "operator"
     POLICY = "policy"
     CANCEL = "cancel"
+    RULE = "rule"
 
 
 # Set only by a decision that edited the request (approve with edits); omitted from the JSON
@@ -85,6 +87,8 @@ class Decision:
         said = self.comment or self.reason
         if self.source is Source.POLICY:
             return f"No decision within the deadline: {self.outcome.value} by policy" + (f" ({said})" if said else "")
+        if self.source is Source.RULE:
+            return f"Decided by the gateway's {self.decided_by}" + (f": {said}" if said else "")
         if self.source is Source.CANCEL:
             return f"The request was cancelled by {self.decided_by}" + (f": {said}" if said else "")
         return said or f"Rejected by {self.decided_by}"

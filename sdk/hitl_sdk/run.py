@@ -26,7 +26,7 @@ import aiohttp
 from hitl_sdk import keys
 from hitl_sdk.client import GatewayClient, GatewayHTTPError, SuspendOptions
 from hitl_sdk.journal import HttpJournal, Journal
-from hitl_sdk.models import Decision, StepRecord, StepStatus
+from hitl_sdk.models import Decision, Source, StepRecord, StepStatus
 from hitl_sdk.retry import backoff
 
 __all__ = ["DurableRun", "StepTimeout", "Suspended", "TransientError", "is_transient"]
@@ -253,7 +253,9 @@ class DurableRun:
         # approval, its status and its resume token.
         body = await self.request_approval(step, title=title, args=args, **options)
         decision = None if body.get("status") == "waiting_approval" else await self.read_decision(body)
-        if decision is None:
+        # A rule decided at once: the named worker's resume job runs it, so this run exits as if
+        # it waited (never both); without a worker it goes on now.
+        if decision is None or (decision.source is Source.RULE and options.get("worker")):
             raise Suspended(body["id"], body.get("resume_token"))
         return await self.record_decision(step, decision)
 

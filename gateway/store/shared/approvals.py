@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
+from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
 from gateway.core.models import Approval, Event, NewEvent, NewOutbox, Status
-from gateway.store.base import NewJob, TransitionWrite
+from gateway.core.rules import CounterKey, CounterSnapshot
+from gateway.store.base import Build, Creation, NewJob, TransitionWrite
 from gateway.store.rows import approval_from_row, approval_values, event_from_row, policy_values
 from gateway.store.shared.backend import Backend, Tx
 from gateway.store.sql import approvals_sql
@@ -17,30 +19,93 @@ from gateway.store.sql import approvals_sql
 __all__ = ["ApprovalsSQL", "EventsSQL"]
 
 
+def _path(dialect: str, field: str) -> str | list[str]:
+    """A dotted field (`amount`, `charge.amount`) as the dialect's JSON path."""
+    return "$." + field if dialect == "sqlite" else field.split(".")
+
+
+def _number(value: Any) -> int | float:
+    """A SUM as CEL wants it: an int when whole (CEL does not add an int to a double)."""
+    if isinstance(value, int):
+        return value
+    number = float(value)
+    return int(number) if number.is_integer() else number
+
+
 class ApprovalsSQL(Backend):
     async def create_approval(
-        self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
+        self,
+        approval: Approval,
+        events: Sequence[NewEvent],
+        outbox: Sequence[NewOutbox],
+        *,
+        job: NewJob | None = None,
     ) -> tuple[Approval, bool]:
-        Q, namespace = self.Q, approval.namespace
-        values = (*approval_values(approval), namespace)  # encoded here, not inside the transaction
+        values = (*approval_values(approval), approval.namespace)  # encoded here, not inside the transaction
         encoded = self.encode(events)
-        fresh = all(e.approval_id == approval.id for e in events)  # its own events: no head to read
 
         async def op(tx: Tx) -> tuple[Approval, bool]:
-            # Insert first (one statement in the common case); read the winner only on a
-            # conflict. A concurrent insert of the same key in the same namespace waits for
-            # the row, then finds the winner's.
-            if await tx.execute(Q.insert_approval, values) != 1:
-                row = await tx.fetch_one(Q.approval_by_key, (namespace, approval.idempotency_key))
-                return approval_from_row(row), False
-            await tx.insert_events(encoded, fresh=fresh)
-            await tx.insert_outbox(outbox, time.time())
-            return approval, True
+            return await self._insert(tx, approval, values, encoded, events, outbox, job)
 
         stored, created = await self.transact(op)
         if created:
-            self.committed(outbox=bool(outbox), wake_at=to_ts(approval.wake_at))
+            self.committed(outbox=bool(outbox), jobs=job is not None, wake_at=to_ts(approval.wake_at))
         return stored, created
+
+    async def create_counted(
+        self, namespace: str, keys: Collection[CounterKey], now: datetime, build: Build
+    ) -> tuple[Approval, bool]:
+        """`create_approval` of what `build` makes of the budgets `keys` read in the same
+        transaction, after the namespace's budget lock: two suspends of one agent cannot both
+        read a budget before either counts in it."""
+        Q = self.Q
+
+        async def op(tx: Tx) -> tuple[Approval, bool, Creation]:
+            await tx.fetch_one(Q.budget_lock, (namespace,))
+            values: dict[CounterKey, int | float] = {}
+            for key in keys:
+                since = to_ts(now - key.window)
+                if key.field is None:
+                    row = await tx.fetch_one(Q.budget_count, (namespace, since))
+                else:
+                    row = await tx.fetch_one(Q.budget_spent, (namespace, _path(self.dialect, key.field), since))
+                values[key] = _number(row[0] if row is not None else 0)
+            made = build(CounterSnapshot(values))
+            row_values = (*approval_values(made.approval), made.approval.namespace)
+            encoded = self.encode(made.events)
+            stored, created = await self._insert(
+                tx, made.approval, row_values, encoded, made.events, made.outbox, made.job
+            )
+            return stored, created, made
+
+        stored, created, made = await self.transact(op)
+        if created:
+            self.committed(outbox=bool(made.outbox), jobs=made.job is not None, wake_at=to_ts(made.approval.wake_at))
+        return stored, created
+
+    async def _insert(
+        self,
+        tx: Tx,
+        approval: Approval,
+        values: tuple[Any, ...],
+        encoded: Any,
+        events: Sequence[NewEvent],
+        outbox: Sequence[NewOutbox],
+        job: NewJob | None,
+    ) -> tuple[Approval, bool]:
+        # Insert first (one statement in the common case); read the winner only on a conflict.
+        # A concurrent insert of the same key in the same namespace waits for the row, then
+        # finds the winner's.
+        if await tx.execute(self.Q.insert_approval, values) != 1:
+            row = await tx.fetch_one(self.Q.approval_by_key, (approval.namespace, approval.idempotency_key))
+            return approval_from_row(row), False
+        fresh = all(e.approval_id == approval.id for e in events)  # its own events: no head to read
+        await tx.insert_events(encoded, fresh=fresh)
+        now = time.time()
+        await tx.insert_outbox(outbox, now)
+        if job is not None:
+            await tx.insert_jobs([job], now)
+        return approval, True
 
     async def get_approval(self, approval_id: str) -> Approval | None:
         row = await self.fetch_one(self.Q.get_approval, (approval_id,))

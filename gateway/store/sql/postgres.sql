@@ -205,3 +205,14 @@ SELECT EXISTS (SELECT 1 FROM resume_jobs WHERE status = 'running' AND claimed_by
 
 -- name: unregister_replica
 DELETE FROM replicas WHERE owner = $1 AND lock_key = $2;
+
+-- name: budget_lock
+-- Suspends of one agent that read a budget, one at a time across replicas, until the commit.
+SELECT pg_advisory_xact_lock(hashtextextended('hitl budget ' || $1, 0));
+
+-- name: budget_spent
+-- rules' spent(field, window): $1 the namespace, $2 the field's path as a text array, $3 the
+-- window's start. A value that is not a number (missing, redacted) adds nothing.
+SELECT COALESCE(SUM(CASE WHEN jsonb_typeof(args::jsonb #> $2::text[]) = 'number'
+                         THEN (args::jsonb #>> $2::text[])::numeric END), 0) AS n
+FROM approvals WHERE namespace = $1 AND status = 'approved' AND created_at >= $3;

@@ -4,6 +4,10 @@
 
 -------------------------------------------------------------------------- approvals
 
+-- name: budget_count
+-- rules' count(window): $1 the agent's namespace, $2 the window's start.
+SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status = 'approved' AND created_at >= $2;
+
 -- name: insert_approval
 -- The columns in rows.APPROVAL_COLUMNS order (rows.approval_values), then the namespace of its
 -- run id and key (migration 17); a second suspend with the same idempotency key in the same

@@ -153,3 +153,13 @@ SELECT id, status, decision, proposal, args_hash FROM approvals WHERE id IN ({id
 SELECT claimed_by AS owner FROM resume_jobs WHERE status IN ('queued', 'running') AND claimed_by IS NOT NULL
 UNION SELECT lease_owner FROM outbox WHERE status = 'pending' AND lease_owner IS NOT NULL
 UNION SELECT wake_owner FROM approvals WHERE wake_at IS NOT NULL AND wake_owner IS NOT NULL;
+
+-- name: budget_lock
+-- A suspend that reads a budget holds the writer already: one transaction at a time.
+SELECT $1;
+
+-- name: budget_spent
+-- rules' spent(field, window): $1 the namespace, $2 the field as a JSON path ('$.amount'), $3 the
+-- window's start. A value that is not a number (missing, redacted) adds nothing.
+SELECT COALESCE(SUM(CASE WHEN json_type(args, $2) IN ('integer', 'real') THEN json_extract(args, $2) END), 0) AS n
+FROM approvals WHERE namespace = $1 AND status = 'approved' AND created_at >= $3;

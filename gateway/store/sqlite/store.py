@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
 from gateway.core.models import Approval, DeliveryStatus, NewEvent, NewOutbox, OutboxItem, ResumeJob, StepRecord
-from gateway.store.base import CardUpdate, Prompt
+from gateway.store.base import CardUpdate, NewJob, Prompt
 from gateway.store.rows import step_from_row
 from gateway.store.shared import SQLStore, Transaction, Tx, run_at_once
 from gateway.store.shared.journal import prompt_from_row, step_values
@@ -130,10 +130,15 @@ class SQLiteStore(SQLiteAudit, SQLStore):
 
     # ---------------------------------------------------------------- what differs from the shared use cases
     async def create_approval(
-        self, approval: Approval, events: Sequence[NewEvent], outbox: Sequence[NewOutbox]
+        self,
+        approval: Approval,
+        events: Sequence[NewEvent],
+        outbox: Sequence[NewOutbox],
+        *,
+        job: NewJob | None = None,
     ) -> tuple[Approval, bool]:
         try:
-            return await super().create_approval(approval, events, outbox)
+            return await super().create_approval(approval, events, outbox, job=job)
         except sqlite3.IntegrityError:  # the random id collided (80 bits): the caller sees an error
             raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
 
