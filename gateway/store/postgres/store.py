@@ -1,6 +1,6 @@
 """The PostgreSQL store: the shared use cases (gateway/store/shared/), each transaction on a
 pooled connection (pool.py). What is PostgreSQL's own: the pool, claims, NOTIFY, liveness and
-hand-over, migrations, and the statements that read back what they wrote (`RETURNING`).
+hand-over, its `Tx` (writes.py) and migrations.
 
 Correctness across replicas comes from the database, never from a leader:
 - `save_transition` is a compare-and-set on `version` (a concurrent UPDATE waits for the row
@@ -20,8 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Approval, DeliveryStatus, NewEvent, OutboxItem, ResumeJob, StepRecord
-from gateway.store.base import CardUpdate, Prompt
+from gateway.core.models import Approval, OutboxItem, ResumeJob
 from gateway.store.postgres.audit import PostgresAudit
 from gateway.store.postgres.handover import Handover
 from gateway.store.postgres.liveness import Liveness
@@ -29,9 +28,8 @@ from gateway.store.postgres.migrate import migrate, schema_version
 from gateway.store.postgres.notify import Listener, Notifier, Notify
 from gateway.store.postgres.pool import Pool
 from gateway.store.postgres.writes import PostgresTx
-from gateway.store.rows import approval_from_row, job_from_row, outbox_from_row, step_from_row
-from gateway.store.shared import SQLStore, Transaction, Tx
-from gateway.store.shared.journal import prompt_from_row, step_values
+from gateway.store.rows import approval_from_row, job_from_row, outbox_from_row
+from gateway.store.shared import SQLStore, Transaction
 from gateway.store.sql import Dialect, queries
 
 __all__ = ["PostgresStore"]
@@ -110,52 +108,3 @@ class PostgresStore(PostgresAudit, Handover, SQLStore):
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
         rows = await self._claim(self.Q.claim_jobs, now, owner, lease, limit)
         return sorted((job_from_row(r) for r in rows), key=lambda j: j.id)
-
-    # ---------------------------------------------------------------- what differs from the shared use cases
-    async def finish_outbox(
-        self,
-        item_id: int,
-        owner: str,
-        *,
-        now: datetime,
-        status: DeliveryStatus,
-        next_attempt_at: datetime | None = None,
-        error: str | None = None,
-        card: CardUpdate | None = None,
-        events: Sequence[NewEvent] = (),
-        count_attempt: bool = True,
-    ) -> bool:
-        t, Q = to_ts(now), self.Q
-        values = (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner)
-
-        async def op(tx: Tx) -> bool:
-            row = await tx.fetch_one(Q.finish_outbox, values)  # RETURNING approval_id
-            if row is None:
-                return False
-            if card is not None:
-                await tx.upsert_card(row[0], card, t)
-            await tx.insert_events(events)
-            return True
-
-        return await self.transact(op)
-
-    async def record_step(self, step: StepRecord, *, namespace: str) -> StepRecord:
-        Q, values = self.Q, step_values(step, namespace)
-
-        async def op(tx: Tx) -> StepRecord:
-            row = await tx.fetch_one(Q.record_step, values)
-            if row is None:  # the stored record had succeeded: it wins
-                row = await tx.fetch_one(Q.get_step, (step.run_id, namespace, step.name))
-            return step_from_row(row)
-
-        return await self.transact(op)
-
-    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
-        Q = self.Q
-
-        async def op(tx: Tx) -> Prompt | None:
-            await tx.execute(Q.prune_prompts, (to_ts(now),))
-            return await tx.fetch_one(Q.take_prompt, (key, actor))
-
-        row = await self.transact(op)
-        return None if row is None else prompt_from_row(row)

@@ -6,11 +6,11 @@ migrations, and the three statements that read back what they wrote (`RETURNING`
 
 from gateway.store.shared.approvals import ApprovalsSQL, EventsSQL
 from gateway.store.shared.audit import AuditSQL
-from gateway.store.shared.backend import Backend, Encoded, Transaction, Tx, run_at_once
+from gateway.store.shared.backend import Backend, Transaction, Tx, run_at_once
 from gateway.store.shared.deliveries import DeliveriesSQL, JobsSQL
 from gateway.store.shared.journal import HousekeepingSQL, JournalSQL
 
-__all__ = ["Backend", "Encoded", "SQLStore", "Transaction", "Tx", "run_at_once"]
+__all__ = ["Backend", "SQLStore", "Transaction", "Tx", "run_at_once"]
 
 
 class SQLStore(ApprovalsSQL, EventsSQL, DeliveriesSQL, JobsSQL, JournalSQL, HousekeepingSQL, AuditSQL):

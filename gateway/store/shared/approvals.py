@@ -12,6 +12,7 @@ from gateway.core.models import Approval, Event, NewEvent, NewOutbox, Status
 from gateway.store.base import NewJob, TransitionWrite
 from gateway.store.rows import approval_from_row, approval_values, event_from_row, policy_values
 from gateway.store.shared.backend import Backend, Tx
+from gateway.store.shared.tx import encode_events
 from gateway.store.sql import approvals_sql
 
 __all__ = ["ApprovalsSQL", "EventsSQL"]
@@ -23,7 +24,7 @@ class ApprovalsSQL(Backend):
     ) -> tuple[Approval, bool]:
         Q, namespace = self.Q, approval.namespace
         values = (*approval_values(approval), namespace)  # encoded here, not inside the transaction
-        encoded = self.encode(events)
+        encoded = encode_events(events)
         fresh = all(e.approval_id == approval.id for e in events)  # its own events: no head to read
 
         async def op(tx: Tx) -> tuple[Approval, bool]:
@@ -79,7 +80,7 @@ class ApprovalsSQL(Backend):
     ) -> bool:
         Q = self.Q
         values = (*approval_values(approval)[1:], approval.id, expected_version)
-        encoded = self.encode(events)
+        encoded = encode_events(events)
 
         async def op(tx: Tx) -> bool:
             if await tx.execute(Q.save_transition, values) != 1:
@@ -101,7 +102,7 @@ class ApprovalsSQL(Backend):
         if not writes:
             return []
         rows = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
-        encoded = [self.encode(w.events) for w in writes]
+        encoded = [encode_events(w.events) for w in writes]
 
         async def op(tx: Tx) -> list[bool]:
             won = await tx.save_policy_rows(rows)
@@ -131,7 +132,7 @@ class ApprovalsSQL(Backend):
 
 class EventsSQL(Backend):
     async def append_events(self, events: Sequence[NewEvent]) -> None:
-        encoded = self.encode(events)
+        encoded = encode_events(events)
 
         async def op(tx: Tx) -> None:
             await tx.insert_events(encoded)

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from gateway.core.audit import ChainEvent, Checkpoint, Leaf
 from gateway.store import audit as codec
 from gateway.store.audit import MakeCheckpoint, chain_event, checkpoint_from_row, checkpoint_values
-from gateway.store.sql import in_list, queries
+from gateway.store.sql import in_list, multi_row, queries
 from gateway.store.sqlite.engine import Engine
-from gateway.store.sqlite.writes import insert_rows, multi_row
+from gateway.store.sqlite.writes import insert_rows
 
 __all__ = ["SQLiteAudit"]
 

@@ -1,7 +1,7 @@
 """The SQLite store: the shared use cases (gateway/store/shared/) on the writer engine
 (engine.py), each transaction run whole on the writer's thread; reads on the reader. What is
 SQLite's own: the engine, the file locks that prove a claimer gone (serve_lock.py), claims
-(claims.py) and the statements that read back what they wrote (no `RETURNING` below 3.35)."""
+(claims.py), its `Tx` (writes.py) and migrations."""
 
 from __future__ import annotations
 
@@ -11,18 +11,15 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Approval, DeliveryStatus, NewEvent, NewOutbox, OutboxItem, ResumeJob, StepRecord
-from gateway.store.base import CardUpdate, Prompt
-from gateway.store.rows import step_from_row
-from gateway.store.shared import SQLStore, Transaction, Tx, run_at_once
-from gateway.store.shared.journal import prompt_from_row, step_values
+from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxItem, ResumeJob
+from gateway.store.shared import SQLStore, Transaction, run_at_once
 from gateway.store.sql import Dialect, queries
 from gateway.store.sqlite import claims
 from gateway.store.sqlite.audit import SQLiteAudit
 from gateway.store.sqlite.engine import Engine
 from gateway.store.sqlite.migrate import migrate, schema_version
 from gateway.store.sqlite.serve_lock import FileLock, claimer_gone, claimer_lock, serve_lock
-from gateway.store.sqlite.writes import EncodedEvent, SQLiteTx, encode_events
+from gateway.store.sqlite.writes import SQLiteTx
 
 __all__ = ["SQLiteStore"]
 
@@ -56,9 +53,6 @@ class SQLiteStore(SQLiteAudit, SQLStore):
     async def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run `op` in the writer's next transaction (claims and hand-over use it directly)."""
         return await self._engine.write(op)
-
-    def encode(self, events: Sequence[NewEvent]) -> list[EncodedEvent]:
-        return encode_events(events)
 
     # ---------------------------------------------------------------- lifecycle
     async def open(self) -> None:
@@ -136,54 +130,3 @@ class SQLiteStore(SQLiteAudit, SQLStore):
             return await super().create_approval(approval, events, outbox)
         except sqlite3.IntegrityError:  # the random id collided (80 bits): the caller sees an error
             raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
-
-    async def finish_outbox(
-        self,
-        item_id: int,
-        owner: str,
-        *,
-        now: datetime,
-        status: DeliveryStatus,
-        next_attempt_at: datetime | None = None,
-        error: str | None = None,
-        card: CardUpdate | None = None,
-        events: Sequence[NewEvent] = (),
-        count_attempt: bool = True,
-    ) -> bool:
-        t, Q = to_ts(now), self.Q
-        values = (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner)
-        encoded = encode_events(events)
-
-        async def op(tx: Tx) -> bool:
-            if await tx.execute(Q.finish_outbox, values) != 1:
-                return False
-            if card is not None:
-                row = await tx.fetch_one(Q.outbox_approval, (item_id,))
-                assert row is not None  # the row it has just updated
-                await tx.upsert_card(row[0], card, t)
-            await tx.insert_events(encoded)
-            return True
-
-        return await self.transact(op)
-
-    async def record_step(self, step: StepRecord, *, namespace: str) -> StepRecord:
-        Q, values = self.Q, step_values(step, namespace)
-
-        async def op(tx: Tx) -> StepRecord:
-            await tx.execute(Q.record_step, values)
-            return step_from_row(await tx.fetch_one(Q.get_step, (step.run_id, namespace, step.name)))
-
-        return await self.transact(op)
-
-    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
-        Q = self.Q
-
-        async def op(tx: Tx) -> Prompt | None:
-            await tx.execute(Q.prune_prompts, (to_ts(now),))
-            row = await tx.fetch_one(Q.find_prompt, (key, actor))
-            if row is None:
-                return None
-            await tx.execute(Q.delete_prompt, (key,))
-            return prompt_from_row(row)
-
-        return await self.transact(op)
