@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
 from gateway.core.models import Approval, OutboxItem, ResumeJob
-from gateway.store.postgres.audit import PostgresAudit
 from gateway.store.postgres.handover import Handover
 from gateway.store.postgres.liveness import Liveness
 from gateway.store.postgres.migrate import migrate, schema_version
@@ -37,9 +36,10 @@ __all__ = ["PostgresStore"]
 T = TypeVar("T")
 
 
-class PostgresStore(PostgresAudit, Handover, SQLStore):
+class PostgresStore(Handover, SQLStore):
     dialect: Dialect = "postgres"
     Q = queries("postgres")
+    head_rows = True
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
         self.url = url
@@ -58,6 +58,10 @@ class PostgresStore(PostgresAudit, Handover, SQLStore):
     async def transact(self, fn: Transaction[T]) -> T:
         async with self._db.tx() as conn:
             return await fn(PostgresTx(conn))
+
+    async def read(self, fn: Transaction[T]) -> T:
+        async with self._db.conn() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            return await fn(PostgresTx(conn))  # one snapshot (READ COMMITTED: one per statement)
 
     def committed(self, *, outbox: bool = False, jobs: bool = False, wake_at: float | None = None) -> None:
         self._notifier.committed(outbox=outbox, jobs=jobs, wake_at=wake_at)

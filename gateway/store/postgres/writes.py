@@ -9,6 +9,7 @@ from typing import Any
 
 import asyncpg
 
+from gateway.core.audit import Leaf
 from gateway.store.postgres.pool import affected
 from gateway.store.shared.tx import Heads, Tx
 from gateway.store.sql import queries
@@ -33,6 +34,9 @@ class PostgresTx(Tx):
         rows: list[Any] = await self.conn.fetch(sql, *params)
         return rows
 
+    async def fetch_in(self, sql: str, ids: Sequence[str]) -> list[Any]:
+        return await self.fetch_all(sql, (list(ids),))
+
     async def written(self, sql: str, params: Sequence[Any], read_back: str, key: Sequence[Any]) -> Any:
         return await self.conn.fetchrow(sql, *params)  # its RETURNING
 
@@ -55,6 +59,10 @@ class PostgresTx(Tx):
         columns = [list(c) for c in zip(*rows, strict=True)]
         seqs, hashes = [s for s, _ in heads.values()], [h for _, h in heads.values()]
         await self.conn.execute(self.Q.insert_chained_events, *columns, list(heads), seqs, hashes)
+
+    async def seal_heads(self) -> list[Leaf]:
+        await self.conn.execute(self.Q.lock_checkpoints)
+        return sorted(Leaf(r["approval_id"], r["seq"], r["hash"]) for r in await self.conn.fetch(self.Q.seal_heads))
 
     async def save_policy_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
         if len({r[-2] for r in rows}) == len(rows):  # one statement, one round trip

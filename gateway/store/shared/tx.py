@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from gateway.core.audit import GENESIS, event_tail, link_hash
+from gateway.core.audit import GENESIS, Leaf, event_tail, link_hash
 from gateway.core.clock import to_ts
 from gateway.core.models import DeliveryStatus, NewEvent, NewOutbox
 from gateway.store.base import CardUpdate, NewJob
@@ -63,6 +63,10 @@ class Tx:
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         raise NotImplementedError
 
+    async def fetch_in(self, sql: str, ids: Sequence[str]) -> list[Row]:
+        """`sql` for these ids (SQLite: `{ids}`, an IN list, slice by slice; PostgreSQL: an array)."""
+        raise NotImplementedError
+
     async def written(self, sql: str, params: Sequence[Any], read_back: str, key: Sequence[Any]) -> Row | None:
         """Run a write; the row it names (`read_back` with `key`), None if it touched no row.
         PostgreSQL's `sql` says RETURNING (one round trip); SQLite below 3.35 has none."""
@@ -82,6 +86,10 @@ class Tx:
 
     async def write_events(self, rows: list[tuple[Any, ...]], heads: Heads) -> None:
         """The linked events (`insert_event` rows), and `heads`, their chains' new heads."""
+        raise NotImplementedError
+
+    async def seal_heads(self) -> list[Leaf]:
+        """Seal the heads moved since the last checkpoint (shared/audit.py); them, by approval id."""
         raise NotImplementedError
 
     async def save_policy_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[bool]:

@@ -5,6 +5,7 @@ SQLite's own: the engine, the file locks that prove a claimer gone (serve_lock.p
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
@@ -15,7 +16,6 @@ from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxItem, Resum
 from gateway.store.shared import SQLStore, Transaction, run_at_once
 from gateway.store.sql import Dialect, queries
 from gateway.store.sqlite import claims
-from gateway.store.sqlite.audit import SQLiteAudit
 from gateway.store.sqlite.engine import Engine
 from gateway.store.sqlite.migrate import migrate, schema_version
 from gateway.store.sqlite.serve_lock import FileLock, claimer_gone, claimer_lock, serve_lock
@@ -26,9 +26,10 @@ __all__ = ["SQLiteStore"]
 T = TypeVar("T")
 
 
-class SQLiteStore(SQLiteAudit, SQLStore):
+class SQLiteStore(SQLStore):
     dialect: Dialect = "sqlite"
     Q = queries("sqlite")
+    head_rows = False
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -45,7 +46,7 @@ class SQLiteStore(SQLiteAudit, SQLStore):
         return row
 
     async def read(self, fn: Transaction[T]) -> T:
-        return await self._engine.read(lambda conn: run_at_once(fn, SQLiteTx(conn)))
+        return await self._engine.read(functools.partial(_snapshot, fn))
 
     async def transact(self, fn: Transaction[T]) -> T:
         return await self._write(lambda conn: run_at_once(fn, SQLiteTx(conn)))
@@ -130,3 +131,12 @@ class SQLiteStore(SQLiteAudit, SQLStore):
             return await super().create_approval(approval, events, outbox)
         except sqlite3.IntegrityError:  # the random id collided (80 bits): the caller sees an error
             raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
+
+
+def _snapshot(fn: Transaction[T], conn: sqlite3.Connection) -> T:
+    """Run `fn` on the reader in one snapshot (autocommit otherwise: one per statement)."""
+    conn.execute("BEGIN")
+    try:
+        return run_at_once(fn, SQLiteTx(conn))
+    finally:
+        conn.execute("COMMIT")

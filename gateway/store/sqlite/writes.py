@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from gateway.core.audit import Leaf
 from gateway.store.shared import run_at_once
 from gateway.store.shared.tx import EncodedEvent, Heads, Tx, encode_events
 from gateway.store.sql import in_list, multi_row, queries
@@ -22,6 +23,7 @@ from gateway.store.sql import in_list, multi_row, queries
 __all__ = ["ROWS_PER_INSERT", "SQLiteTx", "encode_events", "insert_events", "insert_rows", "update_all_or_each"]
 
 ROWS_PER_INSERT = 100  # rows per multi-row INSERT: at most 7 * 100 parameters, below SQLite's 999 of old
+_CHUNK = 500  # ids per IN list, likewise
 
 
 def insert_rows(conn: sqlite3.Connection, head: str, row: str, rows: Sequence[tuple[Any, ...]], tail: str = "") -> None:
@@ -66,6 +68,13 @@ class SQLiteTx(Tx):
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return self.conn.execute(sql, params).fetchall()
 
+    async def fetch_in(self, sql: str, ids: Sequence[str]) -> list[Any]:
+        out = []
+        for i in range(0, len(ids), _CHUNK):
+            chunk = list(ids[i : i + _CHUNK])
+            out += self.conn.execute(in_list(sql, len(chunk)), chunk).fetchall()
+        return out
+
     async def written(self, sql: str, params: Sequence[Any], read_back: str, key: Sequence[Any]) -> Any:
         return self.conn.execute(read_back, key).fetchone() if self.conn.execute(sql, params).rowcount > 0 else None
 
@@ -77,12 +86,8 @@ class SQLiteTx(Tx):
     async def insert_queued(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """Coalesced here, before the multi-row inserts: a sync is left out when its card has a
         pending, unclaimed sync in the table (one query for the run) or earlier in `rows`."""
-        pending: set[tuple[str, str]] = set()
         ids = list({r[0] for r in rows if r[2] == "sync"})
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            found = self.conn.execute(in_list(self.Q.pending_syncs, len(chunk)), chunk)
-            pending.update((approval_id, channel) for approval_id, channel in found)  # tuples, not sqlite3.Row
+        pending = {(a, c) for a, c in await self.fetch_in(self.Q.pending_syncs, ids)}  # tuples, not sqlite3.Row
         kept = []
         for row in rows:
             if row[2] == "sync":
@@ -103,6 +108,14 @@ class SQLiteTx(Tx):
 
     async def write_events(self, rows: list[tuple[Any, ...]], heads: Heads) -> None:
         await self.insert_many(self.Q.insert_event, rows)
+
+    async def seal_heads(self) -> list[Leaf]:
+        """The heads that moved (each approval's last chained event after the watermark), then
+        the watermark after them: one writer, no event comes in between."""
+        leaves = [Leaf(a, s, h) for a, s, h in self.conn.execute(self.Q.unsealed_heads)]
+        if leaves:
+            self.conn.execute(self.Q.seal_heads)
+        return leaves
 
     async def save_policy_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
         return update_all_or_each(self.conn, self.Q.save_policy_transition, rows)
