@@ -10,7 +10,7 @@ Correctness across replicas comes from the database, never from a leader:
   claims released by another within about two seconds, and a stopping one hands its own back;
 - after committing deliveries, jobs or deadlines, the store NOTIFYs (notify.py: why not inside
   the transaction) and other replicas' loops wake (`subscribe`); polling stays as the fallback.
-Reads are one statement each: one consistent snapshot under READ COMMITTED.
+A read of one statement sees one snapshot under READ COMMITTED; one of several, `read`'s.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from gateway.core.clock import to_ts
 from gateway.core.models import Approval, OutboxItem, ResumeJob
 from gateway.store.postgres.handover import Handover
 from gateway.store.postgres.liveness import Liveness
-from gateway.store.postgres.migrate import migrate, schema_version
+from gateway.store.postgres.migrate import migrate
 from gateway.store.postgres.notify import Listener, Notifier, Notify
 from gateway.store.postgres.pool import Pool
 from gateway.store.postgres.writes import PostgresTx
@@ -50,10 +50,12 @@ class PostgresStore(Handover, SQLStore):
 
     # ---------------------------------------------------------------- the shared use cases' backend
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        return await self._db.fetch(sql, *params)
+        async with self._db.conn() as conn:  # one statement: one snapshot, no transaction needed
+            return await PostgresTx(conn).fetch_all(sql, params)
 
     async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return await self._db.fetchrow(sql, *params)
+        async with self._db.conn() as conn:
+            return await PostgresTx(conn).fetch_one(sql, params)
 
     async def transact(self, fn: Transaction[T]) -> T:
         async with self._db.tx() as conn:
@@ -82,10 +84,6 @@ class PostgresStore(Handover, SQLStore):
         await self._listener.close()
         await self._db.close()
 
-    async def schema_version(self) -> int:
-        async with self._db.conn() as conn:
-            return await schema_version(conn)
-
     async def subscribe(self, callback: Notify) -> None:
         """Call `callback(topic, payload)` when any replica commits work: topic `outbox`,
         `jobs`, or `wake` (payload: the epoch seconds of the new wake-up time)."""
@@ -97,8 +95,7 @@ class PostgresStore(Handover, SQLStore):
         """Lease due rows with one `... FOR UPDATE SKIP LOCKED` statement ($1 now, $2 limit,
         $3 owner, $4 lease end): concurrent replicas skip each other's rows instead of waiting."""
         async with self._db.tx() as conn:
-            rows: list[Any] = await conn.fetch(sql, to_ts(now), limit, owner, to_ts(now + lease))
-            return rows
+            return await PostgresTx(conn).fetch_all(sql, (to_ts(now), limit, owner, to_ts(now + lease)))
 
     async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
         rows = await self._claim(self.Q.claim_due, now, owner, lease, limit)

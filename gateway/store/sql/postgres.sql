@@ -87,7 +87,7 @@ SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p);
 SELECT pg_advisory_xact_lock($1);
 
 -- name: has_schema_migrations
-SELECT to_regclass('schema_migrations') IS NOT NULL;
+SELECT 1 WHERE to_regclass('schema_migrations') IS NOT NULL;
 
 -------------------------------------------------------------------------- audit (migration 13)
 

@@ -14,10 +14,11 @@ from typing import Any, TypeVar
 from gateway.core.clock import to_ts
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxItem, ResumeJob
 from gateway.store.shared import SQLStore, Transaction, run_at_once
+from gateway.store.shared.lifecycle import release
 from gateway.store.sql import Dialect, queries
 from gateway.store.sqlite import claims
 from gateway.store.sqlite.engine import Engine
-from gateway.store.sqlite.migrate import migrate, schema_version
+from gateway.store.sqlite.migrate import migrate
 from gateway.store.sqlite.serve_lock import FileLock, claimer_gone, claimer_lock, serve_lock
 from gateway.store.sqlite.writes import SQLiteTx
 
@@ -41,19 +42,14 @@ class SQLiteStore(SQLStore):
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         return await self._engine.read(lambda c: c.execute(sql, params).fetchall())
 
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = await self._engine.read(lambda c: c.execute(sql, params).fetchone())
-        return row
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return await self._engine.read(lambda c: c.execute(sql, params).fetchone())
 
     async def read(self, fn: Transaction[T]) -> T:
         return await self._engine.read(functools.partial(_snapshot, fn))
 
     async def transact(self, fn: Transaction[T]) -> T:
-        return await self._write(lambda conn: run_at_once(fn, SQLiteTx(conn)))
-
-    async def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `op` in the writer's next transaction (claims and hand-over use it directly)."""
-        return await self._engine.write(op)
+        return await self._engine.write(lambda conn: run_at_once(fn, SQLiteTx(conn)))
 
     # ---------------------------------------------------------------- lifecycle
     async def open(self) -> None:
@@ -84,12 +80,12 @@ class SQLiteStore(SQLStore):
         if self._claimer is None:
             self._claimer = claimer_lock(self.path, owner)
         serving = self._serve_lock is not None
-        held = await self._engine.read(claims.owners)
+        held = [r[0] for r in await self.fetch_all(self.Q.claim_owners)]
         gone = [o for o in held if o != owner and claimer_gone(self.path, o, serving=serving)]
         if not gone:
             return 0
         t = to_ts(now)
-        return await self._write(lambda c: claims.release_owners(c, gone, t))
+        return await self.transact(lambda tx: release(tx, gone, t))
 
     async def reap(self, owner: str, now: datetime) -> int:
         """Nothing between starts: a restarted process takes over (`take_over`)."""
@@ -97,14 +93,11 @@ class SQLiteStore(SQLStore):
 
     async def release_claims(self, owner: str, now: datetime) -> int:
         t = to_ts(now)
-        released = await self._write(lambda c: claims.release(c, owner, t))
+        released = await self.transact(lambda tx: release(tx, [owner], t))
         if self._claimer is not None:
             self._claimer.release(remove=True)
             self._claimer = None
         return released
-
-    async def schema_version(self) -> int:
-        return await self._engine.read(schema_version)
 
     async def subscribe(self, callback: Callable[[str, str], None]) -> None:
         """One process owns a SQLite file: in-process hooks already wake its loops."""
@@ -113,15 +106,15 @@ class SQLiteStore(SQLStore):
     # ---------------------------------------------------------------- claims
     async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
         t, until = to_ts(now), to_ts(now + lease)
-        return await self._write(lambda c: claims.claim_due(c, t, owner, until, limit))
+        return await self._engine.write(lambda c: claims.claim_due(c, t, owner, until, limit))
 
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         t, until = to_ts(now), to_ts(now + lease)
-        return await self._write(lambda c: claims.claim_outbox(c, t, owner, until, limit))
+        return await self._engine.write(lambda c: claims.claim_outbox(c, t, owner, until, limit))
 
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
         t, until = to_ts(now), to_ts(now + lease)
-        return await self._write(lambda c: claims.claim_jobs(c, t, owner, until, limit))
+        return await self._engine.write(lambda c: claims.claim_jobs(c, t, owner, until, limit))
 
     # ---------------------------------------------------------------- what differs from the shared use cases
     async def create_approval(

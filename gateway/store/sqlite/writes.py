@@ -20,7 +20,7 @@ from gateway.store.shared import run_at_once
 from gateway.store.shared.tx import EncodedEvent, Heads, Tx, encode_events
 from gateway.store.sql import in_list, multi_row, queries
 
-__all__ = ["ROWS_PER_INSERT", "SQLiteTx", "encode_events", "insert_events", "insert_rows", "update_all_or_each"]
+__all__ = ["ROWS_PER_INSERT", "SQLiteTx", "encode_events", "insert_events", "insert_rows"]
 
 ROWS_PER_INSERT = 100  # rows per multi-row INSERT: at most 7 * 100 parameters, below SQLite's 999 of old
 _CHUNK = 500  # ids per IN list, likewise
@@ -35,21 +35,6 @@ def insert_rows(conn: sqlite3.Connection, head: str, row: str, rows: Sequence[tu
         conn.executemany(head + ", ".join([row] * ROWS_PER_INSERT) + tail, chunks)
     if full < len(rows):
         conn.executemany(head + row + tail, rows[full:])
-
-
-def update_all_or_each(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
-    """Run a one-row compare-and-set UPDATE for each of `rows`; which ones matched.
-
-    One executemany first (the common case: every CAS wins); if any row did not match, undo it
-    and run them one by one to learn which."""
-    conn.execute("SAVEPOINT cas_all")
-    try:
-        if conn.executemany(sql, rows).rowcount == len(rows):
-            return [True] * len(rows)
-        conn.execute("ROLLBACK TO cas_all")
-        return [conn.execute(sql, row).rowcount == 1 for row in rows]
-    finally:
-        conn.execute("RELEASE cas_all")
 
 
 class SQLiteTx(Tx):
@@ -118,7 +103,17 @@ class SQLiteTx(Tx):
         return leaves
 
     async def save_policy_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
-        return update_all_or_each(self.conn, self.Q.save_policy_transition, rows)
+        """One executemany first (the common case: every CAS wins); if any row did not match,
+        undo it and run them one by one to learn which."""
+        conn, sql = self.conn, self.Q.save_policy_transition
+        conn.execute("SAVEPOINT cas_all")
+        try:
+            if conn.executemany(sql, rows).rowcount == len(rows):
+                return [True] * len(rows)
+            conn.execute("ROLLBACK TO cas_all")
+            return [conn.execute(sql, row).rowcount == 1 for row in rows]
+        finally:
+            conn.execute("RELEASE cas_all")
 
 
 def insert_events(conn: sqlite3.Connection, events: Sequence[EncodedEvent]) -> None:
