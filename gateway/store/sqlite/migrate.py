@@ -30,9 +30,8 @@ def _statements(m: Migration) -> list[str]:
     out, buf = [], ""
     for line in m.sqlite.splitlines(keepends=True):
         buf += line
-        if sqlite3.complete_statement(buf):
-            if buf.strip():
-                out.append(buf.strip())
+        if sqlite3.complete_statement(buf):  # it holds a `;` at least: never blank
+            out.append(buf.strip())
             buf = ""
     if buf.strip():
         out.append(buf.strip())

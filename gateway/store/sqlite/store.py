@@ -101,7 +101,6 @@ class SQLiteStore(SQLStore):
 
     async def subscribe(self, callback: Callable[[str, str], None]) -> None:
         """One process owns a SQLite file: in-process hooks already wake its loops."""
-        return None
 
     # ---------------------------------------------------------------- claims
     async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:

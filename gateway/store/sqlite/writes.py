@@ -61,7 +61,9 @@ class SQLiteTx(Tx):
         return out
 
     async def written(self, sql: str, params: Sequence[Any], read_back: str, key: Sequence[Any]) -> Any:
-        return self.conn.execute(read_back, key).fetchone() if self.conn.execute(sql, params).rowcount > 0 else None
+        if self.conn.execute(sql, params).rowcount < 1:
+            return None
+        return self.conn.execute(read_back, key).fetchone()
 
     async def insert_many(self, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
         if rows:
