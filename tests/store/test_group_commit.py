@@ -59,7 +59,7 @@ async def test_a_failing_op_in_a_batch_loses_only_itself(tmp_path: Path) -> None
         # Queued together, so they share one batch (the writer drains the queue).
         results = await asyncio.gather(
             *(_create(store, _approval(n)) for n in range(10)),
-            store._write(bad),
+            store._engine.write(bad),
             *(_create(store, _approval(n)) for n in range(10, 20)),
             return_exceptions=True,
         )

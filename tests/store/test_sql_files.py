@@ -16,8 +16,7 @@ import pytest
 from gateway.store import open_store, sqlite_path
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.rows import APPROVAL_COLUMNS, POLICY_COLUMNS
-from gateway.store.sql import DIALECTS, in_list, parse, queries, to_dialect
-from gateway.store.sqlite.writes import multi_row
+from gateway.store.sql import DIALECTS, in_list, multi_row, parse, queries, to_dialect
 from tests.helpers import source_copy
 
 ROOT = Path(__file__).resolve().parents[2]

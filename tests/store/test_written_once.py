@@ -24,9 +24,9 @@ PORTS = (
     base.HousekeepingPort,
     base.AuditStore,
 )
-# What a backend keeps: lifecycle and liveness, claims, the statements that read back what they
-# wrote (RETURNING against a SELECT after), and the audit reads and sealing (arrays against IN
-# lists, row locks against the one writer). SQLite's create_approval only renames an id collision.
+# What a backend keeps: lifecycle and liveness, claims, and the audit reads and sealing (arrays
+# against IN lists, row locks against the one writer). What a write reads back (RETURNING
+# against a SELECT after) is its Tx's. SQLite's create_approval only renames an id collision.
 OWN = {
     "open",
     "close",
@@ -38,9 +38,6 @@ OWN = {
     "claim_due",
     "claim_outbox",
     "claim_jobs",
-    "finish_outbox",
-    "record_step",
-    "take_prompt",
     "audit_approvals",
     "audit_events",
     "audit_chains",

@@ -13,7 +13,9 @@ from typing import Any
 from gateway.core.clock import to_ts
 from gateway.store.postgres.liveness import Liveness
 from gateway.store.postgres.notify import Notifier
-from gateway.store.postgres.pool import Pool, affected
+from gateway.store.postgres.pool import Pool
+from gateway.store.postgres.writes import PostgresTx
+from gateway.store.shared.lifecycle import release
 from gateway.store.sql import queries
 
 __all__ = ["Handover"]
@@ -39,11 +41,11 @@ class Handover:
         """Renew `owner`'s heartbeat; release the claims of every replica proved gone."""
         released = 0
 
-        async def release(conn: Any, gone: str) -> None:
+        async def release_gone(conn: Any, gone: str) -> None:
             nonlocal released
-            released += await _release(conn, gone, to_ts(now))
+            released += await release(PostgresTx(conn), [gone], to_ts(now))
 
-        if await self._liveness.reap(release):
+        if await self._liveness.reap(release_gone):
             self._notifier.committed(outbox=True, jobs=True, wake_at=to_ts(now))
         return released
 
@@ -55,7 +57,7 @@ class Handover:
         claims once this process is gone (its lock with it), never after store.lease alone."""
         try:
             async with self._db.tx() as conn:
-                released = await _hand_back(conn, owner, to_ts(now))
+                released = await release(PostgresTx(conn), [owner], to_ts(now), skip_held=True)
                 left = bool(await conn.fetchval(Q.hand_back_left, owner))
                 if not left and self._liveness.held:
                     await conn.execute(Q.unregister_replica, owner, self._liveness.key)
@@ -66,19 +68,3 @@ class Handover:
         if left:
             log.warning("some claims were held by another transaction; the other replicas take them over")
         return released
-
-
-async def _hand_back(conn: Any, owner: str, now: float | None) -> int:
-    """`_release` for the owner itself: skips the rows another transaction holds (no wait)."""
-    jobs = affected(await conn.execute(Q.hand_back_jobs, owner, now))
-    deliveries = affected(await conn.execute(Q.hand_back_outbox, owner))
-    wakes = affected(await conn.execute(Q.hand_back_wakes, owner))
-    return jobs + deliveries + wakes
-
-
-async def _release(conn: Any, owner: str, now: float | None) -> int:
-    """Every claim `owner` holds, claimable again at once (in the caller's transaction)."""
-    jobs = affected(await conn.execute(Q.release_jobs, owner, now))
-    deliveries = affected(await conn.execute(Q.release_outbox, owner))
-    wakes = affected(await conn.execute(Q.release_wakes, owner))
-    return jobs + deliveries + wakes

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 import asyncpg
 
@@ -21,7 +20,8 @@ LOST_ERRORS = (*CONNECT_ERRORS, asyncpg.OperatorInterventionError, asyncpg.Inter
 
 def affected(status: str) -> int:
     """Rows touched, from a command tag such as 'UPDATE 1' or 'INSERT 0 1'."""
-    return int(status.rsplit(" ", 1)[-1])
+    count = status.rsplit(" ", 1)[-1]
+    return int(count) if count.isdigit() else 0  # a DDL statement's tag ('CREATE TABLE') counts none
 
 
 class Pool:
@@ -63,13 +63,3 @@ class Pool:
     async def tx(self) -> AsyncIterator[asyncpg.Connection]:
         async with self.conn() as conn, conn.transaction():
             yield conn
-
-    async def fetch(self, sql: str, *args: Any) -> list[Any]:
-        """One read: a single statement sees one snapshot, no transaction of its own needed."""
-        async with self.conn() as conn:
-            rows: list[Any] = await conn.fetch(sql, *args)
-            return rows
-
-    async def fetchrow(self, sql: str, *args: Any) -> Any:
-        async with self.conn() as conn:
-            return await conn.fetchrow(sql, *args)

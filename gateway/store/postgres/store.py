@@ -1,6 +1,6 @@
 """The PostgreSQL store: the shared use cases (gateway/store/shared/), each transaction on a
 pooled connection (pool.py). What is PostgreSQL's own: the pool, claims, NOTIFY, liveness and
-hand-over, migrations, and the statements that read back what they wrote (`RETURNING`).
+hand-over, its `Tx` (writes.py) and migrations.
 
 Correctness across replicas comes from the database, never from a leader:
 - `save_transition` is a compare-and-set on `version` (a concurrent UPDATE waits for the row
@@ -10,7 +10,7 @@ Correctness across replicas comes from the database, never from a leader:
   claims released by another within about two seconds, and a stopping one hands its own back;
 - after committing deliveries, jobs or deadlines, the store NOTIFYs (notify.py: why not inside
   the transaction) and other replicas' loops wake (`subscribe`); polling stays as the fallback.
-Reads are one statement each: one consistent snapshot under READ COMMITTED.
+A read of one statement sees one snapshot under READ COMMITTED; one of several, `read`'s.
 """
 
 from __future__ import annotations
@@ -20,18 +20,15 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Approval, DeliveryStatus, NewEvent, OutboxItem, ResumeJob, StepRecord
-from gateway.store.base import CardUpdate, Prompt
-from gateway.store.postgres.audit import PostgresAudit
+from gateway.core.models import Approval, OutboxItem, ResumeJob
 from gateway.store.postgres.handover import Handover
 from gateway.store.postgres.liveness import Liveness
-from gateway.store.postgres.migrate import migrate, schema_version
+from gateway.store.postgres.migrate import migrate
 from gateway.store.postgres.notify import Listener, Notifier, Notify
 from gateway.store.postgres.pool import Pool
 from gateway.store.postgres.writes import PostgresTx
-from gateway.store.rows import approval_from_row, job_from_row, outbox_from_row, step_from_row
-from gateway.store.shared import SQLStore, Transaction, Tx
-from gateway.store.shared.journal import prompt_from_row, step_values
+from gateway.store.rows import approval_from_row, job_from_row, outbox_from_row
+from gateway.store.shared import SQLStore, Transaction
 from gateway.store.sql import Dialect, queries
 
 __all__ = ["PostgresStore"]
@@ -39,9 +36,10 @@ __all__ = ["PostgresStore"]
 T = TypeVar("T")
 
 
-class PostgresStore(PostgresAudit, Handover, SQLStore):
+class PostgresStore(Handover, SQLStore):
     dialect: Dialect = "postgres"
     Q = queries("postgres")
+    head_rows = True
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
         self.url = url
@@ -52,14 +50,20 @@ class PostgresStore(PostgresAudit, Handover, SQLStore):
 
     # ---------------------------------------------------------------- the shared use cases' backend
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        return await self._db.fetch(sql, *params)
+        async with self._db.conn() as conn:  # one statement: one snapshot, no transaction needed
+            return await PostgresTx(conn).fetch_all(sql, params)
 
     async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return await self._db.fetchrow(sql, *params)
+        async with self._db.conn() as conn:
+            return await PostgresTx(conn).fetch_one(sql, params)
 
     async def transact(self, fn: Transaction[T]) -> T:
         async with self._db.tx() as conn:
             return await fn(PostgresTx(conn))
+
+    async def read(self, fn: Transaction[T]) -> T:
+        async with self._db.conn() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            return await fn(PostgresTx(conn))  # one snapshot (READ COMMITTED: one per statement)
 
     def committed(self, *, outbox: bool = False, jobs: bool = False, wake_at: float | None = None) -> None:
         self._notifier.committed(outbox=outbox, jobs=jobs, wake_at=wake_at)
@@ -80,10 +84,6 @@ class PostgresStore(PostgresAudit, Handover, SQLStore):
         await self._listener.close()
         await self._db.close()
 
-    async def schema_version(self) -> int:
-        async with self._db.conn() as conn:
-            return await schema_version(conn)
-
     async def subscribe(self, callback: Notify) -> None:
         """Call `callback(topic, payload)` when any replica commits work: topic `outbox`,
         `jobs`, or `wake` (payload: the epoch seconds of the new wake-up time)."""
@@ -95,8 +95,7 @@ class PostgresStore(PostgresAudit, Handover, SQLStore):
         """Lease due rows with one `... FOR UPDATE SKIP LOCKED` statement ($1 now, $2 limit,
         $3 owner, $4 lease end): concurrent replicas skip each other's rows instead of waiting."""
         async with self._db.tx() as conn:
-            rows: list[Any] = await conn.fetch(sql, to_ts(now), limit, owner, to_ts(now + lease))
-            return rows
+            return await PostgresTx(conn).fetch_all(sql, (to_ts(now), limit, owner, to_ts(now + lease)))
 
     async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
         rows = await self._claim(self.Q.claim_due, now, owner, lease, limit)
@@ -110,52 +109,3 @@ class PostgresStore(PostgresAudit, Handover, SQLStore):
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
         rows = await self._claim(self.Q.claim_jobs, now, owner, lease, limit)
         return sorted((job_from_row(r) for r in rows), key=lambda j: j.id)
-
-    # ---------------------------------------------------------------- what differs from the shared use cases
-    async def finish_outbox(
-        self,
-        item_id: int,
-        owner: str,
-        *,
-        now: datetime,
-        status: DeliveryStatus,
-        next_attempt_at: datetime | None = None,
-        error: str | None = None,
-        card: CardUpdate | None = None,
-        events: Sequence[NewEvent] = (),
-        count_attempt: bool = True,
-    ) -> bool:
-        t, Q = to_ts(now), self.Q
-        values = (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner)
-
-        async def op(tx: Tx) -> bool:
-            row = await tx.fetch_one(Q.finish_outbox, values)  # RETURNING approval_id
-            if row is None:
-                return False
-            if card is not None:
-                await tx.upsert_card(row[0], card, t)
-            await tx.insert_events(events)
-            return True
-
-        return await self.transact(op)
-
-    async def record_step(self, step: StepRecord, *, namespace: str) -> StepRecord:
-        Q, values = self.Q, step_values(step, namespace)
-
-        async def op(tx: Tx) -> StepRecord:
-            row = await tx.fetch_one(Q.record_step, values)
-            if row is None:  # the stored record had succeeded: it wins
-                row = await tx.fetch_one(Q.get_step, (step.run_id, namespace, step.name))
-            return step_from_row(row)
-
-        return await self.transact(op)
-
-    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
-        Q = self.Q
-
-        async def op(tx: Tx) -> Prompt | None:
-            await tx.execute(Q.prune_prompts, (to_ts(now),))
-            return await tx.fetch_one(Q.take_prompt, (key, actor))
-
-        row = await self.transact(op)
-        return None if row is None else prompt_from_row(row)

@@ -1,17 +1,22 @@
 """The store's use cases, written once over the named SQL (gateway/store/sql/) for both
 backends: each port of gateway/store/base.py is one mixin here, over the narrow `Backend`
-interface (backend.py: fetch one, fetch all, a transaction). sqlite/ and postgres/ subclass
-`SQLStore` and add only what differs: the engine or pool, claims, notify, liveness,
-migrations, and the three statements that read back what they wrote (`RETURNING`)."""
+interface (backend.py: fetch one, fetch all, a transaction of a `Tx`, tx.py). sqlite/ and
+postgres/ subclass `SQLStore` and `Tx`, and add only what differs: the engine or pool, claims,
+notify, liveness, migrations, and in their `Tx` the calls their driver and dialect make their
+own way (many rows at once, where a chain's head lives, what a write reads back)."""
 
 from gateway.store.shared.approvals import ApprovalsSQL, EventsSQL
 from gateway.store.shared.audit import AuditSQL
-from gateway.store.shared.backend import Backend, Encoded, Transaction, Tx, run_at_once
+from gateway.store.shared.backend import Backend, Transaction, Tx, run_at_once
 from gateway.store.shared.deliveries import DeliveriesSQL, JobsSQL
 from gateway.store.shared.journal import HousekeepingSQL, JournalSQL
+from gateway.store.shared.lifecycle import schema_version
 
-__all__ = ["Backend", "Encoded", "SQLStore", "Transaction", "Tx", "run_at_once"]
+__all__ = ["Backend", "SQLStore", "Transaction", "Tx", "run_at_once"]
 
 
 class SQLStore(ApprovalsSQL, EventsSQL, DeliveriesSQL, JobsSQL, JournalSQL, HousekeepingSQL, AuditSQL):
     """Every shared port; a backend adds its `Backend` methods and what differs."""
+
+    async def schema_version(self) -> int:
+        return await self.read(schema_version)

@@ -14,6 +14,7 @@ from gateway.core.rules import CounterKey, CounterSnapshot
 from gateway.store.base import Build, Creation, NewJob, TransitionWrite
 from gateway.store.rows import approval_from_row, approval_values, event_from_row, policy_values
 from gateway.store.shared.backend import Backend, Tx
+from gateway.store.shared.tx import encode_events
 from gateway.store.sql import approvals_sql
 
 __all__ = ["ApprovalsSQL", "EventsSQL"]
@@ -42,7 +43,7 @@ class ApprovalsSQL(Backend):
         job: NewJob | None = None,
     ) -> tuple[Approval, bool]:
         values = (*approval_values(approval), approval.namespace)  # encoded here, not inside the transaction
-        encoded = self.encode(events)
+        encoded = encode_events(events)
 
         async def op(tx: Tx) -> tuple[Approval, bool]:
             return await self._insert(tx, approval, values, encoded, events, outbox, job)
@@ -72,7 +73,7 @@ class ApprovalsSQL(Backend):
                 values[key] = _number(row[0] if row is not None else 0)
             made = build(CounterSnapshot(values))
             row_values = (*approval_values(made.approval), made.approval.namespace)
-            encoded = self.encode(made.events)
+            encoded = encode_events(made.events)
             stored, created = await self._insert(
                 tx, made.approval, row_values, encoded, made.events, made.outbox, made.job
             )
@@ -144,7 +145,7 @@ class ApprovalsSQL(Backend):
     ) -> bool:
         Q = self.Q
         values = (*approval_values(approval)[1:], approval.id, expected_version)
-        encoded = self.encode(events)
+        encoded = encode_events(events)
 
         async def op(tx: Tx) -> bool:
             if await tx.execute(Q.save_transition, values) != 1:
@@ -166,7 +167,7 @@ class ApprovalsSQL(Backend):
         if not writes:
             return []
         rows = [(*policy_values(w.approval), w.approval.id, w.expected_version) for w in writes]
-        encoded = [self.encode(w.events) for w in writes]
+        encoded = [encode_events(w.events) for w in writes]
 
         async def op(tx: Tx) -> list[bool]:
             won = await tx.save_policy_rows(rows)
@@ -196,7 +197,7 @@ class ApprovalsSQL(Backend):
 
 class EventsSQL(Backend):
     async def append_events(self, events: Sequence[NewEvent]) -> None:
-        encoded = self.encode(events)
+        encoded = encode_events(events)
 
         async def op(tx: Tx) -> None:
             await tx.insert_events(encoded)

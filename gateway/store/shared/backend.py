@@ -12,45 +12,16 @@ group commit): its `Tx` never suspends, so `run_at_once` drives the coroutine to
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from gateway.core.models import NewEvent, NewOutbox
-from gateway.store.base import CardUpdate, NewJob
+from gateway.core.models import NewEvent
 from gateway.store.rows import Row
+from gateway.store.shared.tx import Tx, encode_events
 from gateway.store.sql import Dialect, Queries
 
-__all__ = ["Backend", "Encoded", "Transaction", "Tx", "run_at_once"]
+__all__ = ["Backend", "Transaction", "Tx", "run_at_once"]
 
 T = TypeVar("T")
-Encoded = Sequence[Any]  # events as the backend's `encode` prepared them, on the caller's side
-
-
-class Tx(Protocol):
-    """One transaction of a use case: every call runs in it, and it commits when the function
-    returns (or rolls back, whole, when it raises)."""
-
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
-        """Run one statement; the number of rows it touched."""
-        ...
-
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
-
-    async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
-
-    async def insert_events(self, events: Encoded, *, fresh: bool = False) -> None:
-        """The events with their chain links (gateway/core/audit.py). `fresh`: the events of
-        approvals created in this transaction, which have no head to read or lock yet."""
-        ...
-
-    async def insert_outbox(self, items: Sequence[NewOutbox], now: float) -> None: ...
-
-    async def insert_jobs(self, jobs: Sequence[NewJob], now: float) -> None: ...
-
-    async def upsert_card(self, approval_id: str, card: CardUpdate, now: float | None) -> None: ...
-
-    async def save_policy_rows(self, rows: Sequence[tuple[Any, ...]]) -> list[bool]:
-        """Each row (`policy_values`, id, expected version) one compare-and-set; which matched."""
-        ...
 
 
 Transaction = Callable[[Tx], Coroutine[Any, Any, T]]
@@ -87,7 +58,7 @@ class Backend:
 
     async def changed(self, sql: str, params: Sequence[Any], events: Sequence[NewEvent] = ()) -> bool:
         """One-row UPDATE (or INSERT) in a transaction; the events only if it changed a row."""
-        encoded = self.encode(events)
+        encoded = encode_events(events)
 
         async def op(tx: Tx) -> bool:
             if await tx.execute(sql, params) != 1:
@@ -96,11 +67,6 @@ class Backend:
             return True
 
         return await self.transact(op)
-
-    def encode(self, events: Sequence[NewEvent]) -> Encoded:
-        """Prepare events for `Tx.insert_events` before the transaction starts (SQLite: on the
-        caller's thread, so that the writer thread, which every use case waits for, does less)."""
-        return events
 
     def committed(self, *, outbox: bool = False, jobs: bool = False, wake_at: float | None = None) -> None:
         """A transaction committed new work: wake other processes (PostgreSQL's NOTIFY). A

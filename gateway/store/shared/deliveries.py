@@ -1,6 +1,5 @@
 """The deliveries (outbox and cards) and resume-jobs ports, written once over the named SQL
-(backend.py). Claims and `finish_outbox` (which reads back what it wrote: `RETURNING` on
-PostgreSQL, a SELECT after on SQLite) are each backend's own."""
+(backend.py). Claims are each backend's own."""
 
 from __future__ import annotations
 
@@ -9,9 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Card, JobStatus, NewEvent, NewOutbox, OutboxItem, ResumeJob
+from gateway.core.models import Card, DeliveryStatus, JobStatus, NewEvent, NewOutbox, OutboxItem, ResumeJob
+from gateway.store.base import CardUpdate
 from gateway.store.rows import card_from_row, job_from_row, outbox_from_row
 from gateway.store.shared.backend import Backend, Tx
+from gateway.store.shared.tx import encode_events
 
 __all__ = ["DeliveriesSQL", "JobsSQL"]
 
@@ -25,6 +26,36 @@ class DeliveriesSQL(Backend):
 
         await self.transact(op)
         self.committed(outbox=bool(items))
+
+    async def finish_outbox(
+        self,
+        item_id: int,
+        owner: str,
+        *,
+        now: datetime,
+        status: DeliveryStatus,
+        next_attempt_at: datetime | None = None,
+        error: str | None = None,
+        card: CardUpdate | None = None,
+        events: Sequence[NewEvent] = (),
+        count_attempt: bool = True,
+    ) -> bool:
+        t, Q = to_ts(now), self.Q
+        values = (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner)
+        encoded = encode_events(events)
+
+        async def op(tx: Tx) -> bool:
+            if card is None:
+                if await tx.execute(Q.finish_outbox, values) != 1:
+                    return False
+            elif (row := await tx.written(Q.finish_outbox, values, Q.outbox_approval, (item_id,))) is None:
+                return False
+            else:
+                await tx.upsert_card(row[0], card, t)
+            await tx.insert_events(encoded)
+            return True
+
+        return await self.transact(op)
 
     async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
         return [outbox_from_row(r) for r in await self.fetch_all(self.Q.list_outbox, (approval_id,))]

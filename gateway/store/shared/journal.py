@@ -1,6 +1,5 @@
 """The journal and housekeeping (inbound de-duplication, web sessions, prompts) ports, written
-once over the named SQL (backend.py). `record_step` and `take_prompt` read back what they wrote
-(`RETURNING` on PostgreSQL, a SELECT after on SQLite): each backend's own."""
+once over the named SQL (backend.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from gateway.store.base import Prompt
 from gateway.store.rows import Row, dumps, step_from_row
 from gateway.store.shared.backend import Backend, Tx
 
-__all__ = ["HousekeepingSQL", "JournalSQL", "prompt_from_row", "step_values"]
+__all__ = ["HousekeepingSQL", "JournalSQL"]
 
 
 def step_values(step: StepRecord, namespace: str) -> tuple[Any, ...]:
@@ -31,6 +30,17 @@ def prompt_from_row(row: Row) -> Prompt:
 
 
 class JournalSQL(Backend):
+    async def record_step(self, step: StepRecord, *, namespace: str) -> StepRecord:
+        Q, values, key = self.Q, step_values(step, namespace), (step.run_id, namespace, step.name)
+
+        async def op(tx: Tx) -> StepRecord:
+            row = await tx.written(Q.record_step, values, Q.get_step, key)
+            if row is None:  # the stored record had succeeded: it wins
+                row = await tx.fetch_one(Q.get_step, key)
+            return step_from_row(row)
+
+        return await self.transact(op)
+
     async def get_steps(self, run_id: str, *, namespace: str) -> list[StepRecord]:
         return [step_from_row(r) for r in await self.fetch_all(self.Q.get_steps, (run_id, namespace))]
 
@@ -75,6 +85,18 @@ class HousekeepingSQL(Backend):
         async def op(tx: Tx) -> int:
             gone = [r[0] for r in await tx.fetch_all(Q.session_users) if r[0] not in keep_users]
             return sum([await tx.execute(Q.delete_user_sessions, (u,)) for u in gone])
+
+        return await self.transact(op)
+
+    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
+        Q = self.Q
+
+        async def op(tx: Tx) -> Prompt | None:
+            await tx.execute(Q.prune_prompts, (to_ts(now),))
+            row = await tx.fetch_one(Q.find_prompt, (key, actor))
+            if row is None or await tx.execute(Q.delete_prompt, (key, actor)) != 1:
+                return None  # none, or another taker's
+            return prompt_from_row(row)
 
         return await self.transact(op)
 

@@ -24,12 +24,14 @@ from typing import Any, Literal
 
 from gateway.core.models import Status
 
-__all__ = ["Dialect", "Queries", "approvals_sql", "in_list", "parse", "queries", "to_dialect"]
+__all__ = ["Dialect", "Queries", "approvals_sql", "in_list", "multi_row", "parse", "queries", "to_dialect"]
 
 Dialect = Literal["sqlite", "postgres"]
 DIALECTS: tuple[Dialect, ...] = ("sqlite", "postgres")
 _NAME = re.compile(r"^-- name: *(\w+) *$", re.M)
 _MARK = re.compile(r"\$(\d+)")
+_VALUES = re.compile(r"^(.*?\bVALUES\s*)(\(.*?\))(.*)$", re.S | re.I)
+_NUMBERED = re.compile(r"\?(\d+)")
 
 
 def parse(text: str, source: str = "<sql>") -> dict[str, str]:
@@ -95,6 +97,21 @@ def in_list(sql: str, count: int) -> str:
     """`sql` with its `{ids}` replaced by `count` plain `?` marks (SQLite numbers each one after
     the highest numbered mark before it)."""
     return sql.replace("{ids}", ",".join("?" * count))
+
+
+@functools.cache
+def multi_row(sql: str) -> tuple[str, str, str]:
+    """A one-row SQLite `INSERT ... VALUES (?1, ?2, ...) [tail]` as (head, row, tail), for a
+    multi-row insert: the row's marks become plain `?`, so that `head + row, row, ... + tail`
+    takes each row's values in turn. The row must number its marks 1, 2, ... once each, in order."""
+    match = _VALUES.match(sql)
+    if match is None:
+        raise ValueError(f"not a one-row INSERT ... VALUES: {sql[:60]}")
+    head, row, tail = match.groups()
+    numbers = [int(n) for n in _NUMBERED.findall(row)]
+    if numbers != list(range(1, len(numbers) + 1)):
+        raise ValueError(f"a multi-row INSERT needs its marks once each, in order: {row}")
+    return head, _NUMBERED.sub("?", row), tail
 
 
 def _like_escape(text: str) -> str:

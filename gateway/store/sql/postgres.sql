@@ -55,7 +55,7 @@ RETURNING a.id;
 -- A delivery to queue (executemany). Coalesced in the statement: one pending, unclaimed sync
 -- per card is enough, it renders the latest state (index outbox_pending_sync).
 INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_at, data, created_at, updated_at)
-SELECT $1::text, $2::text, $3::text, 'pending', 0, $4::float8, $5::text, $4::float8, $4::float8
+SELECT $1::text, $2::text, $3::text, 'pending', 0, $4::float8, $5::text, $6::float8, $7::float8
 WHERE $3 <> 'sync' OR NOT EXISTS (SELECT 1 FROM outbox WHERE approval_id = $1 AND channel = $2
     AND kind = 'sync' AND status = 'pending' AND lease_owner IS NULL)
 ON CONFLICT DO NOTHING;
@@ -78,10 +78,6 @@ ON CONFLICT (run_id, namespace, name) DO UPDATE SET
 WHERE journal.status <> 'succeeded'
 RETURNING *;
 
--- name: take_prompt
--- Of two replicas taking the same prompt, one gets it.
-DELETE FROM prompts WHERE key = $1 AND actor = $2 RETURNING *;
-
 -- name: notify
 -- Wake-ups after a commit, one per channel (postgres/notify.py): $1 channels, $2 payloads.
 SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p);
@@ -91,7 +87,7 @@ SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p);
 SELECT pg_advisory_xact_lock($1);
 
 -- name: has_schema_migrations
-SELECT to_regclass('schema_migrations') IS NOT NULL;
+SELECT 1 WHERE to_regclass('schema_migrations') IS NOT NULL;
 
 -------------------------------------------------------------------------- audit (migration 13)
 

@@ -90,6 +90,10 @@ ON CONFLICT (approval_id, channel) DO UPDATE SET
 -- name: list_outbox
 SELECT * FROM outbox WHERE approval_id = $1 ORDER BY id;
 
+-- name: outbox_approval
+-- The approval of a delivery SQLite has just finished (PostgreSQL's finish_outbox returns it).
+SELECT approval_id FROM outbox WHERE id = $1;
+
 -- name: get_card
 SELECT * FROM cards WHERE approval_id = $1 AND channel = $2;
 
@@ -219,6 +223,14 @@ DELETE FROM inbound WHERE key IN (SELECT key FROM inbound WHERE at < $1 LIMIT $2
 
 -- name: prune_prompts
 DELETE FROM prompts WHERE expires_at <= $1;
+
+-- name: find_prompt
+SELECT * FROM prompts WHERE key = $1 AND actor = $2;
+
+-- name: delete_prompt
+-- Taking the prompt found: of two takers (replicas) at once, the second waits for the first's
+-- row lock, then deletes nothing and gets no prompt.
+DELETE FROM prompts WHERE key = $1 AND actor = $2;
 
 -- name: save_prompt
 INSERT INTO prompts (key, approval_id, actor, purpose, created_at, expires_at)

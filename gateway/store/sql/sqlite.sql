@@ -58,13 +58,10 @@ SELECT approval_id, channel FROM outbox
 WHERE kind = 'sync' AND status = 'pending' AND lease_owner IS NULL AND approval_id IN ({ids});
 
 -- name: finish_outbox
--- Only the lease holder records a delivery result (the card's approval: outbox_approval).
+-- Only the lease holder records a delivery result (the card's approval: then outbox_approval).
 UPDATE outbox SET status = $1, attempts = attempts + $2, next_attempt_at = COALESCE($3, next_attempt_at),
     last_error = $4, lease_owner = NULL, lease_until = NULL, updated_at = $5
 WHERE id = $6 AND lease_owner = $7;
-
--- name: outbox_approval
-SELECT approval_id FROM outbox WHERE id = $1;
 
 -- name: record_step
 -- The first record wins once it has succeeded; the caller reads the stored row back (get_step).
@@ -74,12 +71,6 @@ ON CONFLICT (run_id, namespace, name) DO UPDATE SET
     status = excluded.status, output = excluded.output, attempts = excluded.attempts,
     started_at = excluded.started_at, finished_at = excluded.finished_at, error = excluded.error
 WHERE journal.status <> 'succeeded';
-
--- name: find_prompt
-SELECT * FROM prompts WHERE key = $1 AND actor = $2;
-
--- name: delete_prompt
-DELETE FROM prompts WHERE key = $1;
 
 -- name: has_schema_migrations
 SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations';

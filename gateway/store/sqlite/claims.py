@@ -13,7 +13,7 @@ from gateway.core.models import Approval, OutboxItem, ResumeJob
 from gateway.store.rows import approval_from_values, job_from_row, outbox_from_row
 from gateway.store.sql import in_list, queries
 
-__all__ = ["claim_due", "claim_jobs", "claim_outbox", "owners", "release", "release_owners"]
+__all__ = ["claim_due", "claim_jobs", "claim_outbox"]
 
 Q = queries("sqlite")
 
@@ -52,19 +52,3 @@ def claim_jobs(
         return []
     conn.execute(in_list(Q.lease_jobs, len(ids)), (owner, until, now, *ids))
     return [job_from_row(r) for r in conn.execute(in_list(Q.claimed_jobs, len(ids)), ids)]
-
-
-def release(conn: sqlite3.Connection, owner: str, now: float | None) -> int:
-    """Every claim `owner` holds, claimable again at once (a stopping gateway hands them back)."""
-    jobs = conn.execute(Q.release_jobs, (owner, now)).rowcount
-    deliveries = conn.execute(Q.release_outbox, (owner,)).rowcount
-    return jobs + deliveries + conn.execute(Q.release_wakes, (owner,)).rowcount
-
-
-def owners(conn: sqlite3.Connection) -> list[str]:
-    """Every owner of a claim in the file."""
-    return [r[0] for r in conn.execute(Q.claim_owners)]
-
-
-def release_owners(conn: sqlite3.Connection, gone: list[str], now: float | None) -> int:
-    return sum(release(conn, owner, now) for owner in gone)

@@ -1,37 +1,37 @@
 """The SQLite store: the shared use cases (gateway/store/shared/) on the writer engine
 (engine.py), each transaction run whole on the writer's thread; reads on the reader. What is
 SQLite's own: the engine, the file locks that prove a claimer gone (serve_lock.py), claims
-(claims.py) and the statements that read back what they wrote (no `RETURNING` below 3.35)."""
+(claims.py), its `Tx` (writes.py) and migrations."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Approval, DeliveryStatus, NewEvent, NewOutbox, OutboxItem, ResumeJob, StepRecord
-from gateway.store.base import CardUpdate, NewJob, Prompt
-from gateway.store.rows import step_from_row
-from gateway.store.shared import SQLStore, Transaction, Tx, run_at_once
-from gateway.store.shared.journal import prompt_from_row, step_values
+from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxItem, ResumeJob
+from gateway.store.base import NewJob
+from gateway.store.shared import SQLStore, Transaction, run_at_once
+from gateway.store.shared.lifecycle import release
 from gateway.store.sql import Dialect, queries
 from gateway.store.sqlite import claims
-from gateway.store.sqlite.audit import SQLiteAudit
 from gateway.store.sqlite.engine import Engine
-from gateway.store.sqlite.migrate import migrate, schema_version
+from gateway.store.sqlite.migrate import migrate
 from gateway.store.sqlite.serve_lock import FileLock, claimer_gone, claimer_lock, serve_lock
-from gateway.store.sqlite.writes import EncodedEvent, SQLiteTx, encode_events
+from gateway.store.sqlite.writes import SQLiteTx
 
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
 
 
-class SQLiteStore(SQLiteAudit, SQLStore):
+class SQLiteStore(SQLStore):
     dialect: Dialect = "sqlite"
     Q = queries("sqlite")
+    head_rows = False
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -43,22 +43,14 @@ class SQLiteStore(SQLiteAudit, SQLStore):
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
         return await self._engine.read(lambda c: c.execute(sql, params).fetchall())
 
-    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = await self._engine.read(lambda c: c.execute(sql, params).fetchone())
-        return row
+    async def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return await self._engine.read(lambda c: c.execute(sql, params).fetchone())
 
     async def read(self, fn: Transaction[T]) -> T:
-        return await self._engine.read(lambda conn: run_at_once(fn, SQLiteTx(conn)))
+        return await self._engine.read(functools.partial(_snapshot, fn))
 
     async def transact(self, fn: Transaction[T]) -> T:
-        return await self._write(lambda conn: run_at_once(fn, SQLiteTx(conn)))
-
-    async def _write(self, op: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `op` in the writer's next transaction (claims and hand-over use it directly)."""
-        return await self._engine.write(op)
-
-    def encode(self, events: Sequence[NewEvent]) -> list[EncodedEvent]:
-        return encode_events(events)
+        return await self._engine.write(lambda conn: run_at_once(fn, SQLiteTx(conn)))
 
     # ---------------------------------------------------------------- lifecycle
     async def open(self) -> None:
@@ -89,12 +81,12 @@ class SQLiteStore(SQLiteAudit, SQLStore):
         if self._claimer is None:
             self._claimer = claimer_lock(self.path, owner)
         serving = self._serve_lock is not None
-        held = await self._engine.read(claims.owners)
+        held = [r[0] for r in await self.fetch_all(self.Q.claim_owners)]
         gone = [o for o in held if o != owner and claimer_gone(self.path, o, serving=serving)]
         if not gone:
             return 0
         t = to_ts(now)
-        return await self._write(lambda c: claims.release_owners(c, gone, t))
+        return await self.transact(lambda tx: release(tx, gone, t))
 
     async def reap(self, owner: str, now: datetime) -> int:
         """Nothing between starts: a restarted process takes over (`take_over`)."""
@@ -102,31 +94,27 @@ class SQLiteStore(SQLiteAudit, SQLStore):
 
     async def release_claims(self, owner: str, now: datetime) -> int:
         t = to_ts(now)
-        released = await self._write(lambda c: claims.release(c, owner, t))
+        released = await self.transact(lambda tx: release(tx, [owner], t))
         if self._claimer is not None:
             self._claimer.release(remove=True)
             self._claimer = None
         return released
 
-    async def schema_version(self) -> int:
-        return await self._engine.read(schema_version)
-
     async def subscribe(self, callback: Callable[[str, str], None]) -> None:
         """One process owns a SQLite file: in-process hooks already wake its loops."""
-        return None
 
     # ---------------------------------------------------------------- claims
     async def claim_due(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[Approval]:
         t, until = to_ts(now), to_ts(now + lease)
-        return await self._write(lambda c: claims.claim_due(c, t, owner, until, limit))
+        return await self._engine.write(lambda c: claims.claim_due(c, t, owner, until, limit))
 
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         t, until = to_ts(now), to_ts(now + lease)
-        return await self._write(lambda c: claims.claim_outbox(c, t, owner, until, limit))
+        return await self._engine.write(lambda c: claims.claim_outbox(c, t, owner, until, limit))
 
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
         t, until = to_ts(now), to_ts(now + lease)
-        return await self._write(lambda c: claims.claim_jobs(c, t, owner, until, limit))
+        return await self._engine.write(lambda c: claims.claim_jobs(c, t, owner, until, limit))
 
     # ---------------------------------------------------------------- what differs from the shared use cases
     async def create_approval(
@@ -142,53 +130,11 @@ class SQLiteStore(SQLiteAudit, SQLStore):
         except sqlite3.IntegrityError:  # the random id collided (80 bits): the caller sees an error
             raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
 
-    async def finish_outbox(
-        self,
-        item_id: int,
-        owner: str,
-        *,
-        now: datetime,
-        status: DeliveryStatus,
-        next_attempt_at: datetime | None = None,
-        error: str | None = None,
-        card: CardUpdate | None = None,
-        events: Sequence[NewEvent] = (),
-        count_attempt: bool = True,
-    ) -> bool:
-        t, Q = to_ts(now), self.Q
-        values = (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner)
-        encoded = encode_events(events)
 
-        async def op(tx: Tx) -> bool:
-            if await tx.execute(Q.finish_outbox, values) != 1:
-                return False
-            if card is not None:
-                row = await tx.fetch_one(Q.outbox_approval, (item_id,))
-                assert row is not None  # the row it has just updated
-                await tx.upsert_card(row[0], card, t)
-            await tx.insert_events(encoded)
-            return True
-
-        return await self.transact(op)
-
-    async def record_step(self, step: StepRecord, *, namespace: str) -> StepRecord:
-        Q, values = self.Q, step_values(step, namespace)
-
-        async def op(tx: Tx) -> StepRecord:
-            await tx.execute(Q.record_step, values)
-            return step_from_row(await tx.fetch_one(Q.get_step, (step.run_id, namespace, step.name)))
-
-        return await self.transact(op)
-
-    async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
-        Q = self.Q
-
-        async def op(tx: Tx) -> Prompt | None:
-            await tx.execute(Q.prune_prompts, (to_ts(now),))
-            row = await tx.fetch_one(Q.find_prompt, (key, actor))
-            if row is None:
-                return None
-            await tx.execute(Q.delete_prompt, (key,))
-            return prompt_from_row(row)
-
-        return await self.transact(op)
+def _snapshot(fn: Transaction[T], conn: sqlite3.Connection) -> T:
+    """Run `fn` on the reader in one snapshot (autocommit otherwise: one per statement)."""
+    conn.execute("BEGIN")
+    try:
+        return run_at_once(fn, SQLiteTx(conn))
+    finally:
+        conn.execute("COMMIT")
