@@ -15,11 +15,11 @@ from typing import Any
 
 import aiohttp
 
+from gateway.core.channels import Channel, WebChannel
 from gateway.core.clock import Clock, SystemClock, from_ts
 from gateway.core.identity import WEB
 from gateway.core.observers import Observer, Observers
 from gateway.core.tokens import TokenSigner
-from gateway.delivery.channels import Channel, WebChannel
 from gateway.delivery.outbox import OutboxRunner
 from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner

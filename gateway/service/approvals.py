@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from gateway.core import policy as rules
+from gateway.core.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
@@ -37,7 +38,6 @@ from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
 from gateway.core.shown import audit_facts, card_posted
 from gateway.core.tokens import RESUME, TokenSigner
-from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.service import edits as service_edits
 from gateway.service import routing
 from gateway.service.decisions import CAS_RETRIES, DENIED_KEPT, Decisions

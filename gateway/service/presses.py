@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from gateway.core import rounds
+from gateway.core.channels import DeliveryError, OutgoingCard, parse_address
 from gateway.core.errors import (
     AlreadyDecided,
     Conflict,
@@ -28,7 +29,6 @@ from gateway.core.errors import (
 from gateway.core.events import EventKind
 from gateway.core.identity import shown
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status
-from gateway.delivery.channels import DeliveryError, OutgoingCard, parse_address
 from gateway.service import editlinks
 from gateway.store import Prompt
 

@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
+from gateway.core.channels import parse_address
 from gateway.core.events import FINAL, EventKind
 from gateway.core.models import Approval, OutboxKind, Status
 from gateway.core.observers import Observer
-from gateway.delivery.channels import parse_address
 from gateway.store import Store
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

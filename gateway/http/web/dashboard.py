@@ -9,10 +9,10 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.core.channels import parse_address
 from gateway.core.clock import from_ts
 from gateway.core.errors import Conflict, NotFound, UnknownChannel
 from gateway.core.models import Approval, JobStatus, Status
-from gateway.delivery.channels import parse_address
 from gateway.delivery.outbox import resend_card
 from gateway.http.keys import RUNTIME
 from gateway.http.web.auth import PageError, checked_form, render, require

@@ -18,9 +18,9 @@ from aiohttp import web
 from markupsafe import Markup
 
 from gateway.core import rounds
+from gateway.core.channels import parse_address
 from gateway.core.errors import GatewayError, ValidationError
 from gateway.core.models import Approval, Outcome
-from gateway.delivery.channels import parse_address
 from gateway.http.keys import RUNTIME
 from gateway.http.web import argsform
 from gateway.http.web.auth import checked_form, render
