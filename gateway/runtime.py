@@ -20,11 +20,13 @@ from gateway.core.clock import Clock, SystemClock, from_ts
 from gateway.core.identity import WEB
 from gateway.core.observers import Observer, Observers
 from gateway.core.tokens import TokenSigner
-from gateway.delivery.outbox import OutboxRunner
+from gateway.delivery.outbox import OutboxRunner, resend_card
 from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
 from gateway.service import Inbound, Service, routing
 from gateway.service.audit import AuditService
+from gateway.service.queries import Reads
+from gateway.service.websessions import WebSessions
 from gateway.settings import Settings
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
@@ -105,6 +107,8 @@ class Runtime:
         self.metrics = self.observers.add(Metrics())
         self.service = Service(settings, self.store, self.clock, self.signer, self.observers)
         self.inbound = Inbound(self.service)
+        self.reads = Reads(self.store)
+        self.web_sessions = WebSessions(self.store, self.clock)
         self._http: aiohttp.ClientSession | None = None
         self.channels: dict[str, Channel] = {WEB: WebChannel()}
         for kind in sorted(settings.enabled_channels() - {WEB}):
@@ -150,6 +154,11 @@ class Runtime:
             http=self.http_session,
             approvers=self.service.allowlist(f"{kind}:"),
         )
+
+    async def resend_card(self, approval_id: str, channel: str, actor: str, *, on_behalf_of: str | None = None) -> None:
+        """Queue a card's post again (an operator's repair) and wake the outbox."""
+        await resend_card(self.store, approval_id, channel, actor, self.clock.now(), on_behalf_of=on_behalf_of)
+        self.outbox.notify()
 
     def http_session(self) -> aiohttp.ClientSession:
         """One client session shared by the channels (opened on first use, in the running loop)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from gateway.cli.common import with_runtime
@@ -22,11 +23,9 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    from gateway.delivery.outbox import resend_card
-
-    async def go(rt: Any) -> int:
-        await resend_card(rt.store, args.id, args.channel, "operator:cli", rt.clock.now(), on_behalf_of=args.by)
+    async def resend(resend_card: Callable[..., Awaitable[None]]) -> int:
+        await resend_card(args.id, args.channel, "operator:cli", on_behalf_of=args.by)
         print(f"{args.id}: the card on {args.channel} is queued; a running gateway posts it")
         return 0
 
-    return await with_runtime(settings, go)
+    return await with_runtime(settings, lambda rt: resend(rt.resend_card))
