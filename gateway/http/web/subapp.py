@@ -9,13 +9,12 @@ parent's keys (gateway.http.usecases) through `request.config_dict`.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import aiohttp_jinja2
 import jinja2
 from aiohttp import web
-from aiohttp.web_urldispatcher import AbstractRuleMatching, MatchedSubAppResource, _InfoDict
+from aiohttp.web_urldispatcher import AbstractRuleMatching, MatchedSubAppResource
 
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
@@ -86,8 +85,8 @@ class _OwnRoutes(AbstractRuleMatching):
         found = await self._app.router.resolve(request)
         return not isinstance(found.http_exception, web.HTTPNotFound)
 
-    def get_info(self) -> _InfoDict:
-        return {}
+    def get_info(self) -> Any:  # aiohttp's introspection dict; its type is private
+        return {"routes": "the web inbox's own"}
 
     @property
     def canonical(self) -> str:
@@ -96,10 +95,14 @@ class _OwnRoutes(AbstractRuleMatching):
 
 def mount(parent: web.Application, app: web.Application) -> None:
     """Serve the sub-application at the root. aiohttp's `add_subapp` refuses an empty prefix, so
-    it is mounted as `add_domain` mounts one, on a rule: its own routes. Its startup, shutdown and
-    cleanup signals run with the parent's (after the parent's cleanup_ctx at start)."""
-    rule = _OwnRoutes(app)
-    parent._add_subapp(functools.partial(MatchedSubAppResource, rule, app), app)
+    it is mounted as `add_domain` mounts one, on a rule (its own routes), with public calls only:
+    its signals run with the parent's (startup after the parent's cleanup_ctx, which starts the
+    runtime), and it is frozen now, as `add_domain` would."""
+    parent.router.register_resource(MatchedSubAppResource(_OwnRoutes(app), app))
+    parent.on_startup.append(lambda _: app.startup())
+    parent.on_shutdown.append(lambda _: app.shutdown())
+    parent.on_cleanup.append(lambda _: app.cleanup())
+    app.pre_freeze()
 
 
 def openapi_paths(table: list[web.AbstractRouteDef]) -> dict[str, dict[str, Any]]:
