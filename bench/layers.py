@@ -4,7 +4,7 @@ Prints, for the tree at ROOT (default: this checkout), as JSON:
 - `store_users`: the modules outside the application layer (gateway/service/), the store itself
   (gateway/store/) and the wiring (gateway/runtime.py) that touch a store: they import
   gateway.store, or load an attribute or a name called `store` (the `[store]` settings section,
-  gateway/settings/, is a section of the configuration, not a store, and is left out);
+  `settings.store` and gateway/settings/, is a section of the configuration, not a store);
 - `cas_loops`: the compare-and-set retry loops written out (`for _ in range(CAS_RETRIES)`);
 - `backend_lines`: the lines of gateway/store/sqlite/ and gateway/store/postgres/ (Python);
 - `type_checking_in_application`: `if TYPE_CHECKING:` blocks inside gateway/service/.
@@ -22,8 +22,9 @@ _OUTSIDE = ("gateway/store/", "gateway/service/", "gateway/settings/")
 
 
 def _touches_store(node: ast.AST) -> bool:
-    if isinstance(node, ast.Attribute):
-        return node.attr == "store" and isinstance(node.ctx, ast.Load)
+    if isinstance(node, ast.Attribute):  # `settings.store` is the [store] section, not a store
+        owner = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+        return node.attr == "store" and isinstance(node.ctx, ast.Load) and owner != "settings"
     if isinstance(node, ast.Name):
         return node.id == "store"
     return isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gateway.store")

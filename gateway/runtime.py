@@ -15,11 +15,11 @@ from typing import Any
 
 import aiohttp
 
+from gateway.core.channels import Channel, WebChannel
 from gateway.core.clock import Clock, SystemClock, from_ts
 from gateway.core.identity import WEB
 from gateway.core.observers import Observer, Observers
 from gateway.core.tokens import TokenSigner
-from gateway.delivery.channels import Channel, WebChannel
 from gateway.delivery.outbox import OutboxRunner
 from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
@@ -30,7 +30,9 @@ from gateway.service.housekeeping import Pruning
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
 from gateway.service.maintenance import Maintenance
+from gateway.service.queries import Reads
 from gateway.service.timers import Timers
+from gateway.service.websessions import WebSessions
 from gateway.settings import Settings
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
@@ -110,6 +112,8 @@ class Runtime:
         self.observers = Observers()
         self.metrics = self.observers.add(Metrics())
         self.service = Service(settings, self.store, self.clock, self.signer, self.observers)
+        self.reads = Reads(self.store)
+        self.web_sessions = WebSessions(self.store, self.clock)
         self._http: aiohttp.ClientSession | None = None
         self.channels: dict[str, Channel] = {WEB: WebChannel()}
         self.inbound = Inbound(

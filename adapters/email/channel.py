@@ -26,10 +26,17 @@ from gateway.core import rounds
 from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import GatewayError, InvalidToken, TokenExpired
 from gateway.core.models import Approval, Outcome
-from gateway.delivery.channels import Attempt, ChannelBase, DeliveryError, OutgoingCard
-from gateway.delivery.spec import ChannelContext
-from gateway.http.web import argsform
-from gateway.service.presses import Press, PressResult, already_text
+from gateway.plugin import (
+    Attempt,
+    ChannelBase,
+    ChannelContext,
+    DeliveryError,
+    OutgoingCard,
+    Press,
+    PressResult,
+    already_text,
+    argsform,
+)
 
 log = logging.getLogger("adapters.email")
 COOKIE = "hitl_email_csrf"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import aiosmtplib
 
-from gateway.delivery.channels import DeliveryError
+from gateway.plugin import DeliveryError
 
 
 def _code(exc: aiosmtplib.SMTPException) -> int | None:

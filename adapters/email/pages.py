@@ -13,7 +13,7 @@ from adapters.email.links import Link
 from adapters.email.render import MAX_VALUE, when
 from gateway.core import rounds
 from gateway.core.models import Approval, Outcome
-from gateway.http.web import argsform
+from gateway.plugin import argsform
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
 _STYLE = (

@@ -19,7 +19,7 @@ from typing import Any
 
 from gateway.core import rounds
 from gateway.core.models import Approval, Outcome, Status
-from gateway.delivery.channels import INFO_ONLY
+from gateway.plugin import INFO_ONLY
 
 MAX_SUBJECT = 150
 MAX_VALUE = 300

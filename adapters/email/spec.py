@@ -9,15 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from gateway.core.errors import ConfigError
 from gateway.core.identity import IdSyntax
-from gateway.delivery.spec import ChannelContext, ChannelSpec
-from gateway.settings import boolean, duration, integer, string, strings
-
-if TYPE_CHECKING:
-    from gateway.delivery.channels import Channel
+from gateway.plugin import Channel, ChannelContext, ChannelSpec, boolean, duration, integer, string, strings
 
 # An address as people write it: a local part of the common characters, '@', a domain of
 # dot-separated labels. Case-insensitive: stored in lower case, so that two spellings are one person.

@@ -13,23 +13,22 @@ from gateway.core import rounds
 from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError
 from gateway.core.models import Outcome
-from gateway.delivery.spec import ChannelContext
-from gateway.service import presses
+from gateway.plugin import ChannelContext, Press, PressOutcome, PressResult
 
 if TYPE_CHECKING:
     from adapters.slack.webhook import Responder
 
 
-def _press(p: SlackPress, outcome: Outcome = Outcome.APPROVE) -> presses.Press:
+def _press(p: SlackPress, outcome: Outcome = Outcome.APPROVE) -> Press:
     where = f"slack:{p.channel_id}" if p.channel_id else "slack"
-    return presses.Press(p.approval_id, outcome, f"slack:{p.user_id}", where)
+    return Press(p.approval_id, outcome, f"slack:{p.user_id}", where)
 
 
-async def open_edit(ctx: ChannelContext, out: Responder, p: SlackPress) -> presses.PressOutcome | None:
+async def open_edit(ctx: ChannelContext, out: Responder, p: SlackPress) -> PressOutcome | None:
     """Check that the presser may edit now, then open the modal after the ack (None), or the
     verdict saying why not."""
     verdict = await ctx.inbound.may_edit(_press(p))
-    if verdict.result is not presses.PressResult.ASK or verdict.approval is None:
+    if verdict.result is not PressResult.ASK or verdict.approval is None:
         return verdict
     seen = rounds.tag(ctx.signer, verdict.approval)
     view = edit.modal(verdict.approval, make_ref(ctx.signer, p.approval_id), p.channel_id, seen)
@@ -37,17 +36,15 @@ async def open_edit(ctx: ChannelContext, out: Responder, p: SlackPress) -> press
     return None
 
 
-async def extend(ctx: ChannelContext, p: SlackPress) -> presses.PressOutcome:
+async def extend(ctx: ChannelContext, p: SlackPress) -> PressOutcome:
     try:
         duration = parse_duration(p.arg)
     except ValueError:
-        return presses.PressOutcome(presses.PressResult.INVALID, error=f"not a duration: {p.arg!r}")
+        return PressOutcome(PressResult.INVALID, error=f"not a duration: {p.arg!r}")
     return await ctx.inbound.extend(_press(p), duration)
 
 
-async def submit_edit(
-    ctx: ChannelContext, sub: EditSubmission
-) -> tuple[dict[str, Any] | None, presses.PressOutcome | None]:
+async def submit_edit(ctx: ChannelContext, sub: EditSubmission) -> tuple[dict[str, Any] | None, PressOutcome | None]:
     """The modal's ack: `response_action: errors` on the field's block when the edit is refused
     (nothing changes), else None (an empty ack closes it), with the verdict."""
     approval = await ctx.inbound.approval(sub.approval_id)
@@ -59,9 +56,9 @@ async def submit_edit(
         return _errors(edit.errors(exc.details.get("field"), exc.message, approval)), None
     where = f"slack:{sub.channel_id}" if sub.channel_id else "slack"
     verdict = await ctx.inbound.press(
-        presses.Press(approval.id, Outcome.APPROVE, f"slack:{sub.user_id}", where, args=args, seen=sub.seen)
+        Press(approval.id, Outcome.APPROVE, f"slack:{sub.user_id}", where, args=args, seen=sub.seen)
     )
-    if verdict.result is presses.PressResult.INVALID:
+    if verdict.result is PressResult.INVALID:
         field = (verdict.error or "").split(":", 1)[0]
         return _errors(edit.errors(field if field.startswith("args") else None, verdict.error or "", approval)), None
     if verdict.refused:

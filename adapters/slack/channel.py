@@ -28,8 +28,7 @@ from adapters.slack.teams import Workspaces
 from adapters.slack.webhook import PATH, InteractionHandler
 from gateway.core import rounds
 from gateway.core.models import Approval
-from gateway.delivery.channels import Attempt, OutgoingCard, web_card_ref
-from gateway.delivery.spec import ChannelContext
+from gateway.plugin import Attempt, ChannelContext, OutgoingCard, web_card_ref
 
 log = logging.getLogger("adapters.slack")
 TIMEOUT_SECONDS = 10

@@ -13,7 +13,7 @@ from typing import Any
 
 from adapters.slack.render import METADATA_MAX, MODAL_TITLE_MAX, _plain, fit
 from gateway.core.models import Approval
-from gateway.http.web import argsform
+from gateway.plugin import argsform
 
 EDIT_CALLBACK = "hitl:edit"
 BLOCK_PREFIX = "arg:"

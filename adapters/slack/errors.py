@@ -8,10 +8,10 @@ on the card and in the approval's events, visible through the API.
 
 from __future__ import annotations
 
-from gateway.delivery.channels import DeliveryError
-
 # The card itself is refused (too many blocks, too much text, a block Slack will not take): the
 # same card would fail the same way, so the channel posts a compact one instead (render.compact).
+from gateway.plugin import DeliveryError
+
 TOO_BIG = frozenset({"msg_blocks_too_long", "msg_too_long", "invalid_blocks"})
 RATE_LIMITED = frozenset({"ratelimited", "rate_limited"})
 TRANSIENT = frozenset({"internal_error", "fatal_error", "service_unavailable", "request_timeout"})

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from gateway.delivery.channels import DeliveryError
+from gateway.plugin import DeliveryError
 
 log = logging.getLogger("adapters.slack")
 CARD_EVENT = "hitl_card"

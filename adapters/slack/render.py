@@ -16,7 +16,7 @@ from gateway.core import rounds
 from gateway.core.clock import iso
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
-from gateway.delivery.channels import INFO_ONLY
+from gateway.plugin import INFO_ONLY
 
 HEADER_MAX = 150
 SECTION_MAX = 3000

@@ -26,7 +26,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.parse import BadPayload, read
-from gateway.delivery.spec import ChannelContext
+from gateway.plugin import ChannelContext
 
 if TYPE_CHECKING:
     from adapters.slack.webhook import InteractionHandler

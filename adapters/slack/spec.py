@@ -7,15 +7,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gateway.core.errors import ConfigError
 from gateway.core.identity import IdSyntax
-from gateway.delivery.spec import ChannelContext, ChannelSpec
-from gateway.settings import string, strings
-
-if TYPE_CHECKING:
-    from gateway.delivery.channels import Channel
+from gateway.plugin import Channel, ChannelContext, ChannelSpec, string, strings
 
 _CHANNEL_RE = re.compile(r"[A-Za-z0-9]{2,32}", re.ASCII)
 _TEAM_RE = re.compile(r"[Tt][A-Za-z0-9]{1,31}", re.ASCII)

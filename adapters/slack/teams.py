@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from gateway.delivery.channels import DeliveryError
+from gateway.plugin import DeliveryError
 
 log = logging.getLogger("adapters.slack")
 RETRY_SECONDS = 10.0  # how often auth.test is asked again while it fails (presses are refused meanwhile)

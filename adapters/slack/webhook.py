@@ -33,18 +33,16 @@ from adapters.slack.teams import Workspaces, outsider
 from adapters.slack.verify import is_valid
 from gateway.core.errors import Unauthorized, ValidationError
 from gateway.core.models import Outcome
-from gateway.delivery.spec import ChannelContext
-from gateway.http.middleware import error_response
-from gateway.service import presses
+from gateway.plugin import ChannelContext, Press, PressOutcome, PressResult, error_response
 
 log = logging.getLogger("adapters.slack")
 PATH = "/webhooks/slack/interactions"
 NOT_AUTHORISED = "You are not authorised to decide this approval; nothing changed."
 _REPLIES = {
-    presses.PressResult.DENIED: NOT_AUTHORISED,
-    presses.PressResult.UNKNOWN: "This approval no longer exists.",
-    presses.PressResult.BUSY: "Too many people pressed at once; please press again.",
-    presses.PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals.",
+    PressResult.DENIED: NOT_AUTHORISED,
+    PressResult.UNKNOWN: "This approval no longer exists.",
+    PressResult.BUSY: "Too many people pressed at once; please press again.",
+    PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals.",
 }
 Ack = dict[str, Any] | None  # the ack's body (a modal's errors), or None for an empty ack
 
@@ -57,18 +55,18 @@ class Responder(Protocol):
     async def open_modal(self, trigger_id: str, view: dict[str, Any], response_url: str) -> None: ...
 
 
-def reply_text(verdict: presses.PressOutcome) -> str | None:
+def reply_text(verdict: PressOutcome) -> str | None:
     """What to tell the presser, from what was committed; None when their card says it all."""
     approval = verdict.approval
-    if verdict.result is presses.PressResult.ALREADY_DECIDED and approval is not None:
+    if verdict.result is PressResult.ALREADY_DECIDED and approval is not None:
         return render.already_text(approval)
-    if verdict.result is presses.PressResult.VOTE and approval is not None:
+    if verdict.result is PressResult.VOTE and approval is not None:
         return f"Your approval is recorded: {render.progress(approval)}."
     if verdict.result in (
-        presses.PressResult.INVALID,
-        presses.PressResult.EXTENDED,
-        presses.PressResult.EDITED,
-        presses.PressResult.STALE,
+        PressResult.INVALID,
+        PressResult.EXTENDED,
+        PressResult.EDITED,
+        PressResult.STALE,
     ):
         return verdict.text() + "."
     return _REPLIES.get(verdict.result)
@@ -119,7 +117,7 @@ class InteractionHandler:
     async def _refuse(self, interaction: SlackPress | Submission | EditSubmission, why: str, redelivered: bool) -> Ack:
         """A press from another workspace: denied like a stranger's (on the record, bounded per
         person and approval), whatever its button or modal; the presser reads why not."""
-        press = presses.Press(
+        press = Press(
             interaction.approval_id,
             Outcome.REJECT,
             f"slack:{interaction.user_id}",
@@ -156,9 +154,9 @@ class InteractionHandler:
     async def _open_reason(self, press: SlackPress) -> str | None:
         """Check that the presser may decide now, then open the modal after the ack."""
         verdict = await self._ctx.inbound.may_ask_reason(
-            presses.Press(press.approval_id, Outcome.REJECT, f"slack:{press.user_id}", _where(press.channel_id))
+            Press(press.approval_id, Outcome.REJECT, f"slack:{press.user_id}", _where(press.channel_id))
         )
-        if verdict.result is not presses.PressResult.ASK or verdict.approval is None:
+        if verdict.result is not PressResult.ASK or verdict.approval is None:
             return reply_text(verdict)
         view = render.reason_modal(verdict.approval, make_ref(self._ctx.signer, press.approval_id), press.channel_id)
         self._out.spawn(self._out.open_modal(press.trigger_id, view, press.response_url))
@@ -187,16 +185,16 @@ class InteractionHandler:
     ) -> str | None:
         """Commit the vote; return what to tell the presser, or None when the card says it all."""
         actor = f"slack:{user_id}"
-        press = presses.Press(
+        press = Press(
             approval_id, outcome, actor, _where(channel_id), comment=comment, redelivered=redelivered, seen=seen
         )
         verdict = await self._ctx.inbound.press(press)
         if redelivered:  # the first delivery's own vote or decision: answer as it would have
             d = verdict.approval.decision if verdict.approval else None
-            if verdict.result is presses.PressResult.ALREADY_DECIDED and d is not None and d.decided_by == actor:
+            if verdict.result is PressResult.ALREADY_DECIDED and d is not None and d.decided_by == actor:
                 return None
-            if verdict.result is presses.PressResult.DUPLICATE_VOTE:
-                verdict = presses.PressOutcome(presses.PressResult.VOTE, verdict.approval)
+            if verdict.result is PressResult.DUPLICATE_VOTE:
+                verdict = PressOutcome(PressResult.VOTE, verdict.approval)
         return reply_text(verdict)
 
 

@@ -25,8 +25,7 @@ from adapters.telegram.request import AiohttpRequest
 from adapters.telegram.spec import TelegramSettings
 from adapters.telegram.updates import TelegramUpdates
 from gateway.core.models import Approval
-from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard
-from gateway.delivery.spec import ChannelContext
+from gateway.plugin import Attempt, ChannelContext, DeliveryError, OutgoingCard
 
 log = logging.getLogger("adapters.telegram")
 T = TypeVar("T")

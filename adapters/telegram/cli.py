@@ -11,7 +11,7 @@ import sys
 from telegram.error import TelegramError
 
 from adapters.telegram.channel import ALLOWED_UPDATES, WEBHOOK_PATH, TelegramChannel
-from gateway.delivery.channels import Channel
+from gateway.plugin import Channel
 
 log = logging.getLogger("adapters.telegram")
 

@@ -25,13 +25,13 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
-from gateway.delivery.channels import DeliveryError
-
 # PTB 22 warns on every RetryAfter unless time periods are opted in as timedelta (its future default).
 os.environ.setdefault("PTB_TIMEDELTA", "true")
 
 # Transport errors raised before a single byte of the request could reach Telegram (aiohttp is
 # the gateway's transport, see request.py; httpx is PTB's default one).
+from gateway.plugin import DeliveryError
+
 _NOT_SENT = (
     aiohttp.ClientConnectorError,
     aiohttp.ConnectionTimeoutError,

@@ -20,8 +20,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import rounds
 from gateway.core.durations import format_duration, humanize
 from gateway.core.models import Approval, OnTimeout, Outcome, Status
-from gateway.delivery.channels import INFO_ONLY
-from gateway.service.presses import PressOutcome, PressResult
+from gateway.plugin import INFO_ONLY, PressOutcome, PressResult
 
 MAX_TEXT = 4096
 MAX_TITLE = 256

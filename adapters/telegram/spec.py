@@ -9,15 +9,10 @@ from __future__ import annotations
 import argparse
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from gateway.core.errors import ConfigError
 from gateway.core.identity import IdSyntax
-from gateway.delivery.spec import ChannelContext, ChannelSpec, Command
-from gateway.settings import boolean, ids, integers, string
-
-if TYPE_CHECKING:
-    from gateway.delivery.channels import Channel
+from gateway.plugin import Channel, ChannelContext, ChannelSpec, Command, boolean, ids, integers, string
 
 _SECRET_RE = re.compile(r"[A-Za-z0-9_-]{1,256}")
 _CHAT_RE = re.compile(r"-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31}")

@@ -27,8 +27,7 @@ from gateway.core.depth import too_deep
 from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError
 from gateway.core.models import Outcome
-from gateway.delivery.spec import ChannelContext
-from gateway.service.presses import REASON_PURPOSE, REJECT_PURPOSE, Press, PressOutcome, PressResult, Reply
+from gateway.plugin import REASON_PURPOSE, REJECT_PURPOSE, ChannelContext, Press, PressOutcome, PressResult, Reply
 
 if TYPE_CHECKING:
     from adapters.telegram.channel import TelegramChannel

@@ -7,7 +7,9 @@ from typing import Any
 
 from gateway.cli.common import dump, table, with_runtime
 from gateway.core.models import Outcome, Status
+from gateway.service import Service
 from gateway.service.commands import Authority
+from gateway.service.queries import Reads
 from gateway.settings import Settings
 
 CLI_OPERATOR = "operator:cli"  # who the CLI's decisions, cancels, retries and re-posts are recorded as
@@ -35,14 +37,13 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    return await with_runtime(settings, lambda rt: _act(args, rt))
+    return await with_runtime(settings, lambda rt: _act(args, rt.service, rt.reads))
 
 
-async def _act(args: argparse.Namespace, rt: Any) -> int:
-    svc = rt.service
+async def _act(args: argparse.Namespace, svc: Service, reads: Reads) -> int:
     if args.action == "list":
         status = Status(args.status) if args.status else None
-        items = await rt.store.list_approvals(status=status, run_id=args.run_id, limit=args.limit)
+        items = await reads.approvals(status=status, run_id=args.run_id, limit=args.limit)
         rows = [
             [a.id, a.status.value, f"{a.run_id}/{a.step}", a.created_at.strftime("%Y-%m-%d %H:%M"), a.title]
             for a in items
@@ -51,7 +52,7 @@ async def _act(args: argparse.Namespace, rt: Any) -> int:
         return 0
     if args.action == "show":
         approval = await svc.get(args.id)
-        events = [e.to_api() for e in await rt.store.list_events(approval.id)]
+        events = [e.to_api() for e in await reads.events(approval.id)]
         dump({**await svc.view(approval), "events": events})
         return 0
     if args.action == "cancel":

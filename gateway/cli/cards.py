@@ -24,9 +24,9 @@ def add_parser(sub: Any) -> None:
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     from gateway.service.deliveries import ResendCard
 
-    async def go(rt: Any) -> int:
-        await rt.deliveries.resend(ResendCard(args.id, args.channel, "operator:cli", args.by))
+    async def resend(deliveries: Any) -> int:
+        await deliveries.resend(ResendCard(args.id, args.channel, "operator:cli", args.by))
         print(f"{args.id}: the card on {args.channel} is queued; a running gateway posts it")
         return 0
 
-    return await with_runtime(settings, go)
+    return await with_runtime(settings, lambda rt: resend(rt.deliveries))

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gateway.core.channels import Channel
 from gateway.core.identity import IdSyntax
-from gateway.delivery.channels import Channel
 from gateway.settings.coerce import Coerce
 
 if TYPE_CHECKING:

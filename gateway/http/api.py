@@ -12,46 +12,41 @@ from gateway.core.clock import iso
 from gateway.core.errors import ValidationError
 from gateway.core.models import Approval, Status
 from gateway.http import schemas
-from gateway.http.keys import RUNTIME
 from gateway.http.scope import operator, owner_filter, principal
-from gateway.runtime import Runtime
+from gateway.http.usecases import READS, READY, SERVICE, SIGNER
+from gateway.service import Service
 from gateway.service.commands import Authority
 
 routes = web.RouteTableDef()
 log = logging.getLogger("gateway.http")
 
 
-def _rt(request: web.Request) -> Runtime:
-    return request.app[RUNTIME]
+def _service(request: web.Request) -> Service:
+    return request.config_dict[SERVICE]
 
 
-def _suspend_body(rt: Runtime, approval: Approval) -> dict[str, Any]:
+def _suspend_body(service: Service, approval: Approval) -> dict[str, Any]:
     return {
         "id": approval.id,
         "status": approval.status.value,  # a replay after a decision says so (README "Idempotency")
-        "resume_token": rt.service.reply_token(approval),
+        "resume_token": service.reply_token(approval),
         "deadline": iso(approval.deadline),
     }
 
 
-async def _approval_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
-    return await rt.service.view(approval)
-
-
 @routes.post("/v1/suspend")
 async def suspend(request: web.Request) -> web.Response:
-    rt = _rt(request)
+    service = _service(request)
     req = schemas.parse_suspend(await schemas.read_json(request))
-    approval, created = await rt.service.suspend(req, principal(request))
+    approval, created = await service.suspend(req, principal(request))
     # The same idempotency key (from the same principal) gets the same approval, token and
     # deadline, with its current status. Another principal's key is a 409: never another
     # agent's body or token.
-    return web.json_response(_suspend_body(rt, approval), status=201 if created else 200)
+    return web.json_response(_suspend_body(service, approval), status=201 if created else 200)
 
 
 @routes.get("/v1/approvals")
 async def list_approvals(request: web.Request) -> web.Response:
-    rt = _rt(request)
     q = request.query
     status = None
     if q.get("status"):
@@ -61,7 +56,7 @@ async def list_approvals(request: web.Request) -> web.Response:
             raise ValidationError("status", f"must be one of {', '.join(s.value for s in Status)}") from None
     limit = _int_query(q.get("limit"), "limit", 100, 1, 1000)
     offset = _int_query(q.get("offset"), "offset", 0, 0, 10**9)
-    items = await rt.store.list_approvals(
+    items = await request.config_dict[READS].approvals(
         status=status, run_id=q.get("run_id") or None, limit=limit, offset=offset, agent=owner_filter(request)
     )
     return web.json_response({"items": [a.to_api() for a in items], "limit": limit, "offset": offset})
@@ -81,16 +76,15 @@ def _int_query(value: str | None, name: str, default: int, low: int, high: int) 
 
 @routes.get("/v1/approvals/{id}")
 async def get_approval(request: web.Request) -> web.Response:
-    rt = _rt(request)
-    approval = await rt.service.get(request.match_info["id"], principal(request))
-    return web.json_response(await _approval_view(rt, approval))
+    service = _service(request)
+    approval = await service.get(request.match_info["id"], principal(request))
+    return web.json_response(await service.view(approval))
 
 
 @routes.get("/v1/approvals/{id}/events")
 async def list_events(request: web.Request) -> web.Response:
-    rt = _rt(request)
-    approval = await rt.service.get(request.match_info["id"], principal(request))
-    events = await rt.store.list_events(approval.id)
+    approval = await _service(request).get(request.match_info["id"], principal(request))
+    events = await request.config_dict[READS].events(approval.id)
     return web.json_response({"items": [e.to_api() for e in events]})
 
 
@@ -98,10 +92,11 @@ async def list_events(request: web.Request) -> web.Response:
 async def decide(request: web.Request) -> web.Response:
     """An operator decides as itself (`operator:NAME`); `by` is only kept as `on_behalf_of`.
     With `args_hash` (the `current_args_hash` read), an approve on args changed since is a 409."""
-    rt, caller = _rt(request), operator(request)
+    service, caller = _service(request), operator(request)
     body = schemas.parse_decision(await schemas.read_json(request))
     approval_id = request.match_info["id"]
-    approval = await rt.service.decide(
+    seen = None if body.args_hash is None else rounds.tag_of(request.config_dict[SIGNER], approval_id, body.args_hash)
+    approval = await service.decide(
         approval_id,
         body.outcome,
         caller.identity,
@@ -110,45 +105,43 @@ async def decide(request: web.Request) -> web.Response:
         authority=Authority.OPERATOR,
         on_behalf_of=body.on_behalf_of,
         args=body.args,
-        seen=None if body.args_hash is None else rounds.tag_of(rt.signer, approval_id, body.args_hash),
+        seen=seen,
         seen_field="args_hash",
     )
-    return web.json_response(await _approval_view(rt, approval))
+    return web.json_response(await service.view(approval))
 
 
 @routes.post("/v1/approvals/{id}/extend")
 async def extend(request: web.Request) -> web.Response:
     """An operator extends the deadline as the policy's `extend` allows (403 beyond it)."""
-    rt, caller = _rt(request), operator(request)
+    service, caller = _service(request), operator(request)
     duration, by = schemas.parse_extend(await schemas.read_json(request))
-    approval = await rt.service.extend(
+    approval = await service.extend(
         request.match_info["id"], duration, caller.identity, channel="api", authority=Authority.OPERATOR
     )
     if by:
         log.info("approval %s extended by %s on behalf of %s", approval.id, caller.identity, by)
-    return web.json_response(await _approval_view(rt, approval))
+    return web.json_response(await service.view(approval))
 
 
 @routes.post("/v1/approvals/{id}/cancel")
 async def cancel(request: web.Request) -> web.Response:
-    rt, caller = _rt(request), operator(request)
+    service, caller = _service(request), operator(request)
     body = await schemas.read_json(request) if request.body_exists else {}
     by, reason = schemas.parse_cancel(body)
-    approval = await rt.service.cancel(request.match_info["id"], caller.identity, reason, on_behalf_of=by)
-    return web.json_response(await _approval_view(rt, approval))
+    approval = await service.cancel(request.match_info["id"], caller.identity, reason, on_behalf_of=by)
+    return web.json_response(await service.view(approval))
 
 
 @routes.get("/v1/resume/{token}")
 async def rehydrate(request: web.Request) -> web.Response:
-    rt = _rt(request)
-    return web.json_response(await rt.service.rehydrate(request.match_info["token"]))
+    return web.json_response(await _service(request).rehydrate(request.match_info["token"]))
 
 
 @routes.post("/v1/resume")
 async def decide_by_token(request: web.Request) -> web.Response:
-    rt = _rt(request)
     token, outcome, comment = schemas.parse_token_decision(await schemas.read_json(request))
-    approval = await rt.service.decide_by_token(token, outcome, comment)
+    approval = await _service(request).decide_by_token(token, outcome, comment)
     return web.json_response(approval.to_api())
 
 
@@ -159,5 +152,5 @@ async def healthz(request: web.Request) -> web.Response:
 
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
-    ok = await _rt(request).ready()
+    ok = await request.config_dict[READY]()
     return web.json_response({"status": "ready" if ok else "not ready"}, status=200 if ok else 503)

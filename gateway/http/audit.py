@@ -9,8 +9,8 @@ from typing import Any
 from aiohttp import web
 
 from gateway.core.errors import ValidationError
-from gateway.http.keys import RUNTIME
 from gateway.http.scope import operator
+from gateway.http.usecases import AUDIT
 
 routes = web.RouteTableDef()
 _LINES_PER_WRITE = 256  # lines gathered per socket write: a large export is not 10^6 tiny writes
@@ -35,11 +35,11 @@ async def export(request: web.Request) -> web.StreamResponse:
     since, until = _instant(request, "since"), _instant(request, "until")
     if since is not None and until is not None and until < since:
         raise ValidationError("until", "must not be before since")
-    rt = request.app[RUNTIME]
+    audit = request.config_dict[AUDIT]
     response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson; charset=utf-8"})
     await response.prepare(request)
     batch: list[str] = []
-    async for line in rt.audit.export(since, until):
+    async for line in audit.export(since, until):
         batch.append(line)
         if len(batch) >= _LINES_PER_WRITE:
             await response.write("".join(batch).encode("utf-8"))
@@ -53,7 +53,7 @@ async def export(request: web.Request) -> web.StreamResponse:
 @routes.post("/v1/audit/checkpoint")
 async def checkpoint(request: web.Request) -> web.Response:
     operator(request)
-    made = await request.app[RUNTIME].audit.seal()
+    made = await request.config_dict[AUDIT].seal()
     return web.json_response(made.to_json() | {"leaves": len(made.leaves)})
 
 

@@ -10,12 +10,11 @@ from gateway.core.models import JobStatus
 from gateway.http import schemas
 from gateway.http.api import _int_query
 from gateway.http.scope import owner_filter, principal
-from gateway.service.deliveries import Deliveries, ResendCard
-from gateway.service.jobs import Jobs, RetryJob
+from gateway.http.usecases import DELIVERIES, JOBS
+from gateway.service.deliveries import ResendCard
+from gateway.service.jobs import RetryJob
 
 routes = web.RouteTableDef()
-JOBS = web.AppKey("jobs", Jobs)
-DELIVERIES = web.AppKey("deliveries", Deliveries)
 
 
 @routes.get("/v1/jobs")
@@ -27,7 +26,7 @@ async def list_jobs(request: web.Request) -> web.Response:
         except ValueError:
             raise ValidationError("status", f"must be one of {', '.join(s.value for s in JobStatus)}") from None
     limit = _int_query(request.query.get("limit"), "limit", 100, 1, 1000)
-    jobs = await request.app[JOBS].find(status, limit, agent=owner_filter(request))
+    jobs = await request.config_dict[JOBS].find(status, limit, agent=owner_filter(request))
     return web.json_response({"items": [j.to_api() for j in jobs], "limit": limit})
 
 
@@ -36,7 +35,7 @@ async def retry(request: web.Request) -> web.Response:
     caller = principal(request)
     body = await schemas.read_json(request) if request.body_exists else {}
     cmd = RetryJob(request.match_info["id"], caller.identity, schemas.on_behalf_of(body))
-    job = await request.app[JOBS].retry(cmd)
+    job = await request.config_dict[JOBS].retry(cmd)
     return web.json_response(job.to_api())
 
 
@@ -45,5 +44,5 @@ async def resend(request: web.Request) -> web.Response:
     """Post a card again whose post failed for good or is `uncertain` (see docs/channels.md)."""
     caller = principal(request)
     channel, by = schemas.parse_resend(await schemas.read_json(request))
-    await request.app[DELIVERIES].resend(ResendCard(request.match_info["id"], channel, caller.identity, by))
+    await request.config_dict[DELIVERIES].resend(ResendCard(request.match_info["id"], channel, caller.identity, by))
     return web.json_response({"approval_id": request.match_info["id"], "channel": channel, "status": "pending"})

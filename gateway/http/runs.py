@@ -11,11 +11,11 @@ from aiohttp import web
 
 from gateway.http import schemas
 from gateway.http.scope import principal
-from gateway.service.journal import RecordStep, RunCaller, RunJournal
+from gateway.http.usecases import JOURNAL
+from gateway.service.journal import RecordStep, RunCaller
 
 routes = web.RouteTableDef()
 TOKEN_HEADER = "X-HITL-Resume-Token"
-JOURNAL = web.AppKey("journal", RunJournal)
 
 
 def _caller(request: web.Request) -> RunCaller:
@@ -28,7 +28,7 @@ def _caller(request: web.Request) -> RunCaller:
 async def list_steps(request: web.Request) -> web.Response:
     """Raw outputs (for replay); `?view=display` gives the redacted display copy (dashboards)."""
     run_id, display = request.match_info["run_id"], request.query.get("view") == "display"
-    items = await request.app[JOURNAL].steps(run_id, _caller(request), display=display)
+    items = await request.config_dict[JOURNAL].steps(run_id, _caller(request), display=display)
     return web.json_response({"run_id": run_id, "items": items})
 
 
@@ -37,5 +37,5 @@ async def record_step(request: web.Request) -> web.Response:
     step = schemas.parse_step(
         await schemas.read_json(request), request.match_info["run_id"], request.match_info["name"]
     )
-    stored = await request.app[JOURNAL].record(RecordStep(step, _caller(request)))
+    stored = await request.config_dict[JOURNAL].record(RecordStep(step, _caller(request)))
     return web.json_response(stored.to_api())

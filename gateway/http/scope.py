@@ -13,7 +13,7 @@ from aiohttp import web
 
 from gateway.core.errors import Forbidden, OperatorRequired, Unauthorized
 from gateway.core.principals import Principal, agent_namespace
-from gateway.http.keys import RUNTIME
+from gateway.http.usecases import SETTINGS
 
 PRINCIPAL = web.RequestKey("principal", Principal)
 
@@ -30,7 +30,7 @@ def operator(request: web.Request) -> Principal:
     caller = principal(request)
     if caller.is_operator:
         return caller
-    if not request.app[RUNTIME].settings.security.principals().has_operators:
+    if not request.config_dict[SETTINGS].security.principals().has_operators:
         raise OperatorRequired(
             "deciding, cancelling, retrying and re-posting through the API need an operator key, and none is"
             " configured: add one under [security.operators] (agent keys can never decide)"

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from gateway.core import policy as rules
+from gateway.core.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
@@ -38,7 +39,6 @@ from gateway.core.rules import evaluate as evaluate_rules
 from gateway.core.sealing import Sealer
 from gateway.core.shown import audit_facts, card_posted
 from gateway.core.tokens import RESUME, TokenSigner
-from gateway.delivery.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.service import edits as service_edits
 from gateway.service import routing, rulings
 from gateway.service.authority import Authorizer

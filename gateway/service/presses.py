@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from gateway.core import rounds
+from gateway.core.channels import Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.core.clock import Clock
 from gateway.core.errors import (
     AlreadyDecided,
@@ -31,7 +32,6 @@ from gateway.core.events import EventKind
 from gateway.core.identity import shown
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status
 from gateway.core.tokens import TokenSigner
-from gateway.delivery.channels import Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.service import editlinks
 from gateway.service.commands import AddComment, Authority, CastVote, Extend
 from gateway.service.decisions import Decisions

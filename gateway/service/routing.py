@@ -18,12 +18,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gateway.core import policy as rules
+from gateway.core.channels import parse_address
 from gateway.core.errors import DestinationNotAllowed, ValidationError
 from gateway.core.identity import AGENT, OPERATOR, WEB, Identities
 from gateway.core.models import Policy
 from gateway.core.principals import Principal
-from gateway.delivery.channels import destination_entry, parse_address
-from gateway.settings import Settings, attribute
+from gateway.settings import Settings, attribute, destination_entry
 
 Allowlists = Mapping[str, frozenset[str]]
 Destinations = Mapping[str, frozenset[str | None]]  # address -> the agent names it is open to (None: every agent)

@@ -1,4 +1,4 @@
-"""Prometheus metrics: counters fed as an observer of commits, gauges computed from the store.
+"""Prometheus metrics: counters fed as an observer of commits, gauges read at scrape time.
 
 Each Runtime gets its own `CollectorRegistry` (no global state, tests stay independent).
 Counters count what this process did since it started; the gauges and the step-duration
@@ -14,11 +14,11 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
+from gateway.core.channels import parse_address
 from gateway.core.events import FINAL, EventKind
 from gateway.core.models import Approval, OutboxKind, Status
 from gateway.core.observers import Observer
-from gateway.delivery.channels import parse_address
-from gateway.store import Store
+from gateway.service.queries import Gauges
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: 1s .. 1 week. Human decisions take minutes to days.
@@ -125,9 +125,9 @@ class Metrics(Observer):
         self.attempt_seconds.labels(worker).observe(max(seconds, 0.0))
 
     # ---------------------------------------------------------------- scrape
-    async def render(self, store: Store) -> bytes:
+    def render(self, gauges: Gauges) -> bytes:
+        """The text format: this process's counters, and the gauges read at this scrape
+        (`Reads.gauges`)."""
         snap = self._snapshot
-        snap.by_status = await store.count_by_status()
-        snap.jobs = await store.count_jobs_by_status()
-        snap.steps = await store.step_stats(limit=500)
+        snap.by_status, snap.jobs, snap.steps = gauges.by_status, gauges.jobs, gauges.steps
         return generate_latest(self.registry)

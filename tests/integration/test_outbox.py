@@ -7,8 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
+from gateway.core.channels import Attempt, DeliveryError, OutgoingCard
 from gateway.core.models import Approval, Outcome
-from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.service.commands import Authority

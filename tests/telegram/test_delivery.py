@@ -8,8 +8,8 @@ import pytest
 
 from adapters.telegram.cli import poll_once, set_webhook
 from adapters.telegram.parse import parse_ref
+from gateway.core.channels import OutgoingCard
 from gateway.core.models import DeliveryStatus, Status
-from gateway.delivery.channels import OutgoingCard
 from tests.conftest import AUTH, OPERATOR, suspend_body
 from tests.telegram.conftest import ALICE, CHAT, SECRET, TG
 

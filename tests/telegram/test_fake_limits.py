@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from adapters.telegram.channel import TelegramChannel
+from gateway.core.channels import OutgoingCard
 from gateway.core.models import Decision, Outcome, Source, Status
-from gateway.delivery.channels import OutgoingCard
 from tests.fakes.telegram_html import text_error
 from tests.telegram.conftest import CHAT, TG
 from tests.telegram.test_render import NOW, approval

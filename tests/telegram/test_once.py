@@ -18,9 +18,9 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 from adapters.telegram.errors import unsent as telegram_unsent
 from adapters.telegram.request import AiohttpRequest
 from gateway.config import Settings
+from gateway.core.channels import Attempt
 from gateway.core.events import EventKind
 from gateway.core.models import DeliveryStatus, Event, Outcome, Status
-from gateway.delivery.channels import Attempt
 from gateway.delivery.outbox import OutboxRunner, earlier_attempts
 from gateway.http.app import create_app
 from gateway.runtime import Runtime

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+from gateway.core.channels import OutgoingCard
 from gateway.core.models import Outcome, Status
-from gateway.delivery.channels import OutgoingCard
 from gateway.service.approvals import DENIED_KEPT
 from gateway.service.commands import Authority
 from tests.helpers import table_counts

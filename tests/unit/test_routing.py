@@ -12,8 +12,8 @@ from gateway.config import Settings
 from gateway.core.errors import DestinationNotAllowed, ValidationError
 from gateway.core.models import OnTimeout, Policy
 from gateway.core.principals import Principal
-from gateway.delivery.channels import destination_entry
 from gateway.service import routing
+from gateway.settings.channels import destination_entry
 
 TELEGRAM = {"bot_token": "123456:TEST-token_abc", "chats": [-1001, "billing:-1002", "@news"]}
 

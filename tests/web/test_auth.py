@@ -10,7 +10,8 @@ from aiohttp import web
 from gateway.config import load_settings
 from gateway.core.errors import ConfigError, GatewayError
 from gateway.http.web.auth import hash_password, login_link, verify_password
-from gateway.http.web.sessions import start_session
+from gateway.http.web.sessions import COOKIES
+from gateway.http.web.subapp import WEB_APP
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.telemetry.logs import SecretFilter
@@ -103,12 +104,13 @@ async def test_session_cookie_is_secure_behind_https(aiohttp_client: Any, settin
 
     settings = settings_factory(web=WEB, server={"public_url": "https://hitl.example.com"})
     rt = Runtime(settings, clock=clock)
-    client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
+    app = create_app(settings, runtime=rt, background=False)
+    client = await aiohttp_client(app)
     page = await client.get("/login")
     csrf_cookie = next(c for c in page.headers.getall("Set-Cookie") if c.startswith("hitl_csrf="))
     assert "Secure" in csrf_cookie and "HttpOnly" in csrf_cookie and "SameSite=Strict" in csrf_cookie
     with pytest.raises(web.HTTPSeeOther) as redirect:
-        await start_session(rt, "alice")
+        await app[WEB_APP][COOKIES].start("alice")
     session = redirect.value.cookies["hitl_session"]
     assert session["secure"] and session["httponly"] and session["samesite"] == "Strict"
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from gateway.core.models import Outcome
 from gateway.http.web.inbox import LIVE
+from gateway.http.web.subapp import WEB_APP
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from tests.web.conftest import sign_in
@@ -23,7 +24,7 @@ async def _next_event(resp: Any) -> str:
 
 
 async def test_the_stream_says_change_when_a_decision_is_recorded(web: Any, web_rt: Runtime) -> None:
-    web.app[LIVE].poll = 0.02
+    web.app[WEB_APP][LIVE].poll = 0.02
     approval, _ = await web_rt.service.suspend(SuspendRequest("run-1", "pay", "Pay ACME"))
     assert (await web.get("/live", allow_redirects=False)).status == 303  # signed out: to /login
     await sign_in(web)
@@ -35,7 +36,7 @@ async def test_the_stream_says_change_when_a_decision_is_recorded(web: Any, web_
     assert await _next_event(resp) == "change"
     resp.close()
     await asyncio.sleep(0.1)
-    assert web.app[LIVE].open_streams == 0  # the stream that went away is forgotten
+    assert web.app[WEB_APP][LIVE].open_streams == 0  # the stream that went away is forgotten
 
 
 async def test_pages_load_the_script_under_a_strict_csp_and_mark_live_regions(web: Any, web_rt: Runtime) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.delivery.channels import Attempt, DeliveryError, OutgoingCard, WebChannel
+from gateway.core.channels import Attempt, DeliveryError, OutgoingCard, WebChannel
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.testing import FakeClock

@@ -2,6 +2,9 @@
 
 Sessions (a signed cookie naming a session kept in the store) are in `sessions.py`. The role is
 read from the current config on every request, so removing a user from `[web]` locks them out.
+Who may open a page and the CSRF token of every POSTed form are checked by one middleware of the
+web sub-application (`guard`), before the handler runs: a handler marked `require(...)` gets the
+signed-in user, and `posted_form(request)` is the form whose token was checked.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import hmac
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
 from typing import Any
@@ -21,22 +25,15 @@ from aiohttp import web
 
 from gateway.core.errors import GatewayError, NotFound
 from gateway.core.tokens import TokenSigner
-from gateway.http.keys import RUNTIME
-from gateway.http.web.sessions import (
-    CSRF_COOKIE,
-    SESSION_COOKIE,
-    User,
-    current_user,
-    end_session,
-    set_cookie,
-    start_session,
-)
+from gateway.http.usecases import CLOCK, SETTINGS, SIGNER, WEB_SESSIONS
+from gateway.http.web.sessions import COOKIES, CSRF_COOKIE, SESSION_COOKIE, User, current_user, end_session, set_cookie
 from gateway.settings import Settings
 
 LOGIN_LINK = "hitl.web.login.v1"
 _SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**14, 8, 1
 _DUMMY_HASH = "scrypt$16384$8$1$" + "00" * 16 + "$" + "00" * 32
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_FORM: web.RequestKey[Mapping[str, str]] = web.RequestKey("web_form")
 
 routes = web.RouteTableDef()
 
@@ -101,12 +98,12 @@ def render(request: web.Request, template: str, context: Mapping[str, Any], *, s
     ctx = {"user": user, "csrf": csrf, **context}
     resp = aiohttp_jinja2.render_template(template, request, ctx, status=status)
     if new:
-        set_cookie(resp, request.app[RUNTIME].settings, CSRF_COOKIE, csrf, timedelta(hours=2))
+        set_cookie(resp, request.config_dict[SETTINGS], CSRF_COOKIE, csrf, timedelta(hours=2))
     resp.headers["Cache-Control"] = "no-store"
     return resp
 
 
-async def checked_form(request: web.Request) -> Mapping[str, str]:
+async def _checked_form(request: web.Request) -> dict[str, str]:
     """The POSTed form, or 403 when its CSRF token is not the one `render` put in the page
     (400 when the body is not a form at all, e.g. multipart without a boundary)."""
     try:
@@ -121,6 +118,35 @@ async def checked_form(request: web.Request) -> Mapping[str, str]:
     return {k: v for k, v in form.items() if isinstance(v, str)}
 
 
+def posted_form(request: web.Request) -> Mapping[str, str]:
+    """The form of this POST, its CSRF token checked by `guard`."""
+    return request[_FORM]
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """Who may open a page: signed-in users, and with `role` only those of that role."""
+
+    role: str | None = None
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Before any handler of the web inbox: a page marked `require` needs a signed-in user
+    (else a redirect to /login) of its role (else 403); then every POST to a route needs the
+    CSRF token of the page it came from (else 403)."""
+    access = getattr(request.match_info.handler, "web_access", None)
+    if isinstance(access, Access):
+        user = current_user(request)
+        if user is None:
+            raise web.HTTPSeeOther("/login")
+        if access.role is not None and user.role != access.role:
+            raise PageError(403, f"{user.name} is a {user.role} and cannot do this.")
+    if request.method == "POST" and request.match_info.http_exception is None:
+        request[_FORM] = await _checked_form(request)
+    return await handler(request)
+
+
 @web.middleware
 async def page_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
@@ -132,21 +158,20 @@ async def page_errors(request: web.Request, handler: Handler) -> web.StreamRespo
 def require(
     role: str | None = None,
 ) -> Callable[[Callable[[web.Request, User], Awaitable[web.StreamResponse]]], Handler]:
-    """Signed-in users only (else redirect to /login); `role="approver"` also refuses viewers."""
+    """Signed-in users only (else redirect to /login); `role="approver"` also refuses viewers.
+    `guard` checks it before the handler runs; the handler gets the user."""
 
     def wrap(fn: Callable[[web.Request, User], Awaitable[web.StreamResponse]]) -> Handler:
         @wraps(fn)
         async def handler(request: web.Request) -> web.StreamResponse:
             user = current_user(request)
-            if user is None:
-                raise web.HTTPSeeOther("/login")
-            if role is not None and user.role != role:
-                raise PageError(403, f"{user.name} is a {user.role} and cannot do this.")
+            assert user is not None, "guard lets no signed-out request through"
             try:
                 return await fn(request, user)
             except GatewayError as exc:  # shown as a page, not as the /v1 JSON body
                 raise PageError(exc.status, exc.message) from None
 
+        handler.web_access = Access(role)  # type: ignore[attr-defined]
         return handler
 
     return wrap
@@ -200,29 +225,27 @@ async def login_page(request: web.Request) -> web.Response:
 @routes.post("/login")
 async def login(request: web.Request) -> web.StreamResponse:
     """Sign in with a password; sets the session cookie."""
-    rt = request.app[RUNTIME]
-    form = await checked_form(request)
+    settings, form = request.config_dict[SETTINGS], posted_form(request)
     name, password = form.get("name", "").strip(), form.get("password", "")
-    throttle, key, now = request.app[THROTTLE], f"{request.remote}|{name}", rt.clock.now()
+    throttle, key, now = request.config_dict[THROTTLE], f"{request.remote}|{name}", request.config_dict[CLOCK].now()
     if throttle.blocked(key, now):
         msg = "Too many failed sign-ins for this name. Try again in a few minutes."
         return render(request, "login.html", {"error": msg}, status=429)
-    hashed = rt.settings.web.passwords.get(name)
+    hashed = settings.web.passwords.get(name)
     # Always hash once, so that a wrong name costs as long as a wrong password.
     ok = await asyncio.to_thread(verify_password, password, hashed or _DUMMY_HASH)
-    if not (ok and hashed and rt.settings.web.role(name)):
+    if not (ok and hashed and settings.web.role(name)):
         throttle.failed(key, now)
         return render(request, "login.html", {"error": "Wrong name or password."}, status=401)
-    await start_session(rt, name)
+    await request.config_dict[COOKIES].start(name)
 
 
 @routes.get("/login/link/{token}")
 async def link_page(request: web.Request) -> web.Response:
     """Show a button rather than sign in on GET: chat link previews must not burn the link."""
-    rt = request.app[RUNTIME]
     token = request.match_info["token"]
     try:
-        data = rt.signer.verify(LOGIN_LINK, token, rt.clock.now())
+        data = request.config_dict[SIGNER].verify(LOGIN_LINK, token, request.config_dict[CLOCK].now())
     except GatewayError as exc:
         return render(request, "error.html", {"status": exc.status, "message": exc.message}, status=exc.status)
     return render(request, "link.html", {"name": data.get("u"), "token": token})
@@ -231,25 +254,23 @@ async def link_page(request: web.Request) -> web.Response:
 @routes.post("/login/link")
 async def link_login(request: web.Request) -> web.StreamResponse:
     """Sign in with a one-time link (the link id is remembered, so it works once)."""
-    rt = request.app[RUNTIME]
-    form = await checked_form(request)
+    form, now = posted_form(request), request.config_dict[CLOCK].now()
     try:
-        data = rt.signer.verify(LOGIN_LINK, form.get("token", ""), rt.clock.now())
+        data = request.config_dict[SIGNER].verify(LOGIN_LINK, form.get("token", ""), now)
     except GatewayError as exc:
         return render(request, "error.html", {"status": exc.status, "message": exc.message}, status=exc.status)
     name = data.get("u")
-    if not isinstance(name, str) or rt.settings.web.role(name) is None:
+    if not isinstance(name, str) or request.config_dict[SETTINGS].web.role(name) is None:
         return render(request, "error.html", {"status": 403, "message": "Unknown user."}, status=403)
-    if not await rt.store.remember_inbound(f"web-login:{data.get('j')}", rt.clock.now()):
+    if not await request.config_dict[WEB_SESSIONS].first_use(f"web-login:{data.get('j')}"):
         msg = "This sign-in link was already used. Ask for a new one."
         return render(request, "error.html", {"status": 410, "message": msg}, status=410)
-    await start_session(rt, name)
+    await request.config_dict[COOKIES].start(name)
 
 
 @routes.post("/logout")
 async def logout(request: web.Request) -> web.StreamResponse:
     """Sign out: the session is revoked on the server and its cookie dropped."""
-    await checked_form(request)
     await end_session(request)
     resp = web.HTTPSeeOther("/login")
     resp.del_cookie(SESSION_COOKIE, path="/")

@@ -1,28 +1,24 @@
-"""The operators' dashboard: durable-execution views over the store, and retrying failed jobs."""
+"""The operators' dashboard: durable-execution views (`Reads`), and retrying failed jobs."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from datetime import datetime
-from typing import Any
 
 from aiohttp import web
 
-from gateway.core.clock import from_ts
+from gateway.core.channels import parse_address
 from gateway.core.errors import Conflict, NotFound, UnknownChannel
 from gateway.core.models import Approval, JobStatus, Status
-from gateway.delivery.channels import parse_address
-from gateway.http.keys import RUNTIME
-from gateway.http.web.auth import PageError, checked_form, render, require
+from gateway.http.usecases import CLOCK, DELIVERIES, JOBS, READS
+from gateway.http.web.auth import PageError, posted_form, render, require
 from gateway.http.web.sessions import User
 from gateway.http.web.view import humanize, row
 from gateway.service.deliveries import ResendCard
 from gateway.service.jobs import RetryJob
-from gateway.store import Store
+from gateway.service.queries import SAMPLE
 
 routes = web.RouteTableDef()
-SAMPLE = 500  # decisions per final status read for the distributions
 TOP = 10
 # (upper bound in seconds, label) for the time-to-decision distribution.
 DECISION_BANDS = (
@@ -54,50 +50,24 @@ def decision_breakdown(decided: list[Approval]) -> dict[str, list[tuple[str, int
     return {k: c.most_common() for k, c in by.items()}
 
 
-async def active_runs(store: Store, pending: list[Approval], now: datetime) -> list[dict[str, Any]]:
-    """Runs waiting on a person or on a resume job, oldest first. Run ids are per agent: a run
-    is its namespace and its id."""
-    active: dict[tuple[str, str], dict[str, Any]] = {}
-    for a in pending:
-        fresh = {"run_id": a.run_id, "since": a.created_at, "state": "waiting approval"}
-        active.setdefault((a.namespace, a.run_id), fresh)
-    for status in (JobStatus.QUEUED, JobStatus.RUNNING):
-        for job in await store.list_jobs(status=status, limit=SAMPLE):
-            approval = await store.get_approval(job.approval_id)
-            if approval is not None:
-                run = (approval.namespace, approval.run_id)
-                entry = active.setdefault(run, {"run_id": approval.run_id, "since": job.created_at})
-                entry["state"] = f"job {status.value}"
-    journal = {(r["namespace"], r["run_id"]): r for r in await store.list_runs(limit=SAMPLE)}
-    for run, entry in active.items():
-        steps = journal.get(run)
-        started = from_ts(steps["started_at"]) if steps else None
-        if started is not None and started < entry["since"]:
-            entry["since"] = started
-        entry["steps"] = steps["steps"] if steps else 0
-        entry["age_s"] = (now - entry["since"]).total_seconds()
-    return sorted(active.values(), key=lambda e: e["since"])
-
-
 @routes.get("/dashboard")
 @require()
 async def dashboard(request: web.Request, user: User) -> web.Response:
     """Dashboard: active runs, retries, step times, oldest approvals, decisions, failed jobs."""
-    rt = request.app[RUNTIME]
-    now = rt.clock.now()
-    pending = await rt.store.list_approvals_by_age(status=Status.WAITING, limit=SAMPLE)
+    reads, now = request.config_dict[READS], request.config_dict[CLOCK].now()
+    pending = await reads.approvals_by_age(status=Status.WAITING, limit=SAMPLE)
     decided = [
         a
         for s in Status
         if s.final and s is not Status.WAITING
-        for a in await rt.store.list_approvals(status=s, limit=SAMPLE)
+        for a in await reads.approvals(status=s, limit=SAMPLE)  # SAMPLE decisions per final status
     ]
-    steps = await rt.store.step_stats(limit=SAMPLE)
+    steps = await reads.step_stats(limit=SAMPLE)
     durations = [(a.decision.decided_at - a.created_at).total_seconds() for a in decided if a.decision]
     bands = decision_bands(durations)
-    runs = await active_runs(rt.store, pending, now)
+    runs = await reads.active_runs(pending, now)
     ctx = {
-        "counts": await rt.store.count_by_status(),
+        "counts": await reads.counts_by_status(),
         "runs": [{**r, "age": humanize(now - r["since"])} for r in runs[: TOP * 2]],
         "retried": [s for s in steps if s["retries"]][:TOP],
         "slowest": sorted(steps, key=lambda s: -(s["mean_seconds"] or 0))[:TOP],
@@ -106,8 +76,8 @@ async def dashboard(request: web.Request, user: User) -> web.Response:
         "band_max": max([n for _, n in bands] + [1]),
         "breakdown": decision_breakdown(decided),
         "decided_n": len(decided),
-        "failed_jobs": await rt.store.list_jobs(status=JobStatus.FAILED, limit=50),
-        "attention_cards": await rt.store.cards_needing_attention(50),
+        "failed_jobs": await reads.jobs(status=JobStatus.FAILED, limit=50),
+        "attention_cards": await reads.cards_needing_attention(50),
     }
     return render(request, "dashboard.html", ctx)
 
@@ -116,10 +86,8 @@ async def dashboard(request: web.Request, user: User) -> web.Response:
 @require("approver")
 async def retry_job(request: web.Request, user: User) -> web.StreamResponse:
     """Put a failed resume job back in the queue."""
-    rt = request.app[RUNTIME]
-    await checked_form(request)
     try:  # the same use case as the API and the CLI
-        await rt.jobs.retry(RetryJob(request.match_info["approval_id"], user.actor))
+        await request.config_dict[JOBS].retry(RetryJob(request.match_info["approval_id"], user.actor))
     except NotFound:
         raise PageError(404, "No such resume job.") from None
     except Conflict:
@@ -131,16 +99,14 @@ async def retry_job(request: web.Request, user: User) -> web.StreamResponse:
 @require("approver")
 async def resend(request: web.Request, user: User) -> web.StreamResponse:
     """Post a card again whose post failed for good or is uncertain."""
-    rt = request.app[RUNTIME]
-    form = await checked_form(request)
+    form = posted_form(request)
     approval_id = request.match_info["approval_id"]
     try:  # the same use case as the API and the CLI
-        await rt.deliveries.resend(ResendCard(approval_id, form.get("channel", ""), user.actor))
+        await request.config_dict[DELIVERIES].resend(ResendCard(approval_id, form.get("channel", ""), user.actor))
     except NotFound:
         raise PageError(404, "No such approval.") from None
     except UnknownChannel:
         raise PageError(400, "That is not a channel of this approval.") from None
     except Conflict as exc:
         raise PageError(409, exc.message) from None
-    rt.outbox.notify()
     raise web.HTTPSeeOther(f"/approvals/{approval_id}")

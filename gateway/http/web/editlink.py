@@ -18,13 +18,13 @@ from aiohttp import web
 from markupsafe import Markup
 
 from gateway.core import rounds
+from gateway.core.channels import parse_address
 from gateway.core.errors import GatewayError, ValidationError
 from gateway.core.models import Approval, Outcome
-from gateway.delivery.channels import parse_address
-from gateway.http.keys import RUNTIME
+from gateway.core.tokens import TokenSigner
+from gateway.http.usecases import CLOCK, INBOUND, READS, SIGNER, WEB_SESSIONS
 from gateway.http.web import argsform
-from gateway.http.web.auth import checked_form, render
-from gateway.runtime import Runtime
+from gateway.http.web.auth import posted_form, render
 from gateway.service import editlinks
 from gateway.service.presses import Press, PressResult
 
@@ -54,18 +54,17 @@ def _ctx(approval: Approval, link: editlinks.EditLink, token: str, **form: Any) 
     }
 
 
-async def _open(request: web.Request, token: str) -> tuple[Runtime, editlinks.EditLink, Approval] | web.Response:
-    rt: Runtime = request.app[RUNTIME]
+async def _open(request: web.Request, token: str) -> tuple[editlinks.EditLink, Approval] | web.Response:
     try:
-        link = editlinks.read(rt.signer, token, rt.clock.now())
+        link = editlinks.read(request.config_dict[SIGNER], token, request.config_dict[CLOCK].now())
     except GatewayError as exc:
         return _fail(request, exc.status, "This edit link is not valid or has expired. Press Edit again.")
-    approval = await rt.store.get_approval(link.approval_id)
+    approval = await request.config_dict[READS].approval(link.approval_id)
     if approval is None:
         return _fail(request, 404, "This approval no longer exists.")
     if approval.status.final:
         return _fail(request, 409, f"Already {approval.status.verb}; nothing to edit.")
-    return rt, link, approval
+    return link, approval
 
 
 @routes.get("/edit/{token}")
@@ -75,8 +74,9 @@ async def edit_page(request: web.Request) -> web.Response:
     opened = await _open(request, token)
     if isinstance(opened, web.Response):
         return opened
-    rt, link, approval = opened
-    return render(request, "edit_link.html", _ctx(approval, link, token, round=rounds.tag(rt.signer, approval)))
+    link, approval = opened
+    signer = request.config_dict[SIGNER]
+    return render(request, "edit_link.html", _ctx(approval, link, token, round=rounds.tag(signer, approval)))
 
 
 @routes.post("/edit/{token}")
@@ -84,12 +84,12 @@ async def edit_submit(request: web.Request) -> web.Response:
     """Approve with the edited args, as the link's identity (CSRF token required). Each submit
     uses its link; a refused edit comes back with a fresh link for the same person."""
     token = request.match_info["token"]
-    form = await checked_form(request)
+    form = posted_form(request)
     opened = await _open(request, token)
     if isinstance(opened, web.Response):
         return opened
-    rt, link, approval = opened
-    if not await rt.store.remember_inbound(link.use_key, rt.clock.now()):
+    link, approval = opened
+    if not await request.config_dict[WEB_SESSIONS].first_use(link.use_key):
         return _fail(request, 410, "This edit link was already used. Press Edit again for a new one.")
     kept = {k: v for k, v in form.items() if k.startswith(argsform.PREFIX)}
     try:
@@ -97,9 +97,9 @@ async def edit_submit(request: web.Request) -> web.Response:
         where = parse_address(link.actor)[0]
         seen = form.get("round") or None
         press = Press(approval.id, Outcome.APPROVE, link.actor, where, name=link.name, args=args, seen=seen)
-        verdict = await rt.inbound.press(press)
+        verdict = await request.config_dict[INBOUND].press(press)
         if verdict.result is PressResult.STALE and verdict.approval is not None:
-            return _again(request, rt, verdict.approval, link, status=409, error=verdict.text() + ".")
+            return _again(request, verdict.approval, link, status=409, error=verdict.text() + ".")
         if verdict.result is PressResult.INVALID:
             raise ValidationError(_field_of(verdict.error) or "args", (verdict.error or "").split(": ", 1)[-1])
     except GatewayError as exc:
@@ -107,7 +107,6 @@ async def edit_submit(request: web.Request) -> web.Response:
         field, seen_round = exc.details.get("field"), form.get("round") or rounds.ORIGINAL
         return _again(
             request,
-            rt,
             approval,
             link,
             status=exc.status,
@@ -122,13 +121,12 @@ async def edit_submit(request: web.Request) -> web.Response:
     return render(request, "done.html", {"message": _DONE[verdict.result] + "."})
 
 
-def _again(
-    request: web.Request, rt: Runtime, approval: Approval, link: editlinks.EditLink, **form: Any
-) -> web.Response:
+def _again(request: web.Request, approval: Approval, link: editlinks.EditLink, **form: Any) -> web.Response:
     """The form again, with a fresh link for the same person, drawn for the current round."""
     status = form.pop("status")
-    form.setdefault("round", rounds.tag(rt.signer, approval))
-    again = editlinks.token(rt.signer, approval.id, link.actor, link.name, rt.clock.now())
+    signer: TokenSigner = request.config_dict[SIGNER]
+    form.setdefault("round", rounds.tag(signer, approval))
+    again = editlinks.token(signer, approval.id, link.actor, link.name, request.config_dict[CLOCK].now())
     ctx = _ctx(approval, link, again, **form)
     return render(request, "edit_link.html", ctx, status=status)
 

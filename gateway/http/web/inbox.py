@@ -2,6 +2,7 @@
 
 A decision here is `service.decide(..., actor="web:<name>", channel="web")`: the same use case
 as a chat button, so its SYNC outbox rows update every card of the approval on every channel.
+The pages are served by the web sub-application (gateway.http.web.subapp).
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import aiohttp_jinja2
-import jinja2
 from aiohttp import web
 from markupsafe import Markup
 
@@ -19,26 +18,16 @@ from gateway.core import rounds
 from gateway.core.errors import GatewayError, StaleRound
 from gateway.core.extend import parse_extension
 from gateway.core.models import Approval, Outcome, Status
-from gateway.http.keys import RUNTIME
-from gateway.http.web import argsform, editlink, live
-from gateway.http.web import auth as web_auth
-from gateway.http.web import dashboard as web_dashboard
-from gateway.http.web import sessions as web_sessions
-from gateway.http.web.auth import PageError, checked_form, render, require
+from gateway.http.usecases import CLOCK, METRICS, READS, SERVICE, SIGNER
+from gateway.http.web import argsform, live
+from gateway.http.web.auth import PageError, posted_form, render, require
 from gateway.http.web.sessions import User
 from gateway.http.web.view import pretty, row
-from gateway.runtime import Runtime
 from gateway.telemetry.metrics import CONTENT_TYPE
 
 routes = web.RouteTableDef()
 _STATIC = Path(__file__).parent / "static"
 LIVE = web.AppKey("live", live.LiveFeed)
-_CONTENT_TYPES = {
-    "/metrics": "text/plain",
-    "/static/web.css": "text/css",
-    "/static/live.js": "text/javascript",
-    "/live": "text/event-stream",
-}
 _MAX_COMMENT = 2000
 STALE_TEXT = "The arguments changed while this page was open: look at them again below. Nothing was recorded."
 
@@ -59,20 +48,19 @@ def _status_filter(value: str) -> Status | None:
 @require()
 async def inbox(request: web.Request, user: User) -> web.Response:
     """Web inbox: approvals oldest first, with SLA countdown, filtered by status, channel and run."""
-    rt = request.app[RUNTIME]
     q = request.query
     filters = {
         "status": q.get("status", Status.WAITING.value),
         "channel": q.get("channel", ""),
         "run": q.get("run", ""),
     }
-    items = await rt.store.list_approvals_by_age(
+    items = await request.config_dict[READS].approvals_by_age(
         status=_status_filter(filters["status"]),
         run_id=filters["run"].strip() or None,
         channel=filters["channel"].strip() or None,
         limit=200,
     )
-    now = rt.clock.now()
+    now = request.config_dict[CLOCK].now()
     ctx = {"rows": [row(a, now) for a in items], "filters": filters, "statuses": [s.value for s in Status]}
     return render(request, "inbox.html", ctx)
 
@@ -81,13 +69,13 @@ async def inbox(request: web.Request, user: User) -> web.Response:
 @require()
 async def approval_page(request: web.Request, user: User) -> web.Response:
     """One approval: args, summary, timeline, cards and deliveries, and the decision form."""
-    rt = request.app[RUNTIME]
-    approval = await rt.service.get(request.match_info["id"])
-    return render(request, "approval.html", await _approval_ctx(rt, approval, user))
+    approval = await request.config_dict[SERVICE].get(request.match_info["id"])
+    return render(request, "approval.html", await _approval_ctx(request, approval, user))
 
 
-async def _approval_ctx(rt: Runtime, approval: Approval, user: User, **form: Any) -> dict[str, Any]:
-    now = rt.clock.now()
+async def _approval_ctx(request: web.Request, approval: Approval, user: User, **form: Any) -> dict[str, Any]:
+    now = request.config_dict[CLOCK].now()
+    detail = await request.config_dict[READS].detail(approval.id)
     view = row(approval, now)
     submitted = form.get("submitted")
     edit_fields = argsform.render(argsform.fields(approval), submitted, form.get("error_field"))
@@ -95,17 +83,17 @@ async def _approval_ctx(rt: Runtime, approval: Approval, user: User, **form: Any
         "edit_fields": Markup(edit_fields),  # escaped by argsform.render
         "change": rounds.change_text(approval) or "",
         # the form approves this round's args only; typed input kept after an error keeps its round
-        "round": form.get("round") or rounds.tag(rt.signer, approval),
+        "round": form.get("round") or rounds.tag(request.config_dict[SIGNER], approval),
         "extend_choices": [extend_rules.label(d) for d in extend_rules.choices(approval)],
         "require_reason": approval.policy.require_reason,
         "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
         **view,
         "self_row": view,
         "args": pretty(approval.args),
-        "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in await rt.store.list_events(approval.id)],
-        "cards": await rt.store.list_cards(approval.id),
-        "deliveries": await rt.store.list_outbox(approval.id),
-        "job": await rt.store.get_job(approval.id),
+        "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in detail.events],
+        "cards": detail.cards,
+        "deliveries": detail.deliveries,
+        "job": detail.job,
         "may_decide": user.can_decide and not approval.status.final,
         "form_error": form.get("error", ""),
         "comment": form.get("comment", ""),
@@ -120,15 +108,14 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
     what was typed kept; a page drawn before another approver changed the args (its `round`)
     comes back drawn anew, the comment kept but not the arg fields, which were the old args and
     would silently undo that change."""
-    rt = request.app[RUNTIME]
-    form = await checked_form(request)
+    service, form = request.config_dict[SERVICE], posted_form(request)
     comment = form.get("comment", "").strip()
-    current = await rt.service.get(request.match_info["id"])
+    current = await service.get(request.match_info["id"])
     try:
         outcome = _form_outcome(form.get("outcome", ""), comment)
         # The edit fields travel with an approve (unchanged ones are no edit: the same args hash).
         args = argsform.read(current, form) if outcome is Outcome.APPROVE else None
-        approval = await rt.service.decide(
+        approval = await service.decide(
             current.id,
             outcome,
             user.actor,
@@ -141,14 +128,14 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
         status = exc.status
         if status >= 500:
             raise
-        current = await rt.service.get(current.id)
+        current = await service.get(current.id)
         field = exc.details.get("field") if isinstance(exc, GatewayError) else None
         kept = {k: v for k, v in form.items() if k.startswith(argsform.PREFIX)}
         message, seen_round = exc.message, form.get("round") or rounds.ORIGINAL
         if isinstance(exc, StaleRound):
             kept, field, message, seen_round = {}, None, STALE_TEXT, ""
         ctx = await _approval_ctx(
-            rt,
+            request,
             current,
             user,
             error=message,
@@ -165,16 +152,15 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
 @require("approver")
 async def extend(request: web.Request, user: User) -> web.StreamResponse:
     """Extend the deadline by one of the policy's `extend` durations (approvers; CSRF token required)."""
-    rt = request.app[RUNTIME]
-    form = await checked_form(request)
+    service, form = request.config_dict[SERVICE], posted_form(request)
     approval_id = request.match_info["id"]
     try:
         duration = parse_extension(form.get("duration", "").lstrip("+"))
-        await rt.service.extend(approval_id, duration, user.actor, channel="web")
+        await service.extend(approval_id, duration, user.actor, channel="web")
     except GatewayError as exc:
         if exc.status >= 500:
             raise
-        ctx = await _approval_ctx(rt, await rt.service.get(approval_id), user, error=exc.message)
+        ctx = await _approval_ctx(request, await service.get(approval_id), user, error=exc.message)
         return render(request, "approval.html", ctx, status=exc.status)
     raise web.HTTPSeeOther(f"/approvals/{approval_id}")
 
@@ -205,74 +191,12 @@ async def live_script(request: web.Request) -> web.FileResponse:
 @require()
 async def live_stream(request: web.Request, user: User) -> web.StreamResponse:
     """Server-sent events: `change` whenever the gateway recorded something new."""
-    return await live.stream(request, request.app[LIVE])
+    return await live.stream(request, request.config_dict[LIVE])
 
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus metrics (text format)."""
-    rt = request.app[RUNTIME]
-    body = await rt.metrics.render(rt.store)
+    gauges = await request.config_dict[READS].gauges()
+    body = request.config_dict[METRICS].render(gauges)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
-
-
-# ---------------------------------------------------------------- wiring
-
-
-@web.middleware
-async def security_headers(request: web.Request, handler: web_auth.Handler) -> web.StreamResponse:
-    resp = await handler(request)
-    if resp.content_type == "text/html":
-        resp.headers.setdefault(
-            "Content-Security-Policy",
-            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self';"
-            " form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-        )
-        resp.headers.setdefault("X-Frame-Options", "DENY")
-        resp.headers.setdefault("Referrer-Policy", "no-referrer")
-    return resp
-
-
-def setup_web(app: web.Application, rt: Runtime) -> dict[str, dict[str, Any]]:
-    """Add the inbox, dashboard, login and /metrics routes; return their OpenAPI paths."""
-    aiohttp_jinja2.setup(
-        app,
-        loader=jinja2.PackageLoader("gateway.http.web", "templates"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-    )
-    app[web_auth.THROTTLE] = web_auth.LoginThrottle()
-    app.middlewares.append(web_sessions.sessions)
-    app[LIVE] = live.LiveFeed(rt.store)
-    app.on_shutdown.append(app[LIVE].close)
-    app.middlewares.append(security_headers)
-    app.middlewares.append(web_auth.page_errors)
-    app.on_startup.append(web_sessions.forget_removed_users)  # after the runtime started (cleanup_ctx)
-    table = [*routes, *web_auth.routes, *web_dashboard.routes, *editlink.routes]
-    app.add_routes(table)
-    return openapi_paths(table)
-
-
-def openapi_paths(table: list[web.AbstractRouteDef]) -> dict[str, dict[str, Any]]:
-    paths: dict[str, dict[str, Any]] = {}
-    for route in table:
-        if not isinstance(route, web.RouteDef):
-            continue
-        doc = (route.handler.__doc__ or "").strip().splitlines()
-        summary = doc[0] if doc else route.path
-        kind = _CONTENT_TYPES.get(route.path, "text/html")
-        html = kind == "text/html"
-        op: dict[str, Any] = {
-            "summary": summary,
-            "security": [],
-            "responses": {"200": {"description": "OK", "content": {kind: {}}}},
-        }
-        if html:
-            op["description"] = "Web inbox (session cookie; redirects to /login when signed out)"
-            op["responses"]["303"] = {"description": "Redirect"}
-            op["responses"]["403"] = {"description": "Forbidden (CSRF token or role)"}
-        if "{" in route.path:
-            name = route.path.split("{", 1)[1].split("}", 1)[0]
-            op["parameters"] = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}]
-        paths.setdefault(route.path, {})[route.method.lower()] = op
-    return paths

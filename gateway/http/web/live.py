@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-
-from gateway.store import Store
 
 log = logging.getLogger("gateway.http.live")
 POLL = 1.0  # seconds between two looks at the newest event id (only while a page is open)
@@ -24,8 +23,9 @@ _CLOSED = -1
 
 
 class LiveFeed:
-    def __init__(self, store: Store, *, poll: float = POLL) -> None:
-        self.store, self.poll = store, poll
+    def __init__(self, newest: Callable[[], Awaitable[int]], *, poll: float = POLL) -> None:
+        """`newest`: the newest event id (`Reads.newest_event_id`)."""
+        self.newest, self.poll = newest, poll
         self._streams: set[asyncio.Queue[int]] = set()
         self._task: asyncio.Task[None] | None = None
 
@@ -47,7 +47,7 @@ class LiveFeed:
         last: int | None = None
         while self._streams:
             try:
-                newest = await self.store.last_event_id()
+                newest = await self.newest()
             except Exception as exc:  # a store hiccup: the pages keep what they show
                 log.warning("live feed: could not read the newest event id: %s", exc)
             else:

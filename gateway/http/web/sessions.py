@@ -1,8 +1,8 @@
 """Web inbox sessions: a signed cookie naming a session the store keeps.
 
-The cookie is a token signed by `runtime.signer` (its own salt) holding the user name, a CSRF
+The cookie is a token signed by the gateway's signer (its own salt) holding the user name, a CSRF
 secret, a random session id and an expiry checked against the injected clock. The store keeps a
-hash of the session id (table `web_sessions`), so that:
+hash of the session id (`gateway.service.websessions`), so that:
 - logout revokes the session on the server: the old cookie is refused even if it was copied;
 - a user removed from `[web]` is refused on the next request (the role is read from the config
   every time), and their sessions are deleted when the gateway starts without them, so that
@@ -11,7 +11,6 @@ hash of the session id (table `web_sessions`), so that:
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,9 +20,10 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from gateway.core.clock import Clock
 from gateway.core.errors import GatewayError
-from gateway.http.keys import RUNTIME
-from gateway.runtime import Runtime
+from gateway.core.tokens import TokenSigner
+from gateway.service.websessions import WebSessions
 from gateway.settings import Settings
 
 SESSION = "hitl.web.session.v2"  # v1 cookies had no server-side session: they are refused
@@ -32,7 +32,6 @@ CSRF_COOKIE = "hitl_csrf"
 _USER = web.RequestKey("web_user", object)
 _SID = web.RequestKey("web_session", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_API_PREFIXES = ("/v1/", "/webhooks/", "/healthz", "/readyz", "/openapi.json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +49,44 @@ class User:
         return self.role == "approver"
 
 
-def _key(session_id: str) -> str:
-    """What the store keeps: a hash, so that reading the table gives no usable cookie."""
-    return hashlib.sha256(session_id.encode()).hexdigest()
+class SessionCookies:
+    """Signs, reads and revokes session cookies over the sessions use case."""
+
+    def __init__(self, sessions: WebSessions, signer: TokenSigner, settings: Settings, clock: Clock) -> None:
+        self.sessions, self.signer, self.settings, self.clock = sessions, signer, settings, clock
+
+    async def resolve(self, token: str) -> tuple[User, str] | None:
+        """The user and session id of a cookie: signature, expiry, the store's session row (not
+        revoked) and the user's current role."""
+        try:
+            data = self.signer.verify(SESSION, token, self.clock.now())
+        except GatewayError:
+            return None
+        name, csrf, sid = data.get("u"), data.get("c"), data.get("s")
+        role = self.settings.web.role(name) if isinstance(name, str) else None
+        if not (role and isinstance(name, str) and isinstance(csrf, str) and isinstance(sid, str)):
+            return None
+        if await self.sessions.user_of(sid) != name:
+            return None
+        return User(name, role, csrf), sid
+
+    async def start(self, name: str) -> NoReturn:
+        """Record a new session and redirect to the inbox with its signed cookie."""
+        now, max_age = self.clock.now(), self.settings.web.session_max_age
+        sid = secrets.token_urlsafe(24)
+        await self.sessions.open(sid, name, max_age)
+        token = self.signer.sign(SESSION, {"u": name, "c": secrets.token_urlsafe(24), "s": sid}, now + max_age)
+        resp = web.HTTPSeeOther("/")
+        set_cookie(resp, self.settings, SESSION_COOKIE, token, max_age)
+        resp.del_cookie(CSRF_COOKIE, path="/")
+        raise resp
+
+    async def forget_removed_users(self, app: web.Application) -> None:
+        """At start: delete the sessions of users no longer in `[web]`."""
+        await self.sessions.keep_only({*self.settings.web.approvers, *self.settings.web.viewers})
+
+
+COOKIES = web.AppKey("web_session_cookies", SessionCookies)
 
 
 def current_user(request: web.Request) -> User | None:
@@ -63,21 +97,10 @@ def current_user(request: web.Request) -> User | None:
 
 @web.middleware
 async def sessions(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Resolve the session cookie once per request: signature, expiry, the store's session
-    row (not revoked) and the user's current role."""
+    """Resolve the session cookie once per request (the web sub-application's pages only)."""
     token = request.cookies.get(SESSION_COOKIE)
-    if token and not request.path.startswith(_API_PREFIXES):
-        rt = request.app[RUNTIME]
-        try:
-            data = rt.signer.verify(SESSION, token, rt.clock.now())
-        except GatewayError:
-            data = {}
-        name, csrf, sid = data.get("u"), data.get("c"), data.get("s")
-        role = rt.settings.web.role(name) if isinstance(name, str) else None
-        fields_ok = role and isinstance(name, str) and isinstance(csrf, str) and isinstance(sid, str)
-        if fields_ok and await rt.store.session_user(_key(str(sid)), rt.clock.now()) == name:
-            request[_USER] = User(str(name), str(role), str(csrf))
-            request[_SID] = str(sid)
+    if token and (found := await request.config_dict[COOKIES].resolve(token)) is not None:
+        request[_USER], request[_SID] = found
     return await handler(request)
 
 
@@ -97,40 +120,22 @@ def set_cookie(resp: web.StreamResponse, settings: Settings, name: str, value: s
     )
 
 
-async def start_session(rt: Runtime, name: str) -> NoReturn:
-    """Record a new session and redirect to the inbox with its signed cookie."""
-    now, max_age = rt.clock.now(), rt.settings.web.session_max_age
-    sid = secrets.token_urlsafe(24)
-    await rt.store.create_session(_key(sid), name, now, now + max_age)
-    token = rt.signer.sign(SESSION, {"u": name, "c": secrets.token_urlsafe(24), "s": sid}, now + max_age)
-    resp = web.HTTPSeeOther("/")
-    set_cookie(resp, rt.settings, SESSION_COOKIE, token, max_age)
-    resp.del_cookie(CSRF_COOKIE, path="/")
-    raise resp
-
-
 async def end_session(request: web.Request) -> None:
     """Revoke this request's session in the store (logout)."""
     sid = request.get(_SID)
     if sid is not None:
-        await request.app[RUNTIME].store.delete_session(_key(sid))
-
-
-async def forget_removed_users(app: web.Application) -> None:
-    """At start: delete the sessions of users no longer in `[web]`."""
-    rt = app[RUNTIME]
-    await rt.store.delete_sessions({*rt.settings.web.approvers, *rt.settings.web.viewers})
+        await request.config_dict[COOKIES].sessions.revoke(sid)
 
 
 __all__ = [
+    "COOKIES",
     "CSRF_COOKIE",
     "SESSION",
     "SESSION_COOKIE",
+    "SessionCookies",
     "User",
     "current_user",
     "end_session",
-    "forget_removed_users",
     "sessions",
     "set_cookie",
-    "start_session",
 ]

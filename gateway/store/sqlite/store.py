@@ -12,8 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxItem, ResumeJob
-from gateway.store.base import NewJob
+from gateway.core.models import Approval, OutboxItem, ResumeJob
 from gateway.store.shared import SQLStore, Transaction, run_at_once
 from gateway.store.shared.lifecycle import release
 from gateway.store.sql import Dialect, queries
@@ -117,16 +116,9 @@ class SQLiteStore(SQLStore):
         return await self._engine.write(lambda c: claims.claim_jobs(c, t, owner, until, limit))
 
     # ---------------------------------------------------------------- what differs from the shared use cases
-    async def create_approval(
-        self,
-        approval: Approval,
-        events: Sequence[NewEvent],
-        outbox: Sequence[NewOutbox],
-        *,
-        job: NewJob | None = None,
-    ) -> tuple[Approval, bool]:
+    async def create_approval(self, approval: Approval, *args: Any, **kw: Any) -> tuple[Approval, bool]:
         try:
-            return await super().create_approval(approval, events, outbox, job=job)
+            return await super().create_approval(approval, *args, **kw)
         except sqlite3.IntegrityError:  # the random id collided (80 bits): the caller sees an error
             raise sqlite3.IntegrityError(f"approval id {approval.id} already exists") from None
 

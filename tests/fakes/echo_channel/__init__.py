@@ -18,10 +18,18 @@ from aiohttp import web
 
 from gateway.core.identity import IdSyntax
 from gateway.core.models import Outcome
-from gateway.delivery.channels import Attempt, Channel, ChannelBase, OutgoingCard
-from gateway.delivery.spec import ChannelContext, ChannelSpec, Command
-from gateway.service.presses import Press
-from gateway.settings import string, strings
+from gateway.plugin import (
+    Attempt,
+    Channel,
+    ChannelBase,
+    ChannelContext,
+    ChannelSpec,
+    Command,
+    OutgoingCard,
+    Press,
+    string,
+    strings,
+)
 
 
 @dataclass(frozen=True, slots=True)

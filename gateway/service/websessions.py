@@ -1,0 +1,45 @@
+"""The web inbox's sessions and one-time links, kept in the store.
+
+The store keeps a hash of each session id (table `web_sessions`), so that reading the table gives
+no usable cookie; signing the cookie is the web layer's (gateway.http.web.sessions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Collection
+from datetime import timedelta
+
+from gateway.core.clock import Clock
+from gateway.store import Store
+
+
+def _key(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode()).hexdigest()
+
+
+class WebSessions:
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self._store, self._clock = store, clock
+
+    async def open(self, session_id: str, user: str, max_age: timedelta) -> None:
+        now = self._clock.now()
+        await self._store.create_session(_key(session_id), user, now, now + max_age)
+
+    async def user_of(self, session_id: str) -> str | None:
+        """The user of a live session (not revoked, not expired), else None."""
+        return await self._store.session_user(_key(session_id), self._clock.now())
+
+    async def revoke(self, session_id: str) -> None:
+        await self._store.delete_session(_key(session_id))
+
+    async def keep_only(self, users: Collection[str]) -> int:
+        """Delete the sessions of every user not in `users` (removed from `[web]`)."""
+        return await self._store.delete_sessions(users)
+
+    async def first_use(self, key: str) -> bool:
+        """Whether a one-time link (`key`) is used for the first time; it is remembered."""
+        return await self._store.remember_inbound(key, self._clock.now())
+
+
+__all__ = ["WebSessions"]
