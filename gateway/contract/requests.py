@@ -110,7 +110,8 @@ class SuspendBody(RequestBody):
 
 class DecisionBody(RequestBody):
     """`POST /v1/approvals/{id}/decision`. `args_hash`: the `current_args_hash` of the approval
-    the caller read; an approve on other args is then a 409 (`stale_round`)."""
+    the caller read; an approve on other args is then a 409 (`stale_round`). `grant`: "and allow
+    the same for 1h" (or "for this run"), as the approval's policy offers."""
 
     outcome: Outcome
     args: Annotated[
@@ -133,6 +134,10 @@ class DecisionBody(RequestBody):
     ] = None
     by: By = None
     comment: Comment = None
+    grant: Annotated[
+        str | None,
+        text(16, 'a standing grant with the approve: one of the policy\'s `grants`, like "1h" or "run"'),
+    ] = None
 
 
 class ExtendBody(RequestBody):

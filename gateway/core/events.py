@@ -24,6 +24,7 @@ class EventKind(StrEnum):
     EDITED = "edited"  # an approver changed the args: a new round of votes on them begins
     EXTENDED = "extended"  # an approver or operator extended the deadline, as the policy allows
     RULE_SHADOW = "rule_shadow"  # a shadow rule matched: what it would have done (nothing enforced)
+    GRANT_REVOKED = "grant_revoked"  # a standing grant this approve made was revoked (data: grant)
     DENIED = "denied"  # a press or decision by someone who may not decide (kept at most 5 times)
     # ------------------------------------------------------------ cards (the outbox)
     POST_ATTEMPT = "post_attempt"  # written before each post: a crash mid-call leaves it open

@@ -86,6 +86,12 @@ class Policy:
     extend: tuple[timedelta, ...] = ()  # the durations an approver may add to the deadline
     max_extensions: int = 0  # how many extensions in all (parse_policy: 1 when `extend` is given alone)
     require_reason: bool = False  # a reject must say why, on every path
+    # Standing grants an approver may add to an approve (gateway.core.grants): "run" and/or
+    # durations, normalized ("1h"); the longest a grant lives ("run": this long); and the
+    # top-level args a grant covers (None: all of them, the same args hash).
+    grants: tuple[str, ...] = ()
+    grant_max: timedelta = timedelta(hours=24)
+    grant_fields: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self._base_json() | self._extra_json()
@@ -98,6 +104,11 @@ class Policy:
             out["max_extensions"] = self.max_extensions
         if self.require_reason:
             out["require_reason"] = True
+        if self.grants:  # v19: only when offered, so older policies stay byte for byte
+            out["grants"] = list(self.grants)
+            out["grant_max"] = format_duration(self.grant_max)
+            if self.grant_fields is not None:
+                out["grant_fields"] = list(self.grant_fields)
         return out
 
     def _base_json(self) -> dict[str, Any]:
@@ -128,6 +139,9 @@ class Policy:
             extend=tuple(parse_duration(d) for d in data.get("extend", ())),
             max_extensions=int(data.get("max_extensions", 0)),
             require_reason=bool(data.get("require_reason", False)),
+            grants=tuple(data.get("grants", ())),
+            grant_max=parse_duration(data.get("grant_max", "24h")),
+            grant_fields=None if data.get("grant_fields") is None else tuple(data["grant_fields"]),
         )
 
 

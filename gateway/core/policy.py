@@ -20,6 +20,7 @@ from gateway.core.errors import (
     ValidationError,
 )
 from gateway.core.events import EventKind
+from gateway.core.grants import parse_grant_keys
 from gateway.core.models import Approval, Decision, OnTimeout, Outcome, Policy, Source, Status, Vote
 
 _POLICY_FIELDS = {
@@ -33,6 +34,9 @@ _POLICY_FIELDS = {
     "extend",
     "max_extensions",
     "require_reason",
+    "grants",
+    "grant_max",
+    "grant_fields",
 }
 MAX_REMINDERS = 10
 MAX_EXTENSIONS = 100
@@ -133,6 +137,7 @@ def parse_policy(data: Mapping[str, Any], *, name: str = "inline", prefix: str =
         remind=_reminders(f"{prefix}remind", data.get("remind", []), timeout),
         quorum=_quorum(f"{prefix}quorum", data.get("quorum", 1)),
         **_extensions(prefix, data, timeout),
+        **parse_grant_keys(data, prefix),
     )
 
 

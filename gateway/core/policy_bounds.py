@@ -7,7 +7,7 @@ The operator's config is the authority. An agent may:
   timeout as an instant; `max_timeout` / `min_timeout` bound both);
 - give an inline policy, as `security.inline_policies` allows: `restrict` (the default) refuses
   one that approves on its own (`on_timeout` or `after_escalation` = `approve`), that lowers the
-  default policy's quorum or drops its `require_reason`, `deny` refuses every inline policy,
+  default policy's quorum, drops its `require_reason` or offers standing grants, `deny` refuses every inline policy,
   `allow` takes it as it is.
 A refusal is `PolicyNotAllowed` (403) naming the field. Operators are trusted with policies.
 """
@@ -94,6 +94,8 @@ def check_inline(policy: Policy, mode: str, default: Policy) -> None:
         raise PolicyNotAllowed("policy.on_timeout", f"an inline policy may not approve on timeout {why}")
     if policy.after_escalation is Outcome.APPROVE:
         raise PolicyNotAllowed("policy.after_escalation", f"an inline policy may not approve on timeout {why}")
+    if policy.grants:  # a standing grant outlives the approval: only an operator's policy offers one
+        raise PolicyNotAllowed("policy.grants", f"an inline policy may not offer standing grants {why}")
     if policy.quorum < default.quorum:
         raise PolicyNotAllowed(
             "policy.quorum", f"an inline policy may not lower the default policy's quorum of {default.quorum} {why}"

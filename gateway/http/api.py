@@ -107,6 +107,7 @@ async def decide(request: web.Request) -> web.Response:
         args=body.args,
         seen=seen,
         seen_field="args_hash",
+        grant=body.grant,
     )
     return web.json_response(await service.view(approval))
 

@@ -126,6 +126,17 @@ def _worker_paths() -> dict[str, dict[str, Any]]:
     }
 
 
+def _grant_paths() -> dict[str, dict[str, Any]]:
+    """Standing grants (gateway/http/grants.py): made by an approve's `grant`, listed and revoked here."""
+    every = {"name": "all", "in": "query", "schema": {"enum": ["true", "false"]}}
+    listing = _op(
+        "List standing grants (operators; ?all=true: revoked and expired too)", {"type": "object"}, 400, 401, 403
+    )
+    listing["parameters"] = [every]
+    revoke = _op("Revoke a standing grant (operators)", {"type": "object"}, 401, 403, 404, params=[_ID])
+    return {"/v1/grants": {"get": listing}, "/v1/grants/{id}": {"delete": revoke}}
+
+
 def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {
         "/v1/suspend": {
@@ -235,6 +246,7 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
             )
         },
         **_worker_paths(),
+        **_grant_paths(),
         "/healthz": {"get": _op("Liveness", {"type": "object"}, public=True)},
         "/readyz": {"get": _op("Readiness (store reachable, loops running)", {"type": "object"}, 503, public=True)},
         "/openapi.json": {"get": _op("This document", {"type": "object"}, public=True)},

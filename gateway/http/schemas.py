@@ -147,11 +147,12 @@ class DecisionInput:
     comment: str | None
     args: dict[str, Any] | None
     args_hash: str | None
+    grant: str | None = None
 
 
 def parse_decision(body: dict[str, Any]) -> DecisionInput:
     m = contract.validate(contract.DecisionBody, body)
-    return DecisionInput(Outcome(m.outcome), m.by or None, m.comment, m.args, m.args_hash)
+    return DecisionInput(Outcome(m.outcome), m.by or None, m.comment, m.args, m.args_hash, m.grant)
 
 
 def parse_extend(body: dict[str, Any]) -> tuple[timedelta, str | None]:

@@ -15,6 +15,7 @@ from gateway.core.tokens import TokenSigner
 from gateway.service import Inbound, Service
 from gateway.service.audit import AuditService
 from gateway.service.deliveries import Deliveries
+from gateway.service.grants import Grants
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
 from gateway.service.queries import Reads
@@ -34,12 +35,14 @@ METRICS = web.AppKey("metrics", Metrics)
 DELIVERIES = web.AppKey("deliveries", Deliveries)
 JOBS = web.AppKey("jobs", Jobs)
 JOURNAL = web.AppKey("journal", RunJournal)
+GRANTS = web.AppKey("grants", Grants)
 READY: web.AppKey[Callable[[], Awaitable[bool]]] = web.AppKey("ready")
 
 __all__ = [
     "AUDIT",
     "CLOCK",
     "DELIVERIES",
+    "GRANTS",
     "INBOUND",
     "JOBS",
     "JOURNAL",

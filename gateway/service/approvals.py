@@ -29,8 +29,19 @@ from gateway.core.errors import (
     ValidationError,
 )
 from gateway.core.events import EventKind
+from gateway.core.grants import Grant
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
-from gateway.core.models import Approval, EditTerms, NewEvent, NewOutbox, OutboxKind, Outcome, Policy, Status
+from gateway.core.models import (
+    Approval,
+    EditTerms,
+    NewEvent,
+    NewOutbox,
+    OutboxKind,
+    Outcome,
+    Policy,
+    Source,
+    Status,
+)
 from gateway.core.observers import Observer, Observers
 from gateway.core.principals import Principal
 from gateway.core.redact import Redactor
@@ -40,6 +51,7 @@ from gateway.core.sealing import Sealer
 from gateway.core.shown import audit_facts, card_posted
 from gateway.core.tokens import RESUME, TokenSigner
 from gateway.service import edits as service_edits
+from gateway.service import grants as service_grants
 from gateway.service import routing, rulings
 from gateway.service.authority import Authorizer
 from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Expire, Extend
@@ -48,7 +60,7 @@ from gateway.service.decisions import DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy, settable
 from gateway.service.replay import check_replay
 from gateway.settings import Settings
-from gateway.store import Creation, NewJob, Store, TransitionWrite
+from gateway.store import Creation, GrantUnavailable, NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
 TOKEN_ACTOR = "token"  # who decided by holding the resume token (`decide_by_token`): no identity
@@ -102,6 +114,9 @@ class Service:
         self.authorizer = Authorizer(self.identities, self._allowlists)
         self.committer = Committer(store, clock, self.observer)
         self.decisions = Decisions(self.committer, self.authorizer, store, clock, self.redactor, self.sealer, signer)
+        self.grants = service_grants.Grants(store, clock, self.identities)
+        # Standing grants decide suspends only while a configured policy offers them: no lookup otherwise.
+        self._grants_on = any(p.grants for p in settings.policies.values())
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
         self.channels: Mapping[str, Channel] = {}
 
@@ -166,6 +181,9 @@ class Service:
         approval = self._approval(req, checked, terms, encoded, state, key, agent, now)
         ruleset = self.settings.rules
         made: Creation | None = None
+        grant = None
+        if self._grants_on:
+            grant = await self.grants.covering(approval.namespace, req.step, req.run_id, req.args, now)
 
         def build(counters: Counters) -> Creation:
             nonlocal made
@@ -173,14 +191,21 @@ class Service:
             if ruleset.active:
                 facts = rulings.facts(req.run_id, req.step, req.args, req.context, principal)
                 result = evaluate_rules(ruleset, facts, counters, now)
-            made = self._creation(req, approval, checked, result, principal, now)
+            made = self._creation(req, approval, checked, result, principal, now, grant)
             return made
 
-        if ruleset.counters:
-            stored, created = await self.store.create_counted(approval.namespace, ruleset.counters, now, build)
-        else:
-            c = build(NO_COUNTERS)
-            stored, created = await self.store.create_approval(c.approval, c.events, c.outbox, job=c.job)
+        for _ in range(2):  # a grant revoked (or expired) since it was read: plan again without it
+            try:
+                if ruleset.counters:
+                    stored, created = await self.store.create_counted(approval.namespace, ruleset.counters, now, build)
+                else:
+                    c = build(NO_COUNTERS)
+                    stored, created = await self.store.create_approval(
+                        c.approval, c.events, c.outbox, job=c.job, grant=c.grant
+                    )
+                break
+            except GrantUnavailable:
+                grant = None
         assert made is not None  # built by the store's transaction or above
         if not created:
             if stored.agent != agent:  # no agent's namespace is shared: another principal's key
@@ -188,8 +213,15 @@ class Service:
                     "idempotency_key: is already in use; choose another one", field="idempotency_key"
                 )
             choosable = settable(self.settings, made.approval.policy.name, principal)
+            # a grant decides with no cards: the channels of a decision by one are not the request's
+            by_grant = made.grant is not None or (stored.decision and stored.decision.source) is Source.GRANT
             await check_replay(
-                self.store, stored, made.approval, deadline=req.deadline, settable=choosable, routed=ruleset.active
+                self.store,
+                stored,
+                made.approval,
+                deadline=req.deadline,
+                settable=choosable,
+                routed=ruleset.active or by_grant,
             )
             return stored, False
         log.info(
@@ -260,9 +292,11 @@ class Service:
         result: RuleResult | None,
         principal: Principal | None,
         now: datetime,
+        grant: Grant | None = None,
     ) -> Creation:
-        """What the suspend commits: the approval (routed, or decided, by the rules' `result`),
-        its `suspended` event, shadow rules' events, and its cards, or its decision and job."""
+        """What the suspend commits: the approval (routed, or decided, by the rules' `result`,
+        else by a standing `grant` that covers it), its `suspended` event, shadow rules' events,
+        and its cards, or its decision and job."""
         if (
             result is not None
             and not rulings.decides(result)
@@ -299,14 +333,20 @@ class Service:
             | audit_facts(approval),
         )
         shadows = rulings.shadow_events(approval.id, result, now)
-        if result is not None and rulings.decides(result):
-            decided, event = rulings.decide(approval.evolve(channels=()), result, now)
+        ruled = result is not None and rulings.decides(result)
+        if ruled or grant is not None:
+            if result is not None and ruled:  # a rule's deny still denies; its allow needs no grant
+                decided, event = rulings.decide(approval.evolve(channels=()), result, now)
+                grant = None
+            else:
+                assert grant is not None
+                decided, event = service_grants.decide(approval.evolve(channels=()), grant, now)
             events = [suspended, *shadows, event]
             job = None
             if decided.worker:
                 job = NewJob(decided.id, decided.worker)
                 events.append(NewEvent(decided.id, EventKind.JOB_QUEUED, now, data={"worker": decided.worker}))
-            return Creation(decided, events, [], job)
+            return Creation(decided, events, [], job, grant.id if grant is not None else None)
         posts, posted = self._posts(approval, approval.channels, now)
         return Creation(approval, [suspended, *shadows, *posted], posts, None)
 
@@ -370,11 +410,12 @@ class Service:
         args: dict[str, Any] | None = None,
         seen: str | None = None,
         seen_field: str = "round",
+        grant: str | None = None,
     ) -> Approval:
         """A person's vote (gateway.service.commands.CastVote says what each field means): the
         command, built for the callers that hold its fields apart."""
         cmd = CastVote(
-            approval_id, outcome, actor, authority, comment, channel, None, on_behalf_of, args, seen, seen_field
+            approval_id, outcome, actor, authority, comment, channel, None, on_behalf_of, args, seen, seen_field, grant
         )
         return (await self.decisions.cast(cmd)).approval
 

@@ -29,7 +29,8 @@ class CastVote:
     with changes). `seen`: the round tag of what the voter saw (gateway.core.rounds.tag, or
     ORIGINAL); an approve drawn for another round's args is refused, naming `seen_field`. `name`:
     how the platform shows the voter, for cards. `on_behalf_of`: an operator's note of whom it
-    acted for, recorded, never taken as the approver."""
+    acted for, recorded, never taken as the approver. `grant`: a standing grant the approve adds
+    ("1h", "run": one of the policy's `grants`; gateway.service.grants)."""
 
     approval_id: str
     outcome: Outcome
@@ -42,6 +43,7 @@ class CastVote:
     args: dict[str, Any] | None = None
     seen: str | None = None
     seen_field: str = "round"
+    grant: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from gateway.core import policy as rules
 from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound
 from gateway.core.events import EventKind
+from gateway.core.grants import Grant
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind
 from gateway.core.observers import Observer
 from gateway.store import NewJob, Store, TransitionWrite
@@ -27,13 +28,15 @@ _SYNCED = frozenset({EventKind.VOTE, EventKind.EDITED, EventKind.EXTENDED})  # c
 @dataclass(frozen=True, slots=True)
 class Step:
     """What a use case decided for the approval it was shown: the transition, who made it and
-    through which channel, deliveries beyond the usual syncs, and the instant (default: now)."""
+    through which channel, deliveries beyond the usual syncs, the instant (default: now), and
+    a standing grant the approve made (written in the same transaction)."""
 
     transition: rules.Transition
     actor: str | None
     channel: str | None
     outbox: Sequence[NewOutbox] = field(default_factory=tuple)
     at: datetime | None = None
+    grant: Grant | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +95,13 @@ class Committer:
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
             events.append(NewEvent(after.id, EventKind.JOB_QUEUED, now, data={"worker": after.worker}))
-        return TransitionWrite(after, before.version, events, outbox, job)
+        return TransitionWrite(after, before.version, events, outbox, job, step.grant)
 
     async def commit(self, before: Approval, step: Step) -> bool:
         w = self.write(before, step)
-        if not await self.store.save_transition(w.approval, w.expected_version, w.events, w.outbox, w.job):
+        if not await self.store.save_transition(
+            w.approval, w.expected_version, w.events, w.outbox, w.job, grant=w.grant
+        ):
             return False
         self.committed(w, step)
         return True

@@ -6,7 +6,9 @@ of the approval (gateway.service.authority) and plans a Step for the one compare
 
 from __future__ import annotations
 
+import base64
 import logging
+import secrets
 from dataclasses import replace
 
 from gateway.core import extend as extend_rules
@@ -20,12 +22,20 @@ from gateway.core.redact import Redactor
 from gateway.core.sealing import Sealer
 from gateway.core.tokens import TokenSigner
 from gateway.service import edits as service_edits
+from gateway.service import grants as service_grants
 from gateway.service.authority import Authorizer
 from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Extend
 from gateway.service.commit import Committer, Done, Step
 from gateway.store import Store
 
 log = logging.getLogger("gateway.service")
+
+
+def new_grant_id() -> str:
+    """16 lowercase base32 characters (80 random bits), like an approval's id."""
+    return base64.b32encode(secrets.token_bytes(10)).decode().lower()
+
+
 DENIED_KEPT = 5  # `denied` events kept per person and approval
 
 
@@ -68,6 +78,7 @@ class Decisions:
                     " on other args): look at the updated card; nothing was recorded",
                 )
             service_edits.check_reason(approval, cmd.outcome, comment)
+            offer = service_grants.check_vote(approval, cmd)
             proposal, sealed = None, None
             if cmd.args is not None:
                 if cmd.outcome is not Outcome.APPROVE:
@@ -82,11 +93,14 @@ class Decisions:
                 transition = replace(transition, approval=transition.approval.evolve(sealed=sealed))
             if cmd.on_behalf_of:
                 transition = replace(transition, data={**transition.data, "on_behalf_of": cmd.on_behalf_of})
+            transition, grant = service_grants.with_grant(
+                self.sealer, approval, transition, offer, actor, person, new_grant_id(), now
+            )
             if transition.approval is approval:  # the same person approving twice counts once
                 data = dict(transition.data)
                 await self.store.append_events([NewEvent(approval.id, transition.event, now, actor, cmd.channel, data)])
                 return Done(approval, transition.event)
-            return Step(transition, actor, cmd.channel)
+            return Step(transition, actor, cmd.channel, grant=grant)
 
         return await self.committer.transact(cmd.approval_id, plan, current=current)
 

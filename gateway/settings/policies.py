@@ -26,6 +26,8 @@ KEYS: dict[str, Coerce] = {
     "remind": listing,
     "agent_may_set": listing,
     "extend": listing,
+    "grants": listing,
+    "grant_fields": listing,
     "quorum": integer,
     "max_extensions": integer,
     "require_reason": boolean,

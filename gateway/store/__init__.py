@@ -11,12 +11,22 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from gateway.core.errors import ConfigError
-from gateway.store.base import Build, CardUpdate, Creation, NewJob, Prompt, Store, TransitionWrite
+from gateway.store.base import (
+    Build,
+    CardUpdate,
+    Creation,
+    GrantUnavailable,
+    NewJob,
+    Prompt,
+    Store,
+    TransitionWrite,
+)
 
 __all__ = [
     "Build",
     "CardUpdate",
     "Creation",
+    "GrantUnavailable",
     "NewJob",
     "Prompt",
     "Store",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
 
+from gateway.core.grants import Grant
 from gateway.core.models import (
     Approval,
     Card,
@@ -37,12 +38,19 @@ class NewJob:
 
 class Creation(NamedTuple):
     """What a suspend inserts in one transaction: the approval, its events, its cards, and its
-    resume job when it is decided at once."""
+    resume job when it is decided at once; `grant`: the id of the standing grant that decided
+    it, whose use is recorded in the same transaction (GrantUnavailable if it died first)."""
 
     approval: Approval
     events: list[NewEvent]
     outbox: list[NewOutbox]
     job: NewJob | None
+    grant: str | None = None
+
+
+class GrantUnavailable(Exception):
+    """The grant a suspend was decided by was revoked or expired before its transaction: nothing
+    was written; the suspend is planned again without it."""
 
 
 Build = Callable[[Counters], Creation]  # a suspend's Creation, from the budgets read in its transaction
@@ -80,6 +88,7 @@ class TransitionWrite:
     events: Sequence[NewEvent]
     outbox: Sequence[NewOutbox] = ()
     job: NewJob | None = None
+    grant: Grant | None = None  # a standing grant the approve made (gateway.core.grants)
 
 
 class LifecyclePort(Protocol):
@@ -130,11 +139,13 @@ class ApprovalPort(Protocol):
         outbox: Sequence[NewOutbox],
         *,
         job: NewJob | None = None,
+        grant: str | None = None,
     ) -> tuple[Approval, bool]:
         """Insert unless the idempotency key exists in the approval's namespace (its agent's,
         or no agent's: `Approval.namespace`). Returns (stored approval, created): on a conflict,
         the approval that holds the key in that namespace, never another namespace's. `job`:
-        an approval decided at once (by a rule) with its worker's resume job."""
+        an approval decided at once (by a rule or grant) with its worker's resume job; `grant`:
+        the grant that decided it, its use recorded if inserted (GrantUnavailable if dead)."""
         ...
 
     async def create_counted(
@@ -178,8 +189,10 @@ class ApprovalPort(Protocol):
         events: Sequence[NewEvent],
         outbox: Sequence[NewOutbox] = (),
         job: NewJob | None = None,
+        grant: Grant | None = None,
     ) -> bool:
-        """Compare-and-set on `version`: write everything, or nothing and return False."""
+        """Compare-and-set on `version`: write everything (and `grant`, made by the approve),
+        or nothing and return False."""
         ...
 
     async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
@@ -340,6 +353,29 @@ class JournalPort(Protocol):
         ...
 
 
+class GrantPort(Protocol):
+    """Standing grants (gateway/core/grants.py). Creating one with its approve is
+    `save_transition(grant=)`, recording a use is `create_approval(grant=)`: each in the
+    transaction of its approval."""
+
+    async def create_grant(self, grant: Grant) -> None: ...
+
+    async def get_grant(self, grant_id: str) -> Grant | None: ...
+
+    async def list_grants(self, now: datetime, *, live: bool = True, limit: int = 100) -> list[Grant]:
+        """Newest first: the grants live at `now`, or (`live=False`) every one."""
+        ...
+
+    async def live_grants(self, namespace: str, step: str, run_id: str, now: datetime) -> list[Grant]:
+        """The grants that may cover a suspend of `step` in `namespace` and `run_id` at `now`
+        (the caller compares the covered args: `Grant.covers`)."""
+        ...
+
+    async def revoke_grant(self, grant_id: str, by: str, now: datetime, events: Sequence[NewEvent] = ()) -> bool:
+        """Revoke a live or expired grant once; the events only if this call revoked it."""
+        ...
+
+
 class HousekeepingPort(Protocol):
     """Inbound de-duplication, web sessions, prompts, and pruning them."""
 
@@ -386,6 +422,7 @@ class Store(
     JobPort,
     JournalPort,
     HousekeepingPort,
+    GrantPort,
     AuditStore,
     Protocol,
 ):

@@ -27,13 +27,14 @@ class Outcome(StrEnum):
 class Source(StrEnum):
     """Where a decision came from: a person, an operator (an operator's API key: `decided_by` is
     `operator:NAME`), a timeout policy, a cancel, or a rule of the gateway (`decided_by` is
-    `rule:NAME`)."""
+    `rule:NAME`), or a person's standing grant (`decided_by` is `grant:ID`)."""
 
     HUMAN = "human"
     OPERATOR = "operator"
     POLICY = "policy"
     CANCEL = "cancel"
     RULE = "rule"
+    GRANT = "grant"
 
 
 # Set only by a decision that edited the request (approve with edits); omitted from the JSON
@@ -89,6 +90,8 @@ class Decision:
             return f"No decision within the deadline: {self.outcome.value} by policy" + (f" ({said})" if said else "")
         if self.source is Source.RULE:
             return f"Decided by the gateway's {self.decided_by}" + (f": {said}" if said else "")
+        if self.source is Source.GRANT:
+            return f"Decided by a standing grant ({self.decided_by})" + (f": {said}" if said else "")
         if self.source is Source.CANCEL:
             return f"The request was cancelled by {self.decided_by}" + (f": {said}" if said else "")
         return said or f"Rejected by {self.decided_by}"

@@ -9,11 +9,13 @@ from datetime import datetime
 from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
+from gateway.core.grants import Grant
 from gateway.core.models import Approval, Event, NewEvent, NewOutbox, Status
 from gateway.core.rules import CounterKey, CounterSnapshot
-from gateway.store.base import Build, Creation, NewJob, TransitionWrite
+from gateway.store.base import Build, Creation, GrantUnavailable, NewJob, TransitionWrite
 from gateway.store.rows import approval_from_row, approval_values, event_from_row, policy_values
 from gateway.store.shared.backend import Backend, Tx
+from gateway.store.shared.grants import grant_values
 from gateway.store.shared.tx import encode_events
 from gateway.store.sql import approvals_sql
 
@@ -41,12 +43,13 @@ class ApprovalsSQL(Backend):
         outbox: Sequence[NewOutbox],
         *,
         job: NewJob | None = None,
+        grant: str | None = None,
     ) -> tuple[Approval, bool]:
         values = (*approval_values(approval), approval.namespace)  # encoded here, not inside the transaction
         encoded = encode_events(events)
 
         async def op(tx: Tx) -> tuple[Approval, bool]:
-            return await self._insert(tx, approval, values, encoded, events, outbox, job)
+            return await self._insert(tx, approval, values, encoded, events, outbox, job, grant)
 
         stored, created = await self.transact(op)
         if created:
@@ -75,7 +78,7 @@ class ApprovalsSQL(Backend):
             row_values = (*approval_values(made.approval), made.approval.namespace)
             encoded = encode_events(made.events)
             stored, created = await self._insert(
-                tx, made.approval, row_values, encoded, made.events, made.outbox, made.job
+                tx, made.approval, row_values, encoded, made.events, made.outbox, made.job, made.grant
             )
             return stored, created, made
 
@@ -93,6 +96,7 @@ class ApprovalsSQL(Backend):
         events: Sequence[NewEvent],
         outbox: Sequence[NewOutbox],
         job: NewJob | None,
+        grant: str | None = None,
     ) -> tuple[Approval, bool]:
         # Insert first (one statement in the common case); read the winner only on a conflict.
         # A concurrent insert of the same key in the same namespace waits for the row, then
@@ -100,6 +104,8 @@ class ApprovalsSQL(Backend):
         if await tx.execute(self.Q.insert_approval, values) != 1:
             row = await tx.fetch_one(self.Q.approval_by_key, (approval.namespace, approval.idempotency_key))
             return approval_from_row(row), False
+        if grant is not None and await tx.execute(self.Q.use_grant, (grant, to_ts(approval.created_at))) != 1:
+            raise GrantUnavailable(grant)  # revoked or expired since it was read: roll it all back
         fresh = all(e.approval_id == approval.id for e in events)  # its own events: no head to read
         await tx.insert_events(encoded, fresh=fresh)
         now = time.time()
@@ -142,6 +148,7 @@ class ApprovalsSQL(Backend):
         events: Sequence[NewEvent],
         outbox: Sequence[NewOutbox] = (),
         job: NewJob | None = None,
+        grant: Grant | None = None,
     ) -> bool:
         Q = self.Q
         values = (*approval_values(approval)[1:], approval.id, expected_version)
@@ -150,6 +157,8 @@ class ApprovalsSQL(Backend):
         async def op(tx: Tx) -> bool:
             if await tx.execute(Q.save_transition, values) != 1:
                 return False
+            if grant is not None:
+                await tx.execute(Q.insert_grant, grant_values(grant))
             now = time.time()
             await tx.insert_events(encoded)
             await tx.insert_outbox(outbox, now)

@@ -58,6 +58,42 @@ SELECT MIN(wake_at) AS m FROM approvals WHERE wake_at IS NOT NULL;
 -- name: count_by_status
 SELECT status, COUNT(*) AS n FROM approvals GROUP BY status;
 
+-------------------------------------------------------------------------- grants
+
+-- name: insert_grant
+-- A standing grant, written with the approve that made it (save_transition) or alone.
+INSERT INTO grants (
+    id, namespace, step, run_id, fields, args_hash, duration, granted_by, person, approval_id,
+    created_at, expires_at, revoked_at, revoked_by, uses, last_used_at
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16);
+
+-- name: get_grant
+SELECT * FROM grants WHERE id = $1;
+
+-- name: live_grants
+-- The grants that may decide a suspend: its namespace and step, live at $3, for any run or its
+-- own (index grants_lookup); the covered-args hash is compared by the caller (each grant names
+-- its own fields).
+SELECT * FROM grants
+WHERE namespace = $1 AND step = $2 AND expires_at > $3 AND revoked_at IS NULL
+    AND (run_id IS NULL OR run_id = $4)
+ORDER BY expires_at DESC, id LIMIT 50;
+
+-- name: list_live_grants
+SELECT * FROM grants WHERE revoked_at IS NULL AND expires_at > $1 ORDER BY created_at DESC, id LIMIT $2;
+
+-- name: list_all_grants
+SELECT * FROM grants ORDER BY created_at DESC, id LIMIT $1;
+
+-- name: revoke_grant
+-- Once: a second revocation changes nothing (and records nothing).
+UPDATE grants SET revoked_at = $2, revoked_by = $3 WHERE id = $1 AND revoked_at IS NULL;
+
+-- name: use_grant
+-- A suspend the grant decided, in the transaction that creates it: only while it lives, so a
+-- revocation or expiry that committed first makes the suspend fall back to asking.
+UPDATE grants SET uses = uses + 1, last_used_at = $2 WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2;
+
 -------------------------------------------------------------------------- events
 
 -- name: insert_event
