@@ -86,11 +86,14 @@ async def _approval_ctx(request: web.Request, approval: Approval, user: User, **
         "round": form.get("round") or rounds.tag(request.config_dict[SIGNER], approval),
         "extend_choices": [extend_rules.label(d) for d in extend_rules.choices(approval)],
         "require_reason": approval.policy.require_reason,
+        # "Approve and allow for 1h": one person may grant only where one person decides
+        "grant_offers": approval.policy.grants if approval.policy.quorum == 1 else (),
         "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
         **view,
         "self_row": view,
         "args": pretty(approval.args),
         "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in detail.events],
+        "made_grant": next((e.data for e in detail.events if e.kind == "approved" and "grant_for" in e.data), None),
         "cards": detail.cards,
         "deliveries": detail.deliveries,
         "job": detail.job,
@@ -112,7 +115,7 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
     comment = form.get("comment", "").strip()
     current = await service.get(request.match_info["id"])
     try:
-        outcome = _form_outcome(form.get("outcome", ""), comment)
+        outcome, grant = _form_outcome(form.get("outcome", ""), comment)
         # The edit fields travel with an approve (unchanged ones are no edit: the same args hash).
         args = argsform.read(current, form) if outcome is Outcome.APPROVE else None
         approval = await service.decide(
@@ -123,6 +126,7 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
             channel="web",
             args=args,
             seen=form.get("round") or rounds.ORIGINAL,  # a page without one predates round tags
+            grant=grant,
         )
     except (PageError, GatewayError) as exc:
         status = exc.status
@@ -165,14 +169,17 @@ async def extend(request: web.Request, user: User) -> web.StreamResponse:
     raise web.HTTPSeeOther(f"/approvals/{approval_id}")
 
 
-def _form_outcome(value: str, comment: str) -> Outcome:
+def _form_outcome(value: str, comment: str) -> tuple[Outcome, str | None]:
+    """The outcome pressed, and the grant of an "Approve and allow for 1h" button
+    (`approve:1h`: checked against the policy by the use case, as the API's `grant`)."""
+    value, _, grant = value.partition(":")
     try:
         outcome = Outcome(value)
     except ValueError:
         raise PageError(400, "outcome: must be approve or reject") from None
     if len(comment) > _MAX_COMMENT:
         raise PageError(400, f"comment: at most {_MAX_COMMENT} characters")
-    return outcome  # a reason to reject is the policy's call (`require_reason`), as on every path
+    return outcome, grant or None  # a reason to reject is the policy's call (`require_reason`), as on every path
 
 
 @routes.get("/static/web.css")

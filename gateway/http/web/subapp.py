@@ -19,6 +19,7 @@ from aiohttp.web_urldispatcher import AbstractRuleMatching, MatchedSubAppResourc
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
 from gateway.http.web import editlink, inbox, live
+from gateway.http.web import grants as web_grants
 from gateway.http.web import sessions as web_sessions
 from gateway.http.web.inbox import LIVE
 from gateway.http.web.sessions import SessionCookies
@@ -48,7 +49,13 @@ async def security_headers(request: web.Request, handler: web_auth.Handler) -> w
     return resp
 
 
-ROUTES: list[web.AbstractRouteDef] = [*inbox.routes, *web_auth.routes, *web_dashboard.routes, *editlink.routes]
+ROUTES: list[web.AbstractRouteDef] = [
+    *inbox.routes,
+    *web_auth.routes,
+    *web_dashboard.routes,
+    *editlink.routes,
+    *web_grants.routes,
+]
 
 
 def web_app(cookies: SessionCookies, reads: Reads) -> web.Application:
