@@ -31,6 +31,7 @@ class Verb(StrEnum):
     REASON = "reason"  # reject, with a modal that asks why
     EDIT = "edit"
     EXTEND = "extend"
+    GRANT = "grant"  # approve with a standing grant: `hitl:grant.<offer>.<round tag>:<ref>`
 
 
 VERBS = frozenset(Verb)
@@ -51,7 +52,8 @@ class SlackPress:
     message_ts: str
     response_url: str
     trigger_id: str
-    arg: str = ""  # extend: the duration ('1h'), from `hitl:extend.1h:<ref>`; approve: the round tag
+    arg: str = ""  # extend: the duration ('1h'), from `hitl:extend.1h:<ref>`; approve: the round tag;
+    # grant: '<offer>.<round tag>' ('1h.abcdefghij')
     teams: tuple[str, ...] = ()  # the workspaces it names (`team.id`, `user.team_id`)
 
 
@@ -156,8 +158,8 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if (
         verb not in VERBS
         or ref != value
-        or (verb == Verb.EXTEND and not arg)
-        or (arg and verb not in (Verb.EXTEND, Verb.APPROVE))
+        or (verb in (Verb.EXTEND, Verb.GRANT) and not arg)
+        or (arg and verb not in (Verb.EXTEND, Verb.APPROVE, Verb.GRANT))
     ):
         raise BadPayload("unknown button")
     approval_id = check_ref(signer, value)

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.core import extend as extend_rules
-from gateway.core import rounds
+from gateway.core import grants, rounds
 from gateway.core.clock import iso
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
@@ -148,6 +148,8 @@ def _outcome_head(status: Status, d: Decision) -> str:
         return f":hourglass: *Timed out*: {verb} by policy"
     if status is Status.CANCELLED:
         return f":no_entry_sign: *Cancelled* by {decider(d)}"
+    if d.source is Source.GRANT:  # nobody pressed anything now: the standing grant did
+        return f":white_check_mark: *Approved* under standing grant `{d.decided_by}`"
     if d.outcome is Outcome.APPROVE:
         return f":white_check_mark: *Approved* by {decider(d)}"
     return f":x: *Rejected* by {decider(d)}"
@@ -201,6 +203,11 @@ def actions(approval: Approval, ref: str, seen: str = "") -> Block:
             # a policy that requires a reason gets only the modal that asks for one
             *([] if approval.policy.require_reason else [_button("reject", "Reject", ref, "danger")]),
             _button("reason", "Reject with reason…", ref),
+            # "Approve · 1h": approve, and allow the same for 1h (action_id well under 255)
+            *[
+                _button(f"grant.{g}.{seen}", f"Approve · {grants.label(g)}", ref)
+                for g in grants.offers(approval.policy)
+            ],
             *_extras(approval, ref),
         ],
     }

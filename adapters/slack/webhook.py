@@ -141,6 +141,17 @@ class InteractionHandler:
         elif press.verb == Verb.EXTEND:  # at most once: a redelivered envelope must not extend twice
             verdict = None if redelivered else await amend.extend(self._ctx, press)
             reply = reply_text(verdict) if verdict is not None else None
+        elif press.verb == Verb.GRANT:  # "Approve · 1h": the policy checks the offer, as the API's
+            offer, _, tag = press.arg.partition(".")
+            reply = await self._decide(
+                press.approval_id,
+                Outcome.APPROVE,
+                press.user_id,
+                press.channel_id,
+                redelivered,
+                seen=tag or None,
+                grant=offer,
+            )
         else:
             outcome = Outcome.APPROVE if press.verb == Verb.APPROVE else Outcome.REJECT
             seen = (press.arg or None) if outcome is Outcome.APPROVE else None  # the round tag
@@ -182,11 +193,19 @@ class InteractionHandler:
         comment: str | None = None,
         *,
         seen: str | None = None,
+        grant: str | None = None,
     ) -> str | None:
         """Commit the vote; return what to tell the presser, or None when the card says it all."""
         actor = f"slack:{user_id}"
         press = Press(
-            approval_id, outcome, actor, _where(channel_id), comment=comment, redelivered=redelivered, seen=seen
+            approval_id,
+            outcome,
+            actor,
+            _where(channel_id),
+            comment=comment,
+            redelivered=redelivered,
+            seen=seen,
+            grant=grant,
         )
         verdict = await self._ctx.inbound.press(press)
         if redelivered:  # the first delivery's own vote or decision: answer as it would have

@@ -17,9 +17,9 @@ from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from adapters.telegram import callback
 from gateway.core import extend as extend_rules
-from gateway.core import rounds
+from gateway.core import grants, rounds
 from gateway.core.durations import format_duration, humanize
-from gateway.core.models import Approval, OnTimeout, Outcome, Status
+from gateway.core.models import Approval, OnTimeout, Outcome, Source, Status
 from gateway.plugin import INFO_ONLY, PressOutcome, PressResult
 
 MAX_TEXT = 4096
@@ -106,6 +106,8 @@ def _status_lines(approval: Approval, now: datetime, note_limit: int, decides: b
         return [head]
     if approval.status is Status.TIMED_OUT:
         lines = [f"{head}: {esc(d.outcome.value)}ed by policy · {esc(when(d.decided_at))}"]
+    elif d.source is Source.GRANT:  # nobody pressed anything now: say whose standing grant it was
+        lines = [f"{head} under standing grant <code>{esc(d.decided_by)}</code> · {esc(when(d.decided_at))}"]
     else:
         lines = [f"{head} by {esc(d.shown_as)} · {esc(when(d.decided_at))}"]
     if change:
@@ -176,6 +178,16 @@ def keyboard(approval: Approval, signer: rounds.Macs, decides: bool = True) -> I
         InlineKeyboardButton("❌ Reject", callback_data=callback.build(signer, approval.id, Outcome.REJECT)),
     )
     rows = [list(buttons)]
+    if offered := [g for g in grants.offers(approval.policy) if len(g) <= callback.MAX_DURATION]:
+        tag = rounds.tag(signer, approval)  # "Approve · 1h": approve, and allow the same for 1h
+        rows.append(
+            [
+                InlineKeyboardButton(
+                    f"✅ Approve · {grants.label(g)}", callback_data=callback.build_grant(signer, approval.id, g, tag)
+                )
+                for g in offered
+            ]
+        )
     if approval.editable:  # the form is a web page: the presser gets a one-time link to it
         rows.append([InlineKeyboardButton("✏️ Edit", callback_data=callback.build_action(signer, approval.id, "e"))])
     extend = [

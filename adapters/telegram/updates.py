@@ -96,6 +96,7 @@ class TelegramUpdates:
             name=p.who,
             redelivered=not fresh,
             seen=button.seen,
+            grant=button.grant,
         )
         if button.action is not callback.ButtonAction.VOTE or await self._reason_first(press):
             return await self._other(button, press, p, fresh)

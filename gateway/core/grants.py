@@ -166,6 +166,16 @@ def chosen(policy: Policy, value: str) -> str:
     return value
 
 
+def label(offer: str) -> str:
+    """An offer as buttons say it: "1h", "this run"."""
+    return "this run" if offer == RUN else offer
+
+
+def offers(policy: Policy) -> tuple[str, ...]:
+    """What a card offers with an approve: the policy's grants, where one person decides."""
+    return policy.grants if policy.quorum == 1 else ()
+
+
 def lifetime(policy: Policy, offer: str) -> timedelta:
     return policy.grant_max if offer == RUN else parse_duration(offer)
 
@@ -213,7 +223,9 @@ __all__ = [
     "chosen",
     "covered_hash",
     "first_covering",
+    "label",
     "lifetime",
     "make",
+    "offers",
     "parse_grant_keys",
 ]

@@ -105,6 +105,7 @@ class Press:
     # Why the channel itself refuses this presser whoever they are (e.g. a workspace or tenant that
     # is not pinned): denied like a stranger, on the record within the same bound.
     outsider: str | None = None
+    grant: str | None = None  # "Approve · 1h": a standing grant with the approve (gateway.service.grants)
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +354,7 @@ class Inbound:
                 name=p.name,
                 args=p.args,
                 seen=p.seen or rounds.ORIGINAL,
+                grant=p.grant,
             )
             done = await self._decisions.cast(cmd, current=approval)  # authorized by `_check`
         except AlreadyDecided:  # lost the race: tell the truth about the winner

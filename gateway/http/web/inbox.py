@@ -14,7 +14,7 @@ from aiohttp import web
 from markupsafe import Markup
 
 from gateway.core import extend as extend_rules
-from gateway.core import rounds
+from gateway.core import grants, rounds
 from gateway.core.errors import GatewayError, StaleRound
 from gateway.core.extend import parse_extension
 from gateway.core.models import Approval, Outcome, Status
@@ -87,7 +87,7 @@ async def _approval_ctx(request: web.Request, approval: Approval, user: User, **
         "extend_choices": [extend_rules.label(d) for d in extend_rules.choices(approval)],
         "require_reason": approval.policy.require_reason,
         # "Approve and allow for 1h": one person may grant only where one person decides
-        "grant_offers": approval.policy.grants if approval.policy.quorum == 1 else (),
+        "grant_offers": grants.offers(approval.policy),
         "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
         **view,
         "self_row": view,
