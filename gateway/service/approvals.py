@@ -181,7 +181,8 @@ class Service:
         else:
             c = build(NO_COUNTERS)
             stored, created = await self.store.create_approval(c.approval, c.events, c.outbox, job=c.job)
-        assert made is not None  # built by the store's transaction or above
+        if made is None:  # pragma: no cover - the store calls `build` before it answers
+            raise RuntimeError("the store created no approval")
         if not created:
             if stored.agent != agent:  # no agent's namespace is shared: another principal's key
                 raise IdempotencyConflict(
