@@ -60,7 +60,7 @@ from gateway.service.decisions import DENIED_KEPT, Decisions
 from gateway.service.policies import PolicyValue, resolve_policy, settable
 from gateway.service.replay import check_replay
 from gateway.settings import Settings
-from gateway.store import Creation, GrantUnavailable, NewJob, Store, TransitionWrite
+from gateway.store import Build, Creation, GrantUnavailable, NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
 TOKEN_ACTOR = "token"  # who decided by holding the resume token (`decide_by_token`): no identity
@@ -194,19 +194,13 @@ class Service:
             made = self._creation(req, approval, checked, result, principal, now, grant)
             return made
 
-        for _ in range(2):  # a grant revoked (or expired) since it was read: plan again without it
-            try:
-                if ruleset.counters:
-                    stored, created = await self.store.create_counted(approval.namespace, ruleset.counters, now, build)
-                else:
-                    c = build(NO_COUNTERS)
-                    stored, created = await self.store.create_approval(
-                        c.approval, c.events, c.outbox, job=c.job, grant=c.grant
-                    )
-                break
-            except GrantUnavailable:
-                grant = None
-        assert made is not None  # built by the store's transaction or above
+        try:
+            stored, created = await self._create(approval.namespace, now, build)
+        except GrantUnavailable:  # the grant was revoked (or expired) since it was read: plan again without it
+            grant = None
+            stored, created = await self._create(approval.namespace, now, build)
+        if made is None:  # pragma: no cover - the store calls `build` before it answers
+            raise RuntimeError("the store created no approval")
         if not created:
             if stored.agent != agent:  # no agent's namespace is shared: another principal's key
                 raise IdempotencyConflict(
@@ -243,6 +237,14 @@ class Service:
                 stored, EventKind.APPROVED if stored.status is Status.APPROVED else EventKind.REJECTED
             )
         return stored, True
+
+    async def _create(self, namespace: str, now: datetime, build: Build) -> tuple[Approval, bool]:
+        """Insert what `build` makes: with the budgets it reads in the same transaction, if the
+        rules count any; with the use of the grant that decided it, if one did."""
+        if keys := self.settings.rules.counters:
+            return await self.store.create_counted(namespace, keys, now, build)
+        c = build(NO_COUNTERS)
+        return await self.store.create_approval(c.approval, c.events, c.outbox, job=c.job, grant=c.grant)
 
     def _approval(
         self,
@@ -338,8 +340,7 @@ class Service:
             if result is not None and ruled:  # a rule's deny still denies; its allow needs no grant
                 decided, event = rulings.decide(approval.evolve(channels=()), result, now)
                 grant = None
-            else:
-                assert grant is not None
+            elif grant is not None:
                 decided, event = service_grants.decide(approval.evolve(channels=()), grant, now)
             events = [suspended, *shadows, event]
             job = None

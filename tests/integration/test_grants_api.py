@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from gateway.core.grants import Grant
+from gateway.http.keys import RUNTIME
 from gateway.settings import Settings
 from gateway.testing import TEST_OPERATOR_KEY
 from tests.conftest import AUTH, OPERATOR, suspend_body
@@ -120,3 +122,24 @@ async def test_a_grant_needs_the_policy_to_offer_it(client: Client) -> None:
     a = await _suspend(client, policy="by-customer", args={"customer": "acme"})
     resp = await _approve(client, a["id"], grant="1h")
     assert resp.status == 400 and "does not offer '1h'" in (await resp.json())["error"]["message"]
+
+
+async def test_a_grant_revoked_after_the_lookup_decides_nothing(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race: the suspend read the grant live, an operator revoked it before the suspend's
+    transaction. The use is refused inside that transaction, and the suspend asks as usual."""
+    first = await _suspend(client)
+    assert (await _approve(client, first["id"], grant="1h")).status == 200
+    service = client.app[RUNTIME].service
+    stale = (await service.grants.list())[0]
+    assert (await client.delete(f"/v1/grants/{stale.id}", headers=OPERATOR)).status == 200
+
+    async def read_before_the_revocation(*_: Any) -> Grant:
+        return stale
+
+    monkeypatch.setattr(service.grants, "covering", read_before_the_revocation)
+    second = await _suspend(client, run_id="run-2")
+    assert second["status"] == "waiting_approval"
+    [grant] = (await (await client.get("/v1/grants?all=true", headers=OPERATOR)).json())["items"]
+    assert grant["uses"] == 0

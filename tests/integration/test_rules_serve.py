@@ -13,7 +13,7 @@ import pytest
 
 from gateway.testing import TEST_API_KEY
 from tests.conftest import OPERATOR
-from tests.procs import Gateway, call, free_port, write_config
+from tests.procs import Gateway, call, free_port, run_cli, write_config
 
 pytestmark = pytest.mark.subprocess
 
@@ -86,7 +86,7 @@ async def events(session: aiohttp.ClientSession, approval_id: str) -> list[dict[
 
 
 async def test_each_outcome_as_the_rules_say(gateway: tuple[Gateway, aiohttp.ClientSession]) -> None:
-    _, session = gateway
+    gw, session = gateway
     # allow: approved at once, by the rule, bound to the args; no card
     status, allowed = await call(
         session, "POST", "/v1/suspend", json=body("charge", "r1", amount=1200, currency="EUR"), headers=AGENT
@@ -137,6 +137,10 @@ async def test_each_outcome_as_the_rules_say(gateway: tuple[Gateway, aiohttp.Cli
         session, "POST", "/v1/suspend", json=body("charge", "r1", amount=1200, currency="EUR"), headers=AGENT
     )
     assert status == 200 and again["id"] == allowed["id"] and again["status"] == "approved"
+
+    # a rule's decision is on the audit chain like a person's: the trail verifies
+    code, out = await run_cli(gw.config, "audit", "verify")
+    assert code == 0, out
 
 
 async def test_a_shadow_rule_is_recorded_and_changes_nothing(gateway: tuple[Gateway, aiohttp.ClientSession]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
@@ -39,8 +39,8 @@ def grant_values(g: Grant) -> tuple[Any, ...]:
 
 
 def grant_from_row(row: Row) -> Grant:
-    created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
-    assert created is not None and expires is not None
+    created = datetime.fromtimestamp(row["created_at"], UTC)  # NOT NULL columns
+    expires = datetime.fromtimestamp(row["expires_at"], UTC)
     return Grant(
         id=row["id"],
         namespace=row["namespace"],
