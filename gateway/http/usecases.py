@@ -18,6 +18,7 @@ from gateway.service.deliveries import Deliveries
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
 from gateway.service.queries import Reads
+from gateway.service.ruleops import RuleOps
 from gateway.service.websessions import WebSessions
 from gateway.settings import Settings
 from gateway.telemetry.metrics import Metrics
@@ -34,6 +35,7 @@ METRICS = web.AppKey("metrics", Metrics)
 DELIVERIES = web.AppKey("deliveries", Deliveries)
 JOBS = web.AppKey("jobs", Jobs)
 JOURNAL = web.AppKey("journal", RunJournal)
+RULE_OPS = web.AppKey("rule_ops", RuleOps)
 READY: web.AppKey[Callable[[], Awaitable[bool]]] = web.AppKey("ready")
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "METRICS",
     "READS",
     "READY",
+    "RULE_OPS",
     "SERVICE",
     "SETTINGS",
     "SIGNER",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from gateway.core.errors import ConfigError
-from gateway.store.base import Build, CardUpdate, Creation, NewJob, Prompt, Store, TransitionWrite
+from gateway.store.base import Build, CardUpdate, Creation, NewJob, Prompt, RuleTrace, Store, TransitionWrite
 
 __all__ = [
     "Build",
@@ -19,6 +19,7 @@ __all__ = [
     "Creation",
     "NewJob",
     "Prompt",
+    "RuleTrace",
     "Store",
     "TransitionWrite",
     "open_store",

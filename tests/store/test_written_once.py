@@ -22,6 +22,7 @@ PORTS = (
     base.JobPort,
     base.JournalPort,
     base.HousekeepingPort,
+    base.RulePort,
     base.AuditStore,
 )
 # What a backend keeps: lifecycle and liveness, claims, and the audit reads and sealing (arrays
