@@ -1,6 +1,7 @@
 """A/B of benches a, d and g: alternate gateway trees on the same machine, medians side by side.
 
     python -m bench.ab --tree /path/to/before --tree . [--only a,d,g] [--runs 3]
+    python -m bench.ab --tree . --rules none --rules bench/rules100.toml --only a   # a with and without rules
 
 Each tree is a checkout whose `gateway` package is measured (`git worktree add` or `git archive`
 of the commit to compare). Per run, per bench, the trees take turns:
@@ -13,6 +14,9 @@ of the commit to compare). Per run, per bench, the trees take turns:
 For d and g, `cpu_s` is the CPU time of that interpreter, all threads, the loading of its rows
 included (the same code in both trees): less sensitive to the neighbours than the wall clock;
 d's `storm_cpu_s` is the storm's alone (a tree whose bench has no such field shows a dash).
+`--rules FILE` (repeat; `none`: no rules) adds that TOML (`[rules]`, `[[rule]]`) to a's config:
+each tree is then measured with each file, as columns of their own (`python -m bench.rules_bench
+--toml 100` writes 100 rules that the bench's suspend body runs through without a match).
 The trees run under this interpreter (a tree that needs other packages: install them in this
 venv, e.g. aiosqlite for a tree from before issue 15). Prints every run with the load average,
 then the medians in one column per tree. On a shared machine compare the columns of one
@@ -53,9 +57,10 @@ print(json.dumps(out))
 """
 
 
-def bench_a(tree: Path, client: str, concurrency: int, seconds: float) -> dict[str, Any]:
+def bench_a(tree: Path, client: str, concurrency: int, seconds: float, extra: str = "") -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="hitl-ab-") as tmp:
-        gw = Gateway(Path(tmp), Path(tmp) / "gateway.db", root=tree, operator=False)  # suspends only
+        # suspends only; `extra`: more config (the --rules file)
+        gw = Gateway(Path(tmp), Path(tmp) / "gateway.db", root=tree, operator=False, extra_config=extra)
         gw.start()
         try:
             asyncio.run(run_load(gw.url, 1, 1.0, warmup=0.0, client=client))
@@ -99,31 +104,43 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=5.0, help="a: seconds of load per run")
     p.add_argument("--concurrency", type=int, default=64, help="a: concurrent clients")
     p.add_argument("--storm", type=int, default=100_000, help="d: approvals due at once")
+    p.add_argument("--rules", action="append", help="a: a TOML of [rules]/[[rule]] added to the config (repeat; none)")
     args = p.parse_args()
+    rules = {name: "" if name == "none" else Path(name).read_text() for name in args.rules or ["none"]}
+    # The columns: each tree, with each rules file when more than one is given.
     trees = [t.resolve() for t in args.tree]
+    arms = [(t, r) for t in trees for r in rules]
+    columns = {(t, r): (f"{t} {r}" if len(rules) > 1 else str(t)) for t, r in arms}
     cases = []  # (bench label, letter, run one)
     for letter in args.only.split(","):
         if letter == "a":
             for client in args.client or ["raw"]:
-                cases.append((f"a {client}", "a", lambda t, c=client: bench_a(t, c, args.concurrency, args.seconds)))
+                cases.append(
+                    (
+                        f"a {client}",
+                        "a",
+                        lambda arm, c=client: bench_a(arm[0], c, args.concurrency, args.seconds, rules[arm[1]]),
+                    )
+                )
         elif letter in ("d", "g"):
-            cases.append((letter, letter, lambda t, x=letter: bench_inproc(t, x, args.storm)))
+            cases.append((letter, letter, lambda arm, x=letter: bench_inproc(arm[0], x, args.storm)))
         else:
             p.error(f"unknown bench {letter!r} (a, d or g)")
-    runs: dict[tuple[str, Path], list[dict[str, Any]]] = {(label, t): [] for label, _, _ in cases for t in trees}
+    runs: dict[tuple[str, Any], list[dict[str, Any]]] = {(label, a): [] for label, _, _ in cases for a in arms}
     for i in range(args.runs):
         for label, _, run in cases:
-            for tree in trees if i % 2 == 0 else trees[::-1]:  # alternate who goes first
-                result = run(tree)
-                runs[(label, tree)].append(result)
+            for arm in arms if i % 2 == 0 else arms[::-1]:  # alternate who goes first
+                result = run(arm)
+                runs[(label, arm)].append(result)
                 shown = {k: v for k, v in result.items() if k != "gateway"}
-                print(f"run {i + 1} {label} {tree}: {json.dumps(shown)} load {os.getloadavg()[0]:.1f}", flush=True)
+                load = os.getloadavg()[0]
+                print(f"run {i + 1} {label} {columns[arm]}: {json.dumps(shown)} load {load:.1f}", flush=True)
     print(f"\nmedian of {args.runs} alternating runs (a at c={args.concurrency}, d with {args.storm:,} due):")
-    width = max(len(str(t)) for t in trees)
-    print(f"{'bench':<28}" + "".join(f"{t!s:>{width + 2}}" for t in trees))
+    width = max(len(c) for c in columns.values())
+    print(f"{'bench':<28}" + "".join(f"{columns[a]:>{width + 2}}" for a in arms))
     for label, letter, _ in cases:
         for field in FIELDS[letter]:
-            cells = [[r[field] for r in runs[(label, t)] if field in r] for t in trees]
+            cells = [[r[field] for r in runs[(label, a)] if field in r] for a in arms]
             shown = [f"{statistics.median(c):,.1f}" if c else "-" for c in cells]
             print(f"{label + ' ' + field:<28}" + "".join(f"{c:>{width + 2}}" for c in shown))
     return 0

@@ -2,6 +2,7 @@
 
     python -m bench.rules_bench              # 1 and 100 rules
     python -m bench.rules_bench --json
+    python -m bench.rules_bench --toml 100 > /tmp/rules100.toml   # for bench.ab --rules, bench.rules_http
 
 Each rule set is N rules like the issue's (`step == "charge" && args.currency == "EUR" &&
 args.amount < K`), none of which matches, so every evaluation runs all N conditions (the worst
@@ -30,6 +31,17 @@ def rules(n: int, budget: bool = False) -> list[Rule]:
     return [Rule(f"r{i}", when.format(k=1000 + i), RuleOutcome.ALLOW) for i in range(n)]
 
 
+def toml(n: int) -> str:
+    """`n` [[rule]] tables that bench a's suspend body (bench.load.suspend_body: a charge of 4200,
+    customer cus_123) runs through in full, every condition evaluated to its last term, without a
+    match: the cost of 100 rules on a suspend that still asks a person."""
+    out = []
+    for i in range(n):
+        when = f'step == "charge" && args.customer == "cus_123" && args.amount > {1_000_000 + i}'
+        out.append(f'[[rule]]\nname = "r{i}"\nwhen = \'{when}\'\nthen = "allow"\n')
+    return "\n".join(out)
+
+
 def measure(n: int, budget: bool = False, rounds: int = 3) -> dict[str, Any]:
     t = time.perf_counter()
     ruleset = compile_rules(rules(n, budget), timezone="Europe/Madrid")
@@ -55,7 +67,11 @@ def measure(n: int, budget: bool = False, rounds: int = 3) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--toml", type=int, metavar="N", help="print N rules as TOML (bench.ab --rules) and exit")
     args = parser.parse_args()
+    if args.toml is not None:
+        print(toml(args.toml))
+        return
     empty = compile_rules([])
     t = time.perf_counter()
     for _ in range(20000):

@@ -31,6 +31,7 @@ from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
 from gateway.service.maintenance import Maintenance
 from gateway.service.queries import Reads
+from gateway.service.ruleops import RuleOps
 from gateway.service.timers import Timers
 from gateway.service.websessions import WebSessions
 from gateway.settings import Settings
@@ -134,6 +135,7 @@ class Runtime:
         self.jobs = Jobs(self.store, self.clock, self.observers, has_operators=operators)
         self.journal = RunJournal(self.store, self.service, self.service.redactor)
         self.maintenance = Maintenance(self.store)
+        self.rule_ops = RuleOps(settings, self.store, self.clock)
         self.outbox = OutboxRunner(
             self.deliveries, self.channels, self.clock, self.owner, lease=settings.store.lease, observer=self.observers
         )

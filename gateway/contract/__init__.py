@@ -11,6 +11,7 @@ from gateway.contract.requests import (
     REQUESTS,
     CancelBody,
     DecisionBody,
+    EvaluateBody,
     ExtendBody,
     InlinePolicy,
     RequestBody,
@@ -19,7 +20,7 @@ from gateway.contract.requests import (
     SuspendBody,
     TokenDecisionBody,
 )
-from gateway.contract.responses import RESPONSES, ApprovalView, ErrorReply, StepView, SuspendReply
+from gateway.contract.responses import RESPONSES, ApprovalView, ErrorReply, RuleResultView, StepView, SuspendReply
 from gateway.contract.schema import components, ref
 from gateway.contract.wording import allowed, validate
 
@@ -30,10 +31,12 @@ __all__ = [
     "CancelBody",
     "DecisionBody",
     "ErrorReply",
+    "EvaluateBody",
     "ExtendBody",
     "InlinePolicy",
     "RequestBody",
     "ResendBody",
+    "RuleResultView",
     "StepBody",
     "StepView",
     "SuspendBody",

@@ -198,8 +198,23 @@ class StepBody(RequestBody):
     duration_ms: Annotated[Any, Field(description="ignored")] = None
 
 
+class EvaluateBody(SuspendBody):
+    """`POST /v1/rules/evaluate` (operators): a suspend body plus the `agent` whose suspend it
+    would be; evaluated with that agent's budgets, nothing suspended. `run_id` and `title` may be
+    left out (the rules read `run_id` as empty)."""
+
+    run_id: Annotated[str | None, text(200)] = None  # type: ignore[assignment]
+    title: Annotated[str | None, text(300)] = None  # type: ignore[assignment]
+    agent: Annotated[
+        str,
+        NotBlank,
+        text(70, "the agent's name (or agent:NAME) the suspend would come from", required=True),
+    ]
+
+
 REQUESTS: tuple[type[RequestBody], ...] = (
     SuspendBody,
+    EvaluateBody,
     DecisionBody,
     ExtendBody,
     CancelBody,

@@ -74,4 +74,18 @@ class StepView(BaseModel):
     error: str | None = None
 
 
-RESPONSES: tuple[type[BaseModel], ...] = (SuspendReply, ApprovalView, ErrorReply, StepView)
+class RuleResultView(BaseModel):
+    """What the rules answer for a suspend (`POST /v1/rules/evaluate`; `RuleResult.as_dict`)."""
+
+    outcome: Literal["allow", "deny", "ask"]
+    rule: str | None = Field(description="the enforced rule that decided; null: rules.default")
+    reason: str
+    policy: str | None
+    channels: list[str]
+    approvers: list[str]
+    shadow: list[dict[str, Any]] = Field(description="shadow rules that matched: {rule, outcome, reason}")
+    errors: list[dict[str, Any]] = Field(description="conditions that failed to evaluate: {rule, message}")
+    rules_hash: str
+
+
+RESPONSES: tuple[type[BaseModel], ...] = (SuspendReply, ApprovalView, ErrorReply, StepView, RuleResultView)

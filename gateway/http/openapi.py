@@ -245,6 +245,19 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
                 public=True,
             )
         },
+        "/v1/rules/evaluate": {
+            "post": _op(
+                "Evaluate the rules for a suspend body plus `agent`, with its budgets; suspends nothing (operators)",
+                ref(contract.RuleResultView),
+                400,
+                401,
+                403,
+                408,
+                413,
+                415,
+                body=ref(contract.EvaluateBody),
+            )
+        },
         **_worker_paths(),
         **_grant_paths(),
         "/healthz": {"get": _op("Liveness", {"type": "object"}, public=True)},

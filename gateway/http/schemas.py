@@ -15,6 +15,7 @@ from gateway import contract
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.errors import InvalidJSON, UnsupportedMediaType, ValidationError
 from gateway.core.models import Outcome, StepRecord
+from gateway.core.rules import Facts, facts_from_body
 from gateway.service import SuspendRequest
 
 _SUSPEND_FIELDS = contract.allowed(contract.SuspendBody)
@@ -129,6 +130,12 @@ def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> S
         code_version=m.code_version,
         context=m.context,
     )
+
+
+def parse_evaluate(body: dict[str, Any]) -> Facts:
+    """`POST /v1/rules/evaluate`: the facts a suspend of this body by `agent` would give the rules."""
+    contract.validate(contract.EvaluateBody, body)
+    return facts_from_body(body)
 
 
 def on_behalf_of(body: dict[str, Any]) -> str | None:

@@ -19,6 +19,7 @@ from gateway.service.grants import Grants
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
 from gateway.service.queries import Reads
+from gateway.service.ruleops import RuleOps
 from gateway.service.websessions import WebSessions
 from gateway.settings import Settings
 from gateway.telemetry.metrics import Metrics
@@ -36,6 +37,7 @@ DELIVERIES = web.AppKey("deliveries", Deliveries)
 JOBS = web.AppKey("jobs", Jobs)
 JOURNAL = web.AppKey("journal", RunJournal)
 GRANTS = web.AppKey("grants", Grants)
+RULE_OPS = web.AppKey("rule_ops", RuleOps)
 READY: web.AppKey[Callable[[], Awaitable[bool]]] = web.AppKey("ready")
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "METRICS",
     "READS",
     "READY",
+    "RULE_OPS",
     "SERVICE",
     "SETTINGS",
     "SIGNER",

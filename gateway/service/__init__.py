@@ -4,7 +4,7 @@
 (a press, a reason, de-duplication). What the loops and operators call, each the only holder of
 the store for its part: `deliveries` (the outbox; ResendCard), `jobs` (the worker; RetryJob),
 `timers` (the scheduler), `housekeeping` (pruning), `journal` (the run journal; RecordStep,
-StoreJournal), `maintenance` (the schema version).
+StoreJournal), `maintenance` (the schema version), `ruleops` (the rules' dry run and report).
 """
 
 from gateway.service.approvals import AlreadyDecided, Service, SuspendRequest, new_id

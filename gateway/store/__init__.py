@@ -18,6 +18,7 @@ from gateway.store.base import (
     GrantUnavailable,
     NewJob,
     Prompt,
+    RuleTrace,
     Store,
     TransitionWrite,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "GrantUnavailable",
     "NewJob",
     "Prompt",
+    "RuleTrace",
     "Store",
     "TransitionWrite",
     "open_store",

@@ -15,6 +15,7 @@ from gateway.core.grants import Grant
 from gateway.core.models import (
     Approval,
     Card,
+    Decision,
     DeliveryStatus,
     Event,
     JobStatus,
@@ -25,7 +26,7 @@ from gateway.core.models import (
     Status,
     StepRecord,
 )
-from gateway.core.rules import CounterKey, Counters
+from gateway.core.rules import CounterKey, Counters, CounterSnapshot
 from gateway.store.audit import AuditStore
 from gateway.store.sql import Dialect
 
@@ -54,6 +55,18 @@ class GrantUnavailable(Exception):
 
 
 Build = Callable[[Counters], Creation]  # a suspend's Creation, from the budgets read in its transaction
+
+
+class RuleTrace(NamedTuple):
+    """One rules event (`suspended` or `rule_shadow`) with how its approval stands now: what
+    `rules report` tallies."""
+
+    approval_id: str
+    kind: str
+    data: dict[str, Any]
+    agent: str | None
+    status: Status
+    decision: Decision | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +228,19 @@ class ApprovalPort(Protocol):
     async def next_wake_at(self) -> datetime | None: ...
 
     async def count_by_status(self) -> dict[str, int]: ...
+
+
+class RulePort(Protocol):
+    """What the rules read outside a suspend: the budgets for a dry run, the history for a report."""
+
+    async def read_counters(self, namespace: str, keys: Collection[CounterKey], now: datetime) -> CounterSnapshot:
+        """The budgets `keys` of the namespace at `now`, as a suspend reads them (no lock: a dry
+        run decides nothing, so a suspend committing meanwhile changes nothing it holds)."""
+        ...
+
+    async def rule_history(self, since: datetime, limit: int) -> list[RuleTrace]:
+        """The `suspended` and `rule_shadow` events since `since`, oldest first, at most `limit`."""
+        ...
 
 
 class EventPort(Protocol):
@@ -423,6 +449,7 @@ class Store(
     JournalPort,
     HousekeepingPort,
     GrantPort,
+    RulePort,
     AuditStore,
     Protocol,
 ):

@@ -23,6 +23,7 @@ PORTS = (
     base.JournalPort,
     base.HousekeepingPort,
     base.GrantPort,
+    base.RulePort,
     base.AuditStore,
 )
 # What a backend keeps: lifecycle and liveness, claims, and the audit reads and sealing (arrays

@@ -11,28 +11,16 @@ from typing import Any
 from gateway.core.clock import from_ts, to_ts
 from gateway.core.grants import Grant
 from gateway.core.models import Approval, Event, NewEvent, NewOutbox, Status
-from gateway.core.rules import CounterKey, CounterSnapshot
+from gateway.core.rules import CounterKey
 from gateway.store.base import Build, Creation, GrantUnavailable, NewJob, TransitionWrite
 from gateway.store.rows import approval_from_row, approval_values, event_from_row, policy_values
 from gateway.store.shared.backend import Backend, Tx
 from gateway.store.shared.grants import grant_values
+from gateway.store.shared.rules import read_budgets
 from gateway.store.shared.tx import encode_events
 from gateway.store.sql import approvals_sql
 
 __all__ = ["ApprovalsSQL", "EventsSQL"]
-
-
-def _path(dialect: str, field: str) -> str | list[str]:
-    """A dotted field (`amount`, `charge.amount`) as the dialect's JSON path."""
-    return "$." + field if dialect == "sqlite" else field.split(".")
-
-
-def _number(value: Any) -> int | float:
-    """A SUM as CEL wants it: an int when whole (CEL does not add an int to a double)."""
-    if isinstance(value, int):
-        return value
-    number = float(value)
-    return int(number) if number.is_integer() else number
 
 
 class ApprovalsSQL(Backend):
@@ -66,15 +54,7 @@ class ApprovalsSQL(Backend):
 
         async def op(tx: Tx) -> tuple[Approval, bool, Creation]:
             await tx.fetch_one(Q.budget_lock, (namespace,))
-            values: dict[CounterKey, int | float] = {}
-            for key in keys:
-                since = to_ts(now - key.window)
-                if key.field is None:
-                    row = await tx.fetch_one(Q.budget_count, (namespace, since))
-                else:
-                    row = await tx.fetch_one(Q.budget_spent, (namespace, _path(self.dialect, key.field), since))
-                values[key] = _number(row[0] if row is not None else 0)
-            made = build(CounterSnapshot(values))
+            made = build(await read_budgets(tx, Q, self.dialect, namespace, keys, now))
             row_values = (*approval_values(made.approval), made.approval.namespace)
             encoded = encode_events(made.events)
             stored, created = await self._insert(

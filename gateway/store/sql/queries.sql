@@ -8,6 +8,15 @@
 -- rules' count(window): $1 the agent's namespace, $2 the window's start.
 SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status = 'approved' AND created_at >= $2;
 
+-- name: rule_history
+-- `rules report`: the rules' events since $1 (`suspended` names the rule that matched, `rule_shadow`
+-- what a shadow rule would have done), each with its approval as it stands now; at most $2, oldest
+-- first. A report over days, not a hot path: it reads the events by time without an index of its own.
+SELECT e.approval_id, e.kind, e.data, a.agent, a.status, a.decision
+FROM events e JOIN approvals a ON a.id = e.approval_id
+WHERE e.kind IN ('suspended', 'rule_shadow') AND e.at >= $1
+ORDER BY e.id LIMIT $2;
+
 -- name: insert_approval
 -- The columns in rows.APPROVAL_COLUMNS order (rows.approval_values), then the namespace of its
 -- run id and key (migration 17); a second suspend with the same idempotency key in the same
