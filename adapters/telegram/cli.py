@@ -1,35 +1,51 @@
 """`hitl-gateway telegram set-webhook | poll` (declared by the spec). Polling feeds the same
-handler as the webhook."""
+handler as the webhook. Telegram out of reach (the usual first-day failure, behind a proxy) is
+one line and exit 1, never a traceback; a config that cannot work is one line and exit 2."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import re
 import sys
+from urllib.parse import urlsplit
 
-from telegram.error import TelegramError
+from telegram.error import InvalidToken, TelegramError
 
 from adapters.telegram.channel import ALLOWED_UPDATES, WEBHOOK_PATH, TelegramChannel
+from adapters.telegram.spec import TelegramSettings, check_webhook
 from gateway.plugin import Channel
 
 log = logging.getLogger("adapters.telegram")
+_TOKEN = re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b")  # as the spec's secret_patterns
 
 
 def webhook_url(channel: TelegramChannel) -> str:
     return channel.ctx.public_url + WEBHOOK_PATH
 
 
+def _failed(what: str, exc: TelegramError, settings: TelegramSettings) -> int:
+    """One line on stderr, the token masked (python-telegram-bot names it in some messages).
+    A refused token is the config's to fix (2); a network failure is 1."""
+    token = settings.bot_token
+    message = _TOKEN.sub("[REDACTED]", exc.message.replace(token, "[REDACTED]") if token else exc.message)
+    host = urlsplit(settings.base_url).netloc or settings.base_url
+    hint = "check telegram.bot_token" if isinstance(exc, InvalidToken) else f"can this host reach {host}?"
+    print(f"hitl-gateway: telegram {what} failed: {message} ({hint})", file=sys.stderr)
+    return 2 if isinstance(exc, InvalidToken) else 1
+
+
 async def set_webhook(args: argparse.Namespace, channel: Channel) -> int:
     assert isinstance(channel, TelegramChannel)
-    secret = channel.settings.webhook_secret
-    if not secret:
-        print("hitl-gateway: telegram.webhook_secret is not set (1-256 of A-Z a-z 0-9 _ -)", file=sys.stderr)
-        return 2
+    check_webhook(channel.settings, channel.ctx.public_url)  # also checked before the start (spec)
     url = webhook_url(channel)
-    if not url.startswith("https://"):
-        print(f"warning: Telegram only calls https:// webhooks; {url} will be refused", file=sys.stderr)
-    await channel.bot.set_webhook(url, secret_token=secret, allowed_updates=list(ALLOWED_UPDATES))
+    try:
+        await channel.bot.set_webhook(
+            url, secret_token=channel.settings.webhook_secret, allowed_updates=list(ALLOWED_UPDATES)
+        )
+    except TelegramError as exc:
+        return _failed("setWebhook", exc, channel.settings)
     print(f"webhook set: {url} (updates: {', '.join(ALLOWED_UPDATES)})")
     return 0
 
@@ -46,7 +62,10 @@ async def poll_once(channel: TelegramChannel, offset: int | None, wait: int) -> 
 
 async def poll(args: argparse.Namespace, channel: Channel) -> int:
     assert isinstance(channel, TelegramChannel)
-    await channel.bot.delete_webhook()
+    try:  # the first call says whether Telegram can be reached at all: if not, one line, not a retry loop
+        await channel.bot.delete_webhook()
+    except TelegramError as exc:
+        return _failed("deleteWebhook", exc, channel.settings)
     print("polling Telegram for updates (Ctrl-C to stop)", flush=True)
     offset: int | None = None
     while True:

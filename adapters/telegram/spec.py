@@ -60,6 +60,18 @@ async def _set_webhook(args: argparse.Namespace, channel: Channel) -> int:
     return await set_webhook(args, channel)
 
 
+def check_webhook(section: TelegramSettings, public_url: str) -> None:
+    """`set-webhook`, before anything starts: Telegram calls only https:// webhooks, with a secret."""
+    if not section.webhook_secret:
+        raise ConfigError("telegram.webhook_secret", "is not set (1-256 of A-Z a-z 0-9 _ -)")
+    if not public_url.startswith("https://"):
+        raise ConfigError(
+            "server.public_url",
+            f"Telegram calls only https:// webhooks, not {public_url}; set an https:// public_url, "
+            "or use `hitl-gateway telegram poll`",
+        )
+
+
 async def _poll(args: argparse.Namespace, channel: Channel) -> int:
     from adapters.telegram.cli import poll
 
@@ -92,7 +104,12 @@ SPEC = ChannelSpec(
     secret_patterns=(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}\b",),  # bot tokens: digits ':' 35 characters
     quiet_loggers=("telegram",),
     commands=(
-        Command("set-webhook", "point Telegram at server.public_url + /webhooks/telegram", _set_webhook),
+        Command(
+            "set-webhook",
+            "point Telegram at server.public_url + /webhooks/telegram (https:// only)",
+            _set_webhook,
+            check=check_webhook,
+        ),
         Command(
             "poll",
             "long-poll getUpdates (deletes the webhook) and deliver cards",

@@ -37,6 +37,7 @@ async def _run_channel_command(
     if spec.kind not in settings.enabled_channels():
         print(f"hitl-gateway: {spec.disabled_hint or f'the {spec.kind} channel is not enabled'}", file=sys.stderr)
         return 2
+    command.check(settings.channels[spec.kind].section, settings.server.public_url)  # before anything starts
     rt = Runtime(settings)
     await rt.start(background=command.background)  # e.g. a poller also delivers cards (the outbox loop)
     try:

@@ -10,11 +10,11 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, cast
 
 from gateway import __version__
-from gateway.cli import approvals, cards, channels, init, jobs, rules, serve
+from gateway.cli import approvals, cards, channels, init, jobs, remote, rules, serve
 from gateway.cli import audit as audit_cli
 from gateway.cli import web as web_cli
 from gateway.cli.common import dump, with_runtime
@@ -53,6 +53,13 @@ def _parser() -> argparse.ArgumentParser:
 def _global_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML config file (default: $HITL_CONFIG or ./hitl-gateway.toml)")
     parser.add_argument("--dev", action="store_true", help="a dev secret, agent key and operator under ./var")
+    parser.add_argument(
+        "--url", help="act on the gateway at URL over HTTP (approvals, jobs; default: $HITL_URL), not on the store"
+    )
+    parser.add_argument("--operator-key", help="the operator key for --url (default: $HITL_OPERATOR_KEY)")
+
+
+_VALUED = ("--config", "--url", "--operator-key")  # the global options that take a value
 
 
 def hoist_globals(argv: Sequence[str]) -> list[str]:
@@ -65,9 +72,9 @@ def hoist_globals(argv: Sequence[str]) -> list[str]:
     for a in args:
         if a == "--":
             rest += [a, *args]
-        elif a == "--dev" or a.startswith("--config="):
+        elif a == "--dev" or a.startswith(tuple(f"{o}=" for o in _VALUED)):
             front.append(a)
-        elif a == "--config":
+        elif a in _VALUED:
             front += [a, next(args, "")]
         else:
             rest.append(a)
@@ -75,8 +82,14 @@ def hoist_globals(argv: Sequence[str]) -> list[str]:
 
 
 def _load(args: argparse.Namespace) -> Settings:
-    defaults = None
+    defaults, env = None, cast(Mapping[str, str], os.environ)
     if args.dev:
+        # --dev is its own world: it reads only a file named by --config. A copy of the environment
+        # (not os.environ itself) also keeps config_path from picking ./hitl-gateway.toml.
+        env = {k: v for k, v in os.environ.items() if k != "HITL_CONFIG"}
+        found = None if args.config else config_path(None, os.environ)
+        if found is not None:  # said, never silent: its keys and store are not the dev ones
+            print(f"hitl-gateway: --dev ignores {found} (run without --dev to use it)", file=sys.stderr)
         defaults, new = dev_defaults()
         for name, what in (("api_key", "dev API key (agent:dev)"), ("operator_key", "dev operator key (operator:dev)")):
             if name in new:
@@ -88,7 +101,7 @@ def _load(args: argparse.Namespace) -> Settings:
         if args.port is not None:
             overrides.setdefault("server", {})["port"] = args.port
     try:
-        return load_settings(args.config, defaults=defaults, overrides=overrides)
+        return load_settings(args.config, env, defaults=defaults, overrides=overrides)
     except ConfigError as exc:
         if args.dev or config_path(args.config, os.environ) is not None:
             raise
@@ -119,8 +132,33 @@ async def _migrate(settings: Settings) -> int:
     return await with_runtime(settings, run)
 
 
+def _remote(args: argparse.Namespace) -> str | None:
+    """With --url (or $HITL_URL): why this command cannot run remotely, else None; fills in the key."""
+    args.url = args.url or os.environ.get("HITL_URL") or None
+    args.operator_key = args.operator_key or os.environ.get("HITL_OPERATOR_KEY") or None
+    if args.url is None:
+        return None
+    if not getattr(args, "remote", False):
+        return f"--url works with `approvals` and `jobs` only, not `{args.command}`"
+    if args.dev or args.config:
+        return "--url acts on a server: --dev and --config are for the local store"
+    if not args.operator_key:
+        return "--url needs an operator key: --operator-key KEY or $HITL_OPERATOR_KEY"
+    try:
+        remote.check_url(args.url)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def _run(args: argparse.Namespace) -> int:
     handler = getattr(args, "handler", None)
+    refused = _remote(args)
+    if refused:
+        print(f"hitl-gateway: {refused}", file=sys.stderr)
+        return 2
+    if args.url and handler is not None:  # the server holds the config: none is read here
+        return int(asyncio.run(handler(args, None)))
     if handler is not None and getattr(args, "needs_config", True) is False:
         return int(asyncio.run(handler(args, None)))
     settings = _load(args)
@@ -155,6 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GatewayError as exc:
         print(f"hitl-gateway: {exc.code}: {exc.message}", file=sys.stderr)
         return 2 if exc.status < 500 else 1
+    except remote.ServerRefused as exc:  # as the local errors: the user's to fix (4xx) exit 2
+        print(f"hitl-gateway: {exc.status} {exc.code}: {exc.message}", file=sys.stderr)
+        return 2 if exc.status < 500 else 1
+    except remote.ServerUnreachable as exc:
+        print(f"hitl-gateway: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         _quiet_stdout()
         return 0

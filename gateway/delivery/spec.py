@@ -29,6 +29,10 @@ def _no_check(section: Any) -> None:
     return None
 
 
+def _no_command_check(section: Any, public_url: str) -> None:
+    return None
+
+
 def _no_arguments(parser: argparse.ArgumentParser) -> None:
     return None
 
@@ -40,13 +44,16 @@ def _approvers(section: Any) -> Iterable[object]:
 @dataclass(frozen=True, slots=True)
 class Command:
     """A CLI subcommand, `hitl-gateway <kind> <name>`. `run` gets the started channel; with
-    `background` the gateway's loops run meanwhile (e.g. a poller that also delivers cards)."""
+    `background` the gateway's loops run meanwhile (e.g. a poller that also delivers cards).
+    `check(section, public_url)` runs first, before anything starts: a ConfigError it raises is
+    one line and exit 2. `run` returns 1 (one line) when the platform cannot be reached."""
 
     name: str
     help: str
     run: Callable[[argparse.Namespace, Channel], Awaitable[int]]
     arguments: Callable[[argparse.ArgumentParser], None] = _no_arguments
     background: bool = False
+    check: Callable[[Any, str], None] = _no_command_check
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,8 @@ Groups = tuple[tuple[str, tuple[str, ...]], ...]  # (group, its keys): HITL_<GRO
 NON_CONFIG_VARS = frozenset(
     {
         "HITL_CONFIG",  # the config file's path
+        "HITL_URL",  # the CLI's --url: a gateway to operate over HTTP
+        "HITL_OPERATOR_KEY",  # the CLI's --operator-key for HITL_URL
         "HITL_API_KEY",  # the agent SDK's and `hitl-gateway mcp`'s bearer key
         "HITL_GATEWAY_URL",  # given to workers: where the gateway is
         "HITL_RESUME_TOKEN",  # given to workers: the run's resume token

@@ -89,11 +89,11 @@ def test_migrate_and_approvals_commands(config: Path, tmp_path: Path) -> None:
     ).stdout.strip()
     listed = run("--config", str(config), "approvals", "list", "--status", "waiting_approval", cwd=tmp_path)
     assert approval_id in listed.stdout and "Ship it" in listed.stdout
-    out = run("--config", str(config), "approvals", "approve", approval_id, "--by", "web:ann", cwd=tmp_path)
+    out = run("--config", str(config), "approvals", "approve", approval_id, "--by", "web:ann", "--json", cwd=tmp_path)
     assert out.returncode == 0 and json.loads(out.stdout)["status"] == "approved"
     out = run("--config", str(config), "approvals", "reject", approval_id, "--by", "web:bob", cwd=tmp_path)
     assert out.returncode == 2 and "already approved by operator:cli" in out.stderr  # a user error: exit 2
-    shown = json.loads(run("--config", str(config), "approvals", "show", approval_id, cwd=tmp_path).stdout)
+    shown = json.loads(run("--config", str(config), "approvals", "show", approval_id, "--json", cwd=tmp_path).stdout)
     assert [e["kind"] for e in shown["events"]] == ["suspended", "card_posted", "approved"]
     out = run("--config", str(config), "approvals", "cancel", "nope", cwd=tmp_path)
     assert out.returncode == 2 and "not_found" in out.stderr

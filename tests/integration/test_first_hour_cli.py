@@ -110,8 +110,8 @@ def test_tables_are_aligned_and_a_closed_pipe_exits_quietly(config: Path, tmp_pa
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, capture_output=True)
     listed = run("--config", str(config), "approvals", "list", "--limit", "20", cwd=tmp_path).stdout.splitlines()
-    assert listed[0].split() == ["ID", "STATUS", "RUN/STEP", "CREATED", "TITLE"]
-    starts = [listed[0].index(h) for h in ("STATUS", "RUN/STEP", "CREATED", "TITLE")]
+    assert listed[0].split() == ["ID", "STATUS", "TITLE", "AGE", "RUN/STEP"]
+    starts = [listed[0].index(h) for h in ("STATUS", "TITLE", "AGE", "RUN/STEP")]
     for line in listed[1:]:  # every column starts where its header does
         assert all(line[i - 1] == " " and line[i] != " " for i in starts), listed
     env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
@@ -141,8 +141,11 @@ def test_approvals_show_has_cards_deliveries_job_and_events(config: Path, tmp_pa
     approval_id = subprocess.run(
         [sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True
     ).stdout.strip()
-    shown = json.loads(run("--config", str(config), "approvals", "show", approval_id, cwd=tmp_path).stdout)
+    shown = json.loads(run("--config", str(config), "approvals", "show", approval_id, "--json", cwd=tmp_path).stdout)
     assert {"cards", "deliveries", "resume_job", "events", "reminders"} <= set(shown)
+    summary = run("--config", str(config), "approvals", "show", approval_id, cwd=tmp_path).stdout.splitlines()
+    assert summary[0] == f"{approval_id}  waiting_approval  Ship it" and len(summary) < 20  # for people: id first
+    assert any(line.split() == ["card", "web:", "done"] for line in summary), summary
     assert [c["channel"] for c in shown["cards"]] == ["web"] and shown["deliveries"][0]["kind"] == "post"
 
 
@@ -192,3 +195,20 @@ def test_init_then_every_command_works_without_dev(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+def test_dev_ignores_the_config_in_the_checkout_and_says_so(tmp_path: Path) -> None:
+    """`init` in the checkout, then `make run` (`--dev`): the dev world, its keys and operator,
+    never the file's; one line says the file is ignored. An explicit --config is still read."""
+    assert run("init", cwd=tmp_path).returncode == 0
+    out = run("--dev", "check-config", cwd=tmp_path, env={"HITL_CONFIG": "hitl-gateway.toml"})
+    assert out.returncode == 0, out.stderr
+    security = json.loads(out.stdout)["security"]
+    assert security["operators"] == {"dev": "***"} and security["agents"] == {"dev": "***"}
+    said = [line for line in out.stderr.splitlines() if "ignores" in line]
+    assert said == ["hitl-gateway: --dev ignores hitl-gateway.toml (run without --dev to use it)"], out.stderr
+    named = run("--dev", "--config", "hitl-gateway.toml", "check-config", cwd=tmp_path)
+    assert named.returncode == 0 and "ignores" not in named.stderr
+    assert "me" in json.loads(named.stdout)["security"]["operators"]
+    plain = run("check-config", cwd=tmp_path)  # without --dev the file is the config, as before
+    assert json.loads(plain.stdout)["security"]["operators"] == {"me": "***"}

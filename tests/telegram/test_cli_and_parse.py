@@ -82,3 +82,57 @@ async def test_cli_commands_never_log_the_bot_token(tmp_path: Path, tg_api: Fake
     assert proc.returncode == 0, err.decode()
     assert "rejected" in err.decode()  # the warning is there...
     assert wrong not in (out + err).decode() and "WRONG-token" not in (out + err).decode()  # ...not the token
+
+
+async def _telegram(config: Path, *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway",
+        "--config",
+        str(config),
+        "telegram",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("HITL_")},
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, err.decode()
+
+
+def _said(err: str) -> list[str]:
+    """What the command said (its own lines, not the gateway's timestamped log lines)."""
+    assert "Traceback" not in err, err
+    return [line for line in err.splitlines() if line.startswith("hitl-gateway:")]
+
+
+@pytest.mark.subprocess
+async def test_commands_without_telegram_fail_in_one_line(tmp_path: Path, tg_api: FakeTelegramAPI) -> None:
+    """Telegram out of reach (a closed port here; a proxy on the first day) is one line and exit 1;
+    an http:// webhook is refused before anything starts (Telegram calls only https://), exit 2."""
+    from tests.procs import free_port
+
+    token = "123456789:" + "A" * 35
+    section = f'[telegram]\nbot_token = "{token}"\nwebhook_secret = "s3cret"\n'
+    closed = f'base_url = "http://127.0.0.1:{free_port()}/bot"\n'
+    plain = write_config(tmp_path / "http.toml", f"sqlite:///{tmp_path / 'g.db'}", 8099, section + closed)
+    code, err = await _telegram(plain, "set-webhook")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err  # nothing started, nothing logged
+    assert "server.public_url" in err and "https://" in err and "telegram poll" in err
+
+    https = plain.read_text().replace('public_url = "http://', 'public_url = "https://')
+    (tmp_path / "https.toml").write_text(https)
+    for command, call in (("set-webhook", "setWebhook"), ("poll", "deleteWebhook")):
+        code, err = await _telegram(tmp_path / "https.toml", command)
+        said = _said(err)
+        assert code == 1 and len(said) == 1 and said[0] == err.strip().splitlines()[-1], err
+        assert f"telegram {call} failed" in said[0] and "can this host reach 127.0.0.1:" in said[0]
+        assert token not in err
+
+    wrong = https.replace(closed, f'base_url = "{tg_api.base_url}"\n')  # the fake refuses this token: 401
+    (tmp_path / "wrong.toml").write_text(wrong)
+    code, err = await _telegram(tmp_path / "wrong.toml", "set-webhook")
+    said = _said(err)
+    assert code == 2 and len(said) == 1 and "check telegram.bot_token" in said[0], err
+    assert token not in err and "A" * 35 not in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 import pytest
 
@@ -10,8 +11,12 @@ from adapters.telegram.cli import poll_once, set_webhook
 from adapters.telegram.parse import parse_ref
 from gateway.core.channels import OutgoingCard
 from gateway.core.models import DeliveryStatus, Status
+from gateway.runtime import Runtime
+from gateway.settings import Settings
+from gateway.testing import FakeClock
 from tests.conftest import AUTH, OPERATOR, suspend_body
-from tests.telegram.conftest import ALICE, CHAT, SECRET, TG
+from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.telegram.conftest import ALICE, CHAT, SECRET, TG, TOKEN
 
 
 async def _card_status(tg: TG, approval_id: str) -> dict[str, object]:
@@ -143,11 +148,18 @@ async def test_poll_feeds_the_same_handler(tg: TG) -> None:
     assert tg.api.calls_to("getUpdates")[-1].params["offset"] == str(offset)
 
 
-async def test_set_webhook_sends_secret_and_allowed_updates(tg: TG) -> None:
-    channel = tg.rt.channels["telegram"]
-    assert await set_webhook(argparse.Namespace(), channel) == 0
-    params = tg.api.calls_to("setWebhook")[-1].params
-    assert params["url"] == tg.rt.settings.server.public_url.rstrip("/") + "/webhooks/telegram"
+async def test_set_webhook_sends_secret_and_allowed_updates(
+    settings_factory: Callable[..., Settings], tg_api: FakeTelegramAPI, clock: FakeClock
+) -> None:
+    telegram = {"bot_token": TOKEN, "webhook_secret": SECRET, "base_url": tg_api.base_url}
+    rt = Runtime(settings_factory(server={"public_url": "https://gw.example"}, telegram=telegram), clock=clock)
+    await rt.start(background=False)  # Telegram calls only https:// webhooks: http:// is refused
+    try:
+        assert await set_webhook(argparse.Namespace(), rt.channels["telegram"]) == 0
+    finally:
+        await rt.stop()
+    params = tg_api.calls_to("setWebhook")[-1].params
+    assert params["url"] == "https://gw.example/webhooks/telegram"
     assert params["secret_token"] == SECRET
     assert params["allowed_updates"] == ["callback_query", "message"]
 

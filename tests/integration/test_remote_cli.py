@@ -1,0 +1,138 @@
+"""`hitl-gateway --url URL` against a real `serve` (SQLite and PostgreSQL): the operator commands
+over HTTP with an operator key, no config file and no database credentials where they run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY
+from tests.procs import AUTH, Gateway, call, free_port, write_config
+
+pytestmark = pytest.mark.subprocess
+
+FAILING_WORKER = f'[workers.fails]\ncommand = ["{sys.executable}", "-c", "raise SystemExit(3)"]\ntimeout = "20s"\n'
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, store_url: str) -> Iterator[Gateway]:
+    port = free_port()
+    gw = Gateway(write_config(tmp_path / "gw.toml", store_url, port, FAILING_WORKER), port, tmp_path / "gw.log")
+    gw.start()
+    yield gw
+    gw.stop()
+
+
+async def cli(*args: str, key: str | None = TEST_OPERATOR_KEY, cwd: Path | None = None) -> tuple[int, str, str]:
+    """The CLI as an operator runs it on another machine: no config, no HITL_* but the key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")} | (
+        {"HITL_OPERATOR_KEY": key} if key else {}
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "gateway",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def _suspend(gw: Gateway, run_id: str, title: str, worker: str | None = None) -> str:
+    body = {"run_id": run_id, "step": "pay", "title": title, "args": {"amount": 4200}, "channels": ["web"]}
+    async with aiohttp.ClientSession() as http:
+        status, data = await call(
+            http, "POST", gw.url + "/v1/suspend", json=body | ({"worker": worker} if worker else {}), headers=AUTH
+        )
+    assert status == 201, data
+    return str(data["id"])
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+async def test_operator_commands_over_http(gateway: Gateway, tmp_path: Path) -> None:
+    first = await _suspend(gateway, "r-1", "Charge ACME $42.00")
+    second = await _suspend(gateway, "r-2", "Refund Initech")
+    url = gateway.url
+
+    code, out, err = await cli("--url", url, "approvals", "list", cwd=tmp_path)  # no config in cwd
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "TITLE", "AGE", "RUN/STEP"]
+    assert lines[1].startswith(second) and "Refund Initech" in lines[1] and lines[1].split()[-2] in {"0s", "1s", "2s"}
+    assert lines[2].startswith(first) and "waiting_approval" in lines[2]
+
+    code, out, _ = await cli("approvals", "list", "--json", "--url", url)  # global options may follow
+    assert code == 0 and [a["id"] for a in json.loads(out)["items"]] == [second, first]
+
+    code, out, err = await cli("--url", url, "approvals", "approve", first, "--by", "alice", "--comment", "ok")
+    assert code == 0 and out.split()[:4] == [first, "approved", "by", "operator:test"], out + err
+
+    code, out, _ = await cli("--url", url, "approvals", "show", first)
+    assert code == 0 and out.splitlines()[0] == f"{first}  approved  Charge ACME $42.00"
+    assert "approved by operator:test (operator, api) on behalf of alice: ok" in out
+    assert len(out.splitlines()) < 25 and not out.lstrip().startswith("{")  # a summary, not the JSON
+    code, out, _ = await cli("--url", url, "approvals", "show", first, "--json")
+    shown = json.loads(out)
+    assert shown["id"] == first and [e["kind"] for e in shown["events"]][:3] == ["suspended", "card_posted", "approved"]
+
+    code, _, err = await cli("--url", url, "approvals", "reject", first)  # already decided: one line, exit 2
+    assert code == 2 and _one_line(err) == "hitl-gateway: 409 already_decided: already approved by operator:test"
+    code, out, err = await cli("--url", url, "approvals", "cancel", second, "--reason", "stopped", "--json")
+    assert code == 0 and json.loads(out)["status"] == "cancelled", err
+    code, _, err = await cli("--url", url, "approvals", "show", "nope")
+    assert code == 2 and _one_line(err).startswith("hitl-gateway: 404 not_found:")
+
+
+async def test_jobs_list_and_retry_over_http(gateway: Gateway) -> None:
+    approval_id = await _suspend(gateway, "r-3", "Pay", worker="fails")
+    url = gateway.url
+    code, _, err = await cli("--url", url, "approvals", "approve", approval_id)
+    assert code == 0, err
+    for _ in range(200):  # the gateway's worker runs the job, which exits 3: failed for good
+        code, out, _ = await cli("--url", url, "jobs", "list", "--status", "failed", "--json")
+        if json.loads(out)["items"]:
+            break
+        await asyncio.sleep(0.1)
+    code, out, _ = await cli("--url", url, "jobs", "list", "--status", "failed")
+    header, row = out.splitlines()
+    assert header.split() == ["APPROVAL", "STATUS", "WORKER", "ATTEMPTS", "AGE", "LAST", "ERROR"]
+    assert row.split()[:3] == [approval_id, "failed", "fails"] and "exit status 3" in row
+    code, out, err = await cli("--url", url, "jobs", "retry", approval_id, "--by", "alice", "--json")
+    assert code == 0 and json.loads(out)["status"] == "queued", err
+
+
+async def test_an_agent_key_a_missing_key_and_a_wrong_url_are_one_line(gateway: Gateway, tmp_path: Path) -> None:
+    approval_id = await _suspend(gateway, "r-4", "Pay")
+    code, _, err = await cli("--url", gateway.url, "approvals", "approve", approval_id, key=TEST_API_KEY)
+    assert code == 2 and _one_line(err).startswith("hitl-gateway: 403 operator_required: ")
+    code, _, err = await cli("--url", gateway.url, "--operator-key", "not-a-key-at-all", "jobs", "list", key=None)
+    assert code == 2 and _one_line(err).startswith("hitl-gateway: 401 ")
+    code, _, err = await cli("--url", gateway.url, "approvals", "list", key=None)
+    assert code == 2 and "--operator-key" in _one_line(err) and "HITL_OPERATOR_KEY" in err
+
+    closed = f"http://127.0.0.1:{free_port()}"
+    code, _, err = await cli("--url", closed, "approvals", "list")
+    assert code == 1 and _one_line(err).startswith(f"hitl-gateway: cannot reach {closed}")
+    code, _, err = await cli("--url", "127.0.0.1:8080", "approvals", "list")  # no scheme: a usage error
+    assert code == 2 and "http://" in _one_line(err)
+    code, _, err = await cli("--url", gateway.url, "serve", cwd=tmp_path)
+    assert code == 2 and "approvals" in _one_line(err)
+    async with aiohttp.ClientSession() as http:  # nothing was decided by the refused calls
+        _, view = await call(http, "GET", f"{gateway.url}/v1/approvals/{approval_id}", headers=AUTH)
+    assert view["status"] == "waiting_approval"
