@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -228,3 +228,25 @@ def test_context_is_a_fact_but_only_when_a_rule_names_it() -> None:
     assert evaluate(rs, sneaky, NO_COUNTERS, NOW).outcome == RuleOutcome.ASK
     trusting = compile_rules([Rule("ctx", 'has(context.ticket) && context.ticket == "T-1"', RuleOutcome.ALLOW)])
     assert evaluate(trusting, Facts("b", "s", context={"ticket": "T-1"}), NO_COUNTERS, NOW).outcome == RuleOutcome.ALLOW
+
+
+def test_all_conditions_at_once_decide_as_one_by_one() -> None:
+    """The bitmask programs (every condition in one call) give the answer of evaluating each
+    rule alone, across a chunk boundary, with shadow rules, agent scopes and a failing rule."""
+    rules = [
+        Rule(f"r{i}", f'step == "charge" && args.amount > {1000 - i}', RuleOutcome.ALLOW, mode=Mode.SHADOW)
+        for i in range(70)
+    ]
+    rules += [
+        Rule("scoped", 'step == "charge"', RuleOutcome.DENY, agents=("other",)),
+        Rule("missing", "args.nope > 1", RuleOutcome.ALLOW),
+        Rule("last", 'step == "charge"', RuleOutcome.DENY),
+    ]
+    rs = compile_rules(rules)
+    one_by_one = replace(rs, masks=())
+    for amount in (0, 935, 990, 2000):
+        for args in ({"amount": amount}, {"amount": amount, "nope": 5}):
+            facts = Facts(agent="billing", step="charge", args=args)
+            assert evaluate(rs, facts, NO_COUNTERS, NOW) == evaluate(one_by_one, facts, NO_COUNTERS, NOW)
+    allowed = evaluate(rs, Facts(agent="billing", step="charge", args={"amount": 990, "nope": 5}), NO_COUNTERS, NOW)
+    assert allowed.rule == "missing" and len(allowed.shadow) == 59  # r11 to r69

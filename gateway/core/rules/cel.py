@@ -14,7 +14,7 @@ without it while no `[[rule]]` is configured.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -25,6 +25,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.rules.model import CounterKey, Counters
 
 MAX_WHEN = 4096
+MASK_BITS = 62  # conditions per bitmask program: CEL's int is 64-bit signed
 EXTRA_HINT = "rules need the extra `rules`: pip install 'hitl-gateway[rules]'"
 FACTS = ("agent", "run_id", "step", "args", "context", "now", "hour", "weekday")
 _MACRO = re.compile(r"\.\s*(all|exists_one|exists|map|filter)\s*\(")
@@ -84,6 +85,36 @@ class CelEnv:
         if kind != self._bool and kind != self._dyn:
             raise ValueError(f"must be a true/false condition, not {kind.name()}")
         return program, counters
+
+    def compile_masks(self, texts: Sequence[str]) -> tuple[Any, ...]:
+        """The conditions (each compiled and checked alone first) as few programs, each the
+        bitmask of MASK_BITS of them: one call into the runtime instead of one per rule (about
+        2 us each), so a hundred rules cost 40 us and not 500. The sum is a balanced tree,
+        because CEL bounds how deep an expression nests."""
+        programs = []
+        for start in range(0, len(texts), MASK_BITS):
+            terms = [f"(({text}) ? {1 << i} : 0)" for i, text in enumerate(texts[start : start + MASK_BITS])]
+            programs.append(self._env.compile(_balanced(terms)))
+        return tuple(programs)
+
+    def run_masks(self, programs: Sequence[Any], activation: Any, counters: Counters) -> list[bool] | None:
+        """Which conditions hold, in order; None if any of them failed (a missing field, a type
+        mismatch), so that the caller evaluates rule by rule and sees which, and where."""
+        if not programs:
+            return None
+        token = _COUNTERS.set(counters)
+        try:
+            masks = [program.eval(activation).value() for program in programs]
+        except Exception:  # the runtime raises for some errors: rule by rule says which
+            return None
+        finally:
+            _COUNTERS.reset(token)
+        out: list[bool] = []
+        for mask in masks:
+            if not isinstance(mask, int) or isinstance(mask, bool):  # an error value
+                return None
+            out.extend(bool(mask >> i & 1) for i in range(MASK_BITS))
+        return out
 
     def activation(self, facts: Mapping[str, Any]) -> Any:
         return self._env.Activation(data=dict(facts))
@@ -152,6 +183,13 @@ def _closing(text: str, open_at: int) -> int:
         if depth == 0:
             return i
     return len(text)
+
+
+def _balanced(terms: Sequence[str]) -> str:
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return f"({_balanced(terms[:half])} + {_balanced(terms[half:])})"
 
 
 def _first_line(error: object) -> str:

@@ -52,6 +52,7 @@ class RuleSet:
     hash: str = ""
     counters: frozenset[CounterKey] = frozenset()  # every spent()/count() the rules read
     programs: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    masks: tuple[Any, ...] = field(default=(), compare=False, repr=False)  # every condition at once
     cel_env: CelEnv | None = field(default=None, compare=False, repr=False)
     cedar_policies: CedarPolicies | None = field(default=None, compare=False, repr=False)
 
@@ -99,7 +100,8 @@ def compile_rules(
             raise ConfigError(f"rule.{rule.name}.when", str(exc)) from None
         programs.append(program)
         counters |= keys
-    return replace(base, counters=frozenset(counters), programs=tuple(programs), cel_env=env)
+    masks = env.compile_masks([rule.when for rule in rules])
+    return replace(base, counters=frozenset(counters), programs=tuple(programs), masks=masks, cel_env=env)
 
 
 def _check_names(rules: Sequence[Rule]) -> None:
@@ -126,11 +128,13 @@ def evaluate(ruleset: RuleSet, facts: Facts, counters: Counters, now: datetime) 
     agent = facts.agent.lower()
     shadow: list[ShadowHit] = []
     errors: list[RuleError] = []
-    for rule, program in zip(ruleset.rules, ruleset.programs, strict=True):
+    # Every condition in one call; where one fails, rule by rule, which says which and stops there.
+    held = env.run_masks(ruleset.masks, act, counters)
+    for i, (rule, program) in enumerate(zip(ruleset.rules, ruleset.programs, strict=True)):
         if rule.agents and agent not in rule.agents:
             continue
         try:
-            matched = env.run(program, act, counters)
+            matched = held[i] if held is not None else env.run(program, act, counters)
         except EvalError as exc:
             errors.append(RuleError(rule.name, str(exc)))
             if rule.mode is Mode.SHADOW:
