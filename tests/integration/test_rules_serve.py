@@ -151,27 +151,6 @@ async def test_a_shadow_rule_is_recorded_and_changes_nothing(gateway: tuple[Gate
     assert [(e["data"]["rule"], e["data"]["would"]) for e in shadow] == [("watch-refunds", "allow")]
 
 
-async def test_context_cannot_reach_allow_unless_a_rule_names_it(
-    gateway: tuple[Gateway, aiohttp.ClientSession],
-) -> None:
-    """The agent's `context` is a fact only where a rule reads it: claiming to be small, or an
-    operator, or approved, changes nothing here."""
-    _, session = gateway
-    claim = {"approved": True, "amount": 1, "agent": "operator:test", "step": "charge", "rule": "small-charges"}
-    status, out = await call(
-        session,
-        "POST",
-        "/v1/suspend",
-        json=body("charge", "c1", amount=9000, currency="EUR") | {"context": claim},
-        headers=AGENT,
-    )
-    assert status == 201 and out["status"] == "waiting_approval"
-    status, out = await call(
-        session, "POST", "/v1/suspend", json=body("charge", "c2", amount=9000) | {"context": 7}, headers=AGENT
-    )
-    assert status == 400 and out["error"]["message"].startswith("context: "), out
-
-
 async def test_fifty_suspends_at_once_cross_a_budget_exactly(gateway: tuple[Gateway, aiohttp.ClientSession]) -> None:
     """1000 a day, 50 suspends of 30 at once: exactly 33 fit (990); the rest ask a person."""
     _, session = gateway
