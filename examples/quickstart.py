@@ -1,7 +1,7 @@
-"""The README's "SDK in 20 lines", runnable as written against `make run`.
+"""The README's agent snippet (the `agent` function), runnable as written against `make run`.
 
     python examples/quickstart.py            # runs two steps, suspends on the approval, exits 0
-    # the worker the gateway runs once it is decided (README "The SDK in 20 lines"):
+    # the worker the gateway runs once it is decided (docs/getting-started.md):
     HITL_WORKERS_QUICKSTART_COMMAND='["{python}", "examples/quickstart.py", "resume"]'
 
 The API key comes from $HITL_API_KEY, else from the dev secrets `make run` keeps in ./var.
@@ -50,6 +50,7 @@ async def agent(run: DurableRun) -> None:
         key = run.idempotency_key("charge", invoice)                 # same key on every replay
         await run.step("charge", charge, invoice, key)              # the payment API de-duplicates
     await run.step("email", email, invoice, decision.outcome.value)
+# --8<-- [end:sdk]
 
 
 async def main() -> int:
@@ -62,7 +63,6 @@ async def main() -> int:
         except Suspended as s:                                       # waiting costs nothing: exit 0
             print(f"suspended: approve it at {GATEWAY}/approvals/{s.approval_id}")
     return 0
-# --8<-- [end:sdk]
 # fmt: on
 
 

@@ -1,6 +1,6 @@
-"""The README as a new user follows it: its walk-through, the invoice example and the SDK
-snippet, run from the README's own code blocks (tests/docs/readme.py extracts them), so the
-docs cannot drift from the code.
+"""The README as a new user follows it: its walk-through and the SDK snippet, the invoice
+example of docs/getting-started.md and the configuration block of docs/configuration.md, run from
+their own code blocks (tests/docs/readme.py extracts them), so the docs cannot drift from the code.
 
 `make run` is `.venv/bin/hitl-gateway --dev serve` (checked against the Makefile below); the
 test runs exactly that, in a fresh directory that holds only a link to the venv and the examples,
@@ -22,11 +22,12 @@ from typing import Any
 
 import pytest
 
-from tests.docs.readme import ROOT, at_port, block, region
+from tests.docs.readme import DOCS, ROOT, at_port, block, region
 from tests.procs import free_port
 
 pytestmark = pytest.mark.subprocess
 VENV = Path(sys.executable).parent.parent
+GETTING_STARTED = DOCS / "getting-started.md"
 
 
 def test_make_run_is_what_the_readme_and_these_tests_say() -> None:
@@ -113,19 +114,19 @@ def test_the_walk_through_runs_as_written(home: Path, make_run: MakeRun) -> None
 
 
 def test_the_invoice_example_runs_as_written(home: Path, make_run: MakeRun) -> None:
-    gateway = block("invoice-gateway").strip().splitlines()
+    gateway = block("invoice-gateway", GETTING_STARTED).strip().splitlines()
     assert gateway[-1] == "make run", gateway
     env = {}
     for line in gateway[:-1]:
         name, _, value = line.removeprefix("export ").partition("=")
         env[name] = shlex.split(value)[0]
     make_run.start(env)
-    payments_cmd = block("invoice-payments").strip()
+    payments_cmd = block("invoice-payments", GETTING_STARTED).strip()
     assert "--port 8099" in payments_cmd
     with subprocess.Popen(["bash", "-c", payments_cmd], cwd=home, env=_env()) as payments:
         try:
             _wait("http://127.0.0.1:8099/charges", home / "payments.log")
-            out = _bash(at_port(block("invoice-agent"), make_run.port), home)
+            out = _bash(at_port(block("invoice-agent", GETTING_STARTED), make_run.port), home)
             assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
             assert "suspended on approval" in out.stdout
             charges = json.loads(out.stdout[out.stdout.rindex('{"charges"') :])  # the last command's
@@ -197,11 +198,12 @@ def test_make_demo_shows_every_stage_in_order(tmp_path: Path) -> None:
 
 
 def test_the_configuration_block_loads_as_it_stands(tmp_path: Path) -> None:
-    """First hour #4: the README's config block used to fail (`secret_keys[0]` too short)."""
+    """The annotated config block of docs/configuration.md loads as it stands (it once failed:
+    `secret_keys[0]` too short)."""
     from gateway.config import load_settings
 
     path = tmp_path / "hitl-gateway.toml"
-    path.write_text(block("config"))
+    path.write_text(block("config", DOCS / "configuration.md"))
     settings = load_settings(path, env={})
     assert settings.workers["billing"].command[0] == sys.executable
     assert settings.security.secret_keys[-1] == "the-newest-secret-signs-now"
