@@ -6,10 +6,10 @@ Reject in the web inbox yourself; Ctrl-C stops everything. Its files live in ./v
 
     python -m examples.demo [--port PORT] [--approve] [--exit] [--dir DIR]
 
-The gateway listens where `make run` would: the `[server]` host, port and public_url of the
-gateway's own settings (`$HITL_SERVER_HOST`, `$HITL_SERVER_PORT`, `$HITL_SERVER_PUBLIC_URL`,
-or the file `$HITL_CONFIG` / ./hitl-gateway.toml names; default 127.0.0.1:8080); `--port` wins
-over the port. The fake payment API listens at `$HITL_PAYMENTS_URL` (default
+The gateway listens where `make run` would: `--dev` reads no config file, so that is the
+`[server]` address of the variables `$HITL_SERVER_HOST`, `$HITL_SERVER_PORT` and
+`$HITL_SERVER_PUBLIC_URL` (default 127.0.0.1:8080), read by the gateway's own settings loader;
+`--port` wins over the port. The fake payment API listens at `$HITL_PAYMENTS_URL` (default
 http://127.0.0.1:8099, examples/addresses.py), where the agent and its worker charge. Nothing
 else of your configuration reaches the demo's gateway: it runs `--dev`, on its own database.
 
@@ -50,8 +50,9 @@ STAGES = {  # event kind -> what the demo says
 
 
 def address(port: int | None, env: Mapping[str, str]) -> tuple[str, int, str]:
-    """(host, port, public_url) of the demo's gateway: the `[server]` settings the gateway itself
-    reads from `env` and the config file, with `port` (`--port`) over theirs when given."""
+    """(host, port, public_url) of the demo's gateway: the `[server]` settings `--dev serve` reads
+    from `env` (no config file, as `make run`), with `port` (`--port`) over theirs when given."""
+    env = {k: v for k, v in env.items() if k != "HITL_CONFIG"}  # a copy: no ./hitl-gateway.toml either
     try:
         server = load_settings(None, env, validate=False).server
     except ConfigError as exc:
@@ -170,7 +171,7 @@ async def demo(port: int | None, approve: bool, stop_when_done: bool, work: Path
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m examples.demo")
-    p.add_argument("--port", type=int, help="default: the gateway's configured port ($HITL_SERVER_PORT, else 8080)")
+    p.add_argument("--port", type=int, help="default: the gateway's configured port ($HITL_SERVER_PORT)")
     p.add_argument("--approve", action="store_true", help="decide as the dev operator instead of waiting for you")
     p.add_argument("--exit", action="store_true", help="stop once the run has finished")
     p.add_argument("--dir", type=Path, default=ROOT / "var" / "demo", help="where its database and logs go")

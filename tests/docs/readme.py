@@ -1,7 +1,8 @@
-"""The README's own code blocks, extracted for the tests that run them.
+"""The README's own code blocks (and those of a docs/ page), extracted for the tests that run them.
 
 A block that a test runs is marked by the line `<!-- readme-test: NAME -->` right above its
-fence (an HTML comment: GitHub does not show it). `block(NAME)` returns the code as written.
+fence (an HTML comment: GitHub does not show it). `block(NAME)` returns the README's code as
+written; `block(NAME, path)` and `blocks(path)` read another Markdown file the same way.
 """
 
 from __future__ import annotations
@@ -10,19 +11,21 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
 _BLOCK = re.compile(r"<!-- readme-test: ([\w-]+) -->\n```[\w-]*\n(.*?)```\n", re.S)
 
 
-def blocks(path: Path = ROOT / "README.md") -> dict[str, str]:
+def blocks(path: Path = README) -> dict[str, str]:
+    """Every marked block of the Markdown file `path` (the README by default), by name."""
     found: dict[str, str] = {}
     for name, code in _BLOCK.findall(path.read_text()):
-        assert name not in found, f"two README blocks are named {name!r}"
+        assert name not in found, f"two blocks of {path.name} are named {name!r}"
         found[name] = code
     return found
 
 
-def block(name: str) -> str:
-    return blocks()[name]
+def block(name: str, path: Path = README) -> str:
+    return blocks(path)[name]
 
 
 def region(path: Path, name: str) -> str:
