@@ -195,9 +195,10 @@ def test_make_demo_shows_every_stage_in_order(tmp_path: Path) -> None:
         timeout=180,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    stages = [f"gateway at http://127.0.0.1:{port} ", f"fake payment API at {payments}\n", "suspended:"]
-    stages += ["card posted", f"waiting for you: sign in at http://127.0.0.1:{port}/login/link/"]
-    stages += [f"then press Approve or Reject at http://127.0.0.1:{port}/approvals/", "approved by operator:dev"]
+    assert f"), fake payment API at {payments}\n" in out.stdout, out.stdout
+    gw = f"http://127.0.0.1:{port}"
+    stages = [f"gateway at {gw} ", "suspended:", "card posted", f"waiting for you: sign in at {gw}/login/link/"]
+    stages += [f"then press Approve or Reject at {gw}/approvals/", "approved by operator:dev"]
     stages += ["resumed:", "the run finished", "charges at the payment API: 1"]
     positions = [out.stdout.find(f"demo: {s}") for s in stages]
     assert -1 not in positions and positions == sorted(positions), out.stdout
