@@ -4,7 +4,14 @@ It shows each stage as it happens (suspended, card posted, waiting for you at a 
 resumed, charged once) and then leaves the gateway running so that you can press Approve or
 Reject in the web inbox yourself; Ctrl-C stops everything. Its files live in ./var/demo (`--dir`).
 
-    python -m examples.demo [--port 8080] [--approve] [--exit]
+    python -m examples.demo [--port PORT] [--approve] [--exit] [--dir DIR]
+
+The gateway listens where `make run` would: `--dev` reads no config file, so that is the
+`[server]` address of the variables `$HITL_SERVER_HOST`, `$HITL_SERVER_PORT` and
+`$HITL_SERVER_PUBLIC_URL` (default 127.0.0.1:8080), read by the gateway's own settings loader;
+`--port` wins over the port. The fake payment API listens at `$HITL_PAYMENTS_URL` (default
+http://127.0.0.1:8099, examples/addresses.py), where the agent and its worker charge. Nothing
+else of your configuration reaches the demo's gateway: it runs `--dev`, on its own database.
 
 `--approve` decides as the dev operator instead of waiting for you, and `--exit` stops once the
 run has finished (the test of this demo uses both).
@@ -18,12 +25,16 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import aiohttp
+
+from examples.addresses import PAYMENTS_URL_VAR, payments_url
+from gateway.config import load_settings
+from gateway.core.errors import ConfigError
+from gateway.settings.server import own_url
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = {  # event kind -> what the demo says
@@ -38,10 +49,18 @@ STAGES = {  # event kind -> what the demo says
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def address(port: int | None, env: Mapping[str, str]) -> tuple[str, int, str]:
+    """(host, port, public_url) of the demo's gateway: the `[server]` settings `--dev serve` reads
+    from `env` (no config file, as `make run`), with `port` (`--port`) over theirs when given."""
+    env = {k: v for k, v in env.items() if k != "HITL_CONFIG"}  # a copy: no ./hitl-gateway.toml either
+    try:
+        server = load_settings(None, env, validate=False).server
+    except ConfigError as exc:
+        raise SystemExit(f"demo: {exc}") from None
+    if port is None or port == server.port:
+        return server.host, server.port, server.public_url
+    derived = server.public_url == own_url(server.host, server.port)  # no public_url configured
+    return server.host, port, own_url(server.host, port) if derived else server.public_url
 
 
 def say(text: str) -> None:
@@ -71,10 +90,10 @@ async def _process(*argv: str, cwd: Path, env: dict[str, str], log: Path) -> Asy
                 proc.kill()
 
 
-async def _ready(http: aiohttp.ClientSession, url: str, proc: asyncio.subprocess.Process, log: Path) -> None:
+async def _ready(http: aiohttp.ClientSession, url: str, proc: asyncio.subprocess.Process, log: Path, hint: str) -> None:
     for _ in range(300):
         if proc.returncode is not None:
-            raise SystemExit(f"demo: {log.name} stopped (exit {proc.returncode}); see {log}")
+            raise SystemExit(f"demo: {log.name} stopped (exit {proc.returncode}); see {log}. {hint}")
         with contextlib.suppress(aiohttp.ClientError):
             async with http.get(url) as resp:
                 if resp.status == 200:
@@ -100,27 +119,32 @@ async def _stages(http: aiohttp.ClientSession, gw: str, approval_id: str, paymen
     return len(events), ended
 
 
-async def demo(port: int, approve: bool, stop_when_done: bool, work: Path) -> int:
-    python, payments_port = sys.executable, _free_port()
-    gw, payments = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{payments_port}"
-    worker = ["{python}", "-m", "examples.invoice_agent.agent", "resume", "--payments", payments]
+async def demo(port: int | None, approve: bool, stop_when_done: bool, work: Path) -> int:
+    python, payments = sys.executable, payments_url()
+    host, port, public = address(port, os.environ)
+    gw = own_url(host, port)  # where the demo itself reaches the gateway; links show `public`
+    worker = ["{python}", "-m", "examples.invoice_agent.agent", "resume"]  # charges at $HITL_PAYMENTS_URL
     base = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")} | {"PYTHONPATH": str(ROOT)}
-    base["HITL_SERVER_PORT"] = str(port)  # the gateway, and its sign-in link, on this port
+    # the gateway, its sign-in link, the agent and the worker (the gateway's environment): one address each
+    base |= {"HITL_SERVER_HOST": host, "HITL_SERVER_PORT": str(port), "HITL_SERVER_PUBLIC_URL": public}
+    base[PAYMENTS_URL_VAR] = payments
     env = base | {"HITL_WORKERS_INVOICE_COMMAND": json.dumps(worker)}
     run_id = f"demo-{os.getpid()}"
     gateway_cmd = (python, "-m", "gateway", "--dev", "serve")
-    payments_cmd = (python, "-m", "examples.invoice_agent.payments", "--port", str(payments_port))
+    payments_cmd = (python, "-m", "examples.invoice_agent.payments")
     async with (
         aiohttp.ClientSession() as http,
         _process(*gateway_cmd, cwd=work, env=env, log=work / "gateway.log") as gateway,
         _process(*payments_cmd, cwd=work, env=base, log=work / "payments.log") as fake_payments,
     ):
-        await _ready(http, f"{gw}/healthz", gateway, work / "gateway.log")
-        await _ready(http, f"{payments}/charges", fake_payments, work / "payments.log")
-        say(f"gateway at {gw} (log: {work / 'gateway.log'}), fake payment API at {payments}")
+        hint = f"Is {host}:{port} taken (`make run`)? Move it: HITL_SERVER_PORT=PORT make demo"
+        await _ready(http, f"{gw}/healthz", gateway, work / "gateway.log", hint)
+        hint = f"Is {payments} taken? Move it: {PAYMENTS_URL_VAR}=http://127.0.0.1:PORT make demo"
+        await _ready(http, f"{payments}/charges", fake_payments, work / "payments.log", hint)
+        say(f"gateway at {public} (log: {work / 'gateway.log'}), fake payment API at {payments}")
         keys = json.loads((work / "var" / "dev-secrets.json").read_text())
         agent = ("-m", "examples.invoice_agent.agent", "start", "--run-id", run_id, "--gateway", gw)
-        code, out = await _run(python, *agent, "--api-key", keys["api_key"], "--payments", payments, cwd=work, env=base)
+        code, out = await _run(python, *agent, "--api-key", keys["api_key"], cwd=work, env=base)
         if code != 0:
             say(f"the agent failed: {out}")
             return 1
@@ -132,7 +156,7 @@ async def demo(port: int, approve: bool, stop_when_done: bool, work: Path) -> in
             seen, _ = await _stages(http, gw, approval_id, payments, seen)
             await asyncio.sleep(0.1)
         say(f"waiting for you: sign in at {link.strip()}")
-        say(f"then press Approve or Reject at {gw}/approvals/{approval_id}")
+        say(f"then press Approve or Reject at {public}/approvals/{approval_id}")
         if approve:
             async with http.post(f"{gw}/v1/approvals/{approval_id}/decision", json={"outcome": "approve"}) as r:
                 r.raise_for_status()
@@ -147,7 +171,7 @@ async def demo(port: int, approve: bool, stop_when_done: bool, work: Path) -> in
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="python -m examples.demo")
-    p.add_argument("--port", type=int, default=int(os.environ.get("DEMO_PORT", "8080")))
+    p.add_argument("--port", type=int, help="default: the gateway's configured port ($HITL_SERVER_PORT)")
     p.add_argument("--approve", action="store_true", help="decide as the dev operator instead of waiting for you")
     p.add_argument("--exit", action="store_true", help="stop once the run has finished")
     p.add_argument("--dir", type=Path, default=ROOT / "var" / "demo", help="where its database and logs go")

@@ -5,6 +5,9 @@ the fake payment API, journaled with an idempotency key), and start/resume aroun
         runs the agent until it pauses for approval, suspends (one approval per tool call), exits 0
     python -m examples.<name>.agent resume [--payments URL] [--effects FILE]
         the gateway's worker: once every approval of the pause is decided, resumes the run once
+
+`--gateway` and `--payments` default to the configured addresses (examples/addresses.py:
+$HITL_GATEWAY_URL or the gateway's $HITL_SERVER_* variables, and $HITL_PAYMENTS_URL).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 
 import aiohttp
 from hitl_sdk import DurableRun, Suspended, Waiting
+
+from examples.addresses import DEFAULT_PAYMENTS_URL, PAYMENTS_URL_VAR, gateway_url, payments_url
 
 __all__ = ["charge", "invoices_in", "main", "parse_args", "summary"]
 
@@ -68,12 +73,12 @@ def parse_args(argv: list[str], *, worker: str, extra: Callable[[argparse.Argume
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["start", "resume"])
     p.add_argument("--run-id")
-    p.add_argument("--gateway", default=os.environ.get("HITL_GATEWAY_URL", "http://127.0.0.1:8080"))
+    p.add_argument("--gateway", default=gateway_url(), help="default: the gateway's configured address")
     p.add_argument("--api-key", default=os.environ.get("HITL_API_KEY"))
     p.add_argument("--invoices", default="INV-1:4200", help="what to pay, e.g. INV-1:4200,INV-2:1500")
     p.add_argument("--channel", action="append", help="where the cards go (default: web)")
     p.add_argument("--worker", default=worker, help="the gateway's [workers.NAME] that resumes the run")
-    p.add_argument("--payments", default="http://127.0.0.1:8099")
+    p.add_argument("--payments", default=payments_url(), help=f"default: ${PAYMENTS_URL_VAR} or {DEFAULT_PAYMENTS_URL}")
     p.add_argument("--effects", help="append one line per executed charge here")
     if extra:
         extra(p)

@@ -5,6 +5,9 @@
     resume: the gateway's worker runs `python -m examples.invoice_agent.agent resume`
             (HITL_* environment + the rehydration document on stdin)
 
+The gateway's address and the payment API's come from examples/addresses.py ($HITL_GATEWAY_URL
+or the gateway's $HITL_SERVER_* variables; $HITL_PAYMENTS_URL), or `--gateway` / `--payments`.
+
 Every step is journaled in the gateway; the charge carries run.idempotency_key("charge", ...),
 so a worker killed at any moment and run again never charges twice.
 """
@@ -20,6 +23,7 @@ from typing import Any
 
 import aiohttp
 
+from examples.addresses import DEFAULT_PAYMENTS_URL, PAYMENTS_URL_VAR, gateway_url, payments_url
 from gateway.sdk import DurableRun, Outcome, Suspended
 
 
@@ -106,16 +110,20 @@ async def invoice_run(run: DurableRun, customer: str, payments: str, fx: Effects
     return await run.step("email", email, fx, invoice, f"{text}. Charged as {receipt['id']}.")
 
 
-async def amain(argv: list[str]) -> int:
+def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("mode", choices=["start", "resume"])
     p.add_argument("--run-id")
     p.add_argument("--customer", default="ACME")
-    p.add_argument("--gateway", default=os.environ.get("HITL_GATEWAY_URL", "http://127.0.0.1:8080"))
+    p.add_argument("--gateway", default=gateway_url(), help="default: the gateway's configured address")
     p.add_argument("--api-key", default=os.environ.get("HITL_API_KEY"))
-    p.add_argument("--payments", default="http://127.0.0.1:8099")
+    p.add_argument("--payments", default=payments_url(), help=f"default: ${PAYMENTS_URL_VAR} or {DEFAULT_PAYMENTS_URL}")
     p.add_argument("--effects", help="append each executed step function's name here")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+async def amain(argv: list[str]) -> int:
+    args = parse_args(argv)
     fx = Effects(args.effects)
     if args.mode == "start":
         run = await DurableRun.open(args.run_id or f"inv-{os.getpid()}", gateway_url=args.gateway, api_key=args.api_key)

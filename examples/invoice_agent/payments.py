@@ -1,6 +1,9 @@
 """A fake payment API for the invoice example: POST /charges, de-duplicated by Idempotency-Key.
 
-python -m examples.invoice_agent.payments --port 8099
+python -m examples.invoice_agent.payments [--port 8099]
+
+It listens on the port of $HITL_PAYMENTS_URL (default http://127.0.0.1:8099, examples/addresses.py),
+where the example agents and their workers charge; `--port` overrides it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import itertools
 from typing import Any
 
 from aiohttp import web
+
+from examples.addresses import payments_port
 
 
 class PaymentsAPI:
@@ -45,5 +50,5 @@ class PaymentsAPI:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--port", type=int, default=8099)
+    parser.add_argument("--port", type=int, default=payments_port())
     web.run_app(PaymentsAPI().app(), host="127.0.0.1", port=parser.parse_args().port)

@@ -31,6 +31,7 @@ NON_CONFIG_VARS = frozenset(
         "HITL_DB_URL",  # the SDK's direct journal
         "HITL_CODE_VERSION",  # the SDK's code version
         "HITL_TEST_POSTGRES_URL",  # the test suite's PostgreSQL server
+        "HITL_PAYMENTS_URL",  # the examples' fake payment API (examples/addresses.py); workers inherit it
     }
 )
 

@@ -169,29 +169,37 @@ def test_the_quickstart_runs_as_written(home: Path, make_run: MakeRun) -> None:
 
 def test_make_demo_shows_every_stage_in_order(tmp_path: Path) -> None:
     """`make demo` (examples/demo.py): the stages as they happen, then one charge. `--approve
-    --exit` decide as the dev operator and stop, where a person would press and Ctrl-C."""
+    --exit` decide as the dev operator and stop, where a person would press and Ctrl-C.
+
+    One address: it runs the Makefile's recipe itself (on this venv, `-o` so that make installs
+    nothing), whose gateway listens on $HITL_SERVER_PORT as `make run`'s does, and whose fake
+    payment API, agent and worker use $HITL_PAYMENTS_URL; it once started on 8080 whatever
+    HITL_SERVER_PORT said."""
     recipe = re.search(r"^demo: .*\n\t(.*)$", (ROOT / "Makefile").read_text(), re.M)
     assert recipe is not None and "-m examples.demo" in recipe.group(1)
+    port, payments = free_port(), f"http://127.0.0.1:{free_port()}"
     out = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "examples.demo",
-            "--approve",
-            "--exit",
-            "--port",
-            str(free_port()),
-            "--dir",
-            str(tmp_path),
+            "make",
+            "--no-print-directory",
+            "-C",
+            str(ROOT),
+            "demo",
+            f"VENV={VENV}",
+            "-o",
+            f"{VENV}/.installed-stamp",
+            f"DEMO_ARGS=--approve --exit --dir {tmp_path}",
         ],
-        cwd=ROOT,
-        env=_env(),
+        env=_env(HITL_SERVER_PORT=str(port), HITL_PAYMENTS_URL=payments),
         capture_output=True,
         text=True,
         timeout=180,
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    stages = ["suspended:", "card posted", "waiting for you: sign in at http", "approved by operator:dev"]
+    assert f"), fake payment API at {payments}\n" in out.stdout, out.stdout
+    gw = f"http://127.0.0.1:{port}"
+    stages = [f"gateway at {gw} ", "suspended:", "card posted", f"waiting for you: sign in at {gw}/login/link/"]
+    stages += [f"then press Approve or Reject at {gw}/approvals/", "approved by operator:dev"]
     stages += ["resumed:", "the run finished", "charges at the payment API: 1"]
     positions = [out.stdout.find(f"demo: {s}") for s in stages]
     assert -1 not in positions and positions == sorted(positions), out.stdout
