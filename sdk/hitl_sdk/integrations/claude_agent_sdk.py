@@ -25,7 +25,7 @@ from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny, ToolPe
 
 from hitl_sdk.keys import idempotency_key
 from hitl_sdk.models import Decision, StepStatus
-from hitl_sdk.pause import PendingCall, default_title
+from hitl_sdk.pause import EditTerms, PendingCall, default_title, edit_terms
 from hitl_sdk.run import DurableRun
 
 __all__ = ["ClaudeApprovals", "permission_result"]
@@ -40,7 +40,10 @@ def permission_result(call: PendingCall, decision: Decision) -> PermissionResult
 
 
 class ClaudeApprovals:
-    """`can_use_tool` for `ClaudeAgentOptions`: one approval per permission request."""
+    """`can_use_tool` for `ClaudeAgentOptions`: one approval per permission request.
+    `args_schema` and `editable` are per tool name (as Claude names it, e.g.
+    `mcp__pay__pay_invoice`), for the suspend of that tool's requests; an approved edit is the
+    `updated_input` that the tool then runs with."""
 
     def __init__(
         self,
@@ -52,8 +55,11 @@ class ClaudeApprovals:
         title: Callable[[PendingCall], str] = default_title,
         poll: float = 0.2,
         max_poll: float = 2.0,
+        args_schema: EditTerms | None = None,
+        editable: EditTerms | None = None,
     ) -> None:
         self.run, self.title = run, title
+        self.args_schema, self.editable = edit_terms("args_schema", args_schema), edit_terms("editable", editable)
         self.channels, self.approvers, self.policy = tuple(channels), tuple(approvers), policy
         self.poll, self.max_poll = poll, max_poll
 
@@ -79,6 +85,8 @@ class ClaudeApprovals:
             channels=self.channels,
             approvers=self.approvers,
             policy=self.policy,
+            args_schema=self.args_schema.get(call.tool),
+            editable=self.editable.get(call.tool, False),
         )
         return await self.run.record_decision(call.step, await self._wait(reply))
 
