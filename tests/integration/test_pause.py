@@ -4,6 +4,7 @@ the rendezvous of the workers of one pause, and LangGraph's Agent Inbox requests
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import operator
 import re
 from collections.abc import Callable
@@ -11,7 +12,9 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
 from hitl_sdk import DurableRun, Pause, PendingCall, Resumed, Suspended, UnsupportedRequest, Waiting
+from hitl_sdk.integrations.claude_agent_sdk import ClaudeApprovals
 from hitl_sdk.integrations.langgraph import LangGraphApprovals
 from hitl_sdk.integrations.pydantic_ai import PydanticAIApprovals
 from langgraph.checkpoint.memory import InMemorySaver
@@ -270,3 +273,27 @@ async def test_langgraph_refuses_editable_for_a_request_that_allows_no_edit(gw: 
         with pytest.raises(UnsupportedRequest, match="editable names 'deploy', but its review does not allow 'edit'"):
             await gate.settle(graph, config, await graph.ainvoke({"log": []}, config, version="v2"))
     assert await gw.rt.store.list_approvals(run_id="no-edit") == []
+
+
+async def test_a_restarted_claude_session_asking_the_same_call_finds_its_approval_and_runs_the_edit(gw: GW) -> None:
+    tool, asked = "mcp__pay__pay_invoice", {"invoice": "INV-1", "amount": 4200}
+    async with await DurableRun.open("claude", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        gate = ClaudeApprovals(run, poll=0.01, max_poll=0.02, editable={tool: ["amount"]})
+        waiting = asyncio.create_task(gate.can_use_tool(tool, asked, ToolPermissionContext(tool_use_id="toolu_1")))
+        for _ in range(1000):  # until the session's approval is there
+            if made := await gw.rt.store.list_approvals(run_id="claude"):
+                break
+            await asyncio.sleep(0.01)
+        waiting.cancel()  # the session dies while it waits
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+    [approval] = made
+    assert approval.terms is not None and approval.terms.editable == ("amount",)
+    edited = {**asked, "amount": 3900}
+    await gw.rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR, args=edited)
+    async with await DurableRun.open("claude", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        gate = ClaudeApprovals(run, poll=0.01, max_poll=0.02, editable={tool: ["amount"]})  # the restarted session
+        async with asyncio.timeout(10):
+            answer = await gate.can_use_tool(tool, asked, ToolPermissionContext(tool_use_id="toolu_9"))
+    assert answer == PermissionResultAllow(updated_input=edited)  # the tool runs with the approved input
+    assert len(await gw.rt.store.list_approvals(run_id="claude")) == 1
