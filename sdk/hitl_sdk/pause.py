@@ -28,7 +28,16 @@ from hitl_sdk.keys import canonical_json
 from hitl_sdk.models import Decision, StepStatus
 from hitl_sdk.run import DurableRun, Suspended
 
-__all__ = ["Pause", "PendingCall", "Resumed", "UnsupportedRequest", "Waiting", "rejection_for_edit"]
+__all__ = [
+    "EditTerms",
+    "Pause",
+    "PendingCall",
+    "Resumed",
+    "UnsupportedRequest",
+    "Waiting",
+    "edit_terms",
+    "rejection_for_edit",
+]
 
 _TITLE_MAX = 300  # the gateway's limits for a title and a step name
 _TOOL_MAX = 80
@@ -97,6 +106,34 @@ class Resumed:
         return self.decisions[call.key]
 
 
+EditTerms = Mapping[str, Any]
+"""Per tool name: `args_schema` (a JSON Schema) or `editable` (True, or the top-level args an
+approver may change), as the gate's constructor takes them."""
+
+
+def edit_terms(name: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A gate's per-tool `args_schema` or `editable`, checked: a mapping of tool name to a JSON
+    Schema object (`args_schema`) or to True/False/a list of arg names (`editable`)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name}: a mapping of tool name to its {name} (e.g. {{'pay_invoice': ...}})")
+    out: dict[str, Any] = {}
+    for tool, terms in value.items():
+        if not isinstance(tool, str) or not tool:
+            raise TypeError(f"{name}: the keys are tool names, got {tool!r}")
+        if name == "args_schema" and not isinstance(terms, Mapping):
+            raise TypeError(f"args_schema[{tool!r}]: a JSON Schema object, got {type(terms).__name__}")
+        if name == "editable":
+            if isinstance(terms, str) or not (
+                isinstance(terms, bool) or (isinstance(terms, Sequence) and all(isinstance(t, str) for t in terms))
+            ):
+                raise TypeError(f"editable[{tool!r}]: True, or a list of the arg names an approver may change")
+            terms = terms if isinstance(terms, bool) else list(terms)
+        out[tool] = dict(terms) if isinstance(terms, Mapping) else terms
+    return out
+
+
 def pause_id(keys: Sequence[str]) -> str:
     """The same pause gives the same id (the calls' keys, in any order)."""
     return hashlib.sha256(canonical_json(sorted(keys)).encode()).hexdigest()[:16]
@@ -112,7 +149,9 @@ class Pause:
 
     `worker` names the gateway's `[workers.NAME]` that resumes the run; `channels`, `approvers`
     and `policy` are as for `DurableRun.approval`. `title(call)` words each card (default:
-    `tool(arg=value, ...)`); the call's description becomes the card's summary."""
+    `tool(arg=value, ...)`); the call's description becomes the card's summary. `args_schema`
+    and `editable`, by tool name, go to the suspend of each call of that tool (an approver may
+    then approve with changed args: the gateway checks them against both)."""
 
     def __init__(
         self,
@@ -123,19 +162,45 @@ class Pause:
         approvers: Sequence[str] = (),
         policy: str | dict[str, Any] | None = None,
         title: Callable[[PendingCall], str] = default_title,
+        args_schema: EditTerms | None = None,
+        editable: EditTerms | None = None,
     ) -> None:
         self.run, self.worker = run, worker
         self.channels, self.approvers, self.policy = tuple(channels), tuple(approvers), policy
         self.title = title
+        self.args_schema = edit_terms("args_schema", args_schema)
+        self.editable = edit_terms("editable", editable)
+
+    def editable_for(self, tool: str) -> bool | list[str]:
+        """What an approver may change in a call of `tool` (False: nothing)."""
+        terms: bool | list[str] = self.editable.get(tool, False)
+        return terms
+
+    def claim_step(self) -> str:
+        """The journal step that claims the pause this run makes now: `pause:start` in the
+        agent's own run; inside a worker, `pause:after:<pause>` (the pause it resumes) or
+        `pause:after-approval:<id>` (a plain approval's worker). The same on every re-run."""
+        doc = self.run.document
+        if doc is None:
+            return "pause:start"
+        state = doc.get("state")
+        if isinstance(state, Mapping) and isinstance(state.get("hitl_pause"), Mapping):
+            return f"pause:after:{state['hitl_pause']['pause']}"
+        return f"pause:after-approval:{doc['approval']['id']}"
 
     async def suspend(self, calls: Sequence[PendingCall], state: Any) -> NoReturn:
-        """One approval per call (idempotent: a re-run finds the same ones), then `Suspended`."""
+        """One approval per call, then `Suspended`. Idempotent: the first run to get here
+        journals its calls and state (`claim_step`), and every re-run suspends on those, so it
+        finds the same approvals even when the framework gave the calls new ids."""
         if not calls:
             raise ValueError("a pause needs at least one call")
         keys = [c.key for c in calls]
         if len(set(keys)) != len(keys):
             raise ValueError(f"the paused calls' keys are not unique: {keys}")
-        shared = {"pause": pause_id(keys), "calls": [c.to_json() for c in calls]}
+        recorded = await self.run.mark(self.claim_step(), {"calls": [c.to_json() for c in calls], "state": state})
+        calls = [PendingCall.from_json(c) for c in recorded["calls"]]
+        state = recorded["state"]
+        shared = {"pause": pause_id([c.key for c in calls]), "calls": [c.to_json() for c in calls]}
         ids: list[str] = []
         for call in calls:
             body = await self.run.request_approval(
@@ -148,6 +213,8 @@ class Pause:
                 approvers=self.approvers,
                 policy=self.policy,
                 worker=self.worker,
+                args_schema=self.args_schema.get(call.tool),
+                editable=self.editable_for(call.tool),
             )
             ids.append(str(body["id"]))
         raise Suspended(ids[0], approval_ids=ids)

@@ -76,8 +76,15 @@ class Stack:
         self.gw = Gateway(config, port, self.tmp / "gw.log", env={"HITL_API_KEY": TEST_API_KEY}).start()
         return self
 
-    async def start(self, run_id: str, invoices: str = "INV-1:4200") -> str:
+    async def start(self, run_id: str, invoices: str = "INV-1:4200", *extra: str) -> str:
         """`python -m examples.<name>.agent start ...`: it must suspend and exit 0."""
+        code, text = await self.start_process(run_id, invoices, *extra)
+        assert code == 0, text
+        assert "suspended on" in text, text
+        return text
+
+    async def start_process(self, run_id: str, invoices: str, *extra: str) -> tuple[int | None, str]:
+        """`python -m <module> start ... <extra>`, whatever becomes of it: its exit code and output."""
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -94,15 +101,13 @@ class Stack:
             "--invoices",
             invoices,
             *self._args(),
+            *extra,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             cwd=ROOT,
         )
         out, _ = await proc.communicate()
-        text = out.decode()
-        assert proc.returncode == 0, text
-        assert "suspended on" in text, text
-        return text
+        return proc.returncode, out.decode()
 
     async def get(self, path: str) -> Any:
         async with self.http.get(self.url + path, headers=AUTH) as resp:

@@ -4,13 +4,17 @@ the rendezvous of the workers of one pause, and LangGraph's Agent Inbox requests
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import operator
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from hitl_sdk import DurableRun, Pause, PendingCall, Resumed, Suspended, Waiting
+from claude_agent_sdk import PermissionResultAllow, ToolPermissionContext
+from hitl_sdk import DurableRun, Pause, PendingCall, Resumed, Suspended, UnsupportedRequest, Waiting
+from hitl_sdk.integrations.claude_agent_sdk import ClaudeApprovals
 from hitl_sdk.integrations.langgraph import LangGraphApprovals
 from hitl_sdk.integrations.pydantic_ai import PydanticAIApprovals
 from langgraph.checkpoint.memory import InMemorySaver
@@ -206,3 +210,90 @@ async def test_a_resumed_run_that_pauses_again_suspends_anew(gw: GW) -> None:
     await gw.approve(second.value.approval_id)
     async with await gw.worker_run(second.value.approval_id) as worker:
         assert await PydanticAIApprovals(worker, worker="fw").resume(agent) == "paid INV-1 | paid INV-2"
+
+
+async def test_a_re_run_with_new_call_ids_suspends_on_the_recorded_calls_and_state(gw: GW) -> None:
+    async with await DurableRun.open("rerun", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        calls = [PendingCall("call_1", "pay", {"invoice": "INV-1"}), PendingCall("call_2", "pay", {"invoice": "INV-2"})]
+        with pytest.raises(Suspended) as first:
+            await Pause(run, worker="fw").suspend(calls, {"checkpoint": "cp-1"})
+    async with await DurableRun.open("rerun", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        renamed = [PendingCall(f"new_{c.key}", c.tool, c.args) for c in calls]  # a real model's new ids
+        with pytest.raises(Suspended) as again:
+            await Pause(run, worker="fw").suspend(renamed, {"checkpoint": "cp-2"})
+    assert again.value.approval_ids == first.value.approval_ids
+    assert len(await gw.rt.store.list_approvals(run_id="rerun")) == 2
+    one, two = first.value.approval_ids
+    await gw.approve(one)
+    assert isinstance(await _collect(gw, one), Waiting)
+    await gw.approve(two)
+    resumed = await _collect(gw, two)
+    assert isinstance(resumed, Resumed) and resumed.state == {"checkpoint": "cp-1"}  # the recorded state
+    assert [c.key for c in resumed.calls] == ["call_1", "call_2"]
+
+
+async def test_a_worker_s_retry_that_pauses_anew_with_new_ids_finds_the_same_approvals(gw: GW) -> None:
+    [only] = await _pause(gw, "nested", ["a"])
+    await gw.approve(only)
+    made = []
+    for attempt in range(2):  # the worker, killed inside its resume's pause, and its retry
+        async with await gw.worker_run(only, api_key=TEST_API_KEY) as run:
+            pause = Pause(run, worker="fw")
+            assert pause.claim_step().startswith("pause:after:")
+            with pytest.raises(Suspended) as again:
+                await pause.suspend([PendingCall(f"b{attempt}", "pay", {"invoice": "b"})], {"turn": attempt})
+            made.append(again.value.approval_ids)
+    assert made[0] == made[1]
+    assert sorted(a.step for a in await gw.rt.store.list_approvals(run_id="nested")) == ["pay:a", "pay:b0"]
+
+
+async def test_editable_and_args_schema_go_to_the_suspend_of_their_tool_only(gw: GW) -> None:
+    schema = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 5000}}}
+    async with await DurableRun.open("terms", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        pause = Pause(run, worker="fw", editable={"pay": ["amount"]}, args_schema={"pay": schema})
+        calls = [PendingCall("c1", "pay", {"amount": 4200}), PendingCall("c2", "refund", {"amount": 10})]
+        with pytest.raises(Suspended) as suspended:
+            await pause.suspend(calls, {})
+    pay, refund = [await gw.rt.service.get(i) for i in suspended.value.approval_ids]
+    assert pay.terms is not None and pay.terms.editable == ("amount",) and pay.terms.schema == schema
+    assert refund.terms is None
+
+
+@pytest.mark.parametrize("editable", ["amount", ["amount", 3], {"amount": True}])
+def test_editable_is_checked_when_the_gate_is_made(editable: Any) -> None:
+    run = DurableRun("r", journal=None)  # type: ignore[arg-type]  # nothing is journaled here
+    with pytest.raises(TypeError, match=re.escape("editable['pay']: True, or a list of the arg names")):
+        Pause(run, worker="fw", editable={"pay": editable})
+
+
+async def test_langgraph_refuses_editable_for_a_request_that_allows_no_edit(gw: GW) -> None:
+    graph, config = inbox_graph(), {"configurable": {"thread_id": "t-edit"}}  # allow_edit False
+    async with await DurableRun.open("no-edit", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        gate = LangGraphApprovals(run, worker="fw", editable={"deploy": ["env"]})
+        with pytest.raises(UnsupportedRequest, match="editable names 'deploy', but its review does not allow 'edit'"):
+            await gate.settle(graph, config, await graph.ainvoke({"log": []}, config, version="v2"))
+    assert await gw.rt.store.list_approvals(run_id="no-edit") == []
+
+
+async def test_a_restarted_claude_session_asking_the_same_call_finds_its_approval_and_runs_the_edit(gw: GW) -> None:
+    tool, asked = "mcp__pay__pay_invoice", {"invoice": "INV-1", "amount": 4200}
+    async with await DurableRun.open("claude", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        gate = ClaudeApprovals(run, poll=0.01, max_poll=0.02, editable={tool: ["amount"]})
+        waiting = asyncio.create_task(gate.can_use_tool(tool, asked, ToolPermissionContext(tool_use_id="toolu_1")))
+        for _ in range(1000):  # until the session's approval is there
+            if made := await gw.rt.store.list_approvals(run_id="claude"):
+                break
+            await asyncio.sleep(0.01)
+        waiting.cancel()  # the session dies while it waits
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+    [approval] = made
+    assert approval.terms is not None and approval.terms.editable == ("amount",)
+    edited = {**asked, "amount": 3900}
+    await gw.rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR, args=edited)
+    async with await DurableRun.open("claude", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
+        gate = ClaudeApprovals(run, poll=0.01, max_poll=0.02, editable={tool: ["amount"]})  # the restarted session
+        async with asyncio.timeout(10):
+            answer = await gate.can_use_tool(tool, asked, ToolPermissionContext(tool_use_id="toolu_9"))
+    assert answer == PermissionResultAllow(updated_input=edited)  # the tool runs with the approved input
+    assert len(await gw.rt.store.list_approvals(run_id="claude")) == 1

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hitl_sdk.pause import Pause, PendingCall, default_title
+from hitl_sdk.pause import EditTerms, Pause, PendingCall, default_title
 from hitl_sdk.run import DurableRun
 
 
@@ -24,7 +24,12 @@ def jsonable(value: Any) -> Any:
 class Gate:
     """The base of each framework's gate: its `Pause` (worker, channels, approvers, policy,
     title), and `output`, which turns the framework's final result into the JSON that the run's
-    journal keeps (default: `jsonable`)."""
+    journal keeps (default: `jsonable`).
+
+    `args_schema` and `editable` are per tool name, for the suspend of each call of that tool:
+    `editable={"pay_invoice": ["amount"]}` lets an approver change `amount` before approving,
+    `args_schema={"pay_invoice": {...}}` is the JSON Schema that the call's args and every edit
+    must validate. How an edit reaches the framework is each integration's (docs/integrations.md)."""
 
     def __init__(
         self,
@@ -36,6 +41,17 @@ class Gate:
         policy: str | dict[str, Any] | None = None,
         title: Callable[[PendingCall], str] = default_title,
         output: Callable[[Any], Any] = jsonable,
+        args_schema: EditTerms | None = None,
+        editable: EditTerms | None = None,
     ) -> None:
         self.run, self.output = run, output
-        self.pause = Pause(run, worker=worker, channels=channels, approvers=approvers, policy=policy, title=title)
+        self.pause = Pause(
+            run,
+            worker=worker,
+            channels=channels,
+            approvers=approvers,
+            policy=policy,
+            title=title,
+            args_schema=args_schema,
+            editable=editable,
+        )

@@ -21,7 +21,8 @@ from typing import Any
 from langgraph.types import Command, Interrupt
 
 from hitl_sdk.integrations._common import Gate
-from hitl_sdk.integrations.langgraph_requests import calls_from_interrupt, resume_values
+from hitl_sdk.integrations.langgraph_requests import allows_edit, calls_from_interrupt, resume_values
+from hitl_sdk.pause import PendingCall, UnsupportedRequest
 
 __all__ = ["LangGraphApprovals"]
 
@@ -60,9 +61,22 @@ class LangGraphApprovals(Gate):
         if not interrupts:
             return _value(out)
         calls = [c for i in interrupts for c in calls_from_interrupt(i.id, i.value, i.response_schema)]
+        for call in calls:
+            self._check_editable(call)
         snapshot = await graph.aget_state(_at(config, None))
         checkpoint = {k: snapshot.config["configurable"][k] for k in _CHECKPOINT_KEYS}
         await self.pause.suspend(calls, {"checkpoint": checkpoint})
+
+    def _check_editable(self, call: PendingCall) -> None:
+        """`editable` only for a request whose review allows `edit`: else an approver's edit
+        could not reach the graph (it would become a rejection), so the config is refused."""
+        if self.pause.editable_for(call.tool) and not allows_edit(call):
+            shown = call.meta.get("allowed") or call.meta.get("config")
+            raise UnsupportedRequest(
+                f"editable names {call.tool!r}, but its review does not allow 'edit' ({shown}): add 'edit' to"
+                f" its allowed_decisions (allow_edit for an Agent Inbox request), or drop {call.tool!r} from"
+                " editable"
+            )
 
     async def resume(self, graph: Any, config: Mapping[str, Any], **invoke: Any) -> Any:
         """In the worker: once every request of the pause is decided, resume the graph from the

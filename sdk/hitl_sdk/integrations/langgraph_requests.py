@@ -23,6 +23,7 @@ __all__ = [
     "HumanInterrupt",
     "HumanInterruptConfig",
     "HumanResponse",
+    "allows_edit",
     "calls_from_interrupt",
     "resume_values",
 ]
@@ -109,6 +110,14 @@ def calls_from_interrupt(iid: str, value: Any, response_schema: Any = None) -> l
         f"interrupt {iid} is not a human-in-the-loop request (a HumanInterrupt, a HITLRequest or a"
         " ToolApprovalRequest), so it cannot become an approval"
     )
+
+
+def allows_edit(call: PendingCall) -> bool:
+    """Whether the request behind `call` takes an edit (`edit` in its allowed decisions, or the
+    Agent Inbox's `allow_edit`)."""
+    if call.meta["shape"] in (INBOX, INBOX_LIST):
+        return bool(call.meta["config"].get("allow_edit"))
+    return "edit" in call.meta["allowed"]
 
 
 def hitl_decision(call: PendingCall, decision: Decision) -> dict[str, Any]:
