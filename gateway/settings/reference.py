@@ -5,8 +5,8 @@ type (the coercer that reads it), its default (the settings' own) and its variab
     python -m gateway.settings.reference --check  # exit 1 when the committed file is stale
 
 tests/docs/test_settings_reference.py fails when the committed file differs from what this writes.
-The channels' sections (`[telegram]`, `[slack]`, `[email]`, a plugin's) belong to their plugins,
-which this package does not import: their guides list them.
+Each channel's section belongs to its plugin, which this package does not import: the channel's
+guide lists its keys.
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ parse stops the start naming the key. What each key is for, with an annotated ex
 """
 _CHANNELS = """## Channels
 
-`[telegram]`, `[slack]` and `[email]` (and a plugin's section) are read by their channel's spec:
-[telegram.md](../telegram.md), [slack.md](../slack.md), [channel-setup.md](../channel-setup.md)
-(e-mail), [channels.md](../channels.md) (plugins). `[people.NAME]` joins one person's
-identities: one key per channel kind (`web`, `telegram`, `slack`, `email`, a plugin's).
+Each channel's section (named after its kind) is read by that channel's spec, built in or a
+plugin's: [channel-setup.md](../channel-setup.md) links every channel's guide and its keys, and
+[channels.md](../channels.md) says how a plugin declares its own. `[people.NAME]` joins one
+person's identities: one key per channel kind (`web`, or any channel's kind).
 """
 
 # the section's settings object, whose field defaults are the keys' defaults

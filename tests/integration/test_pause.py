@@ -247,6 +247,7 @@ async def test_a_worker_s_retry_that_pauses_anew_with_new_ids_finds_the_same_app
     assert sorted(a.step for a in await gw.rt.store.list_approvals(run_id="nested")) == ["pay:a", "pay:b0"]
 
 
+@pytest.mark.subprocess  # an args_schema is checked in the gateway's schema process pool
 async def test_editable_and_args_schema_go_to_the_suspend_of_their_tool_only(gw: GW) -> None:
     schema = {"type": "object", "properties": {"amount": {"type": "integer", "maximum": 5000}}}
     async with await DurableRun.open("terms", gateway_url=gw.url, api_key=TEST_API_KEY) as run:
