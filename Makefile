@@ -11,9 +11,10 @@ PREFIX ?= $(HOME)/.local
 .PHONY: run demo check test lint typecheck unit fast clean browser bench chaos fuzz install uninstall
 
 # What serving needs: the server, the agent SDK (sdk/, a dependency: pip takes the local one
-# because both are named in the same command) and the extras a config may turn on without a
-# reinstall: PostgreSQL, `hitl-gateway mcp` / `mcp-gate`, the e-mail channel.
-RUN_EXTRAS := postgres,mcp,email
+# because both are named in the same command) and every extra a config may turn on, so that no
+# setting needs a reinstall: PostgreSQL, `hitl-gateway mcp` / `mcp-gate`, the e-mail channel,
+# [[rule]] conditions in CEL and the Cedar engine (python -m bench.first_hour: the size and time).
+RUN_EXTRAS := postgres,mcp,email,rules,cedar
 # On top, for the tests: the SDK's framework extras the integration tests run, and dev
 # (pytest, mypy, ruff, Playwright, the Claude Code CLI, both rule engines).
 SDK_EXTRAS := langgraph,openai-agents,pydantic-ai,claude-agent-sdk

@@ -108,7 +108,9 @@ def measure_make(tree: Path, target: str) -> float:
     start = time.monotonic()
     env = {**os.environ, "PYTHONPATH": ""}
     env.pop("VIRTUAL_ENV", None)
-    subprocess.run(["make", target], cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run(["make", target], cwd=tree, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"make {target} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}")
     return time.monotonic() - start
 
 
