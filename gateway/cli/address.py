@@ -92,9 +92,11 @@ def record(settings: Settings, port: int, env: Mapping[str, str]) -> Path | None
 
 
 def forget(path: Path | None) -> None:
+    """`serve` stopping: its record goes, and the store's directory with it when no other is there."""
     if path is not None:
         with contextlib.suppress(OSError):
             path.unlink(missing_ok=True)
+            path.parent.rmdir()  # OSError while another gateway's record is in it
 
 
 def running_url(settings: Settings, env: Mapping[str, str]) -> str:

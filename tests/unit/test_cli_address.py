@@ -43,6 +43,7 @@ def test_a_serve_on_another_port_is_where_the_link_goes(tmp_path: Path, env: dic
     assert address.running_url(other, env) == "http://127.0.0.1:8080"
     address.forget(recorded)
     assert address.running_url(settings, env) == "http://127.0.0.1:8080"
+    assert not recorded.parent.exists()  # nothing is left behind per store
 
 
 def test_a_dead_gateways_record_is_ignored_and_removed(tmp_path: Path, env: dict[str, str]) -> None:
