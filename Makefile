@@ -2,23 +2,47 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Two stamps in one venv: `make run` installs what serving needs (RUN_STAMP); `make check`,
+# `make test` and the rest add the frameworks, the test and type-check tools on top (STAMP).
+RUN_STAMP := $(VENV)/.run-stamp
 STAMP := $(VENV)/.installed-stamp
+PREFIX ?= $(HOME)/.local
 
-.PHONY: run demo check test lint typecheck unit fast clean browser bench chaos fuzz
+.PHONY: run demo check test lint typecheck unit fast clean browser bench chaos fuzz install uninstall
 
-# The agent SDK (sdk/) first, with the framework extras the integration tests run; the server
-# depends on it, and pip takes the local one because both are named in the same command.
+# What serving needs: the server, the agent SDK (sdk/, a dependency: pip takes the local one
+# because both are named in the same command) and every extra a config may turn on, so that no
+# setting needs a reinstall: PostgreSQL, `hitl-gateway mcp` / `mcp-gate`, the e-mail channel,
+# [[rule]] conditions in CEL and the Cedar engine (python -m bench.first_hour: the size and time).
+RUN_EXTRAS := postgres,mcp,email,rules,cedar
+# On top, for the tests: the SDK's framework extras the integration tests run, and dev
+# (pytest, mypy, ruff, Playwright, the Claude Code CLI, both rule engines).
 SDK_EXTRAS := langgraph,openai-agents,pydantic-ai,claude-agent-sdk
 
-$(STAMP): pyproject.toml sdk/pyproject.toml
+$(RUN_STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,postgres,mcp,email]'
+	$(BIN)/pip install --quiet -e ./sdk -e '.[$(RUN_EXTRAS)]'
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP) pyproject.toml sdk/pyproject.toml
+	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,$(RUN_EXTRAS)]'
 	touch $(STAMP)
 
 ## make run: the gateway on ./var/hitl-gateway.db, web inbox on, no chat tokens needed.
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/hitl-gateway --dev serve
+
+## make install: `hitl-gateway` on the PATH: its own venv in $(PREFIX)/lib/hitl-gateway, linked from $(PREFIX)/bin.
+install:
+	$(PYTHON) -m venv --clear $(PREFIX)/lib/hitl-gateway
+	$(PREFIX)/lib/hitl-gateway/bin/pip install --quiet ./sdk '.[$(RUN_EXTRAS)]'
+	mkdir -p $(PREFIX)/bin
+	ln -sfn $(PREFIX)/lib/hitl-gateway/bin/hitl-gateway $(PREFIX)/bin/hitl-gateway
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) echo "installed: $(PREFIX)/bin/hitl-gateway";; \
+		*) echo "installed: $(PREFIX)/bin/hitl-gateway; $(PREFIX)/bin is not on your PATH: add it (export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
+
+uninstall:
+	rm -rf $(PREFIX)/lib/hitl-gateway $(PREFIX)/bin/hitl-gateway
 
 ## make demo: the gateway, the fake payment API and the invoice agent, each stage shown as it happens; then press in the inbox.
 ## Where `make run` listens (HITL_SERVER_HOST, HITL_SERVER_PORT; DEMO_ARGS="--port N" wins); the payment API at HITL_PAYMENTS_URL.

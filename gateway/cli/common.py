@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from gateway.settings import Settings
@@ -31,3 +36,19 @@ def table(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers) - 1)]
     for r in cells:
         print("  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip())
+
+
+def program(argv0: str | None = None) -> str:
+    """This command as a printed next step must spell it to run as printed: `hitl-gateway` when
+    that name on the PATH is this very program (`make install` put it there), else the path it was
+    started by (`.venv/bin/hitl-gateway` from a checkout)."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if Path(argv0).name != "hitl-gateway":  # `python -m gateway.cli`, or main() called in process
+        return "hitl-gateway"
+    found = shutil.which("hitl-gateway")
+    try:
+        if found is not None and os.path.samefile(found, argv0):
+            return "hitl-gateway"
+    except OSError:
+        pass
+    return shlex.quote(argv0)

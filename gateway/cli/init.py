@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
+from gateway.cli.common import program
 from gateway.delivery.registry import installed
 from gateway.settings import DEFAULT_PATH, Settings
 
@@ -80,8 +82,8 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
         return 2
     with os.fdopen(fd, "w") as fh:
         fh.write(render())
-    flag = "" if path == Path(DEFAULT_PATH) else f" --config {path}"
+    flag = "" if path == Path(DEFAULT_PATH) else f" --config {shlex.quote(str(path))}"
     print(f"wrote {path} (mode 0600): a secret key, an agent key (my-agent) and an operator key (me). Next:")
-    print(f"  hitl-gateway{flag} check-config")
-    print(f"  hitl-gateway{flag} serve")
+    print(f"  {program()}{flag} check-config")
+    print(f"  {program()}{flag} serve")
     return 0

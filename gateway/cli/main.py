@@ -17,7 +17,7 @@ from gateway import __version__
 from gateway.cli import approvals, cards, channels, init, jobs, remote, rules, serve
 from gateway.cli import audit as audit_cli
 from gateway.cli import web as web_cli
-from gateway.cli.common import dump, with_runtime
+from gateway.cli.common import dump, program, with_runtime
 from gateway.cli.dev import DEV_SECRETS, dev_defaults
 from gateway.config import Settings, config_path, effective_config, load_settings
 from gateway.core.errors import ConfigError, GatewayError
@@ -105,7 +105,7 @@ def _load(args: argparse.Namespace) -> Settings:
     except ConfigError as exc:
         if args.dev or config_path(args.config, os.environ) is not None:
             raise
-        hint = "no config file found: run `hitl-gateway init` to write one, or use --dev for a local trial"
+        hint = f"no config file found: run `{program()} init` to write one, or use --dev for a local trial"
         raise ConfigError(exc.key, f"{exc.problem}; {hint}") from None
 
 

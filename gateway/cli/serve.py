@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import gc
+import os
 import socket
 from typing import Any
 
 from gateway import __version__
+from gateway.cli import address
 from gateway.core.errors import GatewayError
 from gateway.settings import Settings
 
@@ -46,21 +48,26 @@ def serve(settings: Settings, *, dev_link: bool = False) -> int:
     from gateway.http.app import create_app
 
     sock = bind(settings.server.host, settings.server.port)
+    port = int(sock.getsockname()[1])
     if dev_link:
-        web_cli.print_dev_link(settings)
+        web_cli.print_dev_link(address.at(settings, address.served_url(settings, port)))
     app = create_app(settings, exclusive=True)
     app.on_startup.append(freeze_heap)  # after the runtime's own start-up (cleanup_ctx runs first)
-    transport.run(
-        app,
-        settings,
-        event_loop(),
-        lambda: print(
-            f"hitl-gateway {__version__} listening on http://{settings.server.host}:"
-            f"{settings.server.port} (store: {settings.store.url})",
-            flush=True,
-        ),
-        sock,
-    )
+    recorded = address.record(settings, port, os.environ)  # where `web login-link` finds this gateway
+    try:
+        transport.run(
+            app,
+            settings,
+            event_loop(),
+            lambda: print(
+                f"hitl-gateway {__version__} listening on http://{settings.server.host}:"
+                f"{port} (store: {settings.store.url})",
+                flush=True,
+            ),
+            sock,
+        )
+    finally:
+        address.forget(recorded)
     return 0
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import os
 import sys
 from typing import Any
 
+from gateway.cli import address
 from gateway.core.clock import SystemClock
 from gateway.core.durations import format_duration
 from gateway.core.tokens import TokenSigner
@@ -17,7 +19,10 @@ def register(sub: Any) -> None:
     """Add the `web` subcommands to the CLI's subparsers."""
     web = sub.add_parser("web", help="web inbox users: one-time sign-in links, password hashes")
     actions = web.add_subparsers(dest="action", required=True)
-    link = actions.add_parser("login-link", help="print a one-time sign-in link for a [web] user")
+    link = actions.add_parser(
+        "login-link",
+        help="print a one-time sign-in link for a [web] user, to the gateway serving this store here (docs/web.md)",
+    )
     link.add_argument("name")
     link.set_defaults(handler=_login_link)
     hashp = actions.add_parser("hash-password", help="read a password (stdin or prompt), print its scrypt hash")
@@ -39,7 +44,8 @@ async def _login_link(args: argparse.Namespace, settings: Settings) -> int:
     from gateway.http.web.auth import login_link
 
     signer = TokenSigner(settings.security.secret_keys)
-    print(login_link(settings, signer, args.name, SystemClock().now()))
+    served = address.at(settings, address.running_url(settings, os.environ))  # follows `serve --port`
+    print(login_link(served, signer, args.name, SystemClock().now()))
     return 0
 
 
