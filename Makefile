@@ -46,7 +46,7 @@ uninstall:
 
 ## make demo: the gateway, the fake payment API and the invoice agent, each stage shown as it happens; then press in the inbox.
 ## Where `make run` listens (HITL_SERVER_HOST, HITL_SERVER_PORT; DEMO_ARGS="--port N" wins); the payment API at HITL_PAYMENTS_URL.
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(BIN)/python -m examples.demo $(DEMO_ARGS)
 
 ## make check: lint, type-check and the tests that start no process (about a minute): the loop while you work.

@@ -187,7 +187,7 @@ def test_make_demo_shows_every_stage_in_order(tmp_path: Path) -> None:
             "demo",
             f"VENV={VENV}",
             "-o",
-            f"{VENV}/.installed-stamp",
+            f"{VENV}/.run-stamp",
             f"DEMO_ARGS=--approve --exit --dir {tmp_path}",
         ],
         env=_env(HITL_SERVER_PORT=str(port), HITL_PAYMENTS_URL=payments),

@@ -88,3 +88,9 @@ def test_make_test_adds_the_rest_to_the_venv_make_run_built() -> None:
     assert run_stamp != test_stamp and run_stamp in _recipe(test_stamp)[0]
     assert {"langgraph", "openai-agents", "mypy", "playwright", "pytest"} <= _installed_by(test_stamp)
     assert all("-m venv" not in line for line in _recipe(test_stamp)[1])  # the same venv, not a second one
+
+
+def test_make_demo_needs_only_what_make_run_installs() -> None:
+    """The demo runs the gateway, the invoice agent and the fake payment API: serving's stamp is
+    enough, and a newcomer's `make demo` after `make run` installs nothing more."""
+    assert _recipe("demo")[0] == _recipe("run")[0]
