@@ -18,7 +18,12 @@ from typing import Any
 
 from gateway.sdk import DurableRun, Outcome, Suspended
 
-GATEWAY = os.environ.get("HITL_GATEWAY_URL", "http://127.0.0.1:8080")
+try:  # examples/addresses.py: where `make run` listens (HITL_SERVER_PORT...), or the worker's HITL_GATEWAY_URL
+    from examples.addresses import gateway_url
+except ImportError:  # run as a script, `python examples/quickstart.py`: examples/ is sys.path[0]
+    from addresses import gateway_url  # type: ignore[no-redef]
+
+GATEWAY = gateway_url()
 DEV_SECRETS = Path("var/dev-secrets.json")
 KEY = os.environ.get("HITL_API_KEY") or (json.loads(DEV_SECRETS.read_text())["api_key"] if DEV_SECRETS.exists() else "")
 

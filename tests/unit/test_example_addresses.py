@@ -48,6 +48,16 @@ def test_the_agents_find_the_gateway_where_its_settings_put_it(clean_env: pytest
     assert invoice_agent.parse_args(["start"]).gateway == "http://gw.test:1"
 
 
+def test_the_quickstart_finds_the_gateway_where_make_run_listens(clean_env: pytest.MonkeyPatch) -> None:
+    """`HITL_SERVER_PORT=9191 make run`, then `python examples/quickstart.py` in the same shell."""
+    import importlib
+
+    import examples.quickstart as quickstart
+
+    clean_env.setenv("HITL_SERVER_PORT", "9191")
+    assert importlib.reload(quickstart).GATEWAY == "http://127.0.0.1:9191"
+
+
 @pytest.mark.parametrize(
     ("env", "host", "port"),
     [({}, "127.0.0.1", 8080), ({"HITL_SERVER_HOST": "0.0.0.0", "HITL_SERVER_PORT": "9000"}, "0.0.0.0", 9000)],
