@@ -72,7 +72,9 @@ def _create(ctx: ChannelContext) -> Channel:
     try:
         from adapters.email.channel import EmailChannel
     except ImportError as exc:  # the `email` extra is not installed
-        raise ConfigError("email.host", f"the e-mail channel needs pip install 'hitl-gateway[email]' ({exc})") from None
+        raise ConfigError(
+            "email.host", f"the e-mail channel needs the extra `email` ({exc}): pip install ./sdk '.[email]'"
+        ) from None
     return EmailChannel(ctx)
 
 

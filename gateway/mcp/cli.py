@@ -22,8 +22,8 @@ from gateway.core.errors import ConfigError
 from gateway.mcp.secret import gate_secret, state_file
 from gateway.telemetry.logs import setup_logging
 
-EXTRA_HINT = "hitl-gateway {command}: needs the 'mcp' extra: pip install 'hitl-gateway[mcp]'"
-_EXTRA = ("mcp", "uvicorn")  # what `pip install 'hitl-gateway[mcp]'` brings
+EXTRA_HINT = "hitl-gateway {command}: needs the 'mcp' extra: pip install ./sdk '.[mcp]' from the checkout"
+_EXTRA = ("mcp", "uvicorn")  # what the extra `mcp` brings
 
 
 def add_parser(sub: Any) -> None:

@@ -107,6 +107,7 @@ def _serves(line: str, cwd: Path, env: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize("path", [None, "conf/my gateway.toml"])
+@pytest.mark.timeout(600)  # the fixture installs into a fresh venv
 def test_init_prints_next_steps_that_run_as_printed(
     installed: tuple[Path, dict[str, str]], tmp_path: Path, path: str | None
 ) -> None:
@@ -157,6 +158,7 @@ def _initialize(argv: list[str], env: dict[str, str], cwd: Path) -> dict[str, ob
     return result
 
 
+@pytest.mark.timeout(600)
 def test_the_mcp_snippets_run_as_printed(installed: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     prefix, env = installed
     servers, claude, openai = _snippets()

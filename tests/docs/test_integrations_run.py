@@ -86,6 +86,7 @@ def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
         proc.wait(timeout=30)
 
 
+@pytest.mark.timeout(900)  # a fresh venv with three frameworks: ~40 s quiet, minutes on a loaded machine
 def test_the_framework_examples_run_as_the_docs_say(home: Path, procs: list[subprocess.Popen[bytes]]) -> None:
     from gateway.config import load_settings
 

@@ -35,7 +35,7 @@ def test_without_the_extra_one_line_names_it_and_exit_2(tmp_path: Path, command:
     out = run(*command, cwd=tmp_path, env={"HITL_API_KEY": "k" * 20}, code=WITHOUT_EXTRA)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        f"hitl-gateway {command[0]}: needs the 'mcp' extra: pip install 'hitl-gateway[mcp]'"
+        f"hitl-gateway {command[0]}: needs the 'mcp' extra: pip install ./sdk '.[mcp]' from the checkout"
     ]
 
 

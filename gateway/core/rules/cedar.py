@@ -18,7 +18,7 @@ from typing import Any
 
 from gateway.core.errors import ConfigError
 
-EXTRA_HINT = "rules.engine = \"cedar\" needs the extra `cedar`: pip install 'hitl-gateway[cedar]'"
+EXTRA_HINT = "rules.engine = \"cedar\" needs the extra `cedar`: pip install ./sdk '.[cedar]' from the checkout"
 
 
 def _library() -> Any:

@@ -26,7 +26,7 @@ from gateway.core.rules.model import CounterKey, Counters
 
 MAX_WHEN = 4096
 MASK_BITS = 62  # conditions per bitmask program: CEL's int is 64-bit signed
-EXTRA_HINT = "rules need the extra `rules`: pip install 'hitl-gateway[rules]'"
+EXTRA_HINT = "rules need the extra `rules`: pip install ./sdk '.[rules]' from the checkout"
 FACTS = ("agent", "run_id", "step", "args", "context", "now", "hour", "weekday")
 _MACRO = re.compile(r"\.\s*(all|exists_one|exists|map|filter)\s*\(")
 _CALL = re.compile(r"\b(spent|count)\s*\(")
