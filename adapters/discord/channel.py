@@ -11,6 +11,7 @@ interaction's webhook (no bot token: the interaction's own token, valid 15 minut
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Sequence
 from typing import Any
@@ -36,6 +37,15 @@ def split_ref(ref: str) -> tuple[str, str]:
     """'<channel id>:<message id>' -> its two ids."""
     channel, _, message = ref.partition(":")
     return channel, message
+
+
+async def _json(resp: aiohttp.ClientResponse) -> Any:
+    """The answer's JSON; None for an empty or non-JSON one (a proxy's 502 page)."""
+    text = await resp.text()
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
 
 
 class DiscordChannel(ChannelBase):
@@ -76,7 +86,7 @@ class DiscordChannel(ChannelBase):
             async with self._session.request(
                 verb, self._base + path, json=body, headers=headers, timeout=timeout
             ) as resp:
-                data = await resp.json(content_type=None) if resp.status != 204 else None
+                data = await _json(resp)
                 if resp.status >= 400:
                     raise classify(what, resp.status, data, resp.headers.get("Retry-After"))
                 return data

@@ -29,8 +29,17 @@ def retry_after_seconds(body: Any, header: str | None) -> float | None:
 class DiscordCallError(DeliveryError):
     """A call Discord answered with an error: `code` is Discord's JSON error code, if any."""
 
-    def __init__(self, message: str, code: int | None, *, transient: bool, retry_after: float | None = None) -> None:
-        super().__init__(message, transient=transient, retry_after=retry_after, unsent=True)
+    def __init__(
+        self,
+        message: str,
+        code: int | None,
+        *,
+        transient: bool,
+        retry_after: float | None = None,
+        unsent: bool = True,
+    ) -> None:
+        # Refused (4xx, 429): Discord certainly did not act. A 5xx may come from in front of it.
+        super().__init__(message, transient=transient, retry_after=retry_after, unsent=unsent)
         self.code = code
 
 
@@ -42,7 +51,7 @@ def classify(what: str, status: int, body: Any, retry_after: str | None = None) 
     if status == 429:
         return DiscordCallError(message, code, transient=True, retry_after=retry_after_seconds(body, retry_after))
     if status >= 500:
-        return DiscordCallError(message, code, transient=True)
+        return DiscordCallError(message, code, transient=True, unsent=False)
     return DiscordCallError(message, code, transient=False)
 
 

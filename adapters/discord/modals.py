@@ -51,10 +51,12 @@ def edit(approval: Approval, ref: str, seen: str) -> dict[str, Any]:
     rows = []
     for f in argsform.fields(approval)[:INPUTS_MAX]:
         label = f.name + (" (JSON)" if f.is_json else "")
-        if f.options:
-            label += " · " + " / ".join(v for v, _ in f.options)
-        style = PARAGRAPH if f.is_json or "\n" in f.value or len(f.value) > 80 else SHORT
-        rows.append(_input(f.name, label, style, value=f.value[:VALUE_MAX], required=True, max_length=VALUE_MAX))
+        value = f.value
+        if f.options:  # a choice is typed as its label: "USD", "yes"
+            label += ": " + " / ".join(shown for _, shown in f.options)
+            value = next((shown for v, shown in f.options if v == f.value), f.value)
+        style = PARAGRAPH if f.is_json or "\n" in value or len(value) > 80 else SHORT
+        rows.append(_input(f.name, label, style, value=value[:VALUE_MAX], required=True, max_length=VALUE_MAX))
     return {
         "type": 9,
         "data": {"custom_id": f"hitl:edit.{seen}:{ref}", "title": "Edit & approve", "components": rows},
@@ -63,4 +65,15 @@ def edit(approval: Approval, ref: str, seen: str) -> dict[str, Any]:
 
 def edited(approval: Approval, values: dict[str, str]) -> dict[str, Any] | None:
     """The edited args, or a ValidationError naming `args.<name>` (argsform.read)."""
-    return argsform.read(approval, {argsform.PREFIX + k: v for k, v in values.items()})
+    form = {}
+    for f in argsform.fields(approval):
+        if f.name in values:
+            form[f.input_name] = _choice(f, values[f.name]) if f.options else values[f.name]
+    return argsform.read(approval, form)
+
+
+def _choice(f: argsform.Field, typed: str) -> str:
+    """A typed label as its choice's value (case-insensitive); anything else as typed, for
+    `argsform` to refuse as not one of the choices."""
+    wanted = typed.strip().casefold()
+    return next((v for v, shown in f.options if shown.casefold() == wanted or v == typed.strip()), typed)

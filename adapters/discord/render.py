@@ -32,6 +32,9 @@ BUTTONS_PER_ROW = 5
 LABEL_MAX = 80
 CUSTOM_ID_MAX = 100
 ARGS_SHOWN = 20  # argument fields on a card; the rest are counted
+ARG_NAME_MAX, ARG_VALUE_MAX = 100, 400
+SUMMARY_MAX = 2000
+MORE_SIZE = 20  # the "…: and N more" field
 NO_MENTIONS: dict[str, Any] = {"parse": []}
 
 PRIMARY, SECONDARY, SUCCESS, DANGER = 1, 2, 3, 4
@@ -95,15 +98,20 @@ def _value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def arg_fields(args: dict[str, Any]) -> list[dict[str, Any]]:
-    items = list(args.items())
-    shown = items if len(items) <= ARGS_SHOWN else items[: ARGS_SHOWN - 1]
-    fields = [
-        {"name": cut(str(k), 200) or "\u200b", "value": fit(_value(v), 400) or "\u200b", "inline": True}
-        for k, v in shown
-    ]
-    if len(items) > len(shown):
-        fields.append({"name": "…", "value": f"and {len(items) - len(shown)} more", "inline": False})
+def arg_fields(args: dict[str, Any], budget: int) -> list[dict[str, Any]]:
+    """One inline field per argument while they fit in `budget` characters and ARGS_SHOWN
+    fields; the last one then says how many were left out."""
+    items, used = list(args.items()), 0
+    fields: list[dict[str, Any]] = []
+    for i, (key, value) in enumerate(items):
+        name, text = cut(str(key), ARG_NAME_MAX) or "\u200b", fit(_value(value), ARG_VALUE_MAX) or "\u200b"
+        last = i == len(items) - 1  # else keep room for the "and N more" field
+        room, most = (budget, ARGS_SHOWN) if last else (budget - MORE_SIZE, ARGS_SHOWN - 1)
+        if len(fields) >= most or used + len(name) + len(text) > room:
+            fields.append({"name": "…", "value": f"and {len(items) - i} more", "inline": False})
+            break
+        fields.append({"name": name, "value": text, "inline": True})
+        used += len(name) + len(text)
     return fields
 
 
@@ -195,8 +203,8 @@ def embed(approval: Approval, decides: bool = True) -> dict[str, Any]:
         "footer": {"text": footer(approval)},
     }
     if approval.summary:
-        out["description"] = fit(approval.summary, 3000)
-    fields = arg_fields(approval.current_args)
+        out["description"] = fit(approval.summary, SUMMARY_MAX)
+    fields: list[dict[str, Any]] = []
     if approval.deadline and not approval.status.final:
         extended = f" (extended {approval.extensions}×)" if approval.extensions else ""
         fields.append({"name": "Deadline", "value": when(approval.deadline) + extended, "inline": False})
@@ -207,7 +215,9 @@ def embed(approval: Approval, decides: bool = True) -> dict[str, Any]:
         fields.append({"name": "Outcome", "value": outcome_text(approval) or approval.status.value, "inline": False})
     elif not decides:
         fields.append({"name": "Note", "value": escape(INFO_ONLY), "inline": False})
-    out["fields"] = fields[:FIELDS_MAX]
+    used = sum(len(str(v)) for k, v in out.items() if k in ("title", "description"))
+    used += len(out["footer"]["text"]) + sum(len(f["name"]) + len(f["value"]) for f in fields)
+    out["fields"] = (arg_fields(approval.current_args, EMBED_TOTAL_MAX - used) + fields)[:FIELDS_MAX]
     return out
 
 
