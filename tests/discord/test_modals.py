@@ -109,3 +109,15 @@ async def test_no_edit_button_where_edits_are_not_allowed(discord: DiscordEnv) -
     mid = await discord.posted(aid)
     with pytest.raises(AssertionError):
         discord.button(mid, "Edit & approve…")
+
+
+@pytest.mark.subprocess  # args_schema: the schema pool
+async def test_more_editable_args_than_a_modal_holds_get_a_one_time_link(discord: DiscordEnv) -> None:
+    args = {f"a{i}": i for i in range(6)}
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in args}}
+    aid = await discord.suspend(args=args, args_schema=schema, editable=list(args))
+    mid = await discord.posted(aid)
+    opened = await discord.press(ALICE, discord.button(mid, "Edit & approve…"), mid)
+    assert opened.body is not None and opened.body["type"] == 4 and opened.body["data"]["flags"] == 64
+    assert "one-time page" in opened.body["data"]["content"] and "/edit" in opened.body["data"]["content"]
+    assert discord.fake.failures == []
