@@ -94,8 +94,8 @@ SPEC = ChannelSpec(
     enabled=_enabled,
     check=_check,
     secrets=frozenset({"bot_token"}),
-    # a bot token is three base64url parts joined by dots
-    secret_patterns=(r"(?i)(Bot )[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}",),
+    # a bot token: the bot's id in base64 (kept: not secret), a timestamp and an HMAC
+    secret_patterns=(r"\b([A-Za-z0-9_-]{23,28}\.)[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}",),
     disabled_hint="set discord.bot_token (docs/discord.md)",
     sample=(
         "# [discord]                  # docs/discord.md: cards with buttons in a server's channel\n"

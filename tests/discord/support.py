@@ -53,6 +53,8 @@ def discord_settings(settings_factory: Callable[..., Settings], fake_discord: Fa
             "two": {"quorum": 2},
             "remind": {"timeout": "1h", "remind": ["10m"]},
             "strict": {"timeout": "1h", "require_reason": True},
+            "stretch": {"timeout": "1h", "extend": ["1h"], "max_extensions": 1},
+            "trusted": {"grants": ["1h", "run"]},
         },
         web={"approvers": ["alice"]},
     )
