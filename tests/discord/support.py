@@ -21,6 +21,7 @@ from tests.fakes.discord_api import APPLICATION_ID, BOT_TOKEN, GUILD_ID, PUBLIC_
 
 PATH = "/webhooks/discord"
 CARDS = "1300000000000000777"
+ONCALL = "1300000000000000888"  # a second channel with cards
 ALICE, BOB, MALLORY = "1110000000000000001", "1110000000000000002", "1110000000000000666"
 
 
@@ -40,7 +41,7 @@ def discord_section(fake: FakeDiscord, **over: Any) -> dict[str, Any]:
         "guild_ids": [GUILD_ID],
         "base_url": fake.base_url,
         "approvers": [ALICE, BOB],
-        "channels": [CARDS],
+        "channels": [CARDS, ONCALL],
         **over,
     }
 
@@ -74,7 +75,7 @@ class DiscordEnv:
         return ch
 
     async def suspend(self, **over: Any) -> str:
-        body = suspend_body(channels=[f"discord:{CARDS}", "web"], **over)
+        body = suspend_body(**{"channels": [f"discord:{CARDS}", "web"], **over})
         resp = await self.client.post("/v1/suspend", json=body, headers=AUTH)
         assert resp.status == 201, await resp.text()
         return str((await resp.json())["id"])

@@ -15,7 +15,7 @@ from adapters.discord import webhook
 from gateway.core.models import DeliveryStatus, OutboxKind, Status
 from gateway.plugin import Press, PressOutcome
 from tests.conftest import AUTH, OPERATOR, suspend_body
-from tests.discord.support import ALICE, BOB, CARDS, DiscordEnv
+from tests.discord.support import ALICE, BOB, CARDS, ONCALL, DiscordEnv
 
 DISCORD = f"discord:{CARDS}"
 
@@ -161,3 +161,14 @@ async def test_the_fake_fails_an_interaction_answered_late(discord: DiscordEnv) 
     await discord.press(ALICE, discord.button(mid, "Approve"), mid)
     assert len(discord.fake.failures) == 1 and "answered after" in discord.fake.failures[0]
     assert discord.fake.calls_to("PATCH", "@original")[0].status == 404  # no webhook for a failed interaction
+
+
+async def test_a_press_on_one_card_edits_the_card_in_the_other_channel(discord: DiscordEnv) -> None:
+    aid = await discord.suspend(channels=[DISCORD, f"discord:{ONCALL}", "web"])
+    mid = await discord.posted(aid)
+    ((other, card),) = discord.fake.cards(ONCALL)
+    assert card["components"] != []
+    await discord.press(ALICE, discord.button(mid, "Approve"), mid)
+    await discord.rt.outbox.drain()
+    synced = discord.fake.messages[(ONCALL, other)]
+    assert synced["components"] == [] and f"**Approved** by <@{ALICE}>" in json.dumps(synced, ensure_ascii=False)
