@@ -145,7 +145,7 @@ async def test_a_slow_commit_is_answered_deferred_in_time_and_the_card_follows(
     monkeypatch.setattr(inbound, "press", slow)
     monkeypatch.setattr(webhook, "ACK_BUDGET", 0.05)
     payload = discord.fake.interaction(3, ALICE, custom_id=discord.button(mid, "Approve"), channel=CARDS, message=mid)
-    done = await discord.fake.deliver(discord.client.post, "/webhooks/discord", payload)
+    done = await asyncio.wait_for(discord.fake.deliver(discord.client.post, "/webhooks/discord", payload), 5)
     assert (done.status, done.body) == (200, {"type": 6}) and discord.fake.failures == []
     assert discord.message(mid)["components"] != []  # not decided yet
     release.set()
