@@ -50,6 +50,34 @@ def b64url(data: str) -> bytes:
         raise ValueError("not base64url") from None
 
 
+def generate_keys() -> tuple[str, str]:
+    """A fresh VAPID key pair: (public_key, private_key), base64url without padding."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    point = key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+    return b64(point), b64(key.private_numbers().private_value.to_bytes(32, "big"))
+
+
+def sample(installed: bool) -> str:
+    """The `[webpush]` section `hitl-gateway init` writes, with a fresh key pair: on when the
+    `webpush` extra is installed, else commented out."""
+    public, private = generate_keys()
+    on = "" if installed else "# "
+    head = "[webpush]" if installed else "# [webpush]   (pip install 'hitl-gateway[webpush]', then uncomment)"
+    return (
+        f"{head}                   # docs/web.md: approvers get each card as a push on their phone\n"
+        f'{on}public_key = "{public}"\n'
+        f'{on}private_key = "{private}"   # a secret, like secret_keys\n'
+        f'{on}subject = "mailto:admin@example.com"   # your contact: push services may write to it\n'
+    )
+
+
 def check_webpush(push: WebPushSettings) -> None:
     if not (push.public_key or push.private_key):
         return
@@ -71,4 +99,4 @@ def check_webpush(push: WebPushSettings) -> None:
         raise ConfigError("webpush.ttl", "between 1m and 28d")
 
 
-__all__ = ["KEYS", "SECRETS", "WebPushSettings", "b64url", "check_webpush"]
+__all__ = ["KEYS", "SECRETS", "WebPushSettings", "b64url", "check_webpush", "generate_keys", "sample"]
