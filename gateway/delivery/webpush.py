@@ -39,17 +39,33 @@ from gateway.service.push import PushSubscriptions
 from gateway.settings.webpush import WebPushSettings
 
 log = logging.getLogger("gateway.webpush")
-MAX_TITLE, MAX_BODY = 120, 600  # a push's payload is at most 4 KB once encrypted
+MAX_TITLE, MAX_BODY = 120, 600  # characters
+MAX_PAYLOAD = 3000  # bytes: a push is at most 4096 once encrypted (RFC 8291), with room for the links
 JWT_LIFETIME = timedelta(hours=12)  # RFC 8292: at most 24 h
 _GONE = frozenset({404, 410})
 
 
-def payload(approval: Approval, public_url: str, urls: dict[Outcome, str]) -> dict[str, Any]:
-    """What the service worker shows (pure): a notification per approval (`tag`), with an
-    Approve and a Reject action, each opening its one-time link; a tap opens the approval."""
+def payload(approval: Approval, public_url: str, urls: dict[Outcome, str]) -> bytes:
+    """What the service worker shows (pure), as UTF-8 JSON of at most MAX_PAYLOAD bytes: a
+    notification per approval (`tag`), with an Approve and a Reject action, each opening its
+    one-time link; a tap opens the approval. A long title or summary is cut to fit."""
+    body = approval.summary or f"{approval.run_id} · {approval.step}"
+    title, body = approval.title[:MAX_TITLE], body[:MAX_BODY]
+    while True:
+        data = json.dumps(_shown(approval, public_url, urls, title, body), ensure_ascii=False, separators=(",", ":"))
+        encoded = data.encode()
+        if len(encoded) <= MAX_PAYLOAD or not (title or body):
+            return encoded
+        if body:
+            body = body[: len(body) // 2]
+        else:
+            title = title[: len(title) // 2]
+
+
+def _shown(approval: Approval, public_url: str, urls: dict[Outcome, str], title: str, body: str) -> dict[str, Any]:
     return {
-        "title": approval.title[:MAX_TITLE],
-        "body": (approval.summary or f"{approval.run_id} · {approval.step}")[:MAX_BODY],
+        "title": title,
+        "body": body,
         "tag": f"hitl-{approval.id}",
         "url": f"{public_url.rstrip('/')}{web_card_ref(approval.id)}",
         "actions": [
@@ -112,11 +128,11 @@ class PushingWebChannel(WebChannel):
 
     async def _push(self, sub: PushSubscription, approval: Approval, card: OutgoingCard) -> str | None:
         """Send one push; the error to retry the card for, or None (sent, or the subscription is gone)."""
-        body = json.dumps(payload(approval, self.public_url, self._urls(approval, sub.user)), separators=(",", ":"))
+        body = payload(approval, self.public_url, self._urls(approval, sub.user))
         where = origin(sub.endpoint)  # never the endpoint's path: it is the subscription's secret
         try:
             resp = await WebPusher(sub.info(), aiohttp_session=self.http()).send_async(
-                body.encode(),
+                body,
                 self.headers(sub.endpoint, approval.id, card),
                 ttl=int(self.settings.ttl.total_seconds()),
                 timeout=aiohttp.ClientTimeout(total=self.settings.timeout.total_seconds()),

@@ -6,6 +6,7 @@ person it was pushed to, and a subscription the push service says is gone delete
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -17,9 +18,10 @@ import pytest
 from gateway.config import Settings
 from gateway.core.models import DeliveryStatus, Outcome, Status
 from gateway.settings.webpush import generate_keys
+from gateway.telemetry.logs import SecretFilter
 from gateway.testing import FakeClock
 from tests.web.conftest import csrf_of
-from tests.webpush.support import PUBLIC, Rig, action, build, follow, push_settings
+from tests.webpush.support import PRIVATE, PUBLIC, Rig, action, build, follow, push_settings
 
 SW = Path(__file__).parents[2] / "gateway" / "http" / "web" / "static" / "sw.js"
 
@@ -200,3 +202,37 @@ def test_the_service_worker_shows_actions_and_opens_only_this_gateways_links(tmp
         "https://gw.example/push/links/R",
         "https://gw.example/approvals/a1",
     ]
+
+
+async def test_a_long_summary_is_cut_to_fit_a_push(rig: Rig) -> None:
+    """A push is at most 4096 bytes encrypted: the push service refuses more (413)."""
+    phone, _ = await rig.subscribe(await rig.client("alice"))
+    await rig.suspend("Ship 📦" * 40, summary="🚚 " * 2000)
+    await rig.rt.outbox.drain()
+    assert rig.service.refused == []
+    (push,) = phone.received
+    assert push["body"].startswith("🚚") and push["title"].startswith("Ship 📦")
+    assert [a["action"] for a in push["actions"]] == ["approve", "reject"]
+
+
+async def test_nothing_secret_is_logged(rig: Rig, caplog: pytest.LogCaptureFixture) -> None:
+    """Pushes that fail, retry and find their subscription gone log the push service's origin,
+    never the private key, an endpoint's path (the subscription's secret) or a link."""
+    caplog.set_level(logging.DEBUG)
+    gone, _ = await rig.subscribe(await rig.client("alice"))
+    flaky, _ = await rig.subscribe(await rig.client("alice"))
+    rig.service.gone.add(gone.endpoint.rsplit("/", 1)[1])
+    rig.service.faults[flaky.endpoint.rsplit("/", 1)[1]].append(503)
+    await rig.suspend()
+    await rig.rt.outbox.run_once()
+    rig.clock.advance(minutes=5)
+    await rig.rt.outbox.drain()
+    assert len(flaky.received) == 1
+    # the access log lines are the test servers' (the gateway's own go through SecretFilter, below)
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name != "aiohttp.access")
+    assert "gone (410)" in text and rig.service.origin in text
+    secrets = [PRIVATE, gone.endpoint.rsplit("/", 1)[1], flaky.endpoint.rsplit("/", 1)[1], "/push/links/"]
+    assert [s for s in secrets if s in text] == []
+    link = action(flaky, "approve")  # as the gateway's access log would show a GET of it
+    shown = SecretFilter([PRIVATE]).redact(f'"GET {link} HTTP/1.1" 200 private={PRIVATE}')
+    assert link.rsplit("/", 1)[1] not in shown and PRIVATE not in shown
