@@ -97,9 +97,18 @@ class PushingWebChannel(WebChannel):
         self._vapid = Vapid02.from_raw(settings.private_key.encode())
 
     async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
+        await self._push_all(card)
+        return web_card_ref(card.approval.id)
+
+    async def send_reminder(self, card: OutgoingCard) -> None:
+        """A reminder (the policy's `remind`, or an edit that restarted the votes) is pushed
+        again, with the links of the round it asks about; it replaces the first notification."""
+        await self._push_all(card)
+
+    async def _push_all(self, card: OutgoingCard) -> None:
         approval = card.approval
         if approval.status.final:  # decided before the outbox got to it: nothing to ask
-            return web_card_ref(approval.id)
+            return
         retry: list[str] = []
         for sub in await self.subscriptions.for_approval(approval):
             error = await self._push(sub, approval, card)
@@ -107,7 +116,6 @@ class PushingWebChannel(WebChannel):
                 retry.append(error)
         if retry:
             raise DeliveryError(f"webpush: {'; '.join(retry)}"[:300], transient=True)
-        return web_card_ref(approval.id)
 
     def _urls(self, approval: Approval, user: str) -> dict[Outcome, str]:
         seen, age = rounds.tag(self.signer, approval), self.settings.link_max_age

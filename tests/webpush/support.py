@@ -33,7 +33,11 @@ def push_settings(settings_factory: Callable[..., Settings], **over: Any) -> Set
     return settings_factory(
         web=WEB,
         webpush={"public_key": PUBLIC, "private_key": PRIVATE, "subject": SUBJECT} | over,
-        policies={"strict": {"timeout": "1h", "require_reason": True}, "pair": {"timeout": "1h", "quorum": 2}},
+        policies={
+            "strict": {"timeout": "1h", "require_reason": True},
+            "pair": {"timeout": "1h", "quorum": 2},
+            "nudge": {"timeout": "1h", "remind": ["10m"]},
+        },
     )
 
 

@@ -236,3 +236,19 @@ async def test_nothing_secret_is_logged(rig: Rig, caplog: pytest.LogCaptureFixtu
     link = action(flaky, "approve")  # as the gateway's access log would show a GET of it
     shown = SecretFilter([PRIVATE]).redact(f'"GET {link} HTTP/1.1" 200 private={PRIVATE}')
     assert link.rsplit("/", 1)[1] not in shown and PRIVATE not in shown
+
+
+async def test_a_reminder_is_pushed_again_and_either_push_decides_once(rig: Rig) -> None:
+    phone, _ = await rig.subscribe(await rig.client("alice"))
+    approval = await rig.suspend(policy="nudge")
+    await rig.rt.outbox.drain()
+    rig.clock.advance(minutes=51)  # `remind = ["10m"]`: 10 minutes before the 1h deadline
+    await rig.rt.scheduler.tick()
+    await rig.rt.outbox.drain()
+    assert len(phone.received) == 2 and phone.received[1]["tag"] == phone.received[0]["tag"]
+    first = await rig.client()  # the first push's Reject, opened before the reminder's Approve is used
+    csrf = csrf_of(await (await first.get(action(phone, "reject", 0))).text())
+    assert (await follow(await rig.client(), action(phone, "approve", 1)))[0] == 200
+    late = await first.post(action(phone, "reject", 0), data={"csrf": csrf})
+    assert late.status == 409  # the same choice, already made
+    assert (await rig.rt.service.get(approval.id)).status is Status.APPROVED

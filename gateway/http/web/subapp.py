@@ -34,6 +34,8 @@ _CONTENT_TYPES = {
     "/static/live.js": "text/javascript",
     "/static/push.js": "text/javascript",
     "/sw.js": "text/javascript",
+    "/push/subscribe": "application/json",
+    "/push/unsubscribe": "application/json",
     "/live": "text/event-stream",
 }
 
