@@ -172,7 +172,8 @@ class Runtime:
         try:
             from gateway.delivery.webpush import PushingWebChannel
         except ImportError as exc:  # the `webpush` extra is not installed
-            raise ConfigError("webpush", f"Web Push needs pip install 'hitl-gateway[webpush]' ({exc})") from None
+            hint = f"Web Push needs the extra `webpush` ({exc}): pip install ./sdk '.[webpush]'"
+            raise ConfigError("webpush", hint) from None
         public_url = self.settings.server.public_url
         return PushingWebChannel(self.settings.webpush, public_url, self.signer, self.push, self.http_session)
 

@@ -69,9 +69,9 @@ def sample(installed: bool) -> str:
     `webpush` extra is installed, else commented out."""
     public, private = generate_keys()
     on = "" if installed else "# "
-    head = "[webpush]" if installed else "# [webpush]   (pip install 'hitl-gateway[webpush]', then uncomment)"
+    need = "" if installed else "# Web Push needs the extra: pip install ./sdk '.[webpush]', then uncomment\n"
     return (
-        f"{head}                   # docs/web.md: approvers get each card as a push on their phone\n"
+        f"{need}{on}[webpush]                   # docs/web.md: approvers get each card as a push on their phone\n"
         f'{on}public_key = "{public}"\n'
         f'{on}private_key = "{private}"   # a secret, like secret_keys\n'
         f'{on}subject = "mailto:admin@example.com"   # your contact: push services may write to it\n'

@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from gateway.cli.init import render
 from gateway.config import Settings, effective_config
 from gateway.core.errors import ConfigError
-from gateway.settings.webpush import WebPushSettings, b64url, check_webpush, generate_keys
+from gateway.settings.webpush import WebPushSettings, b64url, check_webpush, generate_keys, sample
 
 GOOD = {"subject": "mailto:ops@example.com"}
 
@@ -52,3 +52,10 @@ def test_check_config_masks_the_private_key(settings_factory: Callable[..., Sett
     settings = settings_factory(webpush={"public_key": public, "private_key": private, **GOOD})
     shown: dict[str, Any] = effective_config(settings)["webpush"]
     assert shown["public_key"] == public and private not in str(shown)
+
+
+def test_without_the_extra_init_writes_the_section_commented_out() -> None:
+    text = sample(installed=False)
+    assert "webpush" not in tomllib.loads(text) and "pip install ./sdk '.[webpush]'" in text
+    lines = [line for line in text.splitlines() if "_key = " in line]
+    assert len(lines) == 2 and all(line.startswith("# ") for line in lines)  # the keys are there to uncomment
