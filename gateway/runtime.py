@@ -17,6 +17,7 @@ import aiohttp
 
 from gateway.core.channels import Channel, WebChannel
 from gateway.core.clock import Clock, SystemClock, from_ts
+from gateway.core.errors import ConfigError
 from gateway.core.identity import WEB
 from gateway.core.observers import Observer, Observers
 from gateway.core.tokens import TokenSigner
@@ -30,6 +31,7 @@ from gateway.service.housekeeping import Pruning
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
 from gateway.service.maintenance import Maintenance
+from gateway.service.push import PushSubscriptions
 from gateway.service.queries import Reads
 from gateway.service.ruleops import RuleOps
 from gateway.service.timers import Timers
@@ -126,6 +128,9 @@ class Runtime:
             channels=self.channels,
             wake_outbox=self.service.wake_outbox,
         )
+        self.push = PushSubscriptions(self.store, self.clock, self.service.authorizer)
+        if settings.webpush.enabled:
+            self.channels[WEB] = self._pushing_web_channel()
         for kind in sorted(settings.enabled_channels() - {WEB}):
             self.channels[kind] = settings.channels[kind].spec.create(self.channel_context(kind))
         self.service.channels = self.channels
@@ -161,6 +166,16 @@ class Runtime:
         self._started = False
         self._claiming = False  # take_over done: release_claims at stop
         self._stop_by: float | None = None  # loop time by which running jobs must have finished
+
+    def _pushing_web_channel(self) -> Channel:
+        """The web channel that also pushes its cards to subscribed approvers (`[webpush]`)."""
+        try:
+            from gateway.delivery.webpush import PushingWebChannel
+        except ImportError as exc:  # the `webpush` extra is not installed
+            hint = f"Web Push needs the extra `webpush` ({exc}): pip install ./sdk '.[webpush]'"
+            raise ConfigError("webpush", hint) from None
+        public_url = self.settings.server.public_url
+        return PushingWebChannel(self.settings.webpush, public_url, self.signer, self.push, self.http_session)
 
     def channel_context(self, kind: str) -> ChannelContext:
         """What the channel `kind` may use: its section, the signer, the clock, the inbound use

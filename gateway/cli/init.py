@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import secrets
 import shlex
@@ -12,7 +13,7 @@ from typing import Any
 
 from gateway.cli.common import program
 from gateway.delivery.registry import installed
-from gateway.settings import DEFAULT_PATH, Settings
+from gateway.settings import DEFAULT_PATH, Settings, webpush
 
 TEMPLATE = """\
 # hitl-gateway configuration, written by `hitl-gateway init`. Every key can be overridden by an
@@ -43,6 +44,7 @@ approvers = ["alice"]
 # viewers = ["bob"]
 
 {channels}
+{webpush}
 [policies.default]           # when a suspend names no policy
 timeout = "30m"
 on_timeout = "reject"
@@ -67,6 +69,7 @@ def render() -> str:
         agent_key="agent_" + secrets.token_urlsafe(24),
         operator_key="op_" + secrets.token_urlsafe(24),
         channels="\n".join(sample for sample in samples if sample),  # format() leaves values as they are
+        webpush=webpush.sample(importlib.util.find_spec("pywebpush") is not None),
     )
 
 

@@ -112,7 +112,7 @@ def _load(args: argparse.Namespace) -> Settings:
 def _logging(settings: Settings) -> None:
     """Every command logs through the redacting handler (libraries put tokens in messages)."""
     sec = settings.security
-    secrets: list[str] = [*sec.secret_keys, *sec.keys]
+    secrets: list[str] = [*sec.secret_keys, *sec.keys, settings.webpush.private_key]
     patterns: list[str] = []
     quiet: list[str] = []
     for channel in settings.channels.values():

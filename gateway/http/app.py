@@ -102,6 +102,7 @@ def provide(app: web.Application, rt: Runtime) -> None:
     app[uses.AUDIT] = rt.audit
     app[uses.READS] = rt.reads
     app[uses.WEB_SESSIONS] = rt.web_sessions
+    app[uses.PUSH] = rt.push
     app[uses.METRICS] = rt.metrics
     app[uses.DELIVERIES] = rt.deliveries
     app[uses.JOBS] = rt.jobs

@@ -18,6 +18,7 @@ from gateway.service.deliveries import Deliveries
 from gateway.service.grants import Grants
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
+from gateway.service.push import PushSubscriptions
 from gateway.service.queries import Reads
 from gateway.service.ruleops import RuleOps
 from gateway.service.websessions import WebSessions
@@ -38,6 +39,7 @@ JOBS = web.AppKey("jobs", Jobs)
 JOURNAL = web.AppKey("journal", RunJournal)
 GRANTS = web.AppKey("grants", Grants)
 RULE_OPS = web.AppKey("rule_ops", RuleOps)
+PUSH = web.AppKey("push", PushSubscriptions)
 READY: web.AppKey[Callable[[], Awaitable[bool]]] = web.AppKey("ready")
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "JOBS",
     "JOURNAL",
     "METRICS",
+    "PUSH",
     "READS",
     "READY",
     "RULE_OPS",

@@ -23,6 +23,7 @@ SECRET_KEYS = frozenset(
         "secret",
         "upstream_headers",
         "signing_key",
+        "private_key",
     }
 )
 

@@ -18,6 +18,7 @@ import gateway.settings.scheduler as scheduler
 import gateway.settings.security as security
 import gateway.settings.server as server
 import gateway.settings.web as web
+import gateway.settings.webpush as webpush
 import gateway.settings.workers as workers
 from gateway.core.errors import ConfigError
 from gateway.settings.channels import ChannelSchema, load_channels
@@ -39,6 +40,7 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "mcp": mcp.MCP_KEYS,
     "mcp_gate": mcp.MCP_GATE_KEYS,
     "rules": rules.KEYS,
+    "webpush": webpush.KEYS,
 }
 GROUPS = ("policies", "workers", "people")  # the named tables: [policies.NAME], [workers.NAME], [people.NAME]
 LISTS = ("rule",)  # the arrays of tables: [[rule]]
@@ -107,6 +109,7 @@ def load_settings(
         channels=load_channels(raw, specs, check=validate),
         people=identities.people,
         identities=identities,
+        webpush=webpush.WebPushSettings(**plain["webpush"]),
         rules=rules.load_rules(plain["rules"], raw.get("rule", []), compile=validate),
     )
     if validate:
@@ -123,6 +126,7 @@ def check(settings: Settings) -> None:
     policies.check_escalations(settings.policies, settings.enabled_channels())
     audit.check_redaction(settings.redaction)
     web.check_web(settings.web)
+    webpush.check_webpush(settings.webpush)
     audit.check_audit(settings.audit, settings.retention)
     rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
 

@@ -17,6 +17,7 @@ from gateway.settings.scheduler import SchedulerSettings
 from gateway.settings.security import SecuritySettings
 from gateway.settings.server import ServerSettings, StoreSettings
 from gateway.settings.web import WebSettings
+from gateway.settings.webpush import WebPushSettings
 from gateway.settings.workers import WorkerSettings
 
 
@@ -43,6 +44,7 @@ class Settings:
     policy_bounds: Mapping[str, AgentBounds] = field(default_factory=dict)
     # `[rules]` and `[[rule]]`, compiled (gateway.core.rules): evaluated at suspend.
     rules: RuleSet = field(default_factory=RuleSet)
+    webpush: WebPushSettings = field(default_factory=WebPushSettings)  # Web Push to the web's approvers
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""

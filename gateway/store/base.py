@@ -27,6 +27,7 @@ from gateway.core.models import (
     StepRecord,
 )
 from gateway.core.rules import CounterKey, Counters, CounterSnapshot
+from gateway.core.webpush import PushSubscription
 from gateway.store.audit import AuditStore
 from gateway.store.sql import Dialect
 
@@ -440,6 +441,22 @@ class HousekeepingPort(Protocol):
         ...
 
 
+class PushPort(Protocol):
+    """The web inbox's Web Push subscriptions, one per browser (gateway/core/webpush.py)."""
+
+    async def save_push_subscription(self, sub: PushSubscription) -> None:
+        """Add it, or replace the row of the same endpoint."""
+        ...
+
+    async def push_subscriptions(self) -> list[PushSubscription]:
+        """Every subscription, by user."""
+        ...
+
+    async def delete_push_subscription(self, endpoint: str, user: str | None = None) -> bool:
+        """Delete the subscription of `endpoint` (only if it is `user`'s, when given)."""
+        ...
+
+
 class Store(
     LifecyclePort,
     ApprovalPort,
@@ -450,6 +467,7 @@ class Store(
     HousekeepingPort,
     GrantPort,
     RulePort,
+    PushPort,
     AuditStore,
     Protocol,
 ):

@@ -24,6 +24,7 @@ PORTS = (
     base.HousekeepingPort,
     base.GrantPort,
     base.RulePort,
+    base.PushPort,
     base.AuditStore,
 )
 # What a backend keeps: lifecycle and liveness, claims, and the audit reads and sealing (arrays

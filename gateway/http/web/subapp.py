@@ -20,6 +20,7 @@ from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
 from gateway.http.web import editlink, inbox, live
 from gateway.http.web import grants as web_grants
+from gateway.http.web import push as web_push
 from gateway.http.web import sessions as web_sessions
 from gateway.http.web.inbox import LIVE
 from gateway.http.web.sessions import SessionCookies
@@ -31,6 +32,10 @@ _CONTENT_TYPES = {
     "/metrics": "text/plain",
     "/static/web.css": "text/css",
     "/static/live.js": "text/javascript",
+    "/static/push.js": "text/javascript",
+    "/sw.js": "text/javascript",
+    "/push/subscribe": "application/json",
+    "/push/unsubscribe": "application/json",
     "/live": "text/event-stream",
 }
 
@@ -55,6 +60,7 @@ ROUTES: list[web.AbstractRouteDef] = [
     *web_dashboard.routes,
     *editlink.routes,
     *web_grants.routes,
+    *web_push.routes,
 ]
 
 
@@ -64,12 +70,14 @@ def web_app(cookies: SessionCookies, reads: Reads) -> web.Application:
     app = web.Application(
         middlewares=[web_sessions.sessions, security_headers, web_auth.page_errors, web_auth.guard],
     )
-    aiohttp_jinja2.setup(
+    env = aiohttp_jinja2.setup(
         app,
         loader=jinja2.PackageLoader("gateway.http.web", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
     )
+    push = cookies.settings.webpush
+    env.globals["webpush_key"] = push.public_key if push.enabled else ""  # the nav's push button
     app[web_auth.THROTTLE] = web_auth.LoginThrottle()
     app[web_sessions.COOKIES] = cookies
     app[LIVE] = live.LiveFeed(reads.newest_event_id)

@@ -354,6 +354,24 @@ UPDATE approvals SET sealed = '' WHERE id IN (
     LIMIT $2
 );
 
+-------------------------------------------------------------------------- push subscriptions (migration 20)
+
+-- name: save_push_subscription
+-- A browser subscribing again (new keys, or another user signed in on it) replaces its row.
+INSERT INTO push_subscriptions (endpoint, user_name, p256dh, auth, created_at) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (endpoint) DO UPDATE SET user_name = excluded.user_name, p256dh = excluded.p256dh,
+    auth = excluded.auth, created_at = excluded.created_at;
+
+-- name: push_subscriptions
+SELECT endpoint, user_name, p256dh, auth, created_at FROM push_subscriptions ORDER BY user_name, created_at;
+
+-- name: delete_push_subscription
+DELETE FROM push_subscriptions WHERE endpoint = $1;
+
+-- name: delete_user_push_subscription
+-- Unsubscribing: only the signed-in user's own row.
+DELETE FROM push_subscriptions WHERE endpoint = $1 AND user_name = $2;
+
 -------------------------------------------------------------------------- migrations
 
 -- name: create_schema_migrations

@@ -1,0 +1,96 @@
+"""The web inbox's Web Push subscriptions: subscribe, unsubscribe, and who a card is pushed to.
+
+A subscription is a browser's (its push service endpoint and keys) for one web user. A card is
+pushed to the subscriptions of the web users who may decide it, by the one check every decision
+goes through (`Authorizer.authorize`): a viewer, a user the approval does not name, or its
+requester gets no push.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+from gateway.core.clock import Clock
+from gateway.core.errors import GatewayError, ValidationError
+from gateway.core.identity import WEB
+from gateway.core.models import Approval
+from gateway.core.webpush import PushSubscription
+from gateway.service.authority import Authorizer
+from gateway.service.commands import Authority
+from gateway.store import Store
+
+MAX_ENDPOINT = 2000
+_KEY_LENGTHS = {"p256dh": (86, 88), "auth": (22, 24)}  # 65 and 16 bytes in base64url, padded or not
+_B64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_endpoint(endpoint: str) -> str:
+    """An https URL (http only to this machine, for a local push service), or ValidationError."""
+    parts = urlsplit(endpoint)
+    ok = parts.scheme == "https" or (parts.scheme == "http" and _loopback(parts.hostname or ""))
+    if not ok or not parts.hostname or len(endpoint) > MAX_ENDPOINT or parts.username or parts.password:
+        raise ValidationError("endpoint", "expected the https URL of a push service")
+    return endpoint
+
+
+def check_key(name: str, value: str) -> str:
+    low, high = _KEY_LENGTHS[name]
+    if not low <= len(value) <= high or not set(value) <= _B64URL:
+        raise ValidationError(f"keys.{name}", "expected the browser's key in base64url")
+    return value.rstrip("=")
+
+
+class PushSubscriptions:
+    def __init__(self, store: Store, clock: Clock, authorizer: Authorizer) -> None:
+        self._store, self._clock, self._authorizer = store, clock, authorizer
+
+    async def subscribe(self, user: str, endpoint: str, p256dh: str, auth: str) -> PushSubscription:
+        """Remember this browser for `user` (replacing what it had); ValidationError names a bad field."""
+        sub = PushSubscription(
+            check_endpoint(endpoint), user, check_key("p256dh", p256dh), check_key("auth", auth), self._clock.now()
+        )
+        await self._store.save_push_subscription(sub)
+        return sub
+
+    async def unsubscribe(self, user: str, endpoint: str) -> bool:
+        """Forget this browser, if it is `user`'s."""
+        return await self._store.delete_push_subscription(endpoint, user)
+
+    async def gone(self, endpoint: str) -> bool:
+        """The push service said the subscription no longer exists (404, 410): forget it."""
+        return await self._store.delete_push_subscription(endpoint)
+
+    async def of(self, user: str) -> list[PushSubscription]:
+        return [s for s in await self._store.push_subscriptions() if s.user == user]
+
+    async def for_approval(self, approval: Approval) -> list[PushSubscription]:
+        """The subscriptions of the web users who may decide `approval` now."""
+        may: dict[str, bool] = {}
+        out = []
+        for sub in await self._store.push_subscriptions():
+            if sub.user not in may:
+                may[sub.user] = self._may_decide(sub.user, approval)
+            if may[sub.user]:
+                out.append(sub)
+        return out
+
+    def _may_decide(self, user: str, approval: Approval) -> bool:
+        try:
+            actor = self._authorizer.actor(f"{WEB}:{user}", Authority.APPROVER)
+            self._authorizer.authorize(Authority.APPROVER, actor, approval)
+        except GatewayError:
+            return False
+        return True
+
+
+__all__ = ["PushSubscriptions", "check_endpoint", "check_key"]
