@@ -31,6 +31,7 @@ _CONTENT_TYPES = {
     "/metrics": "text/plain",
     "/static/web.css": "text/css",
     "/static/live.js": "text/javascript",
+    "/static/keys.js": "text/javascript",
     "/live": "text/event-stream",
 }
 
