@@ -132,7 +132,7 @@ async def test_a_web_batch_decides_nothing_the_person_may_not_decide_alone(
     form = {"csrf": csrf_of(html), "outcome": "approve", **{f"pick:{ids[n]}": tags[n] for n in ids}}
     refused = {k: v for k, v in ids.items() if k != "fine"}
     before = await _snapshot(rt, refused)
-    resp = await web.post("/approvals/batch", data=form)
+    resp = await web.post("/", data=form)
     assert resp.status == 200
     page = await resp.text()
     assert "Approved: 1 of 6" in page

@@ -55,7 +55,7 @@ async def test_approve_several_together_shows_each_result(web: Any, web_rt: Runt
     assert 'data-action="approve"' in html and 'data-action="reject"' in html
     form = {"csrf": csrf_of(html), "outcome": "approve", "comment": "batch ok"}
     form |= {f"pick:{i}": picks[i] for i in ids[:2]}
-    resp = await web.post("/approvals/batch", data=form)
+    resp = await web.post("/", data=form)
     assert resp.status == 200
     page = await resp.text()
     assert "Approved: 2 of 2" in page
@@ -78,7 +78,7 @@ async def test_approve_several_together_shows_each_result(web: Any, web_rt: Runt
         f"pick:{ids[2]}": picks[ids[2]],
         f"pick:{strict}": picks[strict],
     }
-    page = await (await web.post("/approvals/batch", data=form)).text()
+    page = await (await web.post("/", data=form)).text()
     assert "Rejected: 1 of 2" in page
     assert re.search(
         r'class="error"><a href="/approvals/'
@@ -106,7 +106,7 @@ async def test_a_bad_batch_form_decides_nothing(web: Any, web_rt: Runtime) -> No
         ({"csrf": token, "outcome": "approve", **{f"pick:{i:04d}": "0" for i in range(101)}}, 400, "At most 100"),
     ]
     for form, status, words in cases:
-        resp = await web.post("/approvals/batch", data=form)
+        resp = await web.post("/", data=form)
         assert resp.status == status and words in await resp.text(), (form.get("outcome"), status)
     assert await table_counts(web_rt) == before
 
@@ -117,7 +117,7 @@ async def test_a_viewer_sees_no_checkboxes_and_cannot_post_a_batch(web: Any, web
     html = await (await web.get("/")).text()
     assert "Pay one" in html and "pick:" not in html and 'data-action="approve"' not in html
     tag = rounds.tag(web_rt.signer, await web_rt.service.get(one))
-    resp = await web.post("/approvals/batch", data={"csrf": csrf_of(html), "outcome": "approve", f"pick:{one}": tag})
+    resp = await web.post("/", data={"csrf": csrf_of(html), "outcome": "approve", f"pick:{one}": tag})
     assert resp.status == 403
     assert (await web_rt.service.get(one)).status.value == "waiting_approval"
 
@@ -128,3 +128,17 @@ async def test_decided_rows_have_no_checkbox(web: Any, web_rt: Runtime) -> None:
     await sign_in(web)
     html = await (await web.get("/", params={"status": "all"})).text()
     assert set(dict(_PICK.findall(html))) == {two}
+
+
+async def test_a_batch_posted_from_a_search_shows_that_search_again(web: Any, web_rt: Runtime) -> None:
+    one, two = await _suspend(web_rt, "Pay ACME"), await _suspend(web_rt, "Deploy api")
+    await sign_in(web)
+    html = await (await web.get("/", params={"q": "acme"})).text()
+    assert 'action="/?q=acme"' in html
+    picks = dict(_PICK.findall(html))
+    assert set(picks) == {one}
+    form = {"csrf": csrf_of(html), "outcome": "approve", f"pick:{one}": picks[one]}
+    page = await (await web.post("/?q=acme", data=form)).text()
+    assert "Approved: 1 of 1" in page and 'value="acme"' in page
+    assert "Deploy api" not in page  # the list below is the search's
+    assert (await web_rt.service.get(two)).status.value == "waiting_approval"

@@ -87,11 +87,12 @@ async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -
         "statuses": [s.value for s in Status],
         "batch_max": BATCH_MAX,
         "results": [],
+        "query": request.query_string,
         **extra,
     }
 
 
-@routes.post("/approvals/batch")
+@routes.post("/")
 @require("approver")
 async def decide_batch(request: web.Request, user: User) -> web.Response:
     """Approve or reject the selected approvals together (approvers; CSRF token required): each
@@ -111,8 +112,8 @@ async def decide_batch(request: web.Request, user: User) -> web.Response:
     service = request.config_dict[SERVICE]
     results = await decide_each(service, Batch(user.actor, Authority.APPROVER, "web"), items)
     shown = [await _result_view(request, r) for r in results]
-    back = {k: form.get(k, "") for k in ("status", "channel", "run", "q") if k in form}
-    return render(request, "inbox.html", await _inbox_ctx(request, back, results=shown, outcome=outcome.value))
+    # posted to the list it was drawn from (its query: the filters), which is drawn again below
+    return render(request, "inbox.html", await _inbox_ctx(request, request.query, results=shown, outcome=outcome.value))
 
 
 async def _result_view(request: web.Request, result: ItemResult) -> dict[str, Any]:
