@@ -15,7 +15,7 @@ from gateway.core.tokens import TokenSigner
 from gateway.http import schemas
 from gateway.http.scope import operator
 from gateway.http.usecases import SERVICE, SIGNER
-from gateway.service.batch import Batch, BatchItem, ItemResult, decide_each
+from gateway.service.batch import Batch, BatchItem, decide_each
 from gateway.service.commands import Authority
 
 routes = web.RouteTableDef()
@@ -31,7 +31,7 @@ async def decide_many(request: web.Request) -> web.Response:
     items = [parse_item(raw, request.config_dict[SIGNER]) for raw in body.items]
     batch = Batch(caller.identity, Authority.OPERATOR, "api", seen_field="args_hash")
     results = await decide_each(request.config_dict[SERVICE], batch, items)
-    return web.json_response({"items": [result_json(r) for r in results]})
+    return web.json_response({"items": [r.to_api() for r in results]})
 
 
 def parse_item(raw: dict[str, Any], signer: TokenSigner) -> BatchItem:
@@ -43,15 +43,6 @@ def parse_item(raw: dict[str, Any], signer: TokenSigner) -> BatchItem:
         return BatchItem(given if isinstance(given, str) else "", Outcome.REJECT, problem=exc)
     seen = None if m.args_hash is None else rounds.tag_of(signer, m.id, m.args_hash)
     return BatchItem(m.id, Outcome(m.outcome), m.comment, seen)
-
-
-def result_json(result: ItemResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": result.approval_id or None, "ok": result.ok}
-    if result.error is not None:
-        out["error"] = result.error.to_json()["error"]
-    elif result.approval is not None:
-        out["status"] = result.approval.status.value
-    return out
 
 
 __all__ = ["routes"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gateway.contract import BATCH_ITEMS
 from gateway.core.errors import GatewayError, ValidationError
@@ -43,6 +44,15 @@ class ItemResult:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    def to_api(self) -> dict[str, Any]:
+        """`{"id", "ok", "status" | "error"}` (gateway.contract.BatchDecisionReply's item)."""
+        out: dict[str, Any] = {"id": self.approval_id or None, "ok": self.ok}
+        if self.error is not None:
+            out["error"] = self.error.to_json()["error"]
+        elif self.approval is not None:
+            out["status"] = self.approval.status.value
+        return out
 
 
 @dataclass(frozen=True, slots=True)
