@@ -122,11 +122,14 @@ async def test_a_viewer_sees_no_checkboxes_and_cannot_post_a_batch(web: Any, web
     assert (await web_rt.service.get(one)).status.value == "waiting_approval"
 
 
-async def test_decided_rows_have_no_checkbox(web: Any, web_rt: Runtime) -> None:
+async def test_only_rows_the_person_may_decide_alone_have_a_checkbox(web: Any, web_rt: Runtime) -> None:
     one, two = await _suspend(web_rt, "Pay one"), await _suspend(web_rt, "Pay two")
+    await _suspend(web_rt, "Her own", requested_by="web:alice")
+    await _suspend(web_rt, "Bob's only", approvers=("web:bob",))
     await web_rt.service.decide(one, Outcome.APPROVE, "web:bob", channel="web")
     await sign_in(web)
     html = await (await web.get("/", params={"status": "all"})).text()
+    assert "Her own" in html and "Bob&#39;s only" in html
     assert set(dict(_PICK.findall(html))) == {two}
 
 

@@ -7,7 +7,7 @@ The pages are served by the web sub-application (gateway.http.web.subapp).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +22,9 @@ from gateway.core.models import Approval, Outcome, Status
 from gateway.http.usecases import CLOCK, METRICS, READS, SERVICE, SIGNER
 from gateway.http.web import argsform, live
 from gateway.http.web.auth import PageError, posted_form, render, require
-from gateway.http.web.sessions import User
+from gateway.http.web.sessions import User, current_user
 from gateway.http.web.view import pretty, row
+from gateway.service import Service
 from gateway.service.batch import BATCH_MAX, Batch, BatchItem, ItemResult, decide_each
 from gateway.service.commands import Authority
 from gateway.telemetry.metrics import CONTENT_TYPE
@@ -78,11 +79,13 @@ async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -
         search=search or None,
     )
     now, signer = request.config_dict[CLOCK].now(), request.config_dict[SIGNER]
+    user = current_user(request)
+    may = _may_decide(request.config_dict[SERVICE], user.actor) if user and user.can_decide else lambda a: False
     # a row's checkbox carries the round its args were drawn for, as the approval page's form does
-    rows = [{**row(a, now), "round": rounds.tag(signer, a)} for a in items]
+    rows = [{**row(a, now), "round": rounds.tag(signer, a), "pickable": may(a)} for a in items]
     return {
         "rows": rows,
-        "pending": any(not r["a"].status.final for r in rows),
+        "pending": any(r["pickable"] for r in rows),
         "filters": filters,
         "statuses": [s.value for s in Status],
         "batch_max": BATCH_MAX,
@@ -90,6 +93,23 @@ async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -
         "query": request.query_string,
         **extra,
     }
+
+
+def _may_decide(service: Service, actor: str) -> Callable[[Approval], bool]:
+    """Whether `actor` may decide an approval alone now: its row offers a checkbox only then
+    (a convenience: every decision is checked again when it is made)."""
+    who = service.authorizer.actor(actor, Authority.APPROVER)
+
+    def may(approval: Approval) -> bool:
+        if approval.status.final:
+            return False
+        try:
+            service.authorizer.authorize(Authority.APPROVER, who, approval)
+        except GatewayError:
+            return False
+        return True
+
+    return may
 
 
 @routes.post("/")
