@@ -145,3 +145,18 @@ async def test_a_batch_posted_from_a_search_shows_that_search_again(web: Any, we
     assert "Approved: 1 of 1" in page and 'value="acme"' in page
     assert "Deploy api" not in page  # the list below is the search's
     assert (await web_rt.service.get(two)).status.value == "waiting_approval"
+
+
+async def test_a_vote_short_of_quorum_is_shown_as_waiting(web: Any, web_rt: Runtime) -> None:
+    pair = await _suspend(web_rt, "Pay pair", policy={"quorum": 2, "timeout": "1h"})
+    await sign_in(web)
+    html = await (await web.get("/")).text()
+    form = {"csrf": csrf_of(html), "outcome": "approve", f"pick:{pair}": dict(_PICK.findall(html))[pair]}
+    page = await (await web.post("/", data=form)).text()
+    assert "Approved: 1 of 1" in page and "your vote is recorded; it waits for more approvals" in page
+    stored = await web_rt.service.get(pair)
+    assert stored.status.value == "waiting_approval" and [v.approver for v in stored.votes] == ["web:alice"]
+    # a second approve by her counts once, as on the approval page
+    again = await (await web.post("/", data={**form, "csrf": csrf_of(page)})).text()
+    assert "Approved: 1 of 1" in again
+    assert len((await web_rt.service.get(pair)).votes) == 1
