@@ -4,12 +4,14 @@ the HTTP API (gateway.cli.ops)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
 from gateway.cli.common import dump, table
 from gateway.cli.ops import CLI_OPERATOR, Operations, with_ops
 from gateway.cli.present import approval_rows, summary
+from gateway.contract import BATCH_ITEMS
 from gateway.core.models import Status
 from gateway.settings import Settings
 
@@ -58,10 +60,11 @@ def add_parser(sub: Any) -> None:
             actions,
             verb,
             f"{verb} an approval as an operator ({_WHO})",
-            f"example:\n  hitl-gateway approvals {verb} ID --by alice --comment 'checked the invoice'",
+            f"examples:\n  hitl-gateway approvals {verb} ID --by alice --comment 'checked the invoice'\n"
+            f"  hitl-gateway approvals {verb} ID ID ID   # each its own decision; exit 1 if any is refused",
         )
-        d.add_argument("id")
-        d.add_argument("--by", help="whom you act for (kept as on_behalf_of, never as who decided)")
+        d.add_argument("ids", nargs="+", metavar="ID", help=f"at most {BATCH_ITEMS}")
+        d.add_argument("--by", help="whom you act for (kept as on_behalf_of, never as who decided; one ID only)")
         d.add_argument("--comment")
     c = _command(
         actions,
@@ -92,8 +95,10 @@ async def _act(args: argparse.Namespace, ops: Operations) -> int:
         view = await ops.show(args.id)
     elif args.action == "cancel":
         view = await ops.cancel(args.id, args.by, args.reason)
+    elif len(args.ids) > 1:
+        return await _decide_many(args, ops)
     else:
-        view = await ops.decide(args.id, args.action, args.by, args.comment)
+        view = await ops.decide(args.ids[0], args.action, args.by, args.comment)
     if args.json:
         dump(view)
     elif args.action == "show":
@@ -102,3 +107,25 @@ async def _act(args: argparse.Namespace, ops: Operations) -> int:
         who = (view.get("decision") or {}).get("decided_by", "")
         print(f"{view['id']}  {view['status']}" + (f" by {who}" if who else "") + f"  {view['title']}")
     return 0
+
+
+async def _decide_many(args: argparse.Namespace, ops: Operations) -> int:
+    """Several IDs: each its own decision; a line per ID, exit 1 when any was refused."""
+    if args.by:
+        print("hitl-gateway: --by takes one ID (several are decided as yourself only)", file=sys.stderr)
+        return 2
+    if len(args.ids) > BATCH_ITEMS:
+        print(f"hitl-gateway: at most {BATCH_ITEMS} IDs at once, got {len(args.ids)}", file=sys.stderr)
+        return 2
+    results = await ops.decide_many(args.ids, args.action, args.comment)
+    if args.json:
+        dump({"items": results})
+    else:
+        for r in results:
+            error = r.get("error") or {}
+            print(
+                f"{r['id']}  {r['status']}"
+                if r["ok"]
+                else f"{r['id']}  refused  {error.get('code')}: {error.get('message')}"
+            )
+    return 0 if all(r["ok"] for r in results) else 1

@@ -23,6 +23,7 @@ class Operations(Protocol):
     async def approvals(self, status: str | None, run_id: str | None, limit: int) -> list[Json]: ...
     async def show(self, approval_id: str) -> Json: ...  # the view with its `events`
     async def decide(self, approval_id: str, outcome: str, by: str | None, comment: str | None) -> Json: ...
+    async def decide_many(self, ids: list[str], outcome: str, comment: str | None) -> list[Json]: ...
     async def cancel(self, approval_id: str, by: str | None, reason: str | None) -> Json: ...
     async def jobs(self, status: str | None, limit: int) -> list[Json]: ...
     async def retry(self, approval_id: str, by: str | None) -> Json: ...
@@ -55,6 +56,14 @@ class LocalOps:
         )
         view: Json = await self.rt.service.view(approval)
         return view
+
+    async def decide_many(self, ids: list[str], outcome: str, comment: str | None) -> list[Json]:
+        """Each its own decision (gateway.service.batch), as `POST /v1/approvals/decisions`."""
+        from gateway.service.batch import Batch, BatchItem, decide_each
+
+        items = [BatchItem(i, Outcome(outcome), comment) for i in ids]
+        results = await decide_each(self.rt.service, Batch(CLI_OPERATOR, Authority.OPERATOR, "cli"), items)
+        return [r.to_api() for r in results]
 
     async def cancel(self, approval_id: str, by: str | None, reason: str | None) -> Json:
         approval = await self.rt.service.cancel(approval_id, CLI_OPERATOR, reason, on_behalf_of=by)

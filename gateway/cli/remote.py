@@ -87,6 +87,11 @@ class RemoteOps:
         view: Json = await self._call("POST", f"/v1/approvals/{quote(approval_id, safe='')}/decision", body)
         return view
 
+    async def decide_many(self, ids: list[str], outcome: str, comment: str | None) -> list[Json]:
+        items = [{"id": i, "outcome": outcome} | ({"comment": comment} if comment else {}) for i in ids]
+        data = await self._call("POST", "/v1/approvals/decisions", {"items": items})
+        return list(data["items"])
+
     async def cancel(self, approval_id: str, by: str | None, reason: str | None) -> Json:
         body = ({"by": by} if by else {}) | ({"reason": reason} if reason else {})
         view: Json = await self._call("POST", f"/v1/approvals/{quote(approval_id, safe='')}/cancel", body)

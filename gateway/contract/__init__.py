@@ -8,9 +8,12 @@ imports only `gateway.core` (and pydantic).
 """
 
 from gateway.contract.requests import (
+    BATCH_ITEMS,
     REQUESTS,
+    BatchDecisionBody,
     CancelBody,
     DecisionBody,
+    DecisionItem,
     EvaluateBody,
     ExtendBody,
     InlinePolicy,
@@ -20,16 +23,28 @@ from gateway.contract.requests import (
     SuspendBody,
     TokenDecisionBody,
 )
-from gateway.contract.responses import RESPONSES, ApprovalView, ErrorReply, RuleResultView, StepView, SuspendReply
+from gateway.contract.responses import (
+    RESPONSES,
+    ApprovalView,
+    BatchDecisionReply,
+    ErrorReply,
+    RuleResultView,
+    StepView,
+    SuspendReply,
+)
 from gateway.contract.schema import components, ref
 from gateway.contract.wording import allowed, validate
 
 __all__ = [
+    "BATCH_ITEMS",
     "REQUESTS",
     "RESPONSES",
     "ApprovalView",
+    "BatchDecisionBody",
+    "BatchDecisionReply",
     "CancelBody",
     "DecisionBody",
+    "DecisionItem",
     "ErrorReply",
     "EvaluateBody",
     "ExtendBody",

@@ -17,6 +17,7 @@ from gateway.contract.fields import (
     Deadline,
     Duration,
     Item,
+    Missing,
     NotBlank,
     Outcome,
     Stamp,
@@ -108,6 +109,21 @@ class SuspendBody(RequestBody):
     ] = None
 
 
+ArgsHash = Annotated[
+    str | None,
+    check(
+        lambda v: v is None or (isinstance(v, str) and 0 < len(v) <= 128),
+        "must be the approval's current_args_hash (a string)",
+    ),
+    Field(
+        min_length=1,
+        max_length=128,
+        description="the approval's current_args_hash as read: an approve on args changed since is a 409"
+        " stale_round (a reject is a veto on any args)",
+    ),
+]
+
+
 class DecisionBody(RequestBody):
     """`POST /v1/approvals/{id}/decision`. `args_hash`: the `current_args_hash` of the approval
     the caller read; an approve on other args is then a 409 (`stale_round`). `grant`: "and allow
@@ -119,25 +135,58 @@ class DecisionBody(RequestBody):
         json_object("must be a JSON object (the edited args)"),
         Field(description="approve with changes: the edited args (editable fields only)"),
     ] = None
-    args_hash: Annotated[
-        str | None,
-        check(
-            lambda v: v is None or (isinstance(v, str) and 0 < len(v) <= 128),
-            "must be the approval's current_args_hash (a string)",
-        ),
-        Field(
-            min_length=1,
-            max_length=128,
-            description="the approval's current_args_hash as read: an approve on args changed since is a 409"
-            " stale_round (a reject is a veto on any args)",
-        ),
-    ] = None
+    args_hash: ArgsHash = None
     by: By = None
     comment: Comment = None
     grant: Annotated[
         str | None,
         text(16, 'a standing grant with the approve: one of the policy\'s `grants`, like "1h" or "run"'),
     ] = None
+
+
+BATCH_ITEMS = 100  # items per batch decision, on the API and in the web inbox (gateway.service.batch)
+
+
+class DecisionItem(RequestBody):
+    """One item of `POST /v1/approvals/decisions`: what `POST /v1/approvals/{id}/decision` takes
+    for that id (no edited args, no grant: those are decided one at a time). A bad item is that
+    item's error in the reply; the other items are decided."""
+
+    id: Annotated[str, NotBlank, text(200, "the approval's id", required=True)]
+    outcome: Outcome
+    comment: Comment = None
+    args_hash: ArgsHash = None
+
+
+def _items(value: Any) -> Any:
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise problem("must be a list of objects, each {id, outcome, comment?, args_hash?}")
+    if not value:
+        raise problem("must hold at least one item")
+    if len(value) > BATCH_ITEMS:
+        raise problem(f"at most {BATCH_ITEMS} items per batch, got {len(value)}: send the rest in another")
+    return value
+
+
+class BatchDecisionBody(RequestBody):
+    """`POST /v1/approvals/decisions` (operators): several decisions, each its own, as
+    `POST /v1/approvals/{id}/decision` would take it alone. A body that is not this shape is a
+    400 and decides nothing; an item that cannot be decided is that item's error."""
+
+    items: Annotated[
+        list[dict[str, Any]],
+        BeforeValidator(_items),
+        Missing("must be a list of objects, each {id, outcome, comment?, args_hash?}"),
+        WithJsonSchema(
+            {
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/DecisionItem"},
+                "minItems": 1,
+                "maxItems": BATCH_ITEMS,
+                "description": "decided in order, each on its own",
+            }
+        ),
+    ]
 
 
 class ExtendBody(RequestBody):
@@ -216,6 +265,8 @@ REQUESTS: tuple[type[RequestBody], ...] = (
     SuspendBody,
     EvaluateBody,
     DecisionBody,
+    DecisionItem,
+    BatchDecisionBody,
     ExtendBody,
     CancelBody,
     ResendBody,

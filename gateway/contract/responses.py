@@ -88,4 +88,27 @@ class RuleResultView(BaseModel):
     rules_hash: str
 
 
-RESPONSES: tuple[type[BaseModel], ...] = (SuspendReply, ApprovalView, ErrorReply, StepView, RuleResultView)
+class BatchItemResult(BaseModel):
+    """One item's result: `ok` with the approval's `status` after the decision, or its `error`
+    (the code and message a single decision would have answered)."""
+
+    id: str | None = Field(description="the item's id (null when the item had none)")
+    ok: bool
+    status: StatusName | None = Field(None, description="when ok: the approval's status after this decision")
+    error: ErrorDetail | None = Field(None, description="when not ok")
+
+
+class BatchDecisionReply(BaseModel):
+    """The reply to `POST /v1/approvals/decisions`: one result per item, in the items' order."""
+
+    items: list[BatchItemResult]
+
+
+RESPONSES: tuple[type[BaseModel], ...] = (
+    SuspendReply,
+    ApprovalView,
+    ErrorReply,
+    StepView,
+    RuleResultView,
+    BatchDecisionReply,
+)

@@ -9,7 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.core.clock import Clock
-from gateway.http import api, audit, grants, jobs, openapi, rules, runs
+from gateway.http import api, audit, batch, grants, jobs, openapi, rules, runs
 from gateway.http import usecases as uses
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import MAX_BODY, api_keys_auth, errors, request_ids
@@ -48,6 +48,7 @@ def create_app(
     provide(app, rt)
     app[MAX_BODY] = settings.server.max_body_bytes
     app.add_routes(api.routes)
+    app.add_routes(batch.routes)
     app.add_routes(jobs.routes)
     app.add_routes(runs.routes)
     app.add_routes(audit.routes)

@@ -222,6 +222,20 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
                 body=ref(contract.CancelBody),
             )
         },
+        "/v1/approvals/decisions": {
+            "post": _op(
+                "Decide several approvals, each on its own as the operator whose key this is"
+                f" (at most {contract.BATCH_ITEMS}; one result per item: ok with its status, or its error)",
+                ref(contract.BatchDecisionReply),
+                400,
+                401,
+                403,
+                408,
+                413,
+                415,
+                body=ref(contract.BatchDecisionBody),
+            )
+        },
         "/v1/resume/{token}": {
             "get": _op(
                 "Rehydrate: approval, decision, args and state",

@@ -59,10 +59,19 @@ class Reads:
         return await self._store.list_approvals(status=status, run_id=run_id, limit=limit, offset=offset, agent=agent)
 
     async def approvals_by_age(
-        self, *, status: Status | None = None, run_id: str | None = None, channel: str | None = None, limit: int = 100
+        self,
+        *,
+        status: Status | None = None,
+        run_id: str | None = None,
+        channel: str | None = None,
+        limit: int = 100,
+        search: str | None = None,
     ) -> list[Approval]:
-        """Oldest first (the inbox, the dashboard's oldest waiting)."""
-        return await self._store.list_approvals_by_age(status=status, run_id=run_id, channel=channel, limit=limit)
+        """Oldest first (the inbox, the dashboard's oldest waiting); `search`: text in the title,
+        summary, run id, step or agent."""
+        return await self._store.list_approvals_by_age(
+            status=status, run_id=run_id, channel=channel, limit=limit, search=search
+        )
 
     async def events(self, approval_id: str) -> list[Event]:
         return await self._store.list_events(approval_id)

@@ -179,9 +179,11 @@ class ApprovalPort(Protocol):
         run_id: str | None = None,
         channel: str | None = None,
         limit: int = 100,
+        search: str | None = None,
     ) -> list[Approval]:
         """Oldest first (the web inbox). `channel` matches an address ('<kind>:<target>') or a
-        kind alone (every address of that kind)."""
+        kind alone (every address of that kind); `search`, text in the title, summary, run id,
+        step or agent (case-insensitive; `%` and `_` are plain characters)."""
         ...
 
     async def list_approvals(

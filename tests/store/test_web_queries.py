@@ -8,7 +8,9 @@ from gateway.core.models import JobStatus, Outcome, Status, StepRecord, StepStat
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
 from gateway.service.commands import Authority
+from gateway.store import Store
 from gateway.testing import FakeClock
+from tests.store.conftest import make_approval
 
 
 async def test_list_approvals_by_age_filters(runtime: Runtime, clock: FakeClock) -> None:
@@ -57,3 +59,29 @@ async def test_step_stats_and_job_counts(runtime: Runtime, clock: FakeClock) -> 
     approval, _ = await runtime.service.suspend(SuspendRequest("r9", "s", "t", worker="agent"))
     await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:cli", authority=Authority.OPERATOR)
     assert await store.count_jobs_by_status() == {JobStatus.QUEUED.value: 1}
+
+
+async def test_inbox_search_looks_in_title_summary_run_step_and_agent(store: Store) -> None:
+    """On SQLite and PostgreSQL (`store` is parametrised): case-insensitive, wildcards literal."""
+    rows = (
+        ("a1", dict(title="Pay ACME invoice", summary="", run_id="r1", step="charge", agent="agent:billing")),
+        ("a2", dict(title="Deploy", summary="Roll out **v2** to 50% of hosts", run_id="r2", step="ship", agent=None)),
+        ("a3", dict(title="Mail", summary="", run_id="nightly_2", step="send", agent="agent:mailer")),
+    )
+    for ident, fields in rows:
+        await store.create_approval(make_approval(ident, id=ident, **fields), [], [])
+
+    async def found(text: str) -> list[str]:
+        return [a.id for a in await store.list_approvals_by_age(search=text)]
+
+    assert await found("acme") == ["a1"]  # title, any case
+    assert await found("ROLL OUT") == ["a2"]  # summary
+    assert await found("nightly") == ["a3"]  # run id
+    assert await found("ship") == ["a2"]  # step
+    assert await found("billing") == ["a1"]  # agent
+    assert await found("50%") == ["a2"] and await found("%") == ["a2"]  # `%` is a plain character
+    assert await found("y_2") == ["a3"] and await found("_") == ["a3"]  # so is `_`
+    assert await found("\\") == []
+    assert await found("nothing like it") == []
+    assert await found("") == ["a1", "a2", "a3"]  # no search: everything
+    assert [a.id for a in await store.list_approvals_by_age(search="a", status=Status.WAITING, limit=1)] == ["a1"]

@@ -7,6 +7,7 @@ The pages are served by the web sub-application (gateway.http.web.subapp).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,21 @@ from gateway.core.models import Approval, Outcome, Status
 from gateway.http.usecases import CLOCK, METRICS, READS, SERVICE, SIGNER
 from gateway.http.web import argsform, live
 from gateway.http.web.auth import PageError, posted_form, render, require
-from gateway.http.web.sessions import User
+from gateway.http.web.sessions import User, current_user
 from gateway.http.web.view import pretty, row
+from gateway.service import Service
+from gateway.service.batch import BATCH_MAX, Batch, BatchItem, ItemResult, decide_each
+from gateway.service.commands import Authority
 from gateway.telemetry.metrics import CONTENT_TYPE
 
 routes = web.RouteTableDef()
 _STATIC = Path(__file__).parent / "static"
 LIVE = web.AppKey("live", live.LiveFeed)
 _MAX_COMMENT = 2000
+MAX_SEARCH = 200  # characters of an inbox search
+INBOX_ROWS = 200
+BATCH_STALE = "The arguments changed since this list was drawn: open it to look at them. Nothing was recorded."
+PICK = "pick:"  # a row's checkbox: `pick:<id>` = the round tag its row was drawn for
 STALE_TEXT = "The arguments changed while this page was open: look at them again below. Nothing was recorded."
 
 
@@ -47,22 +55,97 @@ def _status_filter(value: str) -> Status | None:
 @routes.get("/")
 @require()
 async def inbox(request: web.Request, user: User) -> web.Response:
-    """Web inbox: approvals oldest first, with SLA countdown, filtered by status, channel and run."""
-    q = request.query
+    """Web inbox: approvals oldest first, with SLA countdown, filtered by status, channel and run,
+    searched (`q`) in the title, summary, run, step and agent; pending ones can be selected and
+    decided together."""
+    return render(request, "inbox.html", await _inbox_ctx(request, request.query))
+
+
+async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -> dict[str, Any]:
     filters = {
         "status": q.get("status", Status.WAITING.value),
         "channel": q.get("channel", ""),
         "run": q.get("run", ""),
+        "q": q.get("q", ""),
     }
+    search = filters["q"].strip()
+    if len(search) > MAX_SEARCH:
+        raise PageError(400, f"q: search for at most {MAX_SEARCH} characters")
     items = await request.config_dict[READS].approvals_by_age(
         status=_status_filter(filters["status"]),
         run_id=filters["run"].strip() or None,
         channel=filters["channel"].strip() or None,
-        limit=200,
+        limit=INBOX_ROWS,
+        search=search or None,
     )
-    now = request.config_dict[CLOCK].now()
-    ctx = {"rows": [row(a, now) for a in items], "filters": filters, "statuses": [s.value for s in Status]}
-    return render(request, "inbox.html", ctx)
+    now, signer = request.config_dict[CLOCK].now(), request.config_dict[SIGNER]
+    user = current_user(request)
+    may = _may_decide(request.config_dict[SERVICE], user.actor) if user and user.can_decide else lambda a: False
+    # a row's checkbox carries the round its args were drawn for, as the approval page's form does
+    rows = [{**row(a, now), "round": rounds.tag(signer, a), "pickable": may(a)} for a in items]
+    return {
+        "rows": rows,
+        "pending": any(r["pickable"] for r in rows),
+        "filters": filters,
+        "statuses": [s.value for s in Status],
+        "batch_max": BATCH_MAX,
+        "results": [],
+        "query": request.query_string,
+        **extra,
+    }
+
+
+def _may_decide(service: Service, actor: str) -> Callable[[Approval], bool]:
+    """Whether `actor` may decide an approval alone now: its row offers a checkbox only then
+    (a convenience: every decision is checked again when it is made)."""
+    who = service.authorizer.actor(actor, Authority.APPROVER)
+
+    def may(approval: Approval) -> bool:
+        if approval.status.final:
+            return False
+        try:
+            service.authorizer.authorize(Authority.APPROVER, who, approval)
+        except GatewayError:
+            return False
+        return True
+
+    return may
+
+
+@routes.post("/")
+@require("approver")
+async def decide_batch(request: web.Request, user: User) -> web.Response:
+    """Approve or reject the selected approvals together (approvers; CSRF token required): each
+    is its own decision as web:<name>, with every check it would get alone on its page (who may
+    decide it, the round its row was drawn for, quorum, require_reason); the result per item."""
+    form = posted_form(request)
+    comment = form.get("comment", "").strip()
+    outcome, grant = _form_outcome(form.get("outcome", ""), comment)
+    if grant is not None:
+        raise PageError(400, "outcome: a standing grant is made on an approval's own page, one at a time")
+    picks = [(key[len(PICK) :], seen) for key, seen in form.items() if key.startswith(PICK)]
+    if not picks:
+        raise PageError(400, "Select at least one approval, then approve or reject.")
+    if len(picks) > BATCH_MAX:
+        raise PageError(400, f"At most {BATCH_MAX} approvals at once; {len(picks)} were selected.")
+    items = [BatchItem(aid, outcome, comment or None, seen or rounds.ORIGINAL) for aid, seen in picks]
+    service = request.config_dict[SERVICE]
+    results = await decide_each(service, Batch(user.actor, Authority.APPROVER, "web"), items)
+    shown = [await _result_view(request, r) for r in results]
+    # posted to the list it was drawn from (its query: the filters), which is drawn again below
+    return render(request, "inbox.html", await _inbox_ctx(request, request.query, results=shown, outcome=outcome.value))
+
+
+async def _result_view(request: web.Request, result: ItemResult) -> dict[str, Any]:
+    """What the page says of one item: its title (when it exists) and what happened to it."""
+    approval = result.approval or await request.config_dict[READS].approval(result.approval_id)
+    if result.error is not None:
+        text = BATCH_STALE if isinstance(result.error, StaleRound) else result.error.message
+    elif approval is not None and approval.status.final:
+        text = approval.status.value.replace("_", " ")
+    else:
+        text = "your vote is recorded; it waits for more approvals"
+    return {"id": result.approval_id, "ok": result.ok, "a": approval, "text": text}
 
 
 @routes.get("/approvals/{id}")
@@ -186,6 +269,12 @@ def _form_outcome(value: str, comment: str) -> tuple[Outcome, str | None]:
 async def stylesheet(request: web.Request) -> web.FileResponse:
     """The inbox stylesheet."""
     return web.FileResponse(_STATIC / "web.css", headers={"Cache-Control": "public, max-age=3600"})
+
+
+@routes.get("/static/keys.js")
+async def keys_script(request: web.Request) -> web.FileResponse:
+    """Keyboard shortcuts: j/k to move, a approve, r reject, e edit, ? for help."""
+    return web.FileResponse(_STATIC / "keys.js", headers={"Cache-Control": "public, max-age=3600"})
 
 
 @routes.get("/static/live.js")

@@ -36,6 +36,7 @@ _CONTENT_TYPES = {
     "/sw.js": "text/javascript",
     "/push/subscribe": "application/json",
     "/push/unsubscribe": "application/json",
+    "/static/keys.js": "text/javascript",
     "/live": "text/event-stream",
 }
 

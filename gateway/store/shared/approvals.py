@@ -117,8 +117,9 @@ class ApprovalsSQL(Backend):
         run_id: str | None = None,
         channel: str | None = None,
         limit: int = 100,
+        search: str | None = None,
     ) -> list[Approval]:
-        sql, params = approvals_sql(self.dialect, status, run_id, channel, "oldest")
+        sql, params = approvals_sql(self.dialect, status, run_id, channel, "oldest", search=search)
         return [approval_from_row(r) for r in await self.fetch_all(sql, [*params, limit])]
 
     async def save_transition(

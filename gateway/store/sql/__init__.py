@@ -114,6 +114,9 @@ def multi_row(sql: str) -> tuple[str, str, str]:
     return head, _NUMBERED.sub("?", row), tail
 
 
+SEARCHED = ("title", "summary", "run_id", "step", "agent")  # the columns an inbox search looks in
+
+
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -127,6 +130,7 @@ def approvals_sql(
     *,
     offset: bool = False,
     agent: str | None = None,
+    search: str | None = None,
 ) -> tuple[str, list[Any]]:
     """`SELECT * FROM approvals` with the inbox/API filters, its ORDER BY, and `LIMIT` (and
     `OFFSET`) as its last marks: the one statement composed of parts, because a filter left out
@@ -134,7 +138,8 @@ def approvals_sql(
 
     `channel` matches an approval whose `channels` JSON list holds the address, or any address
     of that kind when it has no target (a kind alone); `agent` keeps only the approvals that
-    principal created."""
+    principal created; `search` keeps those whose title, summary, run id, step or agent holds
+    it, case-insensitively (ASCII on SQLite), its LIKE wildcards taken literally."""
     where: list[str] = []
     params: list[Any] = []
 
@@ -155,6 +160,10 @@ def approvals_sql(
         where.append(f"run_id = {mark(run_id)}")
     if agent is not None:
         where.append(f"agent = {mark(agent)}")
+    if search:
+        like = mark("%" + _like_escape(search.lower()) + "%")
+        held = (f"LOWER(COALESCE({c}, '')) LIKE {like} ESCAPE '\\'" for c in SEARCHED)
+        where.append("(" + " OR ".join(held) + ")")
     sql = "SELECT * FROM approvals" + (" WHERE " + " AND ".join(where) if where else "")
     sql += " ORDER BY created_at DESC, id" if order == "newest" else " ORDER BY created_at, id"
     n = len(params)

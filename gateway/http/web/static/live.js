@@ -36,6 +36,9 @@
       return true;
     }
     return Array.prototype.some.call(region.querySelectorAll("textarea, input"), function (f) {
+      if (f.type === "checkbox" || f.type === "radio") {
+        return f.checked !== f.defaultChecked; // a selection in the inbox is kept too
+      }
       return f.type !== "hidden" && f.value !== f.defaultValue;
     });
   }
