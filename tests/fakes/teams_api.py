@@ -48,11 +48,12 @@ def _b64(n: int) -> str:
 class SigningKey:
     kid: str
     private: rsa.RSAPrivateKey = field(default_factory=lambda: rsa.generate_private_key(65537, 2048))
+    endorsements: list[str] = field(default_factory=lambda: ["msteams", "webchat"])  # the channels it signs for
 
-    def jwk(self, endorsements: list[str] | None = None) -> dict[str, Any]:
+    def jwk(self) -> dict[str, Any]:
         numbers = self.private.public_key().public_numbers()
         key = {"kty": "RSA", "use": "sig", "kid": self.kid, "n": _b64(numbers.n), "e": _b64(numbers.e)}
-        return key | ({"endorsements": endorsements} if endorsements is not None else {})
+        return key | {"endorsements": self.endorsements}
 
 
 class Issuer:
@@ -87,9 +88,11 @@ class Issuer:
         signer = key or self.key
         return jwt.encode(body, signer.private, algorithm="RS256", headers={"kid": kid or signer.kid})
 
-    def rotate(self) -> SigningKey:
+    def rotate(self, endorsements: list[str] | None = None) -> SigningKey:
         """A new key, published beside the old one (Microsoft rolls keys this way)."""
         new = SigningKey(f"key-{len(self.keys) + 1}")
+        if endorsements is not None:
+            new.endorsements = endorsements
         self.keys.append(new)
         return new
 
@@ -188,7 +191,7 @@ class FakeTeams:
 
     async def _jwks(self, request: web.Request) -> web.Response:
         self.issuer.jwks_fetches += 1
-        return web.json_response({"keys": [k.jwk(["msteams", "webchat"]) for k in self.issuer.keys]})
+        return web.json_response({"keys": [k.jwk() for k in self.issuer.keys]})
 
     # ---------------------------------------------------------------- the token endpoint
     async def _token(self, request: web.Request) -> web.Response:

@@ -120,6 +120,16 @@ async def test_an_unknown_kid_asks_the_metadata_again_but_not_per_request(env: T
     assert env.fake.issuer.jwks_fetches == 2
 
 
+async def test_a_key_not_endorsed_for_teams_is_refused(env: TeamsEnv) -> None:
+    """The Bot Framework publishes keys per channel: one endorsed only for Web Chat cannot sign for Teams."""
+    aid, card_id, before, calls = await _waiting(env)
+    webchat = env.fake.issuer.rotate(endorsements=["webchat"])
+    activity = await _approve(env, aid, card_id)
+    status, _ = await env.send(activity, env.fake.issuer.token(activity["serviceUrl"], key=webchat))
+    assert status == 401
+    await _unchanged(env, before, calls)
+
+
 async def test_a_press_from_another_tenant_is_denied_and_decides_nothing(env: TeamsEnv) -> None:
     aid, card_id, _, _ = await _waiting(env)
     for _ in range(8):
