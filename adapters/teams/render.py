@@ -197,7 +197,7 @@ def card(approval: Approval, view: View, actor: str | None = None, *, compact: b
     if approval.summary:
         summary = cut(approval.summary, COMPACT_SUMMARY if compact else TEXT_MAX)
         body.append(_text(escape(summary)))
-    shown = facts(approval.args, COMPACT_FACTS + 1 if compact else FACTS_MAX)
+    shown = facts(approval.current_args, COMPACT_FACTS + 1 if compact else FACTS_MAX)  # edits included
     if shown:
         body.append({"type": "FactSet", "facts": shown})
     if compact:

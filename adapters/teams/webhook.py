@@ -108,7 +108,7 @@ class ActivityHandler:
         try:
             args = argsform.read(approval, e.inputs)
         except GatewayError as exc:
-            return render.message_response(f"{exc.message}; nothing changed.")
+            return render.message_response(exc.message.rstrip(".") + "; nothing changed.")
         verdict = await self._ctx.inbound.press(self._press(e, Outcome.APPROVE, args=args, seen=e.seen))
         return await self._answer(verdict, f"teams:{e.user}", e)
 
@@ -121,7 +121,7 @@ class ActivityHandler:
         if verdict.result is PressResult.DENIED:
             return render.message_response(NOT_AUTHORISED)
         if verdict.result not in _CARD_RESULTS or verdict.approval is None:
-            return render.message_response(verdict.text() + ".")
+            return render.message_response(verdict.text().rstrip(".") + "; nothing changed.")
         return render.card_response(await self._view(verdict.approval, actor, e, notice=verdict.text()))
 
     async def _view(self, approval: Approval, actor: str, e: Execute, notice: str | None = None) -> dict[str, Any]:
