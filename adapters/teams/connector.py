@@ -2,8 +2,8 @@
 shortly before it expires), then JSON calls with `Authorization: Bearer`.
 
 Failures become `DeliveryError`: 429 waits `Retry-After`, 5xx and network errors are retried,
-401/403 drops the cached token and is retried once the outbox comes back, and anything else
-(404 conversation not found, 400, 413 card too big) is terminal.
+401 drops the cached token and is retried with a new one, and anything else (403 the bot is
+not in the conversation, 404 conversation not found, 400, 413 card too big) is terminal.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def classify(what: str, status: int, retry_after: str | None) -> ConnectorError:
     message = f"teams {what}: HTTP {status}"
     if status == 429:
         return ConnectorError(message, status, transient=True, retry_after=_seconds(retry_after))
-    if status >= 500 or status in (401, 403):  # 401: the token was renewed meanwhile
+    if status >= 500 or status == 401:  # 401: the token is dropped, and a new one asked for next time
         return ConnectorError(message, status, transient=True)
     return ConnectorError(message, status, transient=False)
 
@@ -110,7 +110,7 @@ class Connector:
             async with self._session().request(
                 method, url, json=body, headers=headers, timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS)
             ) as resp:
-                if resp.status in (401, 403):
+                if resp.status == 401:
                     self._token = None
                 if resp.status >= 300:
                     raise classify(f"{method} {path.split('/')[-1][:40]}", resp.status, resp.headers.get("Retry-After"))

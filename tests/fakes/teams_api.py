@@ -114,7 +114,7 @@ class FakeTeams:
         self.token_requests = 0
         self.conversations: dict[str, dict[str, dict[str, Any]]] = {CONVERSATION: {}}
         self.members: dict[str, str] = {}  # Entra object id -> Teams user id ('29:…')
-        self.fail_next: list[int] = []  # statuses the next connector calls answer with
+        self.fail_next: list[int] = []  # statuses the next activity calls answer with (429: Retry-After 7)
         self._ids = itertools.count(1_700_000_000_000)
         self._runner: web.AppRunner | None = None
 
@@ -209,12 +209,14 @@ class FakeTeams:
         return web.json_response({"token_type": "Bearer", "expires_in": 3599, "access_token": token})
 
     # ---------------------------------------------------------------- the Bot Connector
-    def _refuse(self, request: web.Request, body: Any) -> web.Response | None:
+    def _refuse(self, request: web.Request, body: Any, *, injected: bool = True) -> web.Response | None:
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme != "Bearer" or token not in self.tokens:
             return self._record(request, body, 401, {"error": {"code": "Unauthorized"}})
-        if self.fail_next:
-            return self._record(request, body, self.fail_next.pop(0), {"error": {"code": "Injected"}})
+        if self.fail_next and injected:
+            status = self.fail_next.pop(0)
+            headers = {"Retry-After": "7"} if status == 429 else {}
+            return self._record(request, body, status, {"error": {"code": "Injected"}}, headers)
         conversation = unquote(request.match_info["conversation"])
         if conversation not in self.conversations:
             return self._record(request, body, 404, {"error": {"code": "ConversationNotFound"}})
@@ -257,7 +259,7 @@ class FakeTeams:
         return self._record(request, body, 405, {})
 
     async def _member(self, request: web.Request) -> web.Response:
-        refused = self._refuse(request, None)
+        refused = self._refuse(request, None, injected=False)
         if refused is not None:
             return refused
         oid = unquote(request.match_info["member"]).lower()
@@ -278,9 +280,11 @@ class FakeTeams:
             return self._record(request, body, 400, {"error": {"code": "BadArgument", "message": "empty"}})
         return None
 
-    def _record(self, request: web.Request, body: Any, status: int, reply: dict[str, Any]) -> web.Response:
+    def _record(
+        self, request: web.Request, body: Any, status: int, reply: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> web.Response:
         self.calls.append(Call(request.method, request.path, body, status))
-        return web.json_response(reply, status=status)
+        return web.json_response(reply, status=status, headers=headers)
 
 
 def _actions(element: Any) -> Iterator[dict[str, Any]]:

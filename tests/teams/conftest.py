@@ -40,7 +40,11 @@ async def fake_teams(clock: FakeClock) -> AsyncIterator[FakeTeams]:
 def teams_settings(settings_factory: Callable[..., Settings], fake_teams: FakeTeams) -> Settings:
     return settings_factory(
         teams=fake_teams.section(approvers=[ALICE, BOB]),
-        policies={"two": {"quorum": 2}, "strict": {"timeout": "1h", "require_reason": True}},
+        policies={
+            "two": {"quorum": 2},
+            "strict": {"timeout": "1h", "require_reason": True},
+            "remind": {"timeout": "1h", "remind": ["10m"]},
+        },
         web={"approvers": ["alice"]},
     )
 
