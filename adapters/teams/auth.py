@@ -137,7 +137,8 @@ async def verify(
         raise TokenRefused(f"the signing key is not endorsed for channel {str(channel)[:40]!r}")
     claims = _decode(token.strip(), key, expected)
     _check_times(claims, expected.now)
-    if claims.get("serviceUrl") != activity.get("serviceUrl"):
+    service_url = activity.get("serviceUrl")
+    if not isinstance(service_url, str) or not service_url or claims.get("serviceUrl") != service_url:
         raise TokenRefused("the token's serviceUrl is not the activity's")
     return claims
 

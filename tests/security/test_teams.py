@@ -94,6 +94,15 @@ async def test_a_bad_token_gets_401_and_changes_nothing(env: TeamsEnv, attack: s
     await _unchanged(env, before, calls)
 
 
+async def test_an_activity_and_a_token_without_a_service_url_are_refused(env: TeamsEnv) -> None:
+    aid, card_id, before, calls = await _waiting(env)
+    activity = await _approve(env, aid, card_id)
+    del activity["serviceUrl"]
+    status, _ = await env.send(activity, env.fake.issuer.token("", serviceUrl=None))
+    assert status == 401
+    await _unchanged(env, before, calls)
+
+
 @pytest.mark.parametrize("header", ["", "Bearer", "Basic abc", "Bearer not-a-jwt"])
 async def test_no_usable_token_gets_401(env: TeamsEnv, header: str) -> None:
     aid, card_id, before, calls = await _waiting(env)
