@@ -38,12 +38,20 @@ COMPACT_SUMMARY = 600
 COMPACT_FACTS = 3
 
 Element = dict[str, Any]
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!<>~|-])")
+# The Markdown an Adaptive Card renders: emphasis, links, and lists or headings at a line's start.
+_MARKDOWN = re.compile(r"([\\`*_\[\]()~])")
+_LINE_START = re.compile(r"^([ \t]*)([-+#>]|[0-9]+\.)", re.MULTILINE)
 
 
 def escape(text: str) -> str:
-    """Backslash-escape the Markdown a TextBlock or a fact would render (links, emphasis, lists)."""
-    return _MARKDOWN.sub(r"\\\1", text)
+    """Backslash-escape the Markdown a TextBlock or a fact would render: an agent's text cannot
+    make a link, emphasis or a list."""
+    return _LINE_START.sub(_unlist, _MARKDOWN.sub(r"\\\1", text))
+
+
+def _unlist(m: re.Match[str]) -> str:
+    mark = m.group(2)
+    return m.group(1) + (mark[:-1] + "\\." if mark.endswith(".") else "\\" + mark)
 
 
 def cut(text: str, limit: int) -> str:
@@ -173,15 +181,15 @@ def _edit_card(approval: Approval, view: View) -> Element:
     }
 
 
-def actions(approval: Approval, view: View) -> list[Element]:
-    """The approver's actions while the approval waits."""
+def actions(approval: Approval, view: View, compact: bool = False) -> list[Element]:
+    """The approver's actions while the approval waits (a compact card edits on the web inbox)."""
     approve = _execute("Approve", "approve", {"ref": view.ref, "seen": view.seen}, style="positive")
     approve["associatedInputs"] = "none"
     out = [approve]
     if not approval.policy.require_reason:  # a reason is required: only the form that asks for one
         out.append(_execute("Reject", "reject", {"ref": view.ref}, style="destructive", associatedInputs="none"))
     out.append({"type": "Action.ShowCard", "title": "Reject with reason…", "card": _reason_card(approval, view.ref)})
-    if approval.editable and argsform.fields(approval):
+    if approval.editable and argsform.fields(approval) and not compact:
         out.append({"type": "Action.ShowCard", "title": "Edit & approve…", "card": _edit_card(approval, view)})
     return out
 
@@ -225,7 +233,7 @@ def card(approval: Approval, view: View, actor: str | None = None, *, compact: b
     if view.buttons and _voted(approval, actor):
         body.append(_text(f"You approved: {progress(approval)}.", color="Good"))
     elif view.buttons:
-        out["actions"] = actions(approval, view)
+        out["actions"] = actions(approval, view, compact)
     else:
         out["actions"] = [_execute("Decide…", "refresh", {"ref": view.ref})]
     out["refresh"] = {
