@@ -8,6 +8,7 @@ attempt whose outcome nobody knows (the Bot Connector has no idempotency key): s
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -21,9 +22,10 @@ from adapters.teams.spec import TeamsSettings
 from adapters.teams.webhook import PATH, ActivityHandler
 from gateway.core import rounds
 from gateway.core.models import Approval
-from gateway.plugin import Attempt, ChannelBase, ChannelContext, OutgoingCard, web_card_ref
+from gateway.plugin import Attempt, ChannelBase, ChannelContext, DeliveryError, OutgoingCard, web_card_ref
 
 log = logging.getLogger("adapters.teams")
+LOOKUPS_AT_ONCE = 8  # member look-ups in flight while a card is first drawn
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -43,15 +45,20 @@ class Members:
         self._known[(conversation, object_id.lower())] = mri
 
     async def ids(self, connector: Connector, conversation: str, object_ids: Sequence[str]) -> tuple[str, ...]:
-        out = []
-        for oid in object_ids[: render.USER_IDS_MAX]:
-            key = (conversation, oid)
-            if key not in self._known:  # asked once; a miss is remembered too (until a press teaches it)
-                self._known[key] = await connector.member(conversation, oid)
-            mri = self._known[key]
-            if mri:
-                out.append(mri)
-        return tuple(out)
+        wanted = list(object_ids[: render.USER_IDS_MAX])
+        unknown = [oid for oid in wanted if (conversation, oid) not in self._known]
+        if unknown:  # asked once, a few at a time; a miss is remembered too (until a press teaches it)
+            gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
+
+            async def ask(oid: str) -> None:
+                async with gate:
+                    try:
+                        self._known[(conversation, oid)] = await connector.member(conversation, oid)
+                    except DeliveryError as exc:  # asked again next time
+                        log.warning("teams: cannot look member %s up now: %s", oid, exc)
+
+            await asyncio.gather(*(ask(oid) for oid in unknown))
+        return tuple(mri for oid in wanted if (mri := self._known.get((conversation, oid))))
 
 
 class TeamsChannel(ChannelBase):

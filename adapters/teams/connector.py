@@ -143,10 +143,13 @@ class Connector:
         await self.call("POST", path, {**activity, "replyToId": activity_id})
 
     async def member(self, conversation: str, object_id: str) -> str | None:
-        """The Teams user id ('29:…') of a member given by Entra object id, or None."""
+        """The Teams user id ('29:…') of a member given by Entra object id, or None when Teams
+        says they are not one; a transient failure is raised (DeliveryError)."""
         try:
             data = await self.call("GET", f"conversations/{quote(conversation, safe='')}/members/{quote(object_id)}")
         except DeliveryError as exc:
+            if exc.transient:
+                raise
             log.info("teams: member %s not found in the conversation (%s)", object_id, exc)
             return None
         found = data.get("id")

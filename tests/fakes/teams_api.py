@@ -115,6 +115,7 @@ class FakeTeams:
         self.conversations: dict[str, dict[str, dict[str, Any]]] = {CONVERSATION: {}}
         self.members: dict[str, str] = {}  # Entra object id -> Teams user id ('29:…')
         self.fail_next: list[int] = []  # statuses the next activity calls answer with (429: Retry-After 7)
+        self.fail_members: list[int] = []  # statuses the next member look-ups answer with
         self._ids = itertools.count(1_700_000_000_000)
         self._runner: web.AppRunner | None = None
 
@@ -262,6 +263,8 @@ class FakeTeams:
         refused = self._refuse(request, None, injected=False)
         if refused is not None:
             return refused
+        if self.fail_members:
+            return self._record(request, None, self.fail_members.pop(0), {"error": {"code": "Injected"}})
         oid = unquote(request.match_info["member"]).lower()
         if oid not in self.members:
             return self._record(request, None, 404, {"error": {"code": "MemberNotFound"}})

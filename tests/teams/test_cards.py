@@ -130,3 +130,16 @@ async def test_refresh_user_ids_stay_within_teams_limit(teams: TeamsEnv) -> None
     aid = await teams.suspend()
     activity_id = await teams.posted(aid)
     assert len(teams.card(activity_id)["refresh"]["userIds"]) == USER_IDS_MAX
+
+
+async def test_approvers_teams_ids_are_asked_again_after_a_failure_and_learnt_from_presses(teams: TeamsEnv) -> None:
+    del teams.fake.members[BOB]  # Teams does not know Bob by his object id (yet)
+    teams.fake.fail_members = [503]  # and the first look-up fails
+    aid = await teams.suspend(policy="two")
+    activity_id = await teams.posted(aid)
+    assert teams.card(activity_id)["refresh"]["userIds"] == []  # nobody known yet: the card still posts
+    await teams.press(ALICE, "approve", aid, activity_id)  # Alice's id is asked again: she is found
+    await teams.rt.outbox.drain()
+    assert teams.card(activity_id)["refresh"]["userIds"] == [MRIS[ALICE]]
+    _, answer = await teams.press(BOB, "refresh", aid, activity_id)  # Bob's press says who he is in Teams
+    assert sorted(answer["value"]["refresh"]["userIds"]) == sorted([MRIS[ALICE], MRIS[BOB]])
