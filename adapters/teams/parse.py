@@ -23,7 +23,7 @@ from gateway.plugin import argsform
 REF_PURPOSE = "hitl.teams.ref.v1"
 MAC_LENGTH = 32
 INVOKE = "adaptiveCard/action"
-VERBS = frozenset({"approve", "reject", "edit", "refresh"})
+VERBS = frozenset({"approve", "reject", "edit", "refresh", "extend", "grant"})
 
 
 class BadActivity(ValueError):
@@ -46,6 +46,7 @@ class Execute:
     seen: str | None = None
     reason: str = ""
     inputs: dict[str, str] = field(default_factory=dict)  # 'arg.<name>' → the edit form's values
+    arg: str = ""  # extend: the duration ('1h'); grant: the offer ('1h', 'run')
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +138,7 @@ def read(activity: Mapping[str, Any], signer: TokenSigner) -> Activity:
         seen=_str(data, "seen") or None,
         reason=_str(data, REASON_INPUT).strip(),
         inputs=inputs,
+        arg=_str(data, "by") if verb == "extend" else _str(data, "grant"),
     )
 
 

@@ -22,7 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.core import rounds
+from gateway.core import extend as extend_rules
+from gateway.core import grants, rounds
+from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Outcome, Source, Status
 from gateway.plugin import INFO_ONLY, argsform
 
@@ -96,6 +98,8 @@ def context_line(approval: Approval) -> str:
     parts = [f"Run {escape(approval.run_id)}", f"Step {escape(approval.step)}"]
     deadline = approval.deadline
     parts.append(f"Deadline {deadline.strftime('%Y-%m-%d %H:%M UTC')}" if deadline else "No deadline")
+    if approval.extensions:
+        parts[-1] += f" (extended {approval.extensions}×)"
     parts.append(f"Policy {escape(approval.policy.name)}")
     if approval.policy.quorum > 1:
         parts.append(progress(approval))
@@ -186,9 +190,15 @@ def actions(approval: Approval, view: View, compact: bool = False) -> list[Eleme
     approve = _execute("Approve", "approve", {"ref": view.ref, "seen": view.seen}, style="positive")
     approve["associatedInputs"] = "none"
     out = [approve]
+    for g in grants.offers(approval.policy):  # "Approve · 1h": approve, and allow the same for 1h
+        data = {"ref": view.ref, "seen": view.seen, "grant": g}
+        out.append(_execute(f"Approve · {grants.label(g)}", "grant", data, associatedInputs="none"))
     if not approval.policy.require_reason:  # a reason is required: only the form that asks for one
         out.append(_execute("Reject", "reject", {"ref": view.ref}, style="destructive", associatedInputs="none"))
     out.append({"type": "Action.ShowCard", "title": "Reject with reason…", "card": _reason_card(approval, view.ref)})
+    for d in extend_rules.choices(approval):
+        data = {"ref": view.ref, "by": format_duration(d)}
+        out.append(_execute(extend_rules.label(d), "extend", data, associatedInputs="none"))
     if approval.editable and argsform.fields(approval) and not compact:
         out.append({"type": "Action.ShowCard", "title": "Edit & approve…", "card": _edit_card(approval, view)})
     return out

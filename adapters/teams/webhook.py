@@ -23,6 +23,7 @@ from adapters.teams import render
 from adapters.teams.auth import Expected, Keys, TokenRefused, verify
 from adapters.teams.parse import BadActivity, Execute, load, read
 from adapters.teams.spec import TeamsSettings
+from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError, InvalidToken, ValidationError
 from gateway.core.models import Approval, Outcome
 from gateway.plugin import ChannelContext, Press, PressOutcome, PressResult, argsform, error_response
@@ -95,6 +96,11 @@ class ActivityHandler:
             return render.card_response(await self._view(approval, actor, e))
         if e.verb == "edit":
             return await self._edit(e)
+        if e.verb == "extend":
+            return await self._extend(e)
+        if e.verb == "grant":  # "Approve · 1h": the policy checks the offer, as the API's
+            press = self._press(e, Outcome.APPROVE, seen=e.seen, grant=e.arg or None)
+            return await self._answer(await self._ctx.inbound.press(press), actor, e)
         outcome = Outcome.APPROVE if e.verb == "approve" else Outcome.REJECT
         comment = e.reason or None if outcome is Outcome.REJECT else None
         seen = e.seen if outcome is Outcome.APPROVE else None
@@ -111,6 +117,16 @@ class ActivityHandler:
             return render.message_response(exc.message.rstrip(".") + "; nothing changed.")
         verdict = await self._ctx.inbound.press(self._press(e, Outcome.APPROVE, args=args, seen=e.seen))
         return await self._answer(verdict, f"teams:{e.user}", e)
+
+    async def _extend(self, e: Execute) -> dict[str, Any]:
+        try:
+            duration = parse_duration(e.arg)
+        except ValueError:
+            return render.message_response(f"Not a duration: {e.arg[:20]!r}; nothing changed.")
+        verdict = await self._ctx.inbound.extend(self._press(e, Outcome.APPROVE), duration)
+        if verdict.result is not PressResult.EXTENDED or verdict.approval is None:
+            return await self._answer(verdict, f"teams:{e.user}", e)
+        return render.card_response(await self._view(verdict.approval, f"teams:{e.user}", e, notice=verdict.text()))
 
     def _press(self, e: Execute, outcome: Outcome, **more: Any) -> Press:
         where = f"teams:{e.conversation}" if e.conversation else "teams"

@@ -44,6 +44,8 @@ def teams_settings(settings_factory: Callable[..., Settings], fake_teams: FakeTe
             "two": {"quorum": 2},
             "strict": {"timeout": "1h", "require_reason": True},
             "remind": {"timeout": "1h", "remind": ["10m"]},
+            "stretch": {"timeout": "1h", "extend": ["1h"], "max_extensions": 1},
+            "trusted": {"grants": ["1h", "run"]},
         },
         web={"approvers": ["alice"]},
     )
