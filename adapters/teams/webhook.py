@@ -80,7 +80,7 @@ class ActivityHandler:
         if not e.activity_id or not await self._ctx.inbound.first_time(f"teams:activity:{e.activity_id}"):
             log.warning("teams: activity %r replayed: ignored", e.activity_id[:80])
             return render.message_response(REPLAYED)
-        actor = f"teams:{e.user}"
+        actor = _actor(e)
         if e.tenant not in self._tenants:
             why = f"tenant {e.tenant or '(none)'} is not in teams.tenant_ids"
             if e.verb != "refresh":
@@ -102,7 +102,7 @@ class ActivityHandler:
             press = self._press(e, Outcome.APPROVE, seen=e.seen, grant=e.arg or None)
             return await self._answer(await self._ctx.inbound.press(press), actor, e)
         outcome = Outcome.APPROVE if e.verb == "approve" else Outcome.REJECT
-        comment = e.reason or None if outcome is Outcome.REJECT else None
+        comment = (e.reason or None) if outcome is Outcome.REJECT else None
         seen = e.seen if outcome is Outcome.APPROVE else None
         verdict = await self._ctx.inbound.press(self._press(e, outcome, comment=comment, seen=seen))
         return await self._answer(verdict, actor, e)
@@ -116,7 +116,7 @@ class ActivityHandler:
         except GatewayError as exc:
             return render.message_response(exc.message.rstrip(".") + "; nothing changed.")
         verdict = await self._ctx.inbound.press(self._press(e, Outcome.APPROVE, args=args, seen=e.seen))
-        return await self._answer(verdict, f"teams:{e.user}", e)
+        return await self._answer(verdict, _actor(e), e)
 
     async def _extend(self, e: Execute) -> dict[str, Any]:
         try:
@@ -125,13 +125,13 @@ class ActivityHandler:
             return render.message_response(f"Not a duration: {e.arg[:20]!r}; nothing changed.")
         verdict = await self._ctx.inbound.extend(self._press(e, Outcome.APPROVE), duration)
         if verdict.result is not PressResult.EXTENDED or verdict.approval is None:
-            return await self._answer(verdict, f"teams:{e.user}", e)
-        return render.card_response(await self._view(verdict.approval, f"teams:{e.user}", e, notice=verdict.text()))
+            return await self._answer(verdict, _actor(e), e)
+        return render.card_response(await self._view(verdict.approval, _actor(e), e, notice=verdict.text()))
 
     def _press(self, e: Execute, outcome: Outcome, **more: Any) -> Press:
         where = f"teams:{e.conversation}" if e.conversation else "teams"
         card_ref = f"{e.conversation}|{e.card_id}" if e.conversation and e.card_id else None
-        return Press(e.approval_id, outcome, f"teams:{e.user}", where, card_ref=card_ref, name=e.name or None, **more)
+        return Press(e.approval_id, outcome, _actor(e), where, card_ref=card_ref, name=e.name or None, **more)
 
     async def _answer(self, verdict: PressOutcome, actor: str, e: Execute) -> dict[str, Any]:
         if verdict.result is PressResult.DENIED:
@@ -143,6 +143,11 @@ class ActivityHandler:
     async def _view(self, approval: Approval, actor: str, e: Execute, notice: str | None = None) -> dict[str, Any]:
         view = await self._channel.view(approval, e.conversation, for_actor=actor, notice=notice)
         return render.fitted(approval, view, actor)
+
+
+def _actor(e: Execute) -> str:
+    """The presser's identity: their Entra object id (canonical: lower case)."""
+    return f"teams:{e.user.lower()}"
 
 
 __all__ = ["PATH", "ActivityHandler"]

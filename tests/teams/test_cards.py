@@ -143,3 +143,12 @@ async def test_approvers_teams_ids_are_asked_again_after_a_failure_and_learnt_fr
     assert teams.card(activity_id)["refresh"]["userIds"] == [MRIS[ALICE]]
     _, answer = await teams.press(BOB, "refresh", aid, activity_id)  # Bob's press says who he is in Teams
     assert sorted(answer["value"]["refresh"]["userIds"]) == sorted([MRIS[ALICE], MRIS[BOB]])
+
+
+async def test_an_object_id_in_upper_case_is_the_same_approver(teams: TeamsEnv) -> None:
+    aid = await teams.suspend(policy="two")
+    activity_id = await teams.posted(aid)
+    _, answer = await teams.press(ALICE.upper(), "approve", aid, activity_id)
+    assert "You approved: 1 of 2 approvals" in _text(answer["value"]) and _verbs(answer["value"]) == []
+    approval = await teams.rt.store.get_approval(aid)
+    assert approval is not None and [v.approver for v in approval.votes] == [f"teams:{ALICE}"]
