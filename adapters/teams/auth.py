@@ -64,6 +64,12 @@ class Keys:
                 await self._refresh(now)
         return self._keys.get(kid)
 
+    async def prefetch(self) -> None:
+        """Fetch the keys now (at start), so that the first press waits for nothing."""
+        async with self._lock:
+            if self._fetched is None:
+                await self._refresh(self._now())
+
     async def _refresh(self, now: datetime) -> None:
         try:
             metadata = await self._json(self._url)

@@ -82,6 +82,9 @@ class TeamsChannel(ChannelBase):
         self.members = Members()
         self.webhook = ActivityHandler(ctx, self, self.keys)
 
+    async def start(self) -> None:
+        await self.keys.prefetch()  # a failure is logged; the keys are asked for again on a press
+
     def routes(self) -> Sequence[web.AbstractRouteDef]:
         return [web.post(PATH, self.webhook.handle)]
 

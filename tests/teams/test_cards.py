@@ -43,6 +43,7 @@ async def test_the_card_is_posted_with_a_refresh_for_the_approvers(teams: TeamsE
     assert card["refresh"]["action"]["verb"] == "refresh"
     assert sorted(card["refresh"]["userIds"]) == sorted([MRIS[ALICE], MRIS[BOB]])
     assert teams.fake.token_requests == 1  # one token for the member look-ups and the post
+    assert teams.fake.issuer.jwks_fetches == 1  # the signing keys were fetched at start, before any press
 
 
 async def test_refresh_gives_an_approver_the_buttons_and_others_none(teams: TeamsEnv) -> None:
