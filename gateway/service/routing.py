@@ -110,7 +110,7 @@ def destinations(settings: Settings) -> Opened:
     for kind, c in settings.channels.items():
         for key in c.spec.destinations:
             for entry in getattr(c.section, attribute(key)):
-                agent, target = destination_entry(entry)
+                agent, target = destination_entry(entry, c.spec.target)
                 opened.setdefault(f"{kind}:{c.spec.target(target)}", set()).add(agent)
     keys = {kind: " or ".join(f"{kind}.{k}" for k in c.spec.destinations) for kind, c in settings.channels.items()}
     return Opened({a: frozenset(agents) for a, agents in opened.items()}, keys, settings.policies)

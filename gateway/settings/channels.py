@@ -65,14 +65,25 @@ def attribute(key: str) -> str:
     return f"{key}_" if keyword.iskeyword(key) else key
 
 
-def destination_entry(entry: object) -> tuple[str | None, str]:
+def destination_entry(entry: object, target: Callable[[str], str] | None = None) -> tuple[str | None, str]:
     """A configured destination: (None, target) for one open to every agent, or (NAME, target)
-    for `NAME:target`, open to the agent NAME only (targets of the built-in kinds have no ':')."""
+    for `NAME:target`, open to the agent NAME only. With the kind's `target` syntax, an entry that
+    is a target as a whole (a kind whose ids hold ':') is open to every agent."""
     text = str(entry)
-    name, sep, target = text.partition(":")
+    if target is not None and _is_target(target, text):
+        return None, text
+    name, sep, target_text = text.partition(":")
     if sep and NAME_RE.fullmatch(name):
-        return name.lower(), target
+        return name.lower(), target_text
     return None, text
+
+
+def _is_target(target: Callable[[str], str], text: str) -> bool:
+    try:
+        target(text)
+    except ValueError:
+        return False
+    return True
 
 
 def load_channels(
@@ -99,7 +110,7 @@ def _check_destinations(kind: str, spec: ChannelSchema, section: Any) -> None:
     for key in spec.destinations:
         for i, entry in enumerate(getattr(section, attribute(key))):
             try:
-                spec.target(destination_entry(entry)[1])
+                spec.target(destination_entry(entry, spec.target)[1])
             except ValueError as exc:
                 raise ConfigError(f"{kind}.{key}[{i}]", str(exc)) from None
 
