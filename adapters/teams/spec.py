@@ -72,7 +72,7 @@ def _create(ctx: ChannelContext) -> Channel:
     try:
         from adapters.teams.channel import TeamsChannel
     except ImportError as exc:  # the `teams` extra is not installed
-        raise ConfigError("teams.app_id", f"the Teams channel needs the extra `teams` ({exc}): pip install ./sdk '.[teams]'") from None
+        raise ConfigError("teams.app_id", f"needs the extra `teams` ({exc}): pip install ./sdk '.[teams]'") from None
     return TeamsChannel(ctx)
 
 
