@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from aiohttp import web
 from markupsafe import Markup
@@ -19,8 +20,9 @@ from gateway.core.errors import GatewayError, StaleRound
 from gateway.core.extend import parse_extension
 from gateway.core.models import Approval, Outcome, Status
 from gateway.http.usecases import CLOCK, METRICS, READS, SERVICE, SIGNER
-from gateway.http.web import argsform, live
+from gateway.http.web import argsform, argsview, live
 from gateway.http.web.auth import PageError, posted_form, render, require
+from gateway.http.web.richtext import markdown
 from gateway.http.web.sessions import User
 from gateway.http.web.view import pretty, row
 from gateway.telemetry.metrics import CONTENT_TYPE
@@ -68,9 +70,29 @@ async def inbox(request: web.Request, user: User) -> web.Response:
 @routes.get("/approvals/{id}")
 @require()
 async def approval_page(request: web.Request, user: User) -> web.Response:
-    """One approval: args, summary, timeline, cards and deliveries, and the decision form."""
-    approval = await request.config_dict[SERVICE].get(request.match_info["id"])
-    return render(request, "approval.html", await _approval_ctx(request, approval, user))
+    """One approval in the order a person decides: title, summary, args, the decision form,
+    then the history (`after`: the approval just decided, named in a notice)."""
+    service = request.config_dict[SERVICE]
+    approval = await service.get(request.match_info["id"])
+    ctx = await _approval_ctx(request, approval, user)
+    return render(request, "approval.html", {**ctx, "decided": await _decided(request)})
+
+
+async def _decided(request: web.Request) -> Approval | None:
+    """The approval named by `?after=` (the one decided before coming here), if any."""
+    after = request.query.get("after", "")
+    return await request.config_dict[READS].approval(after) if 0 < len(after) <= 64 else None
+
+
+async def _next_pending(request: web.Request, decided: Approval) -> str:
+    """Where to go after deciding `decided`: the next waiting approval in the inbox's order
+    (oldest first) after it, else the oldest one waiting, else the inbox."""
+    waiting = await request.config_dict[READS].approvals_by_age(status=Status.WAITING, limit=200)
+    others = [a for a in waiting if a.id != decided.id]
+    here = (decided.created_at, decided.id)
+    later = [a for a in others if (a.created_at, a.id) > here]
+    ahead = later or others
+    return f"/approvals/{ahead[0].id}?after={decided.id}" if ahead else "/"
 
 
 async def _approval_ctx(request: web.Request, approval: Approval, user: User, **form: Any) -> dict[str, Any]:
@@ -91,13 +113,20 @@ async def _approval_ctx(request: web.Request, approval: Approval, user: User, **
         "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
         **view,
         "self_row": view,
-        "args": pretty(approval.args),
+        "summary_html": markdown(approval.summary) if approval.summary else "",
+        "arg_rows": argsview.arg_rows(approval),
+        "edit_state": argsview.edit_state(approval),
+        "title_parts": argsview.title_parts(approval),
+        "plain_title": argsview.plain_title(approval),
+        "outcome_text": argsview.outcome_heading(approval),
+        "run_link": run_link(approval),
         "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in detail.events],
         "made_grant": next((e.data for e in detail.events if e.kind == "approved" and "grant_for" in e.data), None),
         "cards": detail.cards,
         "deliveries": detail.deliveries,
         "job": detail.job,
         "may_decide": user.can_decide and not approval.status.final,
+        "decided": None,  # the approval decided just before (the page's `?after=`)
         "form_error": form.get("error", ""),
         "comment": form.get("comment", ""),
     }
@@ -149,7 +178,7 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
             round=seen_round,
         )
         return render(request, "approval.html", ctx, status=status)
-    raise web.HTTPSeeOther(f"/approvals/{approval.id}")
+    raise web.HTTPSeeOther(await _next_pending(request, approval))
 
 
 @routes.post("/approvals/{id}/extend")
@@ -167,6 +196,13 @@ async def extend(request: web.Request, user: User) -> web.StreamResponse:
         ctx = await _approval_ctx(request, await service.get(approval_id), user, error=exc.message)
         return render(request, "approval.html", ctx, status=exc.status)
     raise web.HTTPSeeOther(f"/approvals/{approval_id}")
+
+
+def run_link(approval: Approval) -> str:
+    """The run page of an approval's run: run ids are per agent, so an agent's run names it."""
+    path = f"/runs/{quote(approval.run_id, safe='')}"
+    agent = approval.namespace.removeprefix("agent:")
+    return f"{path}?{urlencode({'agent': agent})}" if agent else path
 
 
 def _form_outcome(value: str, comment: str) -> tuple[Outcome, str | None]:
