@@ -37,7 +37,7 @@ async def test_the_page_reads_title_summary_args_form_then_history(web: Any, web
     assert '<button type="submit" name="outcome" value="reject" class="reject" data-action="reject">' in html
     assert '<th scope="row"><code>amount</code></th>' in html and '<span class="v">4200</span>' in html
     assert '<span class="v">May</span>' in html  # a string as it reads, not as JSON
-    assert f'href="/runs/{approval.run_id}"' in html
+    assert f'href="/runs/{approval.run_id}?agent="' in html  # no agent's run of that id
 
 
 async def test_the_summary_is_markdown_and_nothing_runs(web: Any, web_rt: Runtime) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
 
 from aiohttp import web
 from markupsafe import Markup
@@ -23,6 +22,7 @@ from gateway.http.usecases import CLOCK, METRICS, READS, SERVICE, SIGNER
 from gateway.http.web import argsform, argsview, live
 from gateway.http.web.auth import PageError, posted_form, render, require
 from gateway.http.web.richtext import markdown
+from gateway.http.web.runs import run_url
 from gateway.http.web.sessions import User
 from gateway.http.web.view import pretty, row
 from gateway.telemetry.metrics import CONTENT_TYPE
@@ -119,7 +119,7 @@ async def _approval_ctx(request: web.Request, approval: Approval, user: User, **
         "title_parts": argsview.title_parts(approval),
         "plain_title": argsview.plain_title(approval),
         "outcome_text": argsview.outcome_heading(approval),
-        "run_link": run_link(approval),
+        "run_link": run_url(approval.run_id, approval.namespace, explicit=True),
         "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in detail.events],
         "made_grant": next((e.data for e in detail.events if e.kind == "approved" and "grant_for" in e.data), None),
         "cards": detail.cards,
@@ -196,13 +196,6 @@ async def extend(request: web.Request, user: User) -> web.StreamResponse:
         ctx = await _approval_ctx(request, await service.get(approval_id), user, error=exc.message)
         return render(request, "approval.html", ctx, status=exc.status)
     raise web.HTTPSeeOther(f"/approvals/{approval_id}")
-
-
-def run_link(approval: Approval) -> str:
-    """The run page of an approval's run: run ids are per agent, so an agent's run names it."""
-    path = f"/runs/{quote(approval.run_id, safe='')}"
-    agent = approval.namespace.removeprefix("agent:")
-    return f"{path}?{urlencode({'agent': agent})}" if agent else path
 
 
 def _form_outcome(value: str, comment: str) -> tuple[Outcome, str | None]:

@@ -20,6 +20,7 @@ from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
 from gateway.http.web import editlink, inbox, live
 from gateway.http.web import grants as web_grants
+from gateway.http.web import runs as web_runs
 from gateway.http.web import sessions as web_sessions
 from gateway.http.web.inbox import LIVE
 from gateway.http.web.sessions import SessionCookies
@@ -55,6 +56,7 @@ ROUTES: list[web.AbstractRouteDef] = [
     *web_dashboard.routes,
     *editlink.routes,
     *web_grants.routes,
+    *web_runs.routes,
 ]
 
 
