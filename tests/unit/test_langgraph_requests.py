@@ -123,3 +123,21 @@ def test_edited_args_become_edits_where_the_request_allows_them() -> None:
     # the same args as asked for are a plain approval
     same = decision(args=ARGS, original_args=ARGS)
     assert resume_values([call], {"i1": same}) == {"i1": {"type": "approve"}}
+
+
+def test_langchains_default_description_loses_the_python_repr_of_the_args() -> None:
+    """HumanInTheLoopMiddleware words a call it has no description for with `Args: {repr}`: the
+    approval's summary keeps its words and the tool's name, not a Python dict (the card shows
+    the args itself)."""
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+
+    middleware = HumanInTheLoopMiddleware(interrupt_on={"pay": True})
+    tool_call = {"name": "pay", "args": ARGS, "id": "c1", "type": "tool_call"}
+    action, review = middleware._create_action_and_config(tool_call, middleware.interrupt_on["pay"], {}, None)  # type: ignore[arg-type]
+    assert "'invoice': 'INV-1'" in action["description"]  # what LangChain writes
+    [call] = calls_from_interrupt("i4", {"action_requests": [action], "review_configs": [review]})
+    assert call.description == "Tool execution requires approval\n\nTool: `pay`"
+    assert "{'" not in call.description and call.args == ARGS
+    own = {**action, "description": "Pay INV-1?\n\nArgs: {'a': 1}"}  # a description of its own stays as it is
+    [call] = calls_from_interrupt("i5", {"action_requests": [own], "review_configs": [review]})
+    assert call.description == own["description"]
