@@ -78,10 +78,12 @@ async def approval_page(request: web.Request, user: User) -> web.Response:
     return render(request, "approval.html", {**ctx, "decided": await _decided(request)})
 
 
-async def _decided(request: web.Request) -> Approval | None:
-    """The approval named by `?after=` (the one decided before coming here), if any."""
+async def _decided(request: web.Request) -> dict[str, Any] | None:
+    """The approval named by `?after=` (the one decided before coming here), if any, with its
+    title as it stands now."""
     after = request.query.get("after", "")
-    return await request.config_dict[READS].approval(after) if 0 < len(after) <= 64 else None
+    found = await request.config_dict[READS].approval(after) if 0 < len(after) <= 64 else None
+    return {"a": found, "title": argsview.plain_title(found)} if found is not None else None
 
 
 async def _next_pending(request: web.Request, decided: Approval) -> str:

@@ -19,7 +19,7 @@ from aiohttp import web
 from gateway.core.errors import NotFound
 from gateway.core.principals import NO_AGENT, agent_namespace
 from gateway.http.usecases import CLOCK, READS
-from gateway.http.web.argsview import outcome_heading
+from gateway.http.web.argsview import outcome_heading, plain_title
 from gateway.http.web.auth import render, require
 from gateway.http.web.sessions import User
 from gateway.http.web.view import humanize
@@ -50,7 +50,7 @@ def timeline(view: RunView) -> list[Moment]:
     for a in view.approvals:
         for e in view.events.get(a.id, []):
             by = f"by {e.actor}" if e.actor else ""
-            moments.append(Moment(e.at, e.kind.replace("_", " "), by, a.id, a.title))
+            moments.append(Moment(e.at, e.kind.replace("_", " "), by, a.id, plain_title(a)))
     for step in view.steps:
         tries = f", {step.attempts} attempts" if step.attempts != 1 else ""
         took = seconds(step.started_at, step.finished_at)
@@ -91,6 +91,7 @@ async def run_page(request: web.Request, user: User) -> web.Response:
         "agent": namespace.removeprefix("agent:"),
         "approvals": [(a, outcome_heading(a) if a.status.final else "waiting") for a in view.approvals],
         "steps": [(s, seconds(s.started_at, s.finished_at)) for s in view.steps],
+        "titles": {a.id: plain_title(a) for a in view.approvals},  # with the values that ran
         "jobs": [(a, view.jobs[a.id]) for a in view.approvals if a.id in view.jobs],
         "moments": [(m, "+" + humanize(m.at - start)) for m in moments],
         "age": humanize(now - start),
