@@ -50,8 +50,10 @@ async def test_a_run_page_shows_approvals_steps_jobs_and_a_timeline(
     assert resp.status == 200 and "<h1>Run <code>inv-7</code></h1>" in html and "Agent <code>a</code>" in html
     assert html.index("Pay ACME 4200") < html.index("Email the receipt")  # oldest first
     assert f'<a href="/approvals/{pay.id}">' in html and f'<a href="/approvals/{later.id}">' in html
-    assert re.search(r"<code>fetch_invoice</code></td><td>succeeded</td><td>3</td>", html)
-    assert "<td>1.50 s</td>" in html  # its timing
+    step = re.search(r'<tr class="step">(.*?)</tr>', html, re.S)
+    assert step is not None and "<code>fetch_invoice</code>" in step.group(1)
+    assert '<td data-label="Status">succeeded</td><td data-label="Attempts">3</td>' in step.group(1)
+    assert '<td data-label="Took">1.50 s</td>' in step.group(1)  # its timing
     assert "worker <code>agent</code>, <strong>succeeded</strong>, 1 attempt" in html
     assert "charged &lt;ok&gt; txn=991" in html  # the output tail, escaped
     timeline = html[html.index('id="run-timeline-h"') :]
