@@ -99,7 +99,11 @@ async def test_a_decision_goes_on_to_the_next_approval_waiting(web: Any, web_rt:
     first = await _suspend(web_rt, "First", run_id="r1")
     clock.advance(seconds=5)
     second = await _suspend(web_rt, "Second", run_id="r2")
-    clock.advance(seconds=5)
+    clock.advance(seconds=2)
+    await _suspend(web_rt, "Bob's only", run_id="r4", approvers=("web:bob",))  # not alice's to decide
+    voted = await _suspend(web_rt, "Two votes", run_id="r5", policy={"quorum": 2})
+    await web_rt.service.decide(voted.id, Outcome.APPROVE, "web:alice", channel="web")  # her vote is in
+    clock.advance(seconds=3)
     third = await _suspend(web_rt, "Third", run_id="r3")
     await sign_in(web)
     token = csrf_of(await _page(web, second.id))

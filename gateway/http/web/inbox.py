@@ -25,6 +25,7 @@ from gateway.http.web.richtext import markdown
 from gateway.http.web.runs import run_url
 from gateway.http.web.sessions import User
 from gateway.http.web.view import pretty, row
+from gateway.service.commands import Authority
 from gateway.telemetry.metrics import CONTENT_TYPE
 
 routes = web.RouteTableDef()
@@ -86,11 +87,23 @@ async def _decided(request: web.Request) -> dict[str, Any] | None:
     return {"a": found, "title": argsview.plain_title(found)} if found is not None else None
 
 
-async def _next_pending(request: web.Request, decided: Approval) -> str:
-    """Where to go after deciding `decided`: the next waiting approval in the inbox's order
-    (oldest first) after it, else the oldest one waiting, else the inbox."""
+async def _next_pending(request: web.Request, decided: Approval, user: User) -> str:
+    """Where to go after deciding `decided`: the next approval waiting in the inbox's order
+    (oldest first) after it that `user` may decide and has not voted on yet, else the oldest
+    such one, else the inbox."""
     waiting = await request.config_dict[READS].approvals_by_age(status=Status.WAITING, limit=200)
-    others = [a for a in waiting if a.id != decided.id]
+    authorizer = request.config_dict[SERVICE].authorizer
+
+    def open_to_user(a: Approval) -> bool:
+        if a.id == decided.id or any(v.approver == user.actor for v in a.votes):
+            return False
+        try:
+            authorizer.authorize(Authority.APPROVER, user.actor, a)
+        except GatewayError:
+            return False
+        return True
+
+    others = [a for a in waiting if open_to_user(a)]
     here = (decided.created_at, decided.id)
     later = [a for a in others if (a.created_at, a.id) > here]
     ahead = later or others
@@ -180,7 +193,7 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
             round=seen_round,
         )
         return render(request, "approval.html", ctx, status=status)
-    raise web.HTTPSeeOther(await _next_pending(request, approval))
+    raise web.HTTPSeeOther(await _next_pending(request, approval, user))
 
 
 @routes.post("/approvals/{id}/extend")
