@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.core.models import Proposal
-from gateway.http.web.argsview import TitlePart, arg_rows, edit_state, plain_title, title_parts
+from gateway.http.web.argsview import TitlePart, arg_rows, edit_state, plain_title, summary_text, title_parts
 from tests.unit.test_edits import approval
 
 
@@ -37,3 +37,11 @@ def test_rows_hold_the_current_values_with_what_was_asked() -> None:
     assert rows["new"].change == "added" and rows["new"].block and rows["new"].value.startswith("[\n")
     assert (rows["old"].value, rows["old"].before, rows["old"].change) == ("(removed)", "1", "removed")
     assert edit_state(approval()) == "" and [r.change for r in arg_rows(approval())] == ["", ""]
+
+
+def test_a_summary_ending_in_langchains_repr_of_the_args_names_the_tool_instead() -> None:
+    args = {"invoice": "INV-1", "amount": 4200}
+    langchain = f"Tool execution requires approval\n\nTool: pay\nArgs: {args}"  # its default wording
+    assert summary_text(approval(summary=langchain, args=args)) == "Tool execution requires approval\n\nTool: `pay`"
+    other = "Pay it?\n\nTool: pay\nArgs: {'invoice': 'INV-2'}"  # not these args: the agent's own words
+    assert summary_text(approval(summary=other, args=args)) == other

@@ -113,6 +113,19 @@ def plain_title(approval: Approval) -> str:
     return "".join(p.text for p in title_parts(approval))
 
 
+_REPR_TAIL = re.compile(r"\n\nTool: (?P<tool>[^\n]{1,200})\nArgs: (?P<args>\{.*\})\Z", re.S)
+
+
+def summary_text(approval: Approval) -> str:
+    """The summary, without the Python repr of the args that LangChain's default description
+    ends with (`Tool: NAME\nArgs: {'k': 'v'}`) when older agent SDKs passed it on: the page
+    shows the args in their table, so the tail names the tool only."""
+    found = _REPR_TAIL.search(approval.summary)
+    if found is None or found["args"] != repr(approval.args):
+        return approval.summary
+    return f"{approval.summary[: found.start()]}\n\nTool: `{found['tool']}`"
+
+
 def outcome_heading(approval: Approval) -> str:
     """'approved', 'rejected', 'timed out (rejected)', 'cancelled': the status, and the
     outcome only where the status does not say it (a timeout approves or rejects, by policy)."""
@@ -131,5 +144,6 @@ __all__ = [
     "outcome_heading",
     "plain_title",
     "shown",
+    "summary_text",
     "title_parts",
 ]

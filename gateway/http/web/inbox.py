@@ -128,7 +128,7 @@ async def _approval_ctx(request: web.Request, approval: Approval, user: User, **
         "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
         **view,
         "self_row": view,
-        "summary_html": markdown(approval.summary) if approval.summary else "",
+        "summary_html": markdown(argsview.summary_text(approval)) if approval.summary else "",
         "arg_rows": argsview.arg_rows(approval),
         "edit_state": argsview.edit_state(approval),
         "title_parts": argsview.title_parts(approval),
