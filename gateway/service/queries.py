@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.core.clock import from_ts
-from gateway.core.models import Approval, Card, Event, JobStatus, OutboxItem, ResumeJob, Status
+from gateway.core.models import Approval, Card, Event, JobStatus, OutboxItem, ResumeJob, Status, StepRecord
 from gateway.store import Store
 
 SAMPLE = 500  # rows read per list for the dashboard's and the metrics' aggregates
@@ -35,6 +35,23 @@ class ApprovalDetail:
     cards: list[Card]
     deliveries: list[OutboxItem]
     job: ResumeJob | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """One run of one namespace (run ids are per agent): its approvals, oldest first, its
+    journal's steps, each approval's resume job and events (`limit`: approvals read)."""
+
+    run_id: str
+    namespace: str
+    approvals: list[Approval]
+    steps: list[StepRecord]
+    jobs: dict[str, ResumeJob]  # by approval id
+    events: dict[str, list[Event]]  # by approval id
+
+    @property
+    def empty(self) -> bool:
+        return not (self.approvals or self.steps)
 
 
 class Reads:
@@ -85,6 +102,26 @@ class Reads:
             await s.get_job(approval_id),
         )
 
+    async def run_namespaces(self, run_id: str) -> list[str]:
+        """The namespaces whose approvals or journal use `run_id` (each is a different run)."""
+        return await self._store.run_namespaces(run_id)
+
+    async def run(self, run_id: str, namespace: str, *, limit: int = 200) -> RunView:
+        """The run `run_id` of `namespace` only: another agent's run of the same id is not in it."""
+        s = self._store
+        agent = namespace or None  # an agent's namespace is its identity, the approvals' `agent`
+        found = await s.list_approvals(run_id=run_id, limit=limit, agent=agent)
+        mine = [a for a in found if a.namespace == namespace]
+        mine.sort(key=lambda a: (a.created_at, a.id))
+        jobs: dict[str, ResumeJob] = {}
+        events: dict[str, list[Event]] = {}
+        for a in mine:
+            events[a.id] = await s.list_events(a.id)
+            if (job := await s.get_job(a.id)) is not None:
+                jobs[a.id] = job
+        steps = await s.get_steps(run_id, namespace=namespace)
+        return RunView(run_id, namespace, mine, steps, jobs, events)
+
     async def jobs(
         self, status: JobStatus | None = None, limit: int = 100, *, agent: str | None = None
     ) -> list[ResumeJob]:
@@ -133,4 +170,4 @@ class Reads:
         return sorted(active.values(), key=lambda e: e["since"])
 
 
-__all__ = ["SAMPLE", "ApprovalDetail", "Gauges", "Reads"]
+__all__ = ["SAMPLE", "ApprovalDetail", "Gauges", "Reads", "RunView"]

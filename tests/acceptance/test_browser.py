@@ -148,10 +148,13 @@ async def test_sign_in_approve_and_see_the_card_synced(gateway: str, tmp_path: P
             await expect(page.get_by_text("3 approvals, oldest first")).to_be_visible()
             await page.screenshot(path=shots / "inbox.png")
             await page.get_by_role("link", name="Charge ACME $42").click()
-            await expect(page.get_by_text('"amount_cents": 4200')).to_be_visible()
+            amount = page.locator("table.args tr", has=page.get_by_role("rowheader", name="amount_cents"))
+            await expect(amount.locator(".v")).to_have_text("4200")
             await page.get_by_label("Comment (optional)").fill("Invoice checked")
             await page.get_by_role("button", name="Approve").focus()  # keyboard, not mouse
             await page.keyboard.press("Enter")
+            await expect(page.get_by_role("status")).to_contain_text("Decided: Charge ACME $42 (approved)")
+            await page.get_by_role("status").get_by_role("link").click()  # on to the next; back to this one
             await expect(page.get_by_role("heading", name=re.compile(r"Outcome: approved"))).to_be_visible()
             await expect(page.get_by_text("Invoice checked")).to_be_visible()
             await page.screenshot(path=shots / "approved.png", full_page=True)

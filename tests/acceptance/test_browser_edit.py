@@ -68,12 +68,15 @@ async def test_edit_in_the_browser_without_javascript(gateway: str, tmp_path: Pa
             await expect(alert).to_contain_text("args.amount_cents: 3950 is not a multiple of 100")
             await expect(page.get_by_label("amount_cents")).to_have_value("3950")  # kept
             await expect(page.get_by_label("amount_cents")).to_have_attribute("aria-invalid", "true")
-            await page.screenshot(path=tmp_path / "edit-page.png")  # the form, its inline error, the typed value
+            # the form (below the args it decides on), its inline error, the typed value
+            await page.locator("section.decide").screenshot(path=tmp_path / "edit-page.png")
             await page.get_by_label("amount_cents").fill("3900")
             await page.get_by_label("currency").select_option("USD")
             await page.get_by_label("memo").fill("May, less the credit note")
             await page.locator("fieldset.edit-args").screenshot(path=shot)
             await page.get_by_role("button", name="Approve").click()
+            await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()  # nothing else waits
+            await page.goto(f"{gateway}/approvals/{approval_id}")
             await expect(page.get_by_role("heading", name=re.compile(r"Outcome: approved"))).to_be_visible()
             await expect(page.locator("#change")).to_contain_text(
                 "Approved with changes by web:alice: amount_cents 4200 → 3900, currency EUR → USD, memo May → May, less"

@@ -80,7 +80,7 @@ async def test_an_open_page_shows_a_telegram_press_without_reloading(
                     ) as resp:
                         assert resp.status == 200
 
-                    heading = page.get_by_role("heading", name="Outcome: approved (approve)")
+                    heading = page.get_by_role("heading", name="Outcome: approved", exact=True)
                     await expect(heading).to_be_visible(timeout=10_000)
                     await expect(page.get_by_text(f"telegram:{ALICE_TG}").first).to_be_visible()
                     assert await page.evaluate("window.__notReloaded === true")  # swapped in place

@@ -123,3 +123,45 @@ def test_edited_args_become_edits_where_the_request_allows_them() -> None:
     # the same args as asked for are a plain approval
     same = decision(args=ARGS, original_args=ARGS)
     assert resume_values([call], {"i1": same}) == {"i1": {"type": "approve"}}
+
+
+def test_langchains_default_description_loses_the_python_repr_of_the_args() -> None:
+    """HumanInTheLoopMiddleware words a call it has no description for with `Args: {repr}`: the
+    approval's summary keeps its words and the tool's name, not a Python dict (the card shows
+    the args itself). The interrupt is a real agent's, through LangChain's public API."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import HumanInTheLoopMiddleware
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    class OneCall(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "one-call"
+
+        def bind_tools(self, tools: Any, **kw: Any) -> Any:
+            return self
+
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+            call = {"name": "pay", "args": ARGS, "id": "c1", "type": "tool_call"}
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))])
+
+    @tool
+    def pay(invoice: str, amount: int) -> str:
+        """Pay an invoice."""
+        return "paid"
+
+    review = HumanInTheLoopMiddleware({"pay": True})
+    agent = create_agent(OneCall(), [pay], middleware=[review], checkpointer=InMemorySaver())
+    out = agent.invoke({"messages": [{"role": "user", "content": "pay"}]}, {"configurable": {"thread_id": "t"}})
+    [interrupt] = out["__interrupt__"]
+    assert "'invoice': 'INV-1'" in interrupt.value["action_requests"][0]["description"]  # what LangChain writes
+    [call] = calls_from_interrupt(interrupt.id, interrupt.value)
+    assert call.description == "Tool execution requires approval\n\nTool: `pay`"
+    assert "{'" not in call.description and call.args == ARGS
+    own = {**interrupt.value["action_requests"][0], "description": "Pay INV-1?\n\nArgs: {'a': 1}"}
+    [call] = calls_from_interrupt("i5", {**interrupt.value, "action_requests": [own]})
+    assert call.description == own["description"]  # a description of the tool's own stays as it is

@@ -65,7 +65,7 @@ async def test_an_edit_from_the_form_approves_with_the_change(web: Any, web_rt: 
     form = {"csrf": token, "outcome": "approve", "arg.amount": "3900", "arg.currency": '"USD"', "arg.urgent": "true"}
     form |= {"arg.memo": "May", "arg.lines": "[1, 2]"}
     resp = await web.post(f"/approvals/{approval.id}/decision", data=form)
-    page = await resp.text()
+    page = await (await web.get(f"/approvals/{approval.id}")).text()
     assert (
         resp.status == 200
         and "Approved with changes by web:alice: amount 4200 → 3900, currency EUR → USD, urgent false → true" in page

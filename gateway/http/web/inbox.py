@@ -20,8 +20,10 @@ from gateway.core.errors import GatewayError, StaleRound
 from gateway.core.extend import parse_extension
 from gateway.core.models import Approval, Outcome, Status
 from gateway.http.usecases import CLOCK, METRICS, READS, SERVICE, SIGNER
-from gateway.http.web import argsform, live
+from gateway.http.web import argsform, argsview, live
 from gateway.http.web.auth import PageError, posted_form, render, require
+from gateway.http.web.richtext import markdown
+from gateway.http.web.runs import run_url
 from gateway.http.web.sessions import User, current_user
 from gateway.http.web.view import pretty, row
 from gateway.service import Service
@@ -151,9 +153,43 @@ async def _result_view(request: web.Request, result: ItemResult) -> dict[str, An
 @routes.get("/approvals/{id}")
 @require()
 async def approval_page(request: web.Request, user: User) -> web.Response:
-    """One approval: args, summary, timeline, cards and deliveries, and the decision form."""
-    approval = await request.config_dict[SERVICE].get(request.match_info["id"])
-    return render(request, "approval.html", await _approval_ctx(request, approval, user))
+    """One approval in the order a person decides: title, summary, args, the decision form,
+    then the history (`after`: the approval just decided, named in a notice)."""
+    service = request.config_dict[SERVICE]
+    approval = await service.get(request.match_info["id"])
+    ctx = await _approval_ctx(request, approval, user)
+    return render(request, "approval.html", {**ctx, "decided": await _decided(request)})
+
+
+async def _decided(request: web.Request) -> dict[str, Any] | None:
+    """The approval named by `?after=` (the one decided before coming here), if any, with its
+    title as it stands now."""
+    after = request.query.get("after", "")
+    found = await request.config_dict[READS].approval(after) if 0 < len(after) <= 64 else None
+    return {"a": found, "title": argsview.plain_title(found)} if found is not None else None
+
+
+async def _next_pending(request: web.Request, decided: Approval, user: User) -> str:
+    """Where to go after deciding `decided`: the next approval waiting in the inbox's order
+    (oldest first) after it that `user` may decide and has not voted on yet, else the oldest
+    such one, else the inbox."""
+    waiting = await request.config_dict[READS].approvals_by_age(status=Status.WAITING, limit=200)
+    authorizer = request.config_dict[SERVICE].authorizer
+
+    def open_to_user(a: Approval) -> bool:
+        if a.id == decided.id or any(v.approver == user.actor for v in a.votes):
+            return False
+        try:
+            authorizer.authorize(Authority.APPROVER, user.actor, a)
+        except GatewayError:
+            return False
+        return True
+
+    others = [a for a in waiting if open_to_user(a)]
+    here = (decided.created_at, decided.id)
+    later = [a for a in others if (a.created_at, a.id) > here]
+    ahead = later or others
+    return f"/approvals/{ahead[0].id}?after={decided.id}" if ahead else "/"
 
 
 async def _approval_ctx(request: web.Request, approval: Approval, user: User, **form: Any) -> dict[str, Any]:
@@ -174,13 +210,20 @@ async def _approval_ctx(request: web.Request, approval: Approval, user: User, **
         "args_error": (form.get("error_field") or "").startswith("args"),  # shown above the fields
         **view,
         "self_row": view,
-        "args": pretty(approval.args),
+        "summary_html": markdown(argsview.summary_text(approval)) if approval.summary else "",
+        "arg_rows": argsview.arg_rows(approval),
+        "edit_state": argsview.edit_state(approval),
+        "title_parts": argsview.title_parts(approval),
+        "plain_title": argsview.plain_title(approval),
+        "outcome_text": argsview.outcome_heading(approval),
+        "run_link": run_url(approval.run_id, approval.namespace, explicit=True),
         "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in detail.events],
         "made_grant": next((e.data for e in detail.events if e.kind == "approved" and "grant_for" in e.data), None),
         "cards": detail.cards,
         "deliveries": detail.deliveries,
         "job": detail.job,
         "may_decide": user.can_decide and not approval.status.final,
+        "decided": None,  # the approval decided just before (the page's `?after=`)
         "form_error": form.get("error", ""),
         "comment": form.get("comment", ""),
     }
@@ -232,7 +275,7 @@ async def decide(request: web.Request, user: User) -> web.StreamResponse:
             round=seen_round,
         )
         return render(request, "approval.html", ctx, status=status)
-    raise web.HTTPSeeOther(f"/approvals/{approval.id}")
+    raise web.HTTPSeeOther(await _next_pending(request, approval, user))
 
 
 @routes.post("/approvals/{id}/extend")

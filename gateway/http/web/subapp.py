@@ -21,6 +21,7 @@ from gateway.http.web import dashboard as web_dashboard
 from gateway.http.web import editlink, inbox, live
 from gateway.http.web import grants as web_grants
 from gateway.http.web import push as web_push
+from gateway.http.web import runs as web_runs
 from gateway.http.web import sessions as web_sessions
 from gateway.http.web.inbox import LIVE
 from gateway.http.web.sessions import SessionCookies
@@ -62,6 +63,7 @@ ROUTES: list[web.AbstractRouteDef] = [
     *editlink.routes,
     *web_grants.routes,
     *web_push.routes,
+    *web_runs.routes,
 ]
 
 

@@ -67,12 +67,24 @@ def _allowed_from_schema(schema: Any) -> list[str]:
     return [const] if isinstance(const, str) else ["approve", "edit", "reject", "respond"]
 
 
+def plain_description(description: str, tool: str, args: Any) -> str:
+    """A call's description without the Python repr of its args. LangChain's
+    `HumanInTheLoopMiddleware`, given no description for a tool, words one as
+    `<prefix>\n\nTool: <name>\nArgs: <repr(args)>`: a card shows the tool and its args itself
+    (its title, its args table), so that tail becomes the tool's name (Markdown code)."""
+    tail = f"\n\nTool: {tool}\nArgs: {args}"
+    if isinstance(args, Mapping) and description.endswith(tail):
+        return f"{description[: -len(tail)]}\n\nTool: `{tool}`"
+    return description
+
+
 def _hitl_call(key: str, iid: str, shape: str, index: int, req: Mapping[str, Any], allowed: list[str]) -> PendingCall:
     name = str(req["name"])
     if not {"approve", "edit"} & set(allowed) or not {"reject", "respond"} & set(allowed):
         raise UnsupportedRequest(f"the review of {name!r} allows only {allowed}: it cannot be approved and rejected")
     meta = {"interrupt": iid, "shape": shape, "index": index, "allowed": allowed}
-    return PendingCall(key, name, dict(req.get("args") or {}), str(req.get("description", "")), meta)
+    args = dict(req.get("args") or {})
+    return PendingCall(key, name, args, plain_description(str(req.get("description", "")), name, args), meta)
 
 
 def _inbox_call(key: str, iid: str, shape: str, index: int, req: Mapping[str, Any]) -> PendingCall:
