@@ -114,10 +114,16 @@ async def test_the_inbox_and_the_approval_page_work_from_the_keyboard(tmp_path: 
                     assert await _status(http, gw.url, three) == "rejected"
 
                     four = await _suspend(http, gw.url, "four", editable=["amount"])
+                    five = await _suspend(http, gw.url, "five")
                     await page.goto(f"{gw.url}/")
                     await page.keyboard.press("j")
                     await page.keyboard.press("o")  # opens the current row
                     await expect(page).to_have_url(f"{gw.url}/approvals/{four}")
+                    await page.keyboard.press("j")  # the approval page: the next one waiting
+                    await expect(page).to_have_url(f"{gw.url}/approvals/{five}")
+                    await page.keyboard.press("k")  # and back
+                    await expect(page).to_have_url(f"{gw.url}/approvals/{four}")
+                    await page.wait_for_load_state()  # keys.js is deferred: the page's keys come with it
                     await page.keyboard.press("e")  # to the edit fields
                     focused = await page.evaluate("document.activeElement.closest('fieldset.edit-args') !== null")
                     assert focused, "e did not move the focus into the edit fields"
@@ -125,8 +131,8 @@ async def test_the_inbox_and_the_approval_page_work_from_the_keyboard(tmp_path: 
                     assert await _status(http, gw.url, four) == "waiting_approval"
                     await page.locator("h1").click()
                     await page.reload()  # the typed field is not what gets approved here
-                    await page.keyboard.press("a")
-                    await expect(page.get_by_role("heading", name=re.compile("Outcome: approved"))).to_be_visible()
+                    await page.keyboard.press("a")  # approved, and on to the next one waiting
+                    await expect(page).to_have_url(f"{gw.url}/approvals/{five}?after={four}")
                     assert await _status(http, gw.url, four) == "approved"
                     assert not problems, problems
                 finally:

@@ -120,3 +120,24 @@ async def test_a_decision_goes_on_to_the_next_approval_waiting(web: Any, web_rt:
     assert await decide(third.id, "reject") == f"/approvals/{first.id}?after={third.id}"  # none later: the oldest
     assert await decide(first.id, "approve") == "/"  # none left: the inbox
     assert (await web_rt.service.get(first.id)).status.value == "approved"
+
+
+async def test_the_page_links_the_waiting_approvals_before_and_after_it(
+    web: Any, web_rt: Runtime, clock: FakeClock
+) -> None:
+    """`rel="prev"` and `rel="next"`: the neighbours in the inbox's order, which `k` and `j`
+    follow on this page (static/keys.js)."""
+    first = await _suspend(web_rt, "First", run_id="r1")
+    clock.advance(seconds=1)
+    second = await _suspend(web_rt, "Second", run_id="r2")
+    clock.advance(seconds=1)
+    decided = await _suspend(web_rt, "Decided", run_id="r3")
+    await web_rt.service.decide(decided.id, Outcome.APPROVE, "web:alice", channel="web")
+    clock.advance(seconds=1)
+    third = await _suspend(web_rt, "Third", run_id="r4")
+    await sign_in(web)
+    html = await _page(web, second.id)
+    assert f'<a rel="prev" href="/approvals/{first.id}">' in html
+    assert f'<a rel="next" href="/approvals/{third.id}">' in html  # the decided one is not in line
+    html = await _page(web, first.id)
+    assert 'rel="prev"' not in html and f'<a rel="next" href="/approvals/{second.id}">' in html

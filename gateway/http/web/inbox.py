@@ -192,8 +192,19 @@ async def _next_pending(request: web.Request, decided: Approval, user: User) -> 
     return f"/approvals/{ahead[0].id}?after={decided.id}" if ahead else "/"
 
 
+async def _neighbours(request: web.Request, approval: Approval) -> tuple[str | None, str | None]:
+    """The waiting approvals just before and after `approval` in the inbox's order (oldest
+    first): the page's `rel="prev"` and `rel="next"` links, which `j` and `k` follow."""
+    waiting = await request.config_dict[READS].approvals_by_age(status=Status.WAITING, limit=200)
+    here = (approval.created_at, approval.id)
+    before = [a.id for a in waiting if (a.created_at, a.id) < here]
+    after = [a.id for a in waiting if (a.created_at, a.id) > here]
+    return (before[-1] if before else None), (after[0] if after else None)
+
+
 async def _approval_ctx(request: web.Request, approval: Approval, user: User, **form: Any) -> dict[str, Any]:
     now = request.config_dict[CLOCK].now()
+    prev_id, next_id = await _neighbours(request, approval)
     detail = await request.config_dict[READS].detail(approval.id)
     view = row(approval, now)
     submitted = form.get("submitted")
@@ -217,6 +228,8 @@ async def _approval_ctx(request: web.Request, approval: Approval, user: User, **
         "plain_title": argsview.plain_title(approval),
         "outcome_text": argsview.outcome_heading(approval),
         "run_link": run_url(approval.run_id, approval.namespace, explicit=True),
+        "prev_id": prev_id,
+        "next_id": next_id,
         "events": [{"e": e, "data": pretty(e.data) if e.data else ""} for e in detail.events],
         "made_grant": next((e.data for e in detail.events if e.kind == "approved" and "grant_for" in e.data), None),
         "cards": detail.cards,

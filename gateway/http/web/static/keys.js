@@ -102,8 +102,12 @@
       return;
     }
     var target = action("edit");
+    if (target && target.tagName === "FIELDSET") {
+      // the approval page marks its edit fieldset: the keys go to its first field
+      target = target.querySelector("input, textarea, select");
+    }
     if (target) {
-      if (target.tagName !== "INPUT" && target.tagName !== "TEXTAREA") {
+      if (target.tagName !== "INPUT" && target.tagName !== "TEXTAREA" && target.tagName !== "SELECT") {
         target.click();
       }
       target.focus();
