@@ -57,6 +57,7 @@ from bench.effects import EffectsAPI
 from bench.load import suspend_body
 from bench.server import AUTH, OPERATOR, ROOT, Gateway
 from examples.invoice_agent.payments import PaymentsAPI
+from tests.fakes.server import serve_local
 
 FINAL_EVENTS = ("approved", "rejected", "timed_out", "cancelled")
 RUN_ID = re.compile(r"chaos-[0-9a-f]{12}")
@@ -453,11 +454,7 @@ async def _sweep(gw: Gateway, db_path: Path, ledger: Ledger) -> int:
 
 
 async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    return runner, f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+    return await serve_local(app, access_log=None)
 
 
 def _workers(ledger: Ledger) -> str:

@@ -33,6 +33,7 @@ from aiohttp import web
 
 from bench.load import percentile, suspend_body
 from bench.server import AUTH, Gateway
+from tests.fakes.server import serve_local
 from tests.fakes.telegram_api import FakeTelegramAPI, callback_update
 
 TOKEN = "123456:BENCH-token_abc"
@@ -91,12 +92,8 @@ class CardWatch(FakeTelegramAPI):
 
     async def serve(self) -> web.AppRunner:
         """Listen on a free loopback port; `base_url` is then the Bot API base URL for the gateway."""
-        runner = web.AppRunner(self.app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.base_url = f"http://127.0.0.1:{port}/bot"
+        runner, root = await serve_local(self.app, access_log=None)
+        self.base_url = f"{root}/bot"
         return runner
 
 

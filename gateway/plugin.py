@@ -12,6 +12,7 @@ from __future__ import annotations
 from gateway.core.channels import (
     INFO_ONLY,
     Attempt,
+    CardVerb,
     Channel,
     ChannelBase,
     DeliveryError,
@@ -39,6 +40,7 @@ __all__ = [
     "REASON_PURPOSE",
     "REJECT_PURPOSE",
     "Attempt",
+    "CardVerb",
     "Channel",
     "ChannelBase",
     "ChannelContext",

@@ -9,27 +9,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.tokens import TokenSigner
+from gateway.plugin import CardVerb
 
 REF_PURPOSE = "hitl.discord.ref.v1"
-MAC_LENGTH = 32
 PING, COMPONENT, MODAL_SUBMIT = 1, 3, 5
 
 
-class DiscordVerb(StrEnum):
-    APPROVE = "approve"
-    REJECT = "reject"
-    REASON = "reason"  # reject, with a modal that asks why
-    EDIT = "edit"
-    EXTEND = "extend"
-    GRANT = "grant"  # approve with a standing grant: `hitl:grant.<offer>.<round tag>:<ref>`
-
-
-VERBS = frozenset(DiscordVerb)
+VERBS = frozenset(CardVerb)
 
 
 class UnreadableInteraction(ValueError):
@@ -56,7 +46,7 @@ class Ping:
 
 @dataclass(frozen=True, slots=True)
 class ButtonPress:
-    verb: DiscordVerb
+    verb: CardVerb
     approval_id: str
     origin: Origin
     arg: str = ""  # approve: the round tag; extend: the duration; grant: '<offer>.<round tag>'
@@ -64,7 +54,7 @@ class ButtonPress:
 
 @dataclass(frozen=True, slots=True)
 class ModalSubmit:
-    verb: DiscordVerb  # REASON or EDIT
+    verb: CardVerb  # REASON or EDIT
     approval_id: str
     origin: Origin
     values: dict[str, str]  # text input custom_id -> value
@@ -81,15 +71,12 @@ Interaction = Ping | ButtonPress | ModalSubmit | NotOurs
 
 
 def make_ref(signer: TokenSigner, approval_id: str) -> str:
-    return f"{approval_id}.{signer.mac(REF_PURPOSE, approval_id, MAC_LENGTH)}"
+    return signer.ref(REF_PURPOSE, approval_id)
 
 
 def check_ref(signer: TokenSigner, ref: str) -> str | None:
     """The approval id if the reference is authentic, else None."""
-    approval_id, dot, mac = ref.rpartition(".")
-    if not dot or not approval_id or len(mac) != MAC_LENGTH:
-        return None
-    return approval_id if signer.check_mac(REF_PURPOSE, approval_id, mac, MAC_LENGTH) else None
+    return signer.check_ref(REF_PURPOSE, ref)
 
 
 def _str(data: Any, *path: str) -> str:
@@ -122,12 +109,12 @@ def parse(body: bytes, signer: TokenSigner) -> Interaction:
         return NotOurs(interaction_id, "not our component")
     if kind == COMPONENT:
         return ButtonPress(verb, approval_id, _origin(data), arg)
-    if verb not in (DiscordVerb.REASON, DiscordVerb.EDIT):
+    if verb not in (CardVerb.REASON, CardVerb.EDIT):
         raise UnreadableInteraction("unknown modal")
     return ModalSubmit(verb, approval_id, _origin(data), _values(data), arg)
 
 
-def _custom_id(custom_id: str, signer: TokenSigner) -> tuple[DiscordVerb | None, str, str]:
+def _custom_id(custom_id: str, signer: TokenSigner) -> tuple[CardVerb | None, str, str]:
     prefix, _, rest = custom_id.partition(":")
     if prefix != "hitl":
         return None, "", ""
@@ -135,14 +122,14 @@ def _custom_id(custom_id: str, signer: TokenSigner) -> tuple[DiscordVerb | None,
     verb, _, arg = verb.partition(".")
     if (
         verb not in VERBS
-        or (verb in (DiscordVerb.EXTEND, DiscordVerb.GRANT) and not arg)
-        or (arg and verb not in (DiscordVerb.EXTEND, DiscordVerb.APPROVE, DiscordVerb.GRANT, DiscordVerb.EDIT))
+        or (verb in (CardVerb.EXTEND, CardVerb.GRANT) and not arg)
+        or (arg and verb not in (CardVerb.EXTEND, CardVerb.APPROVE, CardVerb.GRANT, CardVerb.EDIT))
     ):
         raise UnreadableInteraction("unknown component")
     approval_id = check_ref(signer, ref)
     if approval_id is None:
         raise UnreadableInteraction("the component's approval reference is not authentic")
-    return DiscordVerb(verb), arg, approval_id
+    return CardVerb(verb), arg, approval_id
 
 
 def _origin(data: dict[str, Any]) -> Origin:

@@ -24,7 +24,6 @@ from aiohttp import web
 from adapters.discord import modals, render
 from adapters.discord.parse import (
     ButtonPress,
-    DiscordVerb,
     ModalSubmit,
     NotOurs,
     Origin,
@@ -38,7 +37,7 @@ from gateway.core import rounds
 from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError, Unauthorized, ValidationError
 from gateway.core.models import Approval, Outcome
-from gateway.plugin import ChannelContext, Press, PressOutcome, PressResult, error_response
+from gateway.plugin import CardVerb, ChannelContext, Press, PressOutcome, PressResult, error_response
 
 log = logging.getLogger("adapters.discord")
 PATH = "/webhooks/discord"
@@ -141,9 +140,9 @@ class DiscordInteractions:
             return ephemeral(NOT_AUTHORISED), None
         if isinstance(i, ModalSubmit):
             return await self._deferred(self._submitted(i), i.origin)
-        if i.verb is DiscordVerb.REASON:
+        if i.verb is CardVerb.REASON:
             return await self._ask(i, edit=False), None
-        if i.verb is DiscordVerb.EDIT:
+        if i.verb is CardVerb.EDIT:
             return await self._ask(i, edit=True), None
         return await self._deferred(self._decide(i), i.origin)
 
@@ -179,7 +178,7 @@ class DiscordInteractions:
         return ephemeral(f"Edit and approve on this one-time page: {url}")
 
     async def _submitted(self, sub: ModalSubmit) -> PressOutcome:
-        if sub.verb is DiscordVerb.REASON:
+        if sub.verb is CardVerb.REASON:
             comment = sub.values.get(modals.REASON_INPUT, "").strip()
             if not comment:
                 return PressOutcome(PressResult.INVALID, error="Please write a reason")
@@ -197,16 +196,16 @@ class DiscordInteractions:
 
     # ---------------------------------------------------------------- decisions
     async def _decide(self, p: ButtonPress) -> PressOutcome:
-        if p.verb is DiscordVerb.EXTEND:
+        if p.verb is CardVerb.EXTEND:
             try:
                 duration = parse_duration(p.arg)
             except ValueError:
                 return PressOutcome(PressResult.INVALID, error=f"not a duration: {p.arg!r}")
             return await self._ctx.inbound.extend(self._press(p, Outcome.APPROVE), duration)
-        if p.verb is DiscordVerb.GRANT:  # "Approve · 1h": the policy checks the offer, as the API's
+        if p.verb is CardVerb.GRANT:  # "Approve · 1h": the policy checks the offer, as the API's
             offer, _, tag = p.arg.partition(".")
             return await self._ctx.inbound.press(self._press(p, Outcome.APPROVE, seen=tag or None, grant=offer))
-        if p.verb is DiscordVerb.APPROVE:
+        if p.verb is CardVerb.APPROVE:
             return await self._ctx.inbound.press(self._press(p, Outcome.APPROVE, seen=p.arg or None))
         return await self._ctx.inbound.press(self._press(p, Outcome.REJECT))
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -18,23 +17,12 @@ from adapters.slack.edit import EDIT_CALLBACK
 from adapters.slack.render import REASON_BLOCK, REASON_CALLBACK, REASON_INPUT
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.tokens import TokenSigner
+from gateway.plugin import CardVerb
 
 REF_PURPOSE = "hitl.slack.ref.v1"
-MAC_LENGTH = 32
 
 
-class Verb(StrEnum):
-    """What a card's button asks for (the `<verb>` of its `action_id`)."""
-
-    APPROVE = "approve"
-    REJECT = "reject"
-    REASON = "reason"  # reject, with a modal that asks why
-    EDIT = "edit"
-    EXTEND = "extend"
-    GRANT = "grant"  # approve with a standing grant: `hitl:grant.<offer>.<round tag>:<ref>`
-
-
-VERBS = frozenset(Verb)
+VERBS = frozenset(CardVerb)
 
 
 class BadPayload(ValueError):
@@ -45,7 +33,7 @@ class BadPayload(ValueError):
 class SlackPress:
     """A button press on a card (`block_actions`)."""
 
-    verb: Verb
+    verb: CardVerb
     approval_id: str
     user_id: str
     channel_id: str
@@ -91,15 +79,12 @@ Interaction = SlackPress | Submission | EditSubmission | Ignored
 
 
 def make_ref(signer: TokenSigner, approval_id: str) -> str:
-    return f"{approval_id}.{signer.mac(REF_PURPOSE, approval_id, MAC_LENGTH)}"
+    return signer.ref(REF_PURPOSE, approval_id)
 
 
 def check_ref(signer: TokenSigner, ref: str) -> str | None:
     """The approval id if the reference is authentic, else None."""
-    approval_id, dot, mac = ref.rpartition(".")
-    if not dot or not approval_id or len(mac) != MAC_LENGTH:
-        return None
-    return approval_id if signer.check_mac(REF_PURPOSE, approval_id, mac, MAC_LENGTH) else None
+    return signer.check_ref(REF_PURPOSE, ref)
 
 
 def payload_of(body: bytes) -> dict[str, Any]:
@@ -158,8 +143,8 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if (
         verb not in VERBS
         or ref != value
-        or (verb in (Verb.EXTEND, Verb.GRANT) and not arg)
-        or (arg and verb not in (Verb.EXTEND, Verb.APPROVE, Verb.GRANT))
+        or (verb in (CardVerb.EXTEND, CardVerb.GRANT) and not arg)
+        or (arg and verb not in (CardVerb.EXTEND, CardVerb.APPROVE, CardVerb.GRANT))
     ):
         raise BadPayload("unknown button")
     approval_id = check_ref(signer, value)
@@ -169,7 +154,7 @@ def _press(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if not user_id:
         raise BadPayload("user.id is missing")
     return SlackPress(
-        verb=Verb(verb),
+        verb=CardVerb(verb),
         approval_id=approval_id,
         user_id=user_id,
         channel_id=_str(data, "channel", "id") or _str(data, "container", "channel_id"),

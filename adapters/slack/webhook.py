@@ -25,7 +25,6 @@ from adapters.slack.parse import (
     Interaction,
     SlackPress,
     Submission,
-    Verb,
     make_ref,
     parse,
 )
@@ -33,7 +32,7 @@ from adapters.slack.teams import Workspaces, outsider
 from adapters.slack.verify import is_valid
 from gateway.core.errors import Unauthorized, ValidationError
 from gateway.core.models import Outcome
-from gateway.plugin import ChannelContext, Press, PressOutcome, PressResult, error_response
+from gateway.plugin import CardVerb, ChannelContext, Press, PressOutcome, PressResult, error_response
 
 log = logging.getLogger("adapters.slack")
 PATH = "/webhooks/slack/interactions"
@@ -133,15 +132,15 @@ class InteractionHandler:
 
     # ---------------------------------------------------------------- buttons
     async def _press(self, press: SlackPress, redelivered: bool) -> Ack:
-        if press.verb == Verb.REASON:
+        if press.verb == CardVerb.REASON:
             reply = await self._open_reason(press)
-        elif press.verb == Verb.EDIT:
+        elif press.verb == CardVerb.EDIT:
             verdict = await amend.open_edit(self._ctx, self._out, press)
             reply = reply_text(verdict) if verdict is not None else None
-        elif press.verb == Verb.EXTEND:  # at most once: a redelivered envelope must not extend twice
+        elif press.verb == CardVerb.EXTEND:  # at most once: a redelivered envelope must not extend twice
             verdict = None if redelivered else await amend.extend(self._ctx, press)
             reply = reply_text(verdict) if verdict is not None else None
-        elif press.verb == Verb.GRANT:  # "Approve · 1h": the policy checks the offer, as the API's
+        elif press.verb == CardVerb.GRANT:  # "Approve · 1h": the policy checks the offer, as the API's
             offer, _, tag = press.arg.partition(".")
             reply = await self._decide(
                 press.approval_id,
@@ -153,7 +152,7 @@ class InteractionHandler:
                 grant=offer,
             )
         else:
-            outcome = Outcome.APPROVE if press.verb == Verb.APPROVE else Outcome.REJECT
+            outcome = Outcome.APPROVE if press.verb == CardVerb.APPROVE else Outcome.REJECT
             seen = (press.arg or None) if outcome is Outcome.APPROVE else None  # the round tag
             reply = await self._decide(
                 press.approval_id, outcome, press.user_id, press.channel_id, redelivered, seen=seen

@@ -21,7 +21,6 @@ from gateway.core.tokens import TokenSigner
 from gateway.plugin import argsform
 
 REF_PURPOSE = "hitl.teams.ref.v1"
-MAC_LENGTH = 32
 INVOKE = "adaptiveCard/action"
 VERBS = frozenset({"approve", "reject", "edit", "refresh", "extend", "grant"})
 
@@ -58,14 +57,12 @@ Activity = Execute | NotAnAction
 
 
 def make_ref(signer: TokenSigner, approval_id: str) -> str:
-    return f"{approval_id}.{signer.mac(REF_PURPOSE, approval_id, MAC_LENGTH)}"
+    return signer.ref(REF_PURPOSE, approval_id)
 
 
 def check_ref(signer: TokenSigner, ref: str) -> str | None:
-    approval_id, dot, mac = ref.rpartition(".")
-    if not dot or not approval_id or len(mac) != MAC_LENGTH:
-        return None
-    return approval_id if signer.check_mac(REF_PURPOSE, approval_id, mac, MAC_LENGTH) else None
+    """The approval id if the reference is authentic, else None."""
+    return signer.check_ref(REF_PURPOSE, ref)
 
 
 def load(body: bytes) -> dict[str, Any]:

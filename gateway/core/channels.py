@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -19,6 +20,17 @@ from aiohttp import web
 from gateway.core.errors import UnknownChannel
 from gateway.core.identity import WEB
 from gateway.core.models import Approval
+
+
+class CardVerb(StrEnum):
+    """What a card's button asks for, as the chat adapters spell it in a button's id."""
+
+    APPROVE = "approve"
+    REJECT = "reject"
+    REASON = "reason"  # reject, with a form that asks why
+    EDIT = "edit"
+    EXTEND = "extend"
+    GRANT = "grant"  # approve with a standing grant: `hitl:grant.<offer>.<round tag>:<ref>`
 
 
 class DeliveryError(Exception):

@@ -91,3 +91,15 @@ class TokenSigner:
             expected = hmac.new(key, message.encode("utf-8", "surrogateescape"), hashlib.sha256).hexdigest()
             matched |= hmac.compare_digest(expected[:length].encode(), given)
         return matched and len(given) == length > 0
+
+    def ref(self, purpose: str, approval_id: str, length: int = 32) -> str:
+        """`<approval id>.<mac>`: an approval named in a platform's opaque field (a button's id,
+        a card's data) so that a press cannot point at another approval."""
+        return f"{approval_id}.{self.mac(purpose, approval_id, length)}"
+
+    def check_ref(self, purpose: str, ref: str, length: int = 32) -> str | None:
+        """The approval id of an authentic `ref(purpose, ...)`, else None."""
+        approval_id, dot, mac = ref.rpartition(".")
+        if not dot or not approval_id or len(mac) != length:
+            return None
+        return approval_id if self.check_mac(purpose, approval_id, mac, length) else None

@@ -69,7 +69,6 @@ from typing import Any
 import aiohttp
 import asyncpg
 import pytest
-from aiohttp import web
 
 from adapters.slack.parse import make_ref
 from adapters.telegram import callback
@@ -78,6 +77,7 @@ from gateway.core.tokens import TokenSigner
 from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY, TEST_SECRET
 from tests import pg
 from tests.fakes.effects import FakeEffects
+from tests.fakes.server import serve_local
 from tests.fakes.slack_api import BOT_TOKEN, SIGNING_SECRET, FakeSlack, block_actions, signed
 from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.procs import free_port, wait_ready
@@ -193,15 +193,11 @@ async def _wait_ready(session: aiohttp.ClientSession, replica: Replica, tmp: Pat
 @pytest.fixture
 async def chats() -> AsyncIterator[Chats]:
     tg = FakeTelegramAPI(TG_TOKEN)
-    runner = web.AppRunner(tg.app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, url = await serve_local(tg.app)
     slack = FakeSlack()
     await slack.start()
     try:
-        yield Chats(tg, f"http://127.0.0.1:{port}", slack)
+        yield Chats(tg, url, slack)
     finally:
         await slack.stop()
         await runner.cleanup()

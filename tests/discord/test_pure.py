@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from adapters.discord import errors, render
 from adapters.discord.parse import (
     ButtonPress,
-    DiscordVerb,
+    CardVerb,
     ModalSubmit,
     NotOurs,
     Ping,
@@ -73,7 +73,7 @@ def test_interactions_are_read_with_their_signed_reference() -> None:
     assert parse(b'{"id": "9", "type": 1}', SIGNER) == Ping("9")
     press = parse(_interaction(3, f"hitl:approve.tag0123456:{ref}"), SIGNER)
     assert isinstance(press, ButtonPress)
-    assert (press.verb, press.approval_id, press.arg) == (DiscordVerb.APPROVE, "abc", "tag0123456")
+    assert (press.verb, press.approval_id, press.arg) == (CardVerb.APPROVE, "abc", "tag0123456")
     assert (press.origin.user_id, press.origin.guild_id, press.origin.name) == (
         "1110000000000000001",
         "1200000000000000001",

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from adapters.discord.verify import sign
 from tests.fakes.discord_limits import message_error, response_error
+from tests.fakes.server import serve_local
 
 BOT_TOKEN = "MTA5ODc2NTQzMjEwOTg3NjU0Mw.GhIjKl.test-bot-token-0123456789abcdefghij"
 APPLICATION_ID = "1098765432109876543"
@@ -90,12 +91,7 @@ class FakeDiscord:
         app.router.add_patch("/api/v10/channels/{channel}/messages/{message}", self._patch)
         app.router.add_patch("/api/v10/webhooks/{app}/{token}/messages/@original", self._edit_original)
         app.router.add_post("/api/v10/webhooks/{app}/{token}", self._follow_up)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_local(app)
         return self.url
 
     async def stop(self) -> None:

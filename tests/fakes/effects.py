@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.jobs.launch import verify
+from tests.fakes.server import serve_local
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,8 @@ class FakeEffects:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/effect", self.handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}/effect"
+        self._runner, root = await serve_local(app)
+        self.url = f"{root}/effect"
 
     async def stop(self) -> None:
         if self._runner is not None:

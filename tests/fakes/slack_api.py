@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlencode
 from aiohttp import web
 
 from adapters.slack.verify import sign
+from tests.fakes.server import serve_local
 from tests.fakes.slack_limits import message_error, view_error
 from tests.fakes.slack_socket import APP_TOKEN, FakeSockets
 
@@ -67,12 +68,7 @@ class FakeSlack:
         app.router.add_get("/api/{method}", self._api)
         app.router.add_post("/response/{key}", self._response_url)
         self.sockets.install(app)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_local(app)
         return self.url
 
     async def stop(self) -> None:

@@ -28,6 +28,8 @@ import jwt
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from tests.fakes.server import serve_local
+
 APP_ID = "00000000-0000-4000-8000-00000000b071"
 APP_PASSWORD = "test-app-password-0123456789"
 TENANT = "11111111-1111-4111-8111-111111111111"
@@ -128,12 +130,7 @@ class FakeTeams:
         app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities", self._activities)
         app.router.add_route("*", "/connector/v3/conversations/{conversation}/activities/{activity}", self._activity)
         app.router.add_get("/connector/v3/conversations/{conversation}/members/{member}", self._member)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_local(app)
         return self.url
 
     async def stop(self) -> None:
