@@ -8,7 +8,6 @@ Mentions are shown but never notify anyone (`allowed_mentions` parses none).
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from typing import Any
@@ -17,7 +16,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import grants, rounds
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY
+from gateway.plugin import INFO_ONLY, arg_text, decider_text
 
 CONTENT_MAX = 2000
 TITLE_MAX = 256
@@ -80,22 +79,13 @@ def who(actor: str) -> str:
 
 
 def decider(d: Decision) -> str:
-    """Who decided: the person (`[people]`), else a mention, else the platform's name."""
-    if d.person:
-        return escape(d.person)
-    kind = d.decided_by.partition(":")[0]
-    if d.name and kind != "discord":
-        return f"{escape(d.name)} ({escape(kind)})"
-    return who(d.decided_by)
+    """Who decided: the person (`[people]`), else the platform's name, else a mention."""
+    return decider_text(d, "discord", escape, who)
 
 
 def when(at: datetime) -> str:
     """A date Discord shows in the reader's time zone."""
     return f"<t:{int(at.timestamp())}:f>"
-
-
-def _value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def arg_fields(args: dict[str, Any], budget: int) -> list[dict[str, Any]]:
@@ -104,7 +94,7 @@ def arg_fields(args: dict[str, Any], budget: int) -> list[dict[str, Any]]:
     items, used = list(args.items()), 0
     fields: list[dict[str, Any]] = []
     for i, (key, value) in enumerate(items):
-        name, text = cut(str(key), ARG_NAME_MAX) or "\u200b", fit(_value(value), ARG_VALUE_MAX) or "\u200b"
+        name, text = cut(str(key), ARG_NAME_MAX) or "\u200b", fit(arg_text(value), ARG_VALUE_MAX) or "\u200b"
         last = i == len(items) - 1  # else keep room for the "and N more" field
         room, most = (budget, ARGS_SHOWN) if last else (budget - MORE_SIZE, ARGS_SHOWN - 1)
         if len(fields) >= most or used + len(name) + len(text) > room:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import html
-import json
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from typing import Any
 
 from gateway.core import rounds
 from gateway.core.models import Approval, Outcome, Status
-from gateway.plugin import INFO_ONLY
+from gateway.plugin import INFO_ONLY, arg_text
 
 MAX_SUBJECT = 150
 MAX_VALUE = 300
@@ -45,7 +44,7 @@ def when(at: datetime) -> str:
 
 
 def _value(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    text = arg_text(value)
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 1] + "…"
 
 

@@ -16,7 +16,7 @@ from gateway.core import grants, rounds
 from gateway.core.clock import iso
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY
+from gateway.plugin import INFO_ONLY, arg_text, decider_text
 
 HEADER_MAX = 150
 SECTION_MAX = 3000
@@ -79,24 +79,14 @@ def who(actor: str) -> str:
 
 
 def decider(d: Decision) -> str:
-    """Who decided: the person (`[people]`), else a Slack mention, else the platform's name or
-    the id with its kind. Always escaped: a name is user input."""
-    if d.person:
-        return escape(d.person)
-    kind = d.decided_by.partition(":")[0]
-    if d.name and kind != "slack":
-        return f"{escape(d.name)} ({escape(kind)})"
-    return who(d.decided_by)
+    """Who decided: the person (`[people]`), else the platform's name, else a mention."""
+    return decider_text(d, "slack", escape, who)
 
 
 def when(at: datetime) -> str:
     """A date Slack shows in the reader's time zone, with a UTC fallback."""
     fallback = iso(at) or ""
     return f"<!date^{int(at.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
-
-
-def _value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def arg_fields(args: dict[str, Any]) -> list[dict[str, str]]:
@@ -106,7 +96,7 @@ def arg_fields(args: dict[str, Any]) -> list[dict[str, str]]:
     fields = []
     for key, value in shown:
         name = fit(str(key), 200)
-        fields.append({"type": "mrkdwn", "text": f"*{name}*\n" + fit(_value(value), FIELD_MAX - len(name) - 3)})
+        fields.append({"type": "mrkdwn", "text": f"*{name}*\n" + fit(arg_text(value), FIELD_MAX - len(name) - 3)})
     if len(items) > len(shown):
         fields.append({"type": "mrkdwn", "text": f"_…and {len(items) - len(shown)} more_"})
     return fields

@@ -26,7 +26,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import grants, rounds
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY, argsform
+from gateway.plugin import INFO_ONLY, arg_text, argsform
 
 CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_MAX = 26_000  # bytes of JSON: under the Bot Connector's ~28 KB for the whole activity
@@ -64,10 +64,6 @@ def _text(text: str, **style: Any) -> Element:
     return {"type": "TextBlock", "text": text, "wrap": True, **style}
 
 
-def _value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 @dataclass(frozen=True, slots=True)
 class View:
     """Who the card is drawn for. `ref` is the signed approval reference every action carries,
@@ -88,7 +84,7 @@ class View:
 def facts(args: dict[str, Any], limit: int = FACTS_MAX) -> list[Element]:
     items = list(args.items())
     shown = items if len(items) <= limit else items[: limit - 1]
-    out = [{"title": escape(cut(str(k), 100)), "value": escape(cut(_value(v), FACT_MAX))} for k, v in shown]
+    out = [{"title": escape(cut(str(k), 100)), "value": escape(cut(arg_text(v), FACT_MAX))} for k, v in shown]
     if len(items) > len(shown):
         out.append({"title": "…", "value": f"and {len(items) - len(shown)} more"})
     return out

@@ -9,6 +9,7 @@ returns a reference, or raises a classified `DeliveryError`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,7 +20,7 @@ from aiohttp import web
 
 from gateway.core.errors import UnknownChannel
 from gateway.core.identity import WEB
-from gateway.core.models import Approval
+from gateway.core.models import Approval, Decision
 
 
 class CardVerb(StrEnum):
@@ -114,6 +115,23 @@ class Channel(Protocol):
     def routes(self) -> Sequence[web.AbstractRouteDef]:
         """The HTTP routes (webhooks, pages) this channel serves."""
         ...
+
+
+def arg_text(value: Any) -> str:
+    """One argument's value as a card shows it: a string as it is, anything else as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def decider_text(d: Decision, own_kind: str, escape: Callable[[str], str], mention: Callable[[str], str]) -> str:
+    """Who decided, on a card of `own_kind`: the person (`[people]`); else, from another
+    platform, its display name with its kind; else `mention(decided_by)`. Always escaped: a
+    name is user input."""
+    if d.person:
+        return escape(d.person)
+    kind = d.decided_by.partition(":")[0]
+    if d.name and kind != own_kind:
+        return f"{escape(d.name)} ({escape(kind)})"
+    return mention(d.decided_by)
 
 
 def parse_address(address: str) -> tuple[str, str]:
@@ -215,7 +233,9 @@ __all__ = [
     "DeliveryError",
     "OutgoingCard",
     "WebChannel",
+    "arg_text",
     "check_address",
+    "decider_text",
     "parse_address",
     "posts_inline",
     "web_card_ref",
