@@ -54,7 +54,7 @@ async def poll_once(channel: TelegramChannel, offset: int | None, wait: int) -> 
     """One getUpdates round; each update goes through `TelegramUpdates.handle`. Returns the next offset."""
     updates = await channel.bot.get_updates(offset=offset, timeout=wait, allowed_updates=list(ALLOWED_UPDATES))
     for update in updates:
-        outcome = await channel.updates.handle(update)
+        outcome = await channel.updates.handle(update.to_dict())
         log.info("telegram update %s: %s", update.update_id, outcome)
         offset = update.update_id + 1
     return offset

@@ -16,10 +16,9 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from telegram import Update
 from telegram.error import TelegramError
 
 from adapters.telegram import callback, parse, render
@@ -56,25 +55,29 @@ class TelegramUpdates:
         try:
             raw = await request.read()
             data = None if too_deep(raw) else json.loads(raw)  # depth first: parsing recurses
-            update = Update.de_json(data, self.channel.bot) if isinstance(data, dict) else None
-        except (ValueError, KeyError, TypeError, AttributeError):  # not an Update
-            update = None
-        if update is None:
-            return _error(400, "bad_request", "not a Telegram update")
-        await self.handle(update)
+        except ValueError:  # not JSON (UnicodeDecodeError too)
+            data = None
+        if not isinstance(data, dict):
+            return _error(400, "bad_request", "not a Telegram update: expected a JSON object")
+        try:
+            await self.handle(data)
+        except parse.NotAnUpdate as exc:
+            return _error(400, "bad_request", f"not a Telegram update: {exc}")
         return web.json_response({"ok": True})
 
-    async def handle(self, update: Update) -> str:
-        """Process one update exactly once; returns what happened (for logs and tests)."""
-        fresh = await self.ctx.inbound.first_time(f"telegram:update:{update.update_id}")
-        item = parse.read_update(update)
+    async def handle(self, data: dict[str, Any]) -> str:
+        """Process one update (the Bot API's JSON) exactly once; returns what happened (for logs
+        and tests). NotAnUpdate, before anything is recorded, if a field we read is malformed."""
+        item = parse.read_update(data)
+        uid = parse.update_id(data)
+        fresh = await self.ctx.inbound.first_time(f"telegram:update:{uid}")
         try:
             if isinstance(item, parse.TelegramPress):
                 return await self._press(item, fresh)
             if isinstance(item, parse.TelegramReply) and fresh:
                 return await self._reply(item)
         except GatewayError as exc:
-            log.warning("telegram update %s: %s", update.update_id, exc.message)
+            log.warning("telegram update %s: %s", uid, exc.message)
             return exc.code
         return "ignored" if fresh else "duplicate"
 

@@ -52,7 +52,59 @@ def test_read_update_ignores_plain_messages() -> None:
             "text": "hello",
         },
     }
-    assert parse.read_update(Update.de_json(plain, None)) is None
+    assert parse.read_update(plain) is None
+
+
+def test_read_update_reads_the_fields_python_telegram_bot_reads() -> None:
+    """The JSON reader and python-telegram-bot agree on a press and on a reply."""
+    press = {
+        "update_id": 7,
+        "callback_query": {
+            "id": "q1",
+            "from": {"id": 42, "is_bot": False, "first_name": "Al", "username": "al"},
+            "chat_instance": "c",
+            "message": {"message_id": 9, "date": 0, "chat": {"id": -100, "type": "supergroup"}},
+            "data": "a|x|y",
+        },
+    }
+    got = parse.read_update(press)
+    ptb = Update.de_json(press, None)
+    assert ptb is not None and ptb.callback_query is not None and ptb.callback_query.message is not None
+    assert got == parse.TelegramPress(7, "q1", 42, "@al", -100, 9, "a|x|y")
+    assert (got.user_id, got.chat_id, got.message_id) == (
+        ptb.callback_query.from_user.id,
+        ptb.callback_query.message.chat.id,
+        ptb.callback_query.message.message_id,
+    )
+    reply = {
+        "update_id": 8,
+        "message": {
+            "message_id": 3,
+            "date": 0,
+            "chat": {"id": 5, "type": "private"},
+            "from": {"id": 5, "is_bot": False, "first_name": "Bo"},
+            "reply_to_message": {"message_id": 2, "date": 0, "chat": {"id": 5, "type": "private"}},
+            "text": "too expensive",
+        },
+    }
+    assert parse.read_update(reply) == parse.TelegramReply(8, 5, "Bo", 5, 2, "too expensive")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        [],
+        {"update_id": "7"},
+        {"update_id": True},
+        {"update_id": 1, "callback_query": {"id": "q", "from": {"id": "42"}}},
+        {"update_id": 1, "callback_query": {"id": 5, "from": {"id": 42}}},
+        {"update_id": 1, "callback_query": {"id": "q", "from": {"id": 42}, "message": {"chat": {"id": 1}}}},
+        {"update_id": 1, "message": {"from": {"id": 1}, "reply_to_message": {"message_id": 2}, "text": "x"}},
+    ],
+)
+def test_malformed_updates_are_refused_by_name(body: object) -> None:
+    with pytest.raises(parse.NotAnUpdate):
+        parse.read_update(body)  # type: ignore[arg-type]
 
 
 @pytest.mark.subprocess

@@ -10,12 +10,11 @@ from urllib.parse import urlencode
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from telegram import Update
 
 from adapters.slack import parse as slack_parse
 from adapters.slack.verify import is_valid, sign
 from adapters.telegram import callback
-from adapters.telegram.parse import read_update
+from adapters.telegram.parse import NotAnUpdate, read_update
 from gateway.core.models import Outcome
 from gateway.core.tokens import TokenSigner
 from gateway.testing import TEST_SECRET
@@ -61,18 +60,15 @@ def test_callback_parse_never_raises(data: str | None) -> None:
 
 
 # ---------------------------------------------------------------- Telegram updates
-_WEBHOOK_REFUSES = (ValueError, KeyError, TypeError, AttributeError)  # -> 400 in the webhook
+_PRESS_KEYS = st.sampled_from(["id", "from", "message", "data", "chat", "message_id", "username", "x"])
+_NESTED = st.recursive(JSON, lambda inner: st.dictionaries(_PRESS_KEYS, inner, max_size=4), max_leaves=12)
 
 
 @FAST
-@given(st.dictionaries(st.sampled_from(["update_id", "callback_query", "message", "x"]), JSON, max_size=4))
+@given(st.dictionaries(st.sampled_from(["update_id", "callback_query", "message", "x"]), _NESTED, max_size=4))
 def test_random_update_bodies_only_raise_what_the_webhook_turns_into_400(body: dict[str, Any]) -> None:
-    try:
-        update = Update.de_json(body, None)
-        if update is not None:
-            read_update(update)
-    except _WEBHOOK_REFUSES:
-        pass
+    with contextlib.suppress(NotAnUpdate):  # -> 400 in the webhook
+        read_update(body)
 
 
 # ---------------------------------------------------------------- Slack payloads
