@@ -33,6 +33,25 @@ async def test_malformed_body_is_400(tg: TG) -> None:
     assert resp.status == 400
 
 
+async def test_a_press_with_a_malformed_field_is_400_by_name_and_changes_nothing(tg: TG) -> None:
+    """Read from the JSON, not through python-telegram-bot's objects: a field of the wrong type
+    is refused before the update id is remembered, so nothing is recorded or answered."""
+    approval_id, mid = await tg.posted()
+    before = await table_counts(tg.rt)
+    update = tg.press(ALICE, tg.data(mid, "Approve"), mid)
+    bad = json.loads(json.dumps(update))
+    bad["callback_query"]["from"]["id"] = str(ALICE)
+    resp = await tg.client.post(
+        "/webhooks/telegram", data=json.dumps(bad), headers={"X-Telegram-Bot-Api-Secret-Token": SECRET}
+    )
+    assert resp.status == 400
+    assert (await resp.json())["error"]["message"] == "not a Telegram update: id: expected an integer"
+    assert await table_counts(tg.rt) == before
+    assert tg.api.calls_to("answerCallbackQuery") == []
+    assert await tg.send(update) == 200  # the same update id, well formed: still the first time
+    assert (await tg.rt.service.get(approval_id)).status is Status.APPROVED
+
+
 async def test_approve_answers_decides_and_syncs_the_card(tg: TG) -> None:
     approval_id, mid = await tg.posted()
     assert await tg.send(tg.press(ALICE, tg.data(mid, "Approve"), mid, username="alice")) == 200
