@@ -11,10 +11,26 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from gateway.core.errors import GatewayError
 from gateway.mcp.client import Gateway
 from gateway.mcp.gate import GateConfig, Gatekeeper, build_gate, upstream_label
 from gateway.mcp.serve import MCP_PATH, run_http, run_stdio
 from gateway.mcp.server import Defaults, build_server
+
+
+class UpstreamUnavailable(GatewayError):
+    """The wrapped server could not be started or did not answer `initialize`: one line for
+    the person who configured it, not a traceback."""
+
+    code = "upstream_unavailable"
+    status = 400  # theirs to fix (the command, the URL): exit code 2
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (the MCP SDK's task groups wrap what went wrong)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def run_server(defaults: Defaults, base_url: str, key: str | None, listen: tuple[str, int] | None) -> int:
@@ -44,8 +60,10 @@ async def run_gate(spec: dict[str, Any], base_url: str, key: str | None, listen:
         wait_seconds=spec["wait_seconds"],
     )
     gateway = Gateway(base_url)
+    started = False
     try:
         async with upstream_session(spec["upstream"], spec["headers"], spec["env"]) as upstream:
+            started = True
             keeper = Gatekeeper(config, upstream, gateway, key if listen is None else None)
             await keeper.warn_unmatched()
             server = build_gate(keeper)
@@ -55,6 +73,14 @@ async def run_gate(spec: dict[str, Any], base_url: str, key: str | None, listen:
                 host, port = listen
                 app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
                 await run_http(app, host, port, gateway.key_is_valid)
+    except Exception as exc:  # an ExceptionGroup too: the SDK's task groups wrap the cause
+        if started:
+            raise
+        cause = _root_cause(exc)
+        raise UpstreamUnavailable(
+            f"the upstream {config.upstream} did not start or did not answer initialize: "
+            f"{type(cause).__name__}: {cause} (its own messages, if any, are above)"
+        ) from exc
     finally:
         await gateway.close()
     return 0
@@ -79,4 +105,4 @@ async def upstream_session(
         yield session
 
 
-__all__ = ["Defaults", "run_gate", "run_server", "upstream_session"]
+__all__ = ["Defaults", "UpstreamUnavailable", "run_gate", "run_server", "upstream_session"]

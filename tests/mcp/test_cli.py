@@ -72,6 +72,21 @@ def test_the_core_gateway_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
             {"HITL_API_KEY": "k" * 20, "HITL_MCP_GATE_SECRET": "short"},
             "[mcp_gate] secret (HITL_MCP_GATE_SECRET): at least 16 characters",
         ),
+        (  # an upstream that cannot start, exits at once, or is not listening: one line, not a traceback
+            ["mcp-gate", "--require-approval", "x", "--", "/nonexistent/mcp-server"],
+            {"HITL_API_KEY": "k" * 20},
+            'upstream_unavailable: the upstream ["/nonexistent/mcp-server"] did not start',
+        ),
+        (
+            ["mcp-gate", "--require-approval", "x", "--", "false"],
+            {"HITL_API_KEY": "k" * 20},
+            "did not start or did not answer initialize: MCPError: Connection closed",
+        ),
+        (
+            ["mcp-gate", "--require-approval", "x", "--upstream", "http://127.0.0.1:9/mcp"],
+            {"HITL_API_KEY": "k" * 20},
+            "did not start or did not answer initialize: ConnectError",
+        ),
     ],
 )
 @pytest.mark.subprocess
