@@ -19,6 +19,7 @@ from gateway.core.channels import (
     parse_address,
     web_card_ref,
 )
+from gateway.core.deadlines import business_deadline, shown_deadline
 from gateway.delivery.spec import ChannelContext, ChannelSpec, Command
 from gateway.http.middleware import error_response
 from gateway.http.web import argsform
@@ -54,12 +55,14 @@ __all__ = [
     "already_text",
     "argsform",
     "boolean",
+    "business_deadline",
     "duration",
     "error_response",
     "ids",
     "integer",
     "integers",
     "parse_address",
+    "shown_deadline",
     "string",
     "strings",
     "web_card_ref",

@@ -17,7 +17,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import grants, rounds
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY
+from gateway.plugin import INFO_ONLY, business_deadline
 
 CONTENT_MAX = 2000
 TITLE_MAX = 256
@@ -92,6 +92,14 @@ def decider(d: Decision) -> str:
 def when(at: datetime) -> str:
     """A date Discord shows in the reader's time zone."""
     return f"<t:{int(at.timestamp())}:f>"
+
+
+def deadline_when(approval: Approval) -> str:
+    """The deadline in the reader's zone, and in the calendar's when the policy has business hours."""
+    if approval.deadline is None:
+        return ""
+    local = business_deadline(approval)
+    return when(approval.deadline) + (f" ({local})" if local else "")
 
 
 def _value(value: Any) -> str:
@@ -207,7 +215,7 @@ def embed(approval: Approval, decides: bool = True) -> dict[str, Any]:
     fields: list[dict[str, Any]] = []
     if approval.deadline and not approval.status.final:
         extended = f" (extended {approval.extensions}×)" if approval.extensions else ""
-        fields.append({"name": "Deadline", "value": when(approval.deadline) + extended, "inline": False})
+        fields.append({"name": "Deadline", "value": deadline_when(approval) + extended, "inline": False})
     change = change_line(approval)
     if change:
         fields.append({"name": "Changes", "value": change, "inline": False})
@@ -241,7 +249,7 @@ def card_text(approval: Approval) -> str:
 
 
 def reminder(approval: Approval) -> str:
-    deadline = f" before {when(approval.deadline)}" if approval.deadline else ""
+    deadline = f" before {deadline_when(approval)}" if approval.deadline else ""
     change = change_line(approval)
     again = f"\n{change}: please vote again" if change else ""
     return cut(f"🔔 Reminder: “{fit(approval.title, 300)}” still needs a decision{deadline}.{again}", CONTENT_MAX)
