@@ -159,9 +159,11 @@ def _calendar(field: str, value: Any, calendars: Mapping[str, Calendar]) -> Cale
         return None
     if isinstance(value, Calendar):
         return value
-    if not isinstance(value, str) or value not in calendars:
-        known = ", ".join(sorted(calendars)) or "none configured"
-        raise ValidationError(field, f"unknown calendar {value!r} (known: {known}; see [calendars.NAME])")
+    known = ", ".join(sorted(calendars)) or "none configured"
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must name a configured calendar, [calendars.NAME] (known: {known})")
+    if value not in calendars:
+        raise ValidationError(field, f"unknown calendar {value[:64]!r} (known: {known}; see [calendars.NAME])")
     return calendars[value]
 
 
