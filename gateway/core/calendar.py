@@ -262,4 +262,4 @@ def check_duration(calendar: Calendar, field_name: str, duration: timedelta | No
         )
 
 
-__all__ = ["DAYS", "Calendar", "Span", "check_duration", "parse_calendar", "parse_hours"]
+__all__ = ["DAYS", "SEARCH_DAYS", "Calendar", "Span", "check_duration", "parse_calendar", "parse_hours"]

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from gateway.core.calendar import Calendar, check_duration
+from gateway.core.calendar import SEARCH_DAYS, Calendar, check_duration
 from gateway.core.clock import iso
 from gateway.core.durations import format_duration, humanize, parse_duration
 from gateway.core.errors import (
@@ -212,9 +212,19 @@ def earlier(policy: Policy, end: datetime, duration: timedelta) -> datetime:
     return end - duration if policy.calendar is None else policy.calendar.subtract(end, duration)
 
 
-def elapsed(policy: Policy, start: datetime, end: datetime) -> timedelta:
+def time_between(policy: Policy, start: datetime, end: datetime) -> timedelta:
     """The time from `start` to `end` on the policy's clock (what a deadline means as a timeout)."""
     return end - start if policy.calendar is None else policy.calendar.between(start, end)
+
+
+def waited(policy: Policy, start: datetime, now: datetime) -> str:
+    """How long an approval waited, for reasons: '1 h', or with a calendar '4 h of office business
+    hours' (a 4 h timeout set on Friday evening did not wait 67 hours). Real time past the
+    calendar's search bound (an approval left for years)."""
+    calendar = policy.calendar
+    if calendar is None or now - start > timedelta(days=SEARCH_DAYS):
+        return humanize(now - start)
+    return f"{humanize(calendar.between(start, now))} of {calendar.name} business hours"
 
 
 def deadline_for(policy: Policy, start: datetime) -> datetime | None:
@@ -274,7 +284,7 @@ def reminders_view(approval: Approval) -> list[dict[str, Any]]:
         {
             "at": iso(t),
             "before_deadline": (
-                format_duration(elapsed(approval.policy, t, approval.deadline)) if approval.deadline else None
+                format_duration(time_between(approval.policy, t, approval.deadline)) if approval.deadline else None
             ),
             "done": i < approval.reminders_sent,
         }
@@ -395,7 +405,7 @@ def time_out(approval: Approval, now: datetime) -> Transition:
     if approval.status.final:
         raise already_decided(approval)
     policy = approval.policy
-    elapsed = humanize(now - approval.created_at)
+    elapsed = waited(policy, approval.created_at, now)
     if policy.on_timeout is OnTimeout.ESCALATE and approval.escalations == 0:
         step = escalation_step(policy)
         deadline = None if step is None else later(policy, now, step)

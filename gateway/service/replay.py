@@ -18,7 +18,7 @@ from typing import Any
 from gateway.core.errors import IdempotencyConflict
 from gateway.core.events import EventKind
 from gateway.core.models import Approval
-from gateway.core.policy import elapsed
+from gateway.core.policy import time_between
 from gateway.store import Store
 
 __all__ = ["check_replay", "first_difference"]
@@ -89,7 +89,7 @@ def first_difference(
     timeout = stored.policy.timeout  # a deadline became it, in whole seconds from the creation
     if deadline is None or timeout is None or (settable is not None and "timeout" not in settable):
         return None
-    asked_timeout = elapsed(stored.policy, stored.created_at, deadline)  # business time with a calendar
+    asked_timeout = time_between(stored.policy, stored.created_at, deadline)  # business time with a calendar
     return "deadline" if abs(asked_timeout - timeout) >= _DEADLINE_SLACK else None
 
 

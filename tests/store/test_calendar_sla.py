@@ -88,6 +88,7 @@ async def test_a_friday_evening_sla_waits_over_the_weekend(rt: Runtime, cal_sett
         await other.stop()
     got = await rt.service.get(a.id)
     assert got.status is Status.TIMED_OUT and got.decision is not None and got.decision.outcome is Outcome.REJECT
+    assert got.decision.reason == "policy 'office': no decision after 4 h of office business hours"
     assert (await kinds(rt, a.id)).count("timed_out") == 1
     reminds = [o for o in await rt.store.list_outbox(a.id) if o.kind is OutboxKind.REMIND]
     assert [o.data["number"] for o in reminds] == [1]
