@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from gateway.config import effective_config, load_settings
-from gateway.core.errors import ConfigError
+from gateway.core.errors import ConfigError, ValidationError
+from gateway.core.models import Policy
+from gateway.service.policies import resolve_policy
 
 GOOD = """
 [security]
@@ -85,3 +88,18 @@ def test_a_calendar_must_be_a_table(tmp_path: Path) -> None:
             env={},
         )
     assert err.value.key == "calendars.shop"
+
+
+def test_an_inline_policy_with_a_deadline_counts_business_time(tmp_path: Path) -> None:
+    s = load_settings(write(tmp_path, GOOD), env={})
+    berlin = ZoneInfo("Europe/Berlin")
+    friday, monday = datetime(2026, 12, 4, 12, 0, tzinfo=berlin), datetime(2026, 12, 7, 12, 0, tzinfo=berlin)
+    inline = resolve_policy(s, {"calendar": "office", "on_timeout": "reject"}, deadline=monday, now=friday)
+    assert inline.calendar == s.calendars["office"] and inline.timeout == timedelta(hours=4)  # Friday ends at 13:00
+    built = resolve_policy(s, Policy(calendar=s.calendars["office"]), deadline=monday, now=friday)
+    assert built.timeout == timedelta(hours=4)
+    saturday, sunday = datetime(2026, 12, 5, 9, 0, tzinfo=berlin), datetime(2026, 12, 6, 17, 0, tzinfo=berlin)
+    for value in ({"calendar": "office"}, Policy(calendar=s.calendars["office"])):
+        with pytest.raises(ValidationError) as err:
+            resolve_policy(s, value, deadline=sunday, now=saturday)
+        assert err.value.field == "deadline" and "no business time" in err.value.message
