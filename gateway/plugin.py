@@ -22,6 +22,7 @@ from gateway.core.channels import (
     parse_address,
     web_card_ref,
 )
+from gateway.core.deadlines import business_deadline, deadline_beside, shown_deadline
 from gateway.delivery.spec import ChannelContext, ChannelSpec, Command
 from gateway.http.middleware import error_response
 from gateway.http.web import argsform
@@ -59,6 +60,8 @@ __all__ = [
     "arg_text",
     "argsform",
     "boolean",
+    "business_deadline",
+    "deadline_beside",
     "decider_text",
     "duration",
     "error_response",
@@ -66,6 +69,7 @@ __all__ = [
     "integer",
     "integers",
     "parse_address",
+    "shown_deadline",
     "string",
     "strings",
     "web_card_ref",

@@ -53,8 +53,9 @@ def make_settings(db_url: str, sections: Mapping[str, Any] | None = None) -> Set
     }
     for section, values in (sections or {}).items():
         defaults[section] = list(values) if isinstance(values, list) else {**defaults.get(section, {}), **values}
-    plain = {k: v for k, v in defaults.items() if k not in ("policies", "workers")}
-    tables = {k: v for k, v in defaults.items() if k in ("policies", "workers")}
+    named = ("policies", "workers", "calendars")  # the [GROUP.NAME] tables
+    plain = {k: v for k, v in defaults.items() if k not in named}
+    tables = {k: v for k, v in defaults.items() if k in named}
     return load_settings(None, env={}, defaults=plain, tables=tables)
 
 

@@ -16,7 +16,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import grants, rounds
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY, arg_text, decider_text
+from gateway.plugin import INFO_ONLY, arg_text, deadline_beside, decider_text
 
 CONTENT_MAX = 2000
 TITLE_MAX = 256
@@ -86,6 +86,11 @@ def decider(d: Decision) -> str:
 def when(at: datetime) -> str:
     """A date Discord shows in the reader's time zone."""
     return f"<t:{int(at.timestamp())}:f>"
+
+
+def deadline_when(approval: Approval) -> str:
+    """The deadline in the reader's zone, and in the calendar's when the policy has business hours."""
+    return deadline_beside(approval, when)
 
 
 def arg_fields(args: dict[str, Any], budget: int) -> list[dict[str, Any]]:
@@ -197,7 +202,7 @@ def embed(approval: Approval, decides: bool = True) -> dict[str, Any]:
     fields: list[dict[str, Any]] = []
     if approval.deadline and not approval.status.final:
         extended = f" (extended {approval.extensions}×)" if approval.extensions else ""
-        fields.append({"name": "Deadline", "value": when(approval.deadline) + extended, "inline": False})
+        fields.append({"name": "Deadline", "value": deadline_when(approval) + extended, "inline": False})
     change = change_line(approval)
     if change:
         fields.append({"name": "Changes", "value": change, "inline": False})
@@ -231,7 +236,7 @@ def card_text(approval: Approval) -> str:
 
 
 def reminder(approval: Approval) -> str:
-    deadline = f" before {when(approval.deadline)}" if approval.deadline else ""
+    deadline = f" before {deadline_when(approval)}" if approval.deadline else ""
     change = change_line(approval)
     again = f"\n{change}: please vote again" if change else ""
     return cut(f"🔔 Reminder: “{fit(approval.title, 300)}” still needs a decision{deadline}.{again}", CONTENT_MAX)

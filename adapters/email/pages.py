@@ -10,10 +10,10 @@ import html
 from collections.abc import Mapping
 
 from adapters.email.links import Link
-from adapters.email.render import MAX_VALUE, when
+from adapters.email.render import MAX_VALUE
 from gateway.core import rounds
 from gateway.core.models import Approval, Outcome
-from gateway.plugin import argsform
+from gateway.plugin import argsform, shown_deadline
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
 _STYLE = (
@@ -68,7 +68,7 @@ def confirm(
         if link.outcome is Outcome.REJECT
         else ""
     )
-    deadline = f"Deadline: {esc(when(approval.deadline))}" if approval.deadline else "No deadline"
+    deadline = f"Deadline: {esc(shown_deadline(approval))}" if approval.deadline else "No deadline"
     body = (
         f"<h1>{verb} this step?</h1><h2>{esc(approval.title)}</h2>"
         + (f"<p>{esc(approval.summary)}</p>" if approval.summary else "")
@@ -85,7 +85,7 @@ def confirm(
 def confirm_extend(approval: Approval, link: Link, action: str, csrf: str) -> str:
     """The page of an extend link: the deadline now, and a form that extends it by the link's duration."""
     esc = html.escape
-    deadline = f"The deadline is {esc(when(approval.deadline))}." if approval.deadline else "No deadline."
+    deadline = f"The deadline is {esc(shown_deadline(approval))}." if approval.deadline else "No deadline."
     body = (
         f"<h1>Extend the deadline by {esc(link.extend or '')}?</h1><h2>{esc(approval.title)}</h2><p>{deadline}</p>"
         f"<form method='post' action='{esc(action)}'><input type='hidden' name='csrf' value='{esc(csrf)}'>"

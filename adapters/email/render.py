@@ -18,7 +18,7 @@ from typing import Any
 
 from gateway.core import rounds
 from gateway.core.models import Approval, Outcome, Status
-from gateway.plugin import INFO_ONLY, arg_text
+from gateway.plugin import INFO_ONLY, arg_text, shown_deadline
 
 MAX_SUBJECT = 150
 MAX_VALUE = 300
@@ -84,7 +84,7 @@ def _facts_text(approval: Approval) -> list[str]:
     change = rounds.change_text(approval)
     if change:
         lines.append(change[0].upper() + change[1:])
-    lines.append(f"Deadline: {when(approval.deadline)}" if approval.deadline else "No deadline")
+    lines.append(f"Deadline: {shown_deadline(approval)}" if approval.deadline else "No deadline")
     return lines
 
 
@@ -102,7 +102,7 @@ def _facts_html(approval: Approval) -> str:
     change = rounds.change_text(approval)
     if change:
         parts.append(f"<p><b>{esc(change[0].upper() + change[1:])}</b></p>")
-    deadline = f"Deadline: {esc(when(approval.deadline))}" if approval.deadline else "No deadline"
+    deadline = f"Deadline: {esc(shown_deadline(approval))}" if approval.deadline else "No deadline"
     parts.append(f"<p>{deadline}</p>")
     return "".join(parts)
 
@@ -157,7 +157,7 @@ def reminder(approval: Approval, sender: str, to: str, links: Mapping[Outcome, s
     thread = message_id(approval.id, to, "card", sender)
     mid = message_id(approval.id, to, f"reminder{number}", sender)
     msg = _mail(sender, to, f"Reminder: {approval.title}", mid, thread)
-    deadline = f" before {when(approval.deadline)}" if approval.deadline else ""
+    deadline = f" before {shown_deadline(approval)}" if approval.deadline else ""
     approve, reject = links[Outcome.APPROVE], links[Outcome.REJECT]
     change = rounds.change_text(approval)
     again = f"\n{change[0].upper() + change[1:]}: please vote again.\n" if change else ""

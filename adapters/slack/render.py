@@ -16,7 +16,7 @@ from gateway.core import grants, rounds
 from gateway.core.clock import iso
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Decision, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY, arg_text, decider_text
+from gateway.plugin import INFO_ONLY, arg_text, deadline_beside, decider_text
 
 HEADER_MAX = 150
 SECTION_MAX = 3000
@@ -89,6 +89,11 @@ def when(at: datetime) -> str:
     return f"<!date^{int(at.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
 
 
+def deadline_when(approval: Approval) -> str:
+    """The deadline in the reader's zone, and in the calendar's when the policy has business hours."""
+    return deadline_beside(approval, when)
+
+
 def arg_fields(args: dict[str, Any]) -> list[dict[str, str]]:
     """One field per argument, at most 10 (the last one says how many were left out)."""
     items = list(args.items())
@@ -109,7 +114,7 @@ def progress(approval: Approval) -> str:
 
 def context_line(approval: Approval) -> str:
     parts = [f"Run {_code(approval.run_id)}", f"Step {_code(approval.step)}"]
-    parts.append(f"Deadline {when(approval.deadline)}" if approval.deadline else "No deadline")
+    parts.append(f"Deadline {deadline_when(approval)}" if approval.deadline else "No deadline")
     if approval.extensions:
         parts[-1] += f" (extended {approval.extensions}×)"
     parts.append(f"Policy {_code(approval.policy.name)}")
@@ -271,7 +276,7 @@ def card_text(approval: Approval) -> str:
 
 def reminder_text(approval: Approval) -> str:
     """A nudge; when an approver changed the args, what changed (the votes restarted on them)."""
-    deadline = f" before {when(approval.deadline)}" if approval.deadline else ""
+    deadline = f" before {deadline_when(approval)}" if approval.deadline else ""
     change = change_line(approval)
     again = f"\n{change}: please vote again" if change else ""
     return f":bell: Reminder: “{fit(approval.title, 300)}” still needs a decision{deadline}.{again}"

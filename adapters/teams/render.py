@@ -26,7 +26,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import grants, rounds
 from gateway.core.durations import format_duration
 from gateway.core.models import Approval, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY, arg_text, argsform
+from gateway.plugin import INFO_ONLY, arg_text, argsform, shown_deadline
 
 CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 CARD_MAX = 26_000  # bytes of JSON: under the Bot Connector's ~28 KB for the whole activity
@@ -92,8 +92,7 @@ def facts(args: dict[str, Any], limit: int = FACTS_MAX) -> list[Element]:
 
 def context_line(approval: Approval) -> str:
     parts = [f"Run {escape(approval.run_id)}", f"Step {escape(approval.step)}"]
-    deadline = approval.deadline
-    parts.append(f"Deadline {deadline.strftime('%Y-%m-%d %H:%M UTC')}" if deadline else "No deadline")
+    parts.append(f"Deadline {shown_deadline(approval)}" if approval.deadline else "No deadline")
     if approval.extensions:
         parts[-1] += f" (extended {approval.extensions}×)"
     parts.append(f"Policy {escape(approval.policy.name)}")
@@ -278,7 +277,7 @@ def summary(approval: Approval) -> str:
 
 
 def reminder(approval: Approval) -> Element:
-    deadline = approval.deadline.strftime(" before %Y-%m-%d %H:%M UTC") if approval.deadline else ""
+    deadline = f" before {shown_deadline(approval)}" if approval.deadline else ""
     text = f"🔔 Reminder: “{escape(cut(approval.title, 300))}” still needs a decision{deadline}."
     return {"type": "message", "text": text, "textFormat": "markdown"}
 

@@ -20,7 +20,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import grants, rounds
 from gateway.core.durations import format_duration, humanize
 from gateway.core.models import Approval, OnTimeout, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY, PressOutcome, PressResult
+from gateway.plugin import INFO_ONLY, PressOutcome, PressResult, shown_deadline
 
 MAX_TEXT = 4096
 MAX_TITLE = 256
@@ -89,7 +89,7 @@ def quorum_words(approval: Approval) -> str:
 def _status_lines(approval: Approval, now: datetime, note_limit: int, decides: bool) -> list[str]:
     change = rounds.change_text(approval)
     if approval.status is Status.WAITING:
-        deadline = f"{esc(when(approval.deadline))} · " if approval.deadline else ""
+        deadline = f"{esc(shown_deadline(approval))} · " if approval.deadline else ""
         lines = [f"⏳ {deadline}{esc(timeout_words(approval, now))}"]
         if approval.extensions:
             lines[0] += f" (extended {approval.extensions}×)"

@@ -15,7 +15,7 @@ from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import PolicyNotAllowed, ValidationError
 from gateway.core.events import EventKind
 from gateway.core.models import Approval
-from gateway.core.policy import Transition, already_decided, next_wake, reminder_times
+from gateway.core.policy import Transition, already_decided, later, next_wake, reminder_times
 
 
 def parse_extension(value: object) -> timedelta:
@@ -59,7 +59,7 @@ def extend(approval: Approval, duration: timedelta, by: str, now: datetime) -> T
         )
     if approval.deadline is None:
         raise PolicyNotAllowed("duration", f"policy '{p.name}': this approval has no deadline to extend")
-    deadline = max(approval.deadline, now) + duration
+    deadline = later(p, max(approval.deadline, now), duration)
     moved = approval.evolve(deadline=deadline, extensions=approval.extensions + 1, version=approval.version + 1)
     sent = sum(1 for t in reminder_times(moved) if t <= now)
     moved = moved.evolve(reminders_sent=sent)

@@ -10,6 +10,7 @@ from typing import Any
 
 from hitl_sdk.models import Decision, Outcome, Source, StepRecord, StepStatus
 
+from gateway.core.calendar import Calendar
 from gateway.core.clock import from_ts, iso, to_ts
 from gateway.core.durations import format_duration, parse_duration
 from gateway.core.principals import namespace_of
@@ -92,6 +93,10 @@ class Policy:
     grants: tuple[str, ...] = ()
     grant_max: timedelta = timedelta(hours=24)
     grant_fields: tuple[str, ...] | None = None
+    # Business hours (gateway.core.calendar): the timeout, reminders, escalation and extensions
+    # count only working time. Stored whole in the approval's policy, so an approval keeps the
+    # hours it was created with.
+    calendar: Calendar | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self._base_json() | self._extra_json()
@@ -109,6 +114,8 @@ class Policy:
             out["grant_max"] = format_duration(self.grant_max)
             if self.grant_fields is not None:
                 out["grant_fields"] = list(self.grant_fields)
+        if self.calendar is not None:  # only when set, like the keys above
+            out["calendar"] = self.calendar.to_json()
         return out
 
     def _base_json(self) -> dict[str, Any]:
@@ -142,6 +149,7 @@ class Policy:
             grants=tuple(data.get("grants", ())),
             grant_max=parse_duration(data.get("grant_max", "24h")),
             grant_fields=None if data.get("grant_fields") is None else tuple(data["grant_fields"]),
+            calendar=Calendar.from_json(data["calendar"]) if data.get("calendar") else None,
         )
 
 

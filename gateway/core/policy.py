@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from gateway.core.calendar import SEARCH_DAYS, Calendar, check_duration
 from gateway.core.clock import iso
 from gateway.core.durations import format_duration, humanize, parse_duration
 from gateway.core.errors import (
@@ -37,6 +38,7 @@ _POLICY_FIELDS = {
     "grants",
     "grant_max",
     "grant_fields",
+    "calendar",
 }
 MAX_REMINDERS = 10
 MAX_EXTENSIONS = 100
@@ -103,11 +105,18 @@ def _name(data: Mapping[str, Any], name: str, inline: bool) -> str:
     return value
 
 
-def parse_policy(data: Mapping[str, Any], *, name: str = "inline", prefix: str = "") -> Policy:
+def parse_policy(
+    data: Mapping[str, Any],
+    *,
+    name: str = "inline",
+    prefix: str = "",
+    calendars: Mapping[str, Calendar] | None = None,
+) -> Policy:
     """Validate a policy object; a ValidationError names the bad field (with `prefix`).
 
     Fields left out take the built-in defaults of `Policy` (an inline policy may carry a
-    `name`, used as a label in reasons; a configured one is named by its table)."""
+    `name`, used as a label in reasons; a configured one is named by its table). `calendar`
+    names one of `calendars` (the `[calendars.NAME]` tables)."""
     inline = name == "inline"
     unknown = set(data) - _POLICY_FIELDS - ({"name"} if inline else set())
     if unknown:
@@ -127,7 +136,7 @@ def parse_policy(data: Mapping[str, Any], *, name: str = "inline", prefix: str =
     after = _enum(
         f"{prefix}after_escalation", data.get("after_escalation", base.after_escalation.value), tuple(Outcome)
     )
-    return Policy(
+    policy = Policy(
         name=_name(data, name, inline),
         timeout=timeout,
         on_timeout=on_timeout,
@@ -138,7 +147,32 @@ def parse_policy(data: Mapping[str, Any], *, name: str = "inline", prefix: str =
         quorum=_quorum(f"{prefix}quorum", data.get("quorum", 1)),
         **_extensions(prefix, data, timeout),
         **parse_grant_keys(data, prefix),
+        calendar=_calendar(f"{prefix}calendar", data.get("calendar"), calendars or {}),
     )
+    if policy.calendar is not None:
+        _check_business(policy.calendar, prefix, policy)
+    return policy
+
+
+def _calendar(field: str, value: Any, calendars: Mapping[str, Calendar]) -> Calendar | None:
+    if value is None:
+        return None
+    if isinstance(value, Calendar):
+        return value
+    known = ", ".join(sorted(calendars)) or "none configured"
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must name a configured calendar, [calendars.NAME] (known: {known})")
+    if value not in calendars:
+        raise ValidationError(field, f"unknown calendar {value[:64]!r} (known: {known}; see [calendars.NAME])")
+    return calendars[value]
+
+
+def _check_business(calendar: Calendar, prefix: str, policy: Policy) -> None:
+    """Every duration a calendar counts stays within what it can count (one year of its hours)."""
+    check_duration(calendar, f"{prefix}timeout", policy.timeout)
+    check_duration(calendar, f"{prefix}escalation_timeout", policy.escalation_timeout)
+    for i, delta in enumerate(policy.extend):
+        check_duration(calendar, f"{prefix}extend[{i}]", delta)
 
 
 def _extensions(prefix: str, data: Mapping[str, Any], timeout: timedelta | None) -> dict[str, Any]:
@@ -168,8 +202,33 @@ def _extensions(prefix: str, data: Mapping[str, Any], timeout: timedelta | None)
 # ---------------------------------------------------------------- time
 
 
+def later(policy: Policy, start: datetime, duration: timedelta) -> datetime:
+    """`duration` after `start` on the policy's clock: business time with a calendar."""
+    return start + duration if policy.calendar is None else policy.calendar.add(start, duration)
+
+
+def earlier(policy: Policy, end: datetime, duration: timedelta) -> datetime:
+    """`duration` before `end` on the policy's clock (a reminder before its deadline)."""
+    return end - duration if policy.calendar is None else policy.calendar.subtract(end, duration)
+
+
+def time_between(policy: Policy, start: datetime, end: datetime) -> timedelta:
+    """The time from `start` to `end` on the policy's clock (what a deadline means as a timeout)."""
+    return end - start if policy.calendar is None else policy.calendar.between(start, end)
+
+
+def waited(policy: Policy, start: datetime, now: datetime) -> str:
+    """How long an approval waited, for reasons: '1 h', or with a calendar '4 h of office business
+    hours' (a 4 h timeout set on Friday evening did not wait 67 hours). Real time past the
+    calendar's search bound (an approval left for years)."""
+    calendar = policy.calendar
+    if calendar is None or now - start > timedelta(days=SEARCH_DAYS):
+        return humanize(now - start)
+    return f"{humanize(calendar.between(start, now))} of {calendar.name} business hours"
+
+
 def deadline_for(policy: Policy, start: datetime) -> datetime | None:
-    return None if policy.timeout is None else start + policy.timeout
+    return None if policy.timeout is None else later(policy, start, policy.timeout)
 
 
 def escalation_step(policy: Policy) -> timedelta | None:
@@ -181,7 +240,7 @@ def period_start(approval: Approval) -> datetime:
     """When the current wait began: at creation, or at the escalation."""
     step = escalation_step(approval.policy)
     if approval.escalations and approval.deadline is not None and step is not None:
-        return approval.deadline - step
+        return earlier(approval.policy, approval.deadline, step)
     return approval.created_at
 
 
@@ -191,7 +250,8 @@ def reminder_times(approval: Approval) -> list[datetime]:
     if approval.deadline is None:
         return []
     start = period_start(approval)
-    return [t for t in (approval.deadline - r for r in approval.policy.remind) if t > start]
+    deadline, policy = approval.deadline, approval.policy
+    return [t for t in (earlier(policy, deadline, r) for r in policy.remind) if t > start]
 
 
 def pending_reminders(approval: Approval) -> list[datetime]:
@@ -213,7 +273,7 @@ def first_wake(policy: Policy, created_at: datetime, deadline: datetime | None) 
     approval exists: the first reminder after `created_at`, else the deadline."""
     if deadline is None:
         return None
-    first = next((t for t in (deadline - r for r in policy.remind) if t > created_at), None)
+    first = next((t for t in (earlier(policy, deadline, r) for r in policy.remind) if t > created_at), None)
     return deadline if first is None else min(first, deadline)
 
 
@@ -223,7 +283,9 @@ def reminders_view(approval: Approval) -> list[dict[str, Any]]:
     return [
         {
             "at": iso(t),
-            "before_deadline": format_duration(approval.deadline - t) if approval.deadline else None,
+            "before_deadline": (
+                format_duration(time_between(approval.policy, t, approval.deadline)) if approval.deadline else None
+            ),
             "done": i < approval.reminders_sent,
         }
         for i, t in enumerate(reminder_times(approval))
@@ -343,10 +405,10 @@ def time_out(approval: Approval, now: datetime) -> Transition:
     if approval.status.final:
         raise already_decided(approval)
     policy = approval.policy
-    elapsed = humanize(now - approval.created_at)
+    elapsed = waited(policy, approval.created_at, now)
     if policy.on_timeout is OnTimeout.ESCALATE and approval.escalations == 0:
         step = escalation_step(policy)
-        deadline = None if step is None else now + step
+        deadline = None if step is None else later(policy, now, step)
         escalated = approval.evolve(
             escalations=1,
             deadline=deadline,

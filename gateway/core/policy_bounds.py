@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from gateway.core.calendar import Calendar
 from gateway.core.durations import format_duration, parse_duration
 from gateway.core.errors import PolicyNotAllowed, ValidationError
 from gateway.core.models import OnTimeout, Outcome, Policy
@@ -106,9 +107,12 @@ def check_inline(policy: Policy, mode: str, default: Policy) -> None:
         )
 
 
-def with_deadline(data: Mapping[str, Any], deadline: datetime | None, now: datetime) -> dict[str, Any]:
+def with_deadline(
+    data: Mapping[str, Any], deadline: datetime | None, now: datetime, calendar: Calendar | None = None
+) -> dict[str, Any]:
     """The policy fields with `deadline` turned into the timeout it means (checked: future, and
-    not given twice)."""
+    not given twice). With a `calendar` the timeout is the business time until the deadline: a
+    deadline outside the hours falls at the end of the business time before it."""
     out = dict(data)
     if deadline is None:
         return out
@@ -116,13 +120,26 @@ def with_deadline(data: Mapping[str, Any], deadline: datetime | None, now: datet
         raise ValidationError("deadline", "give either deadline or policy.timeout, not both")
     if deadline <= now:
         raise ValidationError("deadline", "must be in the future")
-    out["timeout"] = (deadline - now).total_seconds()
+    out["timeout"] = _until(deadline, now, calendar).total_seconds()
     return out
+
+
+def _until(deadline: datetime, now: datetime, calendar: Calendar | None) -> timedelta:
+    if calendar is None:
+        return deadline - now
+    left = calendar.between(now, deadline)
+    if left <= timedelta(0):
+        raise ValidationError(
+            "deadline", f"no business time of calendar {calendar.name!r} is left before it ({calendar.hours})"
+        )
+    return left
 
 
 def exact_timeout(policy: Policy, deadline: datetime | None, now: datetime) -> Policy:
     """`policy` whose timeout lands exactly on `deadline` (seconds as a float lose microseconds)."""
-    return policy if deadline is None else dataclasses.replace(policy, timeout=deadline - now)
+    if deadline is None:
+        return policy
+    return dataclasses.replace(policy, timeout=_until(deadline, now, policy.calendar))
 
 
 def choose(
@@ -146,10 +163,15 @@ def choose(
             "deadline", f"policy {base.name!r} does not let the agent set its timeout (agent_may_set: {allowed})"
         )
     data = {k: v for k, v in base.to_json().items() if k != "name"}
+    calendars = {}
+    if base.calendar is not None:  # the operator's calendar, named (the agent cannot set it)
+        data["calendar"] = base.calendar.name
+        calendars[base.calendar.name] = base.calendar
     if deadline is not None:
         del data["timeout"]  # the deadline replaces the policy's own timeout
-    data = with_deadline(data | dict(choices), deadline, now)
-    policy = exact_timeout(parse_policy(data, name=base.name, prefix="policy."), deadline, now)
+    data = with_deadline(data | dict(choices), deadline, now, base.calendar)
+    policy = parse_policy(data, name=base.name, prefix="policy.", calendars=calendars)
+    policy = exact_timeout(policy, deadline, now)
     if "timeout" in choices or deadline is not None:
         _check_timeout(policy, bounds, "deadline" if deadline is not None else "policy.timeout")
     return policy

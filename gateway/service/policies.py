@@ -4,7 +4,6 @@ inline one as `security.inline_policies` allows (the pure rules are in gateway.c
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -41,8 +40,8 @@ def resolve_policy(
     trusted = principal is not None and principal.is_operator
     if isinstance(value, Policy):  # built in process: an inline policy
         if deadline is not None:
-            with_deadline({}, deadline, now)  # checks that it is in the future
-            value = dataclasses.replace(value, timeout=deadline - now)
+            with_deadline({}, deadline, now, value.calendar)  # checks that it is in the future
+            value = exact_timeout(value, deadline, now)
         return _inline(settings, value, trusted)
     if isinstance(value, Mapping):
         name = value.get("name")
@@ -50,10 +49,12 @@ def resolve_policy(
             check_named(settings, name, principal, "policy.name")
             choices = {k: v for k, v in value.items() if k != "name"}
             return choose(settings.policies[name], _bounds(settings, name, trusted), choices, deadline, now)
-        data = with_deadline(value, deadline, now)
-        return _inline(
-            settings, exact_timeout(parse_policy(data, name="inline", prefix="policy."), deadline, now), trusted
-        )
+        calendars = settings.calendars
+        named_calendar = value.get("calendar")
+        calendar = calendars.get(named_calendar) if isinstance(named_calendar, str) else None
+        data = with_deadline(value, deadline, now, calendar)
+        policy = parse_policy(data, name="inline", prefix="policy.", calendars=calendars)
+        return _inline(settings, exact_timeout(policy, deadline, now), trusted)
     if value is not None and not isinstance(value, str):
         raise ValidationError("policy", "must be a policy name or an inline policy object")
     name = value or "default"

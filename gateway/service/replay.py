@@ -18,6 +18,7 @@ from typing import Any
 from gateway.core.errors import IdempotencyConflict
 from gateway.core.events import EventKind
 from gateway.core.models import Approval
+from gateway.core.policy import time_between
 from gateway.store import Store
 
 __all__ = ["check_replay", "first_difference"]
@@ -88,7 +89,8 @@ def first_difference(
     timeout = stored.policy.timeout  # a deadline became it, in whole seconds from the creation
     if deadline is None or timeout is None or (settable is not None and "timeout" not in settable):
         return None
-    return "deadline" if abs(stored.created_at + timeout - deadline) >= _DEADLINE_SLACK else None
+    asked_timeout = time_between(stored.policy, stored.created_at, deadline)  # business time with a calendar
+    return "deadline" if abs(asked_timeout - timeout) >= _DEADLINE_SLACK else None
 
 
 def _policy(approval: Approval, deadline_given: bool, settable: frozenset[str] | None) -> dict[str, Any]:

@@ -62,6 +62,7 @@ def effective_config(settings: Settings) -> dict[str, Any]:
         n: p.to_json() | (settings.policy_bounds[n].to_json() if n in settings.policy_bounds else {})
         for n, p in settings.policies.items()
     }
+    out["calendars"] = {n: c.to_json() for n, c in settings.calendars.items()}
     out["workers"] = {
         n: {k: _mask(k, _plain(getattr(w, k))) for k in WORKER_KEYS if getattr(w, k)}
         for n, w in settings.workers.items()

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import gateway.settings.audit as audit
+import gateway.settings.calendars as calendars
 import gateway.settings.mcp as mcp
 import gateway.settings.policies as policies
 import gateway.settings.rules as rules
@@ -42,7 +43,8 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "rules": rules.KEYS,
     "webpush": webpush.KEYS,
 }
-GROUPS = ("policies", "workers", "people")  # the named tables: [policies.NAME], [workers.NAME], [people.NAME]
+# the named tables: [policies.NAME], [workers.NAME], [people.NAME], [calendars.NAME]
+GROUPS = ("policies", "workers", "people", "calendars")
 LISTS = ("rule",)  # the arrays of tables: [[rule]]
 
 
@@ -81,7 +83,12 @@ def load_settings(
             raw[section] = {**values, **given}
     for group, named in (tables or {}).items():  # named policies/workers given in code
         raw.setdefault(group, {}).update(named)
-    groups: Groups = (("policies", policies.NAMES), ("workers", tuple(workers.KEYS)), ("people", tuple(kinds)))
+    groups: Groups = (
+        ("policies", policies.NAMES),
+        ("workers", tuple(workers.KEYS)),
+        ("people", tuple(kinds)),
+        ("calendars", calendars.NAMES),
+    )
     raw = env_overrides(raw, env, known, groups)
     for section, values in (overrides or {}).items():
         given = raw.get(section, {})
@@ -91,13 +98,15 @@ def load_settings(
     listen = plain["server"]
     listen.setdefault("public_url", server.own_url(listen.get("host", "127.0.0.1"), listen.get("port", 8080)))
     identities = load_people(raw, kinds)
-    named, bounds = policies.load_policies(raw)
+    hours = calendars.load_calendars(raw)
+    named, bounds = policies.load_policies(raw, hours)
     settings = Settings(
         server=server.ServerSettings(**plain["server"]),
         store=server.StoreSettings(**plain["store"]),
         security=security.SecuritySettings(**plain["security"], agent_policies=security.agent_policies(raw)),
         policies=named,
         policy_bounds=bounds,
+        calendars=hours,
         workers=workers.load_workers(raw),
         web=web.WebSettings(**plain["web"]),
         scheduler=scheduler.SchedulerSettings(**plain["scheduler"]),

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
 
+from gateway.core.calendar import Calendar
 from gateway.core.errors import ConfigError, ValidationError
 from gateway.core.models import Policy
 from gateway.core.policy import parse_policy
@@ -34,7 +35,9 @@ KEYS: dict[str, Coerce] = {
 }
 
 
-def load_policies(raw: Mapping[str, Any]) -> tuple[dict[str, Policy], dict[str, AgentBounds]]:
+def load_policies(
+    raw: Mapping[str, Any], calendars: Mapping[str, Calendar] | None = None
+) -> tuple[dict[str, Policy], dict[str, AgentBounds]]:
     group = raw.get("policies", {})
     if not isinstance(group, dict):
         raise ConfigError("policies", "expected a table of named policies")
@@ -46,7 +49,7 @@ def load_policies(raw: Mapping[str, Any]) -> tuple[dict[str, Policy], dict[str, 
         body = {k: _coerce(f"policies.{name}.{k}", k, v) for k, v in body.items()}
         try:
             bounds[name] = parse_bounds({k: body.pop(k) for k in BOUND_KEYS if k in body})
-            policies[name] = parse_policy(body, name=name)
+            policies[name] = parse_policy(body, name=name, calendars=calendars)
         except ValidationError as exc:
             raise ConfigError(f"policies.{name}.{exc.field}", exc.message.split(": ", 1)[-1]) from None
     return policies, bounds

@@ -24,7 +24,7 @@ from gateway.core.durations import format_duration
 from gateway.core.models import Policy
 from gateway.core.policy_bounds import BOUND_KEYS
 from gateway.core.rules import RuleSet
-from gateway.settings import audit, mcp, scheduler, security, server, web, webpush, workers
+from gateway.settings import audit, calendars, mcp, scheduler, security, server, web, webpush, workers
 from gateway.settings import rules as rules_settings
 from gateway.settings.coerce import Coerce, boolean, duration, ids, integer, integers, listing, string, strings, table
 from gateway.settings.effective import SECRET_KEYS
@@ -158,6 +158,16 @@ def _workers() -> str:
     )
 
 
+def _calendars() -> str:
+    rows = _rows(
+        calendars.KEYS, lambda k: "`[]`" if k == "holidays" else "", lambda k: f"HITL_CALENDARS_<NAME>_{k.upper()}"
+    )
+    return (
+        "## `[calendars.NAME]`\n\nBusiness hours that a policy's `calendar` names "
+        "([policies.md](../policies.md#business-hours)).\n\n" + "\n".join(rows)
+    )
+
+
 def _rule() -> str:
     rows = ["| key | type |", "|---|---|"]
     rows += [f"| `{k}` | {_type(c)} |" for k, c in rules_settings.RULE_KEYS.items()]
@@ -167,7 +177,7 @@ def _rule() -> str:
 def render() -> str:
     out = [_HEAD]
     out += [_section(name, keys) for name, keys in SECTIONS.items()]
-    out += [_policies(), _workers(), _rule(), _CHANNELS]
+    out += [_policies(), _calendars(), _workers(), _rule(), _CHANNELS]
     return "\n\n".join(part.rstrip("\n") for part in out) + "\n"
 
 

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.core.calendar import Calendar
 from gateway.core.identity import WEB, Identities
 from gateway.core.models import Policy
 from gateway.core.policy_bounds import AgentBounds
@@ -45,6 +46,8 @@ class Settings:
     # `[rules]` and `[[rule]]`, compiled (gateway.core.rules): evaluated at suspend.
     rules: RuleSet = field(default_factory=RuleSet)
     webpush: WebPushSettings = field(default_factory=WebPushSettings)  # Web Push to the web's approvers
+    # `[calendars.NAME]`: business hours that a policy's `calendar` names (gateway.core.calendar).
+    calendars: Mapping[str, Calendar] = field(default_factory=dict)
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""

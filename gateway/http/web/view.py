@@ -38,6 +38,8 @@ def policy_text(approval: Approval) -> str:
     p = approval.policy
     timeout = format_duration(p.timeout) if p.timeout else "never"
     text = f"{p.name}: {timeout}, then {p.on_timeout.value}"
+    if p.calendar is not None:  # the timeout counts working time only
+        text = f"{p.name}: {timeout} of {p.calendar.name} business hours, then {p.on_timeout.value}"
     return text + (f", quorum {p.quorum}" if p.quorum > 1 else "")
 
 
