@@ -15,6 +15,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import policy as rules
 from gateway.core import rounds
 from gateway.core.clock import Clock
+from gateway.core.delegation import Delegation
 from gateway.core.errors import Forbidden, StaleRound, ValidationError
 from gateway.core.events import EventKind
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Vote
@@ -26,6 +27,7 @@ from gateway.service import grants as service_grants
 from gateway.service.authority import Authorizer
 from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Extend
 from gateway.service.commit import Committer, Done, Step
+from gateway.service.delegations import Delegations
 from gateway.store import Store
 
 log = logging.getLogger("gateway.service")
@@ -53,20 +55,28 @@ class Decisions:
         self.committer, self.authorizer, self.store, self.clock = committer, authorizer, store, clock
         self.redactor, self.sealer, self.signer = redactor, sealer, signer
         self.identities = authorizer.identities
+        self.delegations = Delegations(store, clock, self.identities)
 
     async def cast(self, cmd: CastVote, *, current: Approval | None = None) -> Done:
         """Commit a vote; the Done says what it did (approved, rejected, vote, duplicate_vote,
         edited), so that a presser is told what was committed. `current`: the approval as the
-        caller read and authorized it (a press), used for the first attempt as it is."""
+        caller read and authorized it (a press), used for the first attempt as it is; when the
+        actor has delegations in force, it is authorized again, to learn for whom it decides."""
         actor = self.authorizer.actor(cmd.actor, cmd.authority)
         person = self.identities.person(actor) if cmd.authority is not Authority.TOKEN else None
         comment = self.redactor.text(cmd.comment) if cmd.comment else cmd.comment
+        delegations = await self.delegations.to(actor, self.clock.now()) if cmd.authority is Authority.APPROVER else ()
+        used: list[Delegation] = []
 
         async def plan(approval: Approval) -> Step | Done:
+            used.clear()
             if approval.status.final:
                 raise rules.already_decided(approval)
-            if approval is not current:
-                self.authorizer.authorize(cmd.authority, actor, approval)
+            via = None
+            if approval is not current or delegations:
+                via = self.authorizer.authorize(
+                    cmd.authority, actor, approval, delegations=delegations, now=self.clock.now()
+                )
             if (
                 cmd.seen is not None
                 and cmd.outcome is Outcome.APPROVE
@@ -88,11 +98,19 @@ class Decisions:
                 )
             now = self.clock.now()
             vote = Vote(actor, cmd.outcome, now, comment, cmd.channel, cmd.on_behalf_of, person=person, name=cmd.name)
+            if via is not None:  # a delegate decides for the delegator: one party with them
+                vote = replace(
+                    vote,
+                    on_behalf_of=via.delegator,
+                    delegation=via.id,
+                    counts_as=self.identities.party(via.delegator),
+                )
             transition = rounds.vote_on(approval, vote, proposal)
             if sealed is not None:
                 transition = replace(transition, approval=transition.approval.evolve(sealed=sealed))
-            if cmd.on_behalf_of:
-                transition = replace(transition, data={**transition.data, "on_behalf_of": cmd.on_behalf_of})
+            if vote.on_behalf_of:
+                extra = {"on_behalf_of": vote.on_behalf_of} | ({"delegation": via.id} if via else {})
+                transition = replace(transition, data={**transition.data, **extra})
             transition, grant = service_grants.with_grant(
                 self.sealer, approval, transition, offer, actor, person, new_grant_id(), now
             )
@@ -100,9 +118,13 @@ class Decisions:
                 data = dict(transition.data)
                 await self.store.append_events([NewEvent(approval.id, transition.event, now, actor, cmd.channel, data)])
                 return Done(approval, transition.event)
+            used.extend([via] if via is not None else [])
             return Step(transition, actor, cmd.channel, grant=grant)
 
-        return await self.committer.transact(cmd.approval_id, plan, current=current)
+        done = await self.committer.transact(cmd.approval_id, plan, current=current)
+        for d in used:  # the plan that committed decided through it: on its audit trail
+            await self.delegations.used(d, cmd.approval_id, actor, self.clock.now())
+        return done
 
     async def check_vote(
         self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, object] | None, comment: str | None

@@ -332,7 +332,9 @@ class Inbound:
         try:
             if p.outsider is not None:
                 raise NotAnApprover(f"{actor} may not decide here: {p.outsider}")
-            self._authorizer.authorize(Authority.APPROVER, actor, approval)
+            now = self._clock.now()  # a delegate decides what their delegator may (gateway.core.delegation)
+            delegations = await self._decisions.delegations.to(actor, now)
+            self._authorizer.authorize(Authority.APPROVER, actor, approval, delegations=delegations, now=now)
         except (NotAnApprover, RequesterCannotDecide) as exc:
             if not p.redelivered:
                 await self._decisions.record_denied(approval.id, actor, p.channel, exc.message)

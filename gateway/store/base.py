@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
 
+from gateway.core.delegation import Delegation, DelegationEvent
 from gateway.core.grants import Grant
 from gateway.core.models import (
     Approval,
@@ -405,6 +406,33 @@ class GrantPort(Protocol):
         ...
 
 
+class DelegationPort(Protocol):
+    """Delegations (gateway/core/delegation.py) and their audit trail: creating and revoking
+    one writes its `created` / `revoked` line in the same transaction."""
+
+    async def create_delegation(self, d: Delegation) -> None: ...
+
+    async def get_delegation(self, delegation_id: str) -> Delegation | None: ...
+
+    async def list_delegations(self, now: datetime, *, live: bool = True, limit: int = 100) -> list[Delegation]:
+        """Newest first: those not over at `now` (and not revoked), or (`live=False`) every one."""
+        ...
+
+    async def active_delegations(self, now: datetime) -> list[Delegation]:
+        """Those in force at `now`, oldest first."""
+        ...
+
+    async def revoke_delegation(self, delegation_id: str, by: str, now: datetime) -> bool:
+        """Revoke it once; False (and nothing recorded) if it was revoked already."""
+        ...
+
+    async def add_delegation_event(self, event: DelegationEvent) -> None: ...
+
+    async def delegation_events(self, delegation_id: str) -> list[DelegationEvent]:
+        """Its audit trail, oldest first."""
+        ...
+
+
 class HousekeepingPort(Protocol):
     """Inbound de-duplication, web sessions, prompts, and pruning them."""
 
@@ -468,6 +496,7 @@ class Store(
     JournalPort,
     HousekeepingPort,
     GrantPort,
+    DelegationPort,
     RulePort,
     PushPort,
     AuditStore,
