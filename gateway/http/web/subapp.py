@@ -18,8 +18,8 @@ from aiohttp.web_urldispatcher import AbstractRuleMatching, MatchedSubAppResourc
 
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
-from gateway.http.web import editlink, inbox, live
 from gateway.http.web import delegations as web_delegations
+from gateway.http.web import editlink, inbox, live
 from gateway.http.web import grants as web_grants
 from gateway.http.web import push as web_push
 from gateway.http.web import runs as web_runs
