@@ -16,7 +16,7 @@ from gateway.core import policy as rules
 from gateway.core import rounds
 from gateway.core.clock import Clock
 from gateway.core.delegation import Delegation
-from gateway.core.errors import Forbidden, StaleRound, ValidationError
+from gateway.core.errors import Forbidden, NotAnApprover, StaleRound, ValidationError
 from gateway.core.events import EventKind
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Vote
 from gateway.core.redact import Redactor
@@ -57,26 +57,42 @@ class Decisions:
         self.identities = authorizer.identities
         self.delegations = Delegations(store, clock, self.identities)
 
-    async def cast(self, cmd: CastVote, *, current: Approval | None = None) -> Done:
+    async def authorize(
+        self, authority: Authority, actor: str, approval: Approval, *, decides: bool = True
+    ) -> Delegation | None:
+        """`Authorizer.authorize`; where it refuses an approver (NotAnApprover), again with the
+        delegations to them in force now, read only then (an approver's own vote costs no read).
+        The delegation they decide through, if any."""
+        try:
+            return self.authorizer.authorize(authority, actor, approval, decides=decides)
+        except NotAnApprover:
+            if authority is not Authority.APPROVER:
+                raise
+            now = self.clock.now()
+            delegations = await self.delegations.to(actor, now)
+            if not delegations:
+                raise
+            return self.authorizer.authorize(
+                authority, actor, approval, decides=decides, delegations=delegations, now=now
+            )
+
+    async def cast(
+        self, cmd: CastVote, *, current: Approval | None = None, current_via: Delegation | None = None
+    ) -> Done:
         """Commit a vote; the Done says what it did (approved, rejected, vote, duplicate_vote,
         edited), so that a presser is told what was committed. `current`: the approval as the
-        caller read and authorized it (a press), used for the first attempt as it is; when the
-        actor has delegations in force, it is authorized again, to learn for whom it decides."""
+        caller read and authorized it (a press), used for the first attempt as it is, and
+        `current_via` the delegation that authorization found (`authorize`)."""
         actor = self.authorizer.actor(cmd.actor, cmd.authority)
         person = self.identities.person(actor) if cmd.authority is not Authority.TOKEN else None
         comment = self.redactor.text(cmd.comment) if cmd.comment else cmd.comment
-        delegations = await self.delegations.to(actor, self.clock.now()) if cmd.authority is Authority.APPROVER else ()
         used: list[Delegation] = []
 
         async def plan(approval: Approval) -> Step | Done:
             used.clear()
             if approval.status.final:
                 raise rules.already_decided(approval)
-            via = None
-            if approval is not current or delegations:
-                via = self.authorizer.authorize(
-                    cmd.authority, actor, approval, delegations=delegations, now=self.clock.now()
-                )
+            via = await self.authorize(cmd.authority, actor, approval) if approval is not current else current_via
             if (
                 cmd.seen is not None
                 and cmd.outcome is Outcome.APPROVE

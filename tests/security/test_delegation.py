@@ -154,6 +154,7 @@ async def test_a_delegate_and_the_delegator_count_as_one_person(api: Client, rt:
     # and a delegate of two people who may not decide alone votes once, for the first
     await delegate(api, clock, "web:carol", "web:dave")
     named = await suspend(rt, "run-3", approvers=("web:alice", "web:carol"), policy="two")
+    clock.advance(60)  # the older delegation is the one taken first
     await delegate(api, clock, "web:alice", "web:dave")
     one = await svc.decide(named, Outcome.APPROVE, "web:dave", channel="web")
     assert one.votes[0].on_behalf_of == "web:carol"
