@@ -50,7 +50,7 @@ class Authorizer:
         that delegation is returned (None: the actor acts as themselves)."""
         if authority is Authority.APPROVER:
             try:
-                rules.check_may_decide(actor, approval, self.allowlist(actor), self.identities.party)
+                self._approver(actor, approval)
             except NotAnApprover:
                 via = self._delegated(actor, approval, delegations, now)
                 if via is None:
@@ -60,6 +60,10 @@ class Authorizer:
             rules.check_may_decide(actor, approval, (actor,), self.identities.party)
         return None
 
+    def _approver(self, actor: str, approval: Approval) -> None:
+        """An approver's own check, for themselves or for a delegator."""
+        rules.check_may_decide(actor, approval, self.allowlist(actor), self.identities.party)
+
     def _delegated(
         self, actor: str, approval: Approval, delegations: Sequence[Delegation], now: datetime | None
     ) -> Delegation | None:
@@ -68,7 +72,7 @@ class Authorizer:
 
         def may_decide(delegator: str) -> bool:
             try:
-                rules.check_may_decide(delegator, approval, self.allowlist(delegator), self.identities.party)
+                self._approver(delegator, approval)
             except (NotAnApprover, RequesterCannotDecide):
                 return False
             return True
