@@ -80,6 +80,7 @@ async def test_delegate_from_the_inbox_decide_on_behalf_and_revoke(app: Client, 
     await sign_in(app, "bob")
     inbox = await (await app.get("/")).text()
     assert set(_PICK.findall(inbox)) == {first, second}
+    assert inbox.count('<span class="muted behalf">for web:alice</span>') == 2
     assert "web:alice" in await (await app.get("/delegations")).text()  # given to him
     html = await (await app.get(f"/approvals/{first}")).text()
     resp = await app.post(

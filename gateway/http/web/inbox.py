@@ -82,9 +82,11 @@ async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -
     )
     now, signer = request.config_dict[CLOCK].now(), request.config_dict[SIGNER]
     user = current_user(request)
-    may = await _may_decide(request.config_dict[SERVICE], user.actor) if user and user.can_decide else _nobody
+    behalf: dict[str, str] = {}  # approval id -> the delegator the user would decide it for
+    may = await _may_decide(request.config_dict[SERVICE], user.actor, behalf) if user and user.can_decide else _nobody
     # a row's checkbox carries the round its args were drawn for, as the approval page's form does
     rows = [{**row(a, now), "round": rounds.tag(signer, a), "pickable": may(a)} for a in items]
+    rows = [{**r, "behalf": behalf.get(r["a"].id)} for r in rows]
     return {
         "rows": rows,
         "pending": any(r["pickable"] for r in rows),
@@ -101,10 +103,10 @@ def _nobody(approval: Approval) -> bool:
     return False
 
 
-async def _may_decide(service: Service, actor: str) -> Callable[[Approval], bool]:
+async def _may_decide(service: Service, actor: str, behalf: dict[str, str] | None = None) -> Callable[[Approval], bool]:
     """Whether `actor` may decide an approval alone now, themselves or for someone who
-    delegated to them: its row offers a checkbox only then (a convenience: every decision is
-    checked again when it is made)."""
+    delegated to them (noted in `behalf`): its row offers a checkbox only then (a convenience:
+    every decision is checked again when it is made)."""
     who = service.authorizer.actor(actor, Authority.APPROVER)
     now = service.clock.now()
     delegations = await service.decisions.delegations.to(who, now)
@@ -113,9 +115,11 @@ async def _may_decide(service: Service, actor: str) -> Callable[[Approval], bool
         if approval.status.final:
             return False
         try:
-            service.authorizer.authorize(Authority.APPROVER, who, approval, delegations=delegations, now=now)
+            via = service.authorizer.authorize(Authority.APPROVER, who, approval, delegations=delegations, now=now)
         except GatewayError:
             return False
+        if via is not None and behalf is not None:
+            behalf[approval.id] = via.delegator
         return True
 
     return may
