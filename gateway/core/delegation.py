@@ -37,6 +37,8 @@ class Delegation:
     reason: str | None = None
     revoked_at: datetime | None = None
     revoked_by: str | None = None
+    uses: int = 0  # decisions made through it
+    last_used_at: datetime | None = None
 
     def active(self, now: datetime) -> bool:
         return self.revoked_at is None and self.starts_at <= now < self.ends_at
@@ -53,6 +55,8 @@ class Delegation:
             "created_at": iso(self.created_at),
             "revoked_at": iso(self.revoked_at),
             "revoked_by": self.revoked_by,
+            "uses": self.uses,
+            "last_used_at": iso(self.last_used_at),
         }
         if now is not None:
             out["active"] = self.active(now)

@@ -15,7 +15,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import policy as rules
 from gateway.core import rounds
 from gateway.core.clock import Clock
-from gateway.core.delegation import Delegation
+from gateway.core.delegation import Delegation, DelegationEvent
 from gateway.core.errors import Forbidden, NotAnApprover, StaleRound, ValidationError
 from gateway.core.events import EventKind
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Vote
@@ -28,7 +28,7 @@ from gateway.service.authority import Authorizer
 from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Extend
 from gateway.service.commit import Committer, Done, Step
 from gateway.service.delegations import Delegations
-from gateway.store import Store
+from gateway.store import DelegationUnavailable, Store
 
 log = logging.getLogger("gateway.service")
 
@@ -86,10 +86,8 @@ class Decisions:
         actor = self.authorizer.actor(cmd.actor, cmd.authority)
         person = self.identities.person(actor) if cmd.authority is not Authority.TOKEN else None
         comment = self.redactor.text(cmd.comment) if cmd.comment else cmd.comment
-        used: list[Delegation] = []
 
         async def plan(approval: Approval) -> Step | Done:
-            used.clear()
             if approval.status.final:
                 raise rules.already_decided(approval)
             via = await self.authorize(cmd.authority, actor, approval) if approval is not current else current_via
@@ -134,13 +132,14 @@ class Decisions:
                 data = dict(transition.data)
                 await self.store.append_events([NewEvent(approval.id, transition.event, now, actor, cmd.channel, data)])
                 return Done(approval, transition.event)
-            used.extend([via] if via is not None else [])
-            return Step(transition, actor, cmd.channel, grant=grant)
+            # the delegation's use commits with the vote, only while it is in force
+            use = DelegationEvent(via.id, now, "used", actor, approval.id) if via is not None else None
+            return Step(transition, actor, cmd.channel, grant=grant, delegation=use)
 
-        done = await self.committer.transact(cmd.approval_id, plan, current=current)
-        for d in used:  # the plan that committed decided through it: on its audit trail
-            await self.delegations.used(d, cmd.approval_id, actor, self.clock.now())
-        return done
+        try:
+            return await self.committer.transact(cmd.approval_id, plan, current=current)
+        except DelegationUnavailable as exc:
+            raise NotAnApprover(f"{actor} decides for nobody now: delegation {exc} was revoked or ended") from None
 
     async def check_vote(
         self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, object] | None, comment: str | None

@@ -100,10 +100,6 @@ class Delegations:
         me = self.identities.party(actor)
         return tuple(d for d in await self.store.active_delegations(now) if self.identities.party(d.delegate) == me)
 
-    async def used(self, delegation: Delegation, approval_id: str, actor: str, now: datetime) -> None:
-        """On its audit trail: `actor` decided `approval_id` through it."""
-        await self.store.add_delegation_event(DelegationEvent(delegation.id, now, "used", actor, approval_id))
-
     def view(self, d: Delegation) -> dict[str, Any]:
         return d.to_api(self.clock.now())
 

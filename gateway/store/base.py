@@ -51,6 +51,11 @@ class Creation(NamedTuple):
     grant: str | None = None
 
 
+class DelegationUnavailable(Exception):
+    """The delegation a decision was made through was revoked or ended before its transaction:
+    nothing was written."""
+
+
 class GrantUnavailable(Exception):
     """The grant a suspend was decided by was revoked or expired before its transaction: nothing
     was written; the suspend is planned again without it."""
@@ -104,6 +109,7 @@ class TransitionWrite:
     outbox: Sequence[NewOutbox] = ()
     job: NewJob | None = None
     grant: Grant | None = None  # a standing grant the approve made (gateway.core.grants)
+    delegation: DelegationEvent | None = None  # the use of the delegation it was decided through
 
 
 class LifecyclePort(Protocol):
@@ -207,9 +213,11 @@ class ApprovalPort(Protocol):
         outbox: Sequence[NewOutbox] = (),
         job: NewJob | None = None,
         grant: Grant | None = None,
+        delegation: DelegationEvent | None = None,
     ) -> bool:
-        """Compare-and-set on `version`: write everything (and `grant`, made by the approve),
-        or nothing and return False."""
+        """Compare-and-set on `version`: write everything (and `grant`, made by the approve;
+        `delegation`, the use of the delegation it was decided through, DelegationUnavailable
+        if that is no longer in force), or nothing and return False."""
         ...
 
     async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
@@ -425,8 +433,6 @@ class DelegationPort(Protocol):
     async def revoke_delegation(self, delegation_id: str, by: str, now: datetime) -> bool:
         """Revoke it once; False (and nothing recorded) if it was revoked already."""
         ...
-
-    async def add_delegation_event(self, event: DelegationEvent) -> None: ...
 
     async def delegation_events(self, delegation_id: str) -> list[DelegationEvent]:
         """Its audit trail, oldest first."""

@@ -116,6 +116,7 @@ async def test_delegate_from_the_inbox_decide_on_behalf_and_revoke(app: Client, 
 
     # its audit trail: made by alice, used by bob on the first approval, revoked by the operator
     one = await _json(await app.get(f"/v1/delegations/{made['id']}", headers=OPERATOR))
+    assert one["uses"] == 1 and one["last_used_at"] is not None
     trail = [(e["kind"], e["actor"], e["approval_id"]) for e in one["events"]]
     assert trail == [("created", "web:alice", None), ("used", "web:bob", first), ("revoked", "operator:test", None)]
     every = (await _json(await app.get("/v1/delegations?all=true", headers=OPERATOR)))["items"]

@@ -19,6 +19,7 @@ from gateway.core.models import Outcome, Status
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.service import SuspendRequest
+from gateway.service.commands import CastVote
 from gateway.settings import Settings
 from gateway.testing import FakeClock
 from tests.conftest import AUTH, OPERATOR
@@ -207,4 +208,19 @@ async def test_a_bad_delegation_is_a_400_naming_the_field_and_nothing_changes(
     assert resp.status == 400, await resp.text()
     error = (await resp.json())["error"]
     assert error["details"]["field"] == field and field in error["message"], error
+    assert await table_counts(rt) == before
+
+
+async def test_a_revocation_that_commits_first_refuses_the_vote(api: Client, rt: Runtime, clock: FakeClock) -> None:
+    """Authorized through a delegation, then revoked before the vote's transaction: the vote's
+    transaction checks it again, and writes nothing."""
+    aid = await suspend(rt, "run-1", approvers=("web:alice",))
+    did = await delegate(api, clock, "web:alice", "web:bob")
+    seen, via = await rt.service.get(aid), await rt.store.get_delegation(did)
+    assert via is not None
+    await rt.service.delegations.revoke(did, "operator:test", operator=True)
+    before = await table_counts(rt)
+    cmd = CastVote(aid, Outcome.APPROVE, "web:bob", channel="web")
+    with pytest.raises(NotAnApprover, match="revoked or ended"):
+        await rt.service.decisions.cast(cmd, current=seen, current_via=via)
     assert await table_counts(rt) == before

@@ -11,7 +11,7 @@ from gateway.store.rows import Row
 from gateway.store.shared.backend import Backend
 from gateway.store.shared.tx import Tx
 
-__all__ = ["DelegationsSQL"]
+__all__ = ["DelegationsSQL", "delegation_event_values"]
 
 
 def _at(value: float) -> datetime:
@@ -30,10 +30,12 @@ def _from_row(row: Row) -> Delegation:
         reason=row["reason"],
         revoked_at=from_ts(row["revoked_at"]),
         revoked_by=row["revoked_by"],
+        uses=int(row["uses"]),
+        last_used_at=from_ts(row["last_used_at"]),
     )
 
 
-def _event_values(e: DelegationEvent) -> tuple[Any, ...]:
+def delegation_event_values(e: DelegationEvent) -> tuple[Any, ...]:
     return (e.delegation_id, to_ts(e.at), e.kind, e.actor, e.approval_id)
 
 
@@ -55,7 +57,7 @@ class DelegationsSQL(Backend):
 
         async def op(tx: Tx) -> None:
             await tx.execute(self.Q.insert_delegation, values)
-            await tx.execute(self.Q.insert_delegation_event, _event_values(created))
+            await tx.execute(self.Q.insert_delegation_event, delegation_event_values(created))
 
         await self.transact(op)
 
@@ -79,13 +81,10 @@ class DelegationsSQL(Backend):
         async def op(tx: Tx) -> bool:
             if await tx.execute(self.Q.revoke_delegation, (delegation_id, to_ts(now), by)) != 1:
                 return False
-            await tx.execute(self.Q.insert_delegation_event, _event_values(revoked))
+            await tx.execute(self.Q.insert_delegation_event, delegation_event_values(revoked))
             return True
 
         return await self.transact(op)
-
-    async def add_delegation_event(self, event: DelegationEvent) -> None:
-        await self.changed_rows(self.Q.insert_delegation_event, _event_values(event))
 
     async def delegation_events(self, delegation_id: str) -> list[DelegationEvent]:
         rows = await self.fetch_all(self.Q.delegation_events, (delegation_id,))

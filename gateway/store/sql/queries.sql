@@ -130,6 +130,13 @@ SELECT * FROM delegations ORDER BY created_at DESC, id LIMIT $1;
 -- Once: a second revocation changes nothing (and records nothing).
 UPDATE delegations SET revoked_at = $2, revoked_by = $3 WHERE id = $1 AND revoked_at IS NULL;
 
+-- name: use_delegation
+-- A decision through it, in the decision's transaction: only while it is in force at $2, so a
+-- revocation that committed first refuses the decision (and on PostgreSQL the row lock orders
+-- the two).
+UPDATE delegations SET uses = uses + 1, last_used_at = $2
+WHERE id = $1 AND revoked_at IS NULL AND starts_at <= $2 AND ends_at > $2;
+
 -- name: insert_delegation_event
 INSERT INTO delegation_events (delegation_id, at, kind, actor, approval_id) VALUES ($1, $2, $3, $4, $5);
 
