@@ -122,6 +122,27 @@ Deadline = Annotated[
 ]
 
 
+def _instant(raw: Any) -> datetime:
+    found = _deadline(raw)
+    if found is None:
+        raise problem("is required: an RFC 3339 date-time with an offset, like 2031-01-01T11:00:00+01:00")
+    return found
+
+
+_AT = "RFC 3339 with an offset, like 2031-01-01T11:00:00+01:00"
+Since = Annotated[
+    Any,
+    AfterValidator(_deadline),
+    WithJsonSchema({"type": ["string", "null"], "format": "date-time", "description": f"{_AT}; default: now"}),
+]
+Until = Annotated[
+    Any,
+    AfterValidator(_instant),
+    Missing("is required: an RFC 3339 date-time with an offset, like 2031-01-01T11:00:00+01:00"),
+    WithJsonSchema({"type": "string", "format": "date-time", "description": _AT}),
+]
+
+
 def _duration(raw: Any) -> Any:
     if raw is None:
         raise problem("is required, like '1h'")

@@ -20,7 +20,9 @@ from gateway.contract.fields import (
     Missing,
     NotBlank,
     Outcome,
+    Since,
     Stamp,
+    Until,
     check,
     json_object,
     problem,
@@ -218,6 +220,18 @@ class TokenDecisionBody(RequestBody):
     comment: Comment = None
 
 
+class DelegationBody(RequestBody):
+    """`POST /v1/delegations` (operators): `delegate` decides for `delegator` from `from`
+    (default: now) until `until` (at most 90 days later). The delegate decides only what the
+    delegator may, and never an approval either of them requested."""
+
+    delegator: Annotated[str, NotBlank, text(200, "whose approvals: an identity like web:alice", required=True)]
+    delegate: Annotated[str, NotBlank, text(200, "who decides for them: an identity like web:bob", required=True)]
+    starts_at: Annotated[Since, Field(alias="from")] = None
+    until: Until
+    reason: Comment = None
+
+
 def _step_status(value: Any) -> StepStatus:
     try:
         return StepStatus(value)
@@ -272,4 +286,5 @@ REQUESTS: tuple[type[RequestBody], ...] = (
     ResendBody,
     TokenDecisionBody,
     StepBody,
+    DelegationBody,
 )

@@ -22,8 +22,8 @@ B = TypeVar("B", bound=RequestBody)
 
 @cache
 def allowed(model: type[RequestBody]) -> frozenset[str]:
-    """Every field a body of `model` may carry."""
-    return frozenset(model.model_fields)
+    """Every field a body of `model` may carry (as spelled in JSON: `from` is a field's alias)."""
+    return frozenset(info.alias or name for name, info in model.model_fields.items())
 
 
 def validate(model: type[B], body: dict[str, Any]) -> B:

@@ -170,18 +170,22 @@ class Vote:
     at: datetime
     comment: str | None = None
     channel: str | None = None
-    # An operator's note of whom it acted for (the API's `by`): recorded, never the approver.
+    # An operator's note of whom it acted for (the API's `by`), or the delegator a delegate
+    # decided for (then `delegation` is set): recorded, never the approver.
     on_behalf_of: str | None = None
     person: str | None = None
     name: str | None = None
+    delegation: str | None = None  # the delegation's id, when a delegate decided for someone
+    counts_as: str | None = None  # then the delegator's party: the one person this vote counts as
 
     def __post_init__(self) -> None:
         _aware("at", self.at)
 
     @property
     def party(self) -> str:
-        """Who this vote counts as: the person, else the identity (a name has no ':')."""
-        return self.person or self.approver
+        """Who this vote counts as: the delegator's party for a delegate's vote, else the
+        person, else the identity (a name has no ':')."""
+        return self.counts_as or self.person or self.approver
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -194,6 +198,9 @@ class Vote:
         }
         if self.on_behalf_of is not None:
             out["on_behalf_of"] = self.on_behalf_of
+        if self.delegation is not None:  # only when set: older votes are stored byte for byte
+            out["delegation"] = self.delegation
+            out["counts_as"] = self.counts_as
         return out
 
     @classmethod
@@ -209,6 +216,8 @@ class Vote:
             on_behalf_of=d.get("on_behalf_of"),
             person=d.get("person"),
             name=d.get("name"),
+            delegation=d.get("delegation"),
+            counts_as=d.get("counts_as"),
         )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway.core.clock import Clock
-from gateway.http import api, audit, batch, grants, jobs, openapi, rules, runs
+from gateway.http import api, audit, batch, delegations, grants, jobs, openapi, rules, runs
 from gateway.http import usecases as uses
 from gateway.http.keys import RUNTIME
 from gateway.http.middleware import MAX_BODY, api_keys_auth, errors, request_ids
@@ -53,6 +53,7 @@ def create_app(
     app.add_routes(runs.routes)
     app.add_routes(audit.routes)
     app.add_routes(grants.routes)
+    app.add_routes(delegations.routes)
     app.add_routes(rules.routes)
     extra: dict[str, dict[str, Any]] = dict(audit.OPENAPI)
     for channel in rt.channels.values():
@@ -109,5 +110,6 @@ def provide(app: web.Application, rt: Runtime) -> None:
     app[uses.JOBS] = rt.jobs
     app[uses.JOURNAL] = rt.journal
     app[uses.GRANTS] = rt.service.grants
+    app[uses.DELEGATIONS] = rt.service.delegations
     app[uses.RULE_OPS] = rt.rule_ops
     app[uses.READY] = rt.ready

@@ -137,6 +137,32 @@ def _grant_paths() -> dict[str, dict[str, Any]]:
     return {"/v1/grants": {"get": listing}, "/v1/grants/{id}": {"delete": revoke}}
 
 
+def _delegation_paths() -> dict[str, dict[str, Any]]:
+    """Delegations (gateway/http/delegations.py): who decides for whom, and until when."""
+    every = {"name": "all", "in": "query", "schema": {"enum": ["true", "false"]}}
+    of = {"name": "of", "in": "query", "schema": {"type": "string"}, "description": "an identity: its person's only"}
+    listing = _op("List delegations (operators; ?all=true: revoked and ended too)", {"type": "object"}, 400, 401, 403)
+    listing["parameters"] = [every, of]
+    create = _op(
+        "Let a delegate decide for a delegator until a time (operators)",
+        {"type": "object"},
+        400,
+        401,
+        403,
+        408,
+        413,
+        415,
+        body=ref(contract.DelegationBody),
+        ok_code="201",
+    )
+    one = _op("A delegation with its audit trail (operators)", {"type": "object"}, 401, 403, 404, params=[_ID])
+    revoke = _op("Revoke a delegation (operators)", {"type": "object"}, 401, 403, 404, params=[_ID])
+    return {
+        "/v1/delegations": {"get": listing, "post": create},
+        "/v1/delegations/{id}": {"get": one, "delete": revoke},
+    }
+
+
 def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {
         "/v1/suspend": {
@@ -274,6 +300,7 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
         },
         **_worker_paths(),
         **_grant_paths(),
+        **_delegation_paths(),
         "/healthz": {"get": _op("Liveness", {"type": "object"}, public=True)},
         "/readyz": {"get": _op("Readiness (store reachable, loops running)", {"type": "object"}, 503, public=True)},
         "/openapi.json": {"get": _op("This document", {"type": "object"}, public=True)},

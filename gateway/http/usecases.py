@@ -14,6 +14,7 @@ from gateway.core.clock import Clock
 from gateway.core.tokens import TokenSigner
 from gateway.service import Inbound, Service
 from gateway.service.audit import AuditService
+from gateway.service.delegations import Delegations
 from gateway.service.deliveries import Deliveries
 from gateway.service.grants import Grants
 from gateway.service.jobs import Jobs
@@ -38,6 +39,7 @@ DELIVERIES = web.AppKey("deliveries", Deliveries)
 JOBS = web.AppKey("jobs", Jobs)
 JOURNAL = web.AppKey("journal", RunJournal)
 GRANTS = web.AppKey("grants", Grants)
+DELEGATIONS = web.AppKey("delegations", Delegations)
 RULE_OPS = web.AppKey("rule_ops", RuleOps)
 PUSH = web.AppKey("push", PushSubscriptions)
 READY: web.AppKey[Callable[[], Awaitable[bool]]] = web.AppKey("ready")
@@ -45,6 +47,7 @@ READY: web.AppKey[Callable[[], Awaitable[bool]]] = web.AppKey("ready")
 __all__ = [
     "AUDIT",
     "CLOCK",
+    "DELEGATIONS",
     "DELIVERIES",
     "GRANTS",
     "INBOUND",

@@ -115,6 +115,7 @@ class Service:
         self.committer = Committer(store, clock, self.observer)
         self.decisions = Decisions(self.committer, self.authorizer, store, clock, self.redactor, self.sealer, signer)
         self.grants = service_grants.Grants(store, clock, self.identities)
+        self.delegations = self.decisions.delegations  # who decides for whom (gateway.service.delegations)
         # Standing grants decide suspends only while a configured policy offers them: no lookup otherwise.
         self._grants_on = any(p.grants for p in settings.policies.values())
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from gateway.core import policy as rules
 from gateway.core.clock import Clock
+from gateway.core.delegation import DelegationEvent
 from gateway.core.errors import Conflict, NotFound
 from gateway.core.events import EventKind
 from gateway.core.grants import Grant
@@ -37,6 +38,7 @@ class Step:
     outbox: Sequence[NewOutbox] = field(default_factory=tuple)
     at: datetime | None = None
     grant: Grant | None = None
+    delegation: DelegationEvent | None = None  # the use of the delegation a vote was made through
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +97,12 @@ class Committer:
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
             events.append(NewEvent(after.id, EventKind.JOB_QUEUED, now, data={"worker": after.worker}))
-        return TransitionWrite(after, before.version, events, outbox, job, step.grant)
+        return TransitionWrite(after, before.version, events, outbox, job, step.grant, step.delegation)
 
     async def commit(self, before: Approval, step: Step) -> bool:
         w = self.write(before, step)
         if not await self.store.save_transition(
-            w.approval, w.expected_version, w.events, w.outbox, w.job, grant=w.grant
+            w.approval, w.expected_version, w.events, w.outbox, w.job, grant=w.grant, delegation=w.delegation
         ):
             return False
         self.committed(w, step)

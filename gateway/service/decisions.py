@@ -15,7 +15,8 @@ from gateway.core import extend as extend_rules
 from gateway.core import policy as rules
 from gateway.core import rounds
 from gateway.core.clock import Clock
-from gateway.core.errors import Forbidden, StaleRound, ValidationError
+from gateway.core.delegation import Delegation, DelegationEvent
+from gateway.core.errors import Forbidden, NotAnApprover, StaleRound, ValidationError
 from gateway.core.events import EventKind
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Vote
 from gateway.core.redact import Redactor
@@ -26,7 +27,8 @@ from gateway.service import grants as service_grants
 from gateway.service.authority import Authorizer
 from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Extend
 from gateway.service.commit import Committer, Done, Step
-from gateway.store import Store
+from gateway.service.delegations import Delegations
+from gateway.store import DelegationUnavailable, Store
 
 log = logging.getLogger("gateway.service")
 
@@ -53,11 +55,34 @@ class Decisions:
         self.committer, self.authorizer, self.store, self.clock = committer, authorizer, store, clock
         self.redactor, self.sealer, self.signer = redactor, sealer, signer
         self.identities = authorizer.identities
+        self.delegations = Delegations(store, clock, self.identities)
 
-    async def cast(self, cmd: CastVote, *, current: Approval | None = None) -> Done:
+    async def authorize(
+        self, authority: Authority, actor: str, approval: Approval, *, decides: bool = True
+    ) -> Delegation | None:
+        """`Authorizer.authorize`; where it refuses an approver (NotAnApprover), again with the
+        delegations to them in force now, read only then (an approver's own vote costs no read).
+        The delegation they decide through, if any."""
+        try:
+            return self.authorizer.authorize(authority, actor, approval, decides=decides)
+        except NotAnApprover:
+            if authority is not Authority.APPROVER:
+                raise
+            now = self.clock.now()
+            delegations = await self.delegations.to(actor, now)
+            if not delegations:
+                raise
+            return self.authorizer.authorize(
+                authority, actor, approval, decides=decides, delegations=delegations, now=now
+            )
+
+    async def cast(
+        self, cmd: CastVote, *, current: Approval | None = None, current_via: Delegation | None = None
+    ) -> Done:
         """Commit a vote; the Done says what it did (approved, rejected, vote, duplicate_vote,
         edited), so that a presser is told what was committed. `current`: the approval as the
-        caller read and authorized it (a press), used for the first attempt as it is."""
+        caller read and authorized it (a press), used for the first attempt as it is, and
+        `current_via` the delegation that authorization found (`authorize`)."""
         actor = self.authorizer.actor(cmd.actor, cmd.authority)
         person = self.identities.person(actor) if cmd.authority is not Authority.TOKEN else None
         comment = self.redactor.text(cmd.comment) if cmd.comment else cmd.comment
@@ -65,8 +90,7 @@ class Decisions:
         async def plan(approval: Approval) -> Step | Done:
             if approval.status.final:
                 raise rules.already_decided(approval)
-            if approval is not current:
-                self.authorizer.authorize(cmd.authority, actor, approval)
+            via = await self.authorize(cmd.authority, actor, approval) if approval is not current else current_via
             if (
                 cmd.seen is not None
                 and cmd.outcome is Outcome.APPROVE
@@ -88,11 +112,19 @@ class Decisions:
                 )
             now = self.clock.now()
             vote = Vote(actor, cmd.outcome, now, comment, cmd.channel, cmd.on_behalf_of, person=person, name=cmd.name)
+            if via is not None:  # a delegate decides for the delegator: one party with them
+                vote = replace(
+                    vote,
+                    on_behalf_of=via.delegator,
+                    delegation=via.id,
+                    counts_as=self.identities.party(via.delegator),
+                )
             transition = rounds.vote_on(approval, vote, proposal)
             if sealed is not None:
                 transition = replace(transition, approval=transition.approval.evolve(sealed=sealed))
-            if cmd.on_behalf_of:
-                transition = replace(transition, data={**transition.data, "on_behalf_of": cmd.on_behalf_of})
+            if vote.on_behalf_of:
+                extra = {"on_behalf_of": vote.on_behalf_of} | ({"delegation": via.id} if via else {})
+                transition = replace(transition, data={**transition.data, **extra})
             transition, grant = service_grants.with_grant(
                 self.sealer, approval, transition, offer, actor, person, new_grant_id(), now
             )
@@ -100,9 +132,14 @@ class Decisions:
                 data = dict(transition.data)
                 await self.store.append_events([NewEvent(approval.id, transition.event, now, actor, cmd.channel, data)])
                 return Done(approval, transition.event)
-            return Step(transition, actor, cmd.channel, grant=grant)
+            # the delegation's use commits with the vote, only while it is in force
+            use = DelegationEvent(via.id, now, "used", actor, approval.id) if via is not None else None
+            return Step(transition, actor, cmd.channel, grant=grant, delegation=use)
 
-        return await self.committer.transact(cmd.approval_id, plan, current=current)
+        try:
+            return await self.committer.transact(cmd.approval_id, plan, current=current)
+        except DelegationUnavailable as exc:
+            raise NotAnApprover(f"{actor} decides for nobody now: delegation {exc} was revoked or ended") from None
 
     async def check_vote(
         self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, object] | None, comment: str | None

@@ -19,6 +19,7 @@ from typing import Any
 from gateway.core import rounds
 from gateway.core.channels import Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.core.clock import Clock
+from gateway.core.delegation import Delegation
 from gateway.core.errors import (
     AlreadyDecided,
     Conflict,
@@ -188,7 +189,6 @@ class Inbound:
         wake_outbox: Callable[[], None],
     ) -> None:
         self._decisions, self._store, self._clock, self._signer = decisions, store, clock, signer
-        self._authorizer = decisions.authorizer
         self._identities = decisions.identities
         self._public_url = public_url
         self._channels = channels  # filled by the runtime once the channels are built
@@ -207,11 +207,11 @@ class Inbound:
         approval = await self._store.get_approval(p.approval_id)
         if approval is None:
             return PressOutcome(PressResult.UNKNOWN)
-        actor, denied = await self._check(approval, p)
+        actor, denied, via = await self._check(approval, p)
         if denied is not None:  # a stranger's press adopts, closes or edits no card: only `denied`, bounded
             return denied
         recorded = await self._adopt(approval, p)
-        verdict = await self._vote(approval, actor, p)
+        verdict = await self._vote(approval, actor, p, via)
         if verdict.approval is not None and verdict.approval.status.final:
             await self._close_copy(verdict.approval, p, recorded)
         return verdict
@@ -221,7 +221,7 @@ class Inbound:
         approval = await self._store.get_approval(p.approval_id)
         if approval is None:
             return PressOutcome(PressResult.UNKNOWN)
-        _, denied = await self._check(approval, p)
+        _, denied, _ = await self._check(approval, p)
         if denied is not None:
             return denied
         if approval.status.final:
@@ -258,7 +258,7 @@ class Inbound:
         approval = await self._store.get_approval(p.approval_id)
         if approval is None:
             return PressOutcome(PressResult.UNKNOWN)
-        actor, denied = await self._check(approval, p)
+        actor, denied, _ = await self._check(approval, p)
         if denied is not None:
             return denied
         try:
@@ -321,25 +321,27 @@ class Inbound:
         return await self._store.move_card(approval_id, channel, old_ref, new_ref, now, [moved])
 
     # ---------------------------------------------------------------- the steps of a press
-    async def _check(self, approval: Approval, p: Press) -> tuple[str, PressOutcome | None]:
-        """The presser's canonical identity, and a DENIED verdict if they may not decide (on the
-        record as `denied`, at most DENIED_KEPT times per person; a redelivery is not recorded)."""
+    async def _check(self, approval: Approval, p: Press) -> tuple[str, PressOutcome | None, Delegation | None]:
+        """The presser's canonical identity, a DENIED verdict if they may not decide (on the
+        record as `denied`, at most DENIED_KEPT times per person; a redelivery is not recorded),
+        and the delegation they decide through, if any."""
         try:
             actor = self._identities.canonical(p.actor, "actor")
         except ValidationError:  # not an id of its kind: nobody may decide as it (and no record of it)
             log.warning("a press refused: %s is not a canonical identity", shown(p.actor))
-            return p.actor, PressOutcome(PressResult.DENIED, approval)
+            return p.actor, PressOutcome(PressResult.DENIED, approval), None
         try:
             if p.outsider is not None:
                 raise NotAnApprover(f"{actor} may not decide here: {p.outsider}")
-            self._authorizer.authorize(Authority.APPROVER, actor, approval)
+            # a delegate decides what their delegator may (gateway.core.delegation)
+            via = await self._decisions.authorize(Authority.APPROVER, actor, approval)
         except (NotAnApprover, RequesterCannotDecide) as exc:
             if not p.redelivered:
                 await self._decisions.record_denied(approval.id, actor, p.channel, exc.message)
-            return actor, PressOutcome(PressResult.DENIED, approval)
-        return actor, None
+            return actor, PressOutcome(PressResult.DENIED, approval), None
+        return actor, None, via
 
-    async def _vote(self, approval: Approval, actor: str, p: Press) -> PressOutcome:
+    async def _vote(self, approval: Approval, actor: str, p: Press, via: Delegation | None) -> PressOutcome:
         if approval.status.final:
             return PressOutcome(PressResult.ALREADY_DECIDED, approval)
         if p.redelivered and any(v.approver == actor and v.outcome is p.outcome for v in approval.votes):
@@ -356,7 +358,7 @@ class Inbound:
                 seen=p.seen or rounds.ORIGINAL,
                 grant=p.grant,
             )
-            done = await self._decisions.cast(cmd, current=approval)  # authorized by `_check`
+            done = await self._decisions.cast(cmd, current=approval, current_via=via)  # authorized by `_check`
         except AlreadyDecided:  # lost the race: tell the truth about the winner
             return PressOutcome(PressResult.ALREADY_DECIDED, await self._store.get_approval(approval.id))
         except StaleRound:  # drawn for args that changed since: nothing recorded, redraw that card

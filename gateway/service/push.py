@@ -9,9 +9,12 @@ requester gets no push.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
+from datetime import datetime
 from urllib.parse import urlsplit
 
 from gateway.core.clock import Clock
+from gateway.core.delegation import Delegation
 from gateway.core.errors import GatewayError, ValidationError
 from gateway.core.identity import WEB
 from gateway.core.models import Approval
@@ -74,20 +77,24 @@ class PushSubscriptions:
         return [s for s in await self._store.push_subscriptions() if s.user == user]
 
     async def for_approval(self, approval: Approval) -> list[PushSubscription]:
-        """The subscriptions of the web users who may decide `approval` now."""
+        """The subscriptions of the web users who may decide `approval` now, themselves or
+        for someone who delegated to them."""
         may: dict[str, bool] = {}
         out = []
-        for sub in await self._store.push_subscriptions():
+        subs = await self._store.push_subscriptions()
+        now = self._clock.now()
+        delegations = await self._store.active_delegations(now) if subs else []
+        for sub in subs:
             if sub.user not in may:
-                may[sub.user] = self._may_decide(sub.user, approval)
+                may[sub.user] = self._may_decide(sub.user, approval, delegations, now)
             if may[sub.user]:
                 out.append(sub)
         return out
 
-    def _may_decide(self, user: str, approval: Approval) -> bool:
+    def _may_decide(self, user: str, approval: Approval, delegations: Sequence[Delegation], now: datetime) -> bool:
         try:
             actor = self._authorizer.actor(f"{WEB}:{user}", Authority.APPROVER)
-            self._authorizer.authorize(Authority.APPROVER, actor, approval)
+            self._authorizer.authorize(Authority.APPROVER, actor, approval, delegations=delegations, now=now)
         except GatewayError:
             return False
         return True

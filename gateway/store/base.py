@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
 
+from gateway.core.delegation import Delegation, DelegationEvent
 from gateway.core.grants import Grant
 from gateway.core.models import (
     Approval,
@@ -48,6 +49,11 @@ class Creation(NamedTuple):
     outbox: list[NewOutbox]
     job: NewJob | None
     grant: str | None = None
+
+
+class DelegationUnavailable(Exception):
+    """The delegation a decision was made through was revoked or ended before its transaction:
+    nothing was written."""
 
 
 class GrantUnavailable(Exception):
@@ -103,6 +109,7 @@ class TransitionWrite:
     outbox: Sequence[NewOutbox] = ()
     job: NewJob | None = None
     grant: Grant | None = None  # a standing grant the approve made (gateway.core.grants)
+    delegation: DelegationEvent | None = None  # the use of the delegation it was decided through
 
 
 class LifecyclePort(Protocol):
@@ -206,9 +213,11 @@ class ApprovalPort(Protocol):
         outbox: Sequence[NewOutbox] = (),
         job: NewJob | None = None,
         grant: Grant | None = None,
+        delegation: DelegationEvent | None = None,
     ) -> bool:
-        """Compare-and-set on `version`: write everything (and `grant`, made by the approve),
-        or nothing and return False."""
+        """Compare-and-set on `version`: write everything (and `grant`, made by the approve;
+        `delegation`, the use of the delegation it was decided through, DelegationUnavailable
+        if that is no longer in force), or nothing and return False."""
         ...
 
     async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
@@ -405,6 +414,31 @@ class GrantPort(Protocol):
         ...
 
 
+class DelegationPort(Protocol):
+    """Delegations (gateway/core/delegation.py) and their audit trail: creating and revoking
+    one writes its `created` / `revoked` line in the same transaction."""
+
+    async def create_delegation(self, d: Delegation) -> None: ...
+
+    async def get_delegation(self, delegation_id: str) -> Delegation | None: ...
+
+    async def list_delegations(self, now: datetime, *, live: bool = True, limit: int = 100) -> list[Delegation]:
+        """Newest first: those not over at `now` (and not revoked), or (`live=False`) every one."""
+        ...
+
+    async def active_delegations(self, now: datetime) -> list[Delegation]:
+        """Those in force at `now`, oldest first."""
+        ...
+
+    async def revoke_delegation(self, delegation_id: str, by: str, now: datetime) -> bool:
+        """Revoke it once; False (and nothing recorded) if it was revoked already."""
+        ...
+
+    async def delegation_events(self, delegation_id: str) -> list[DelegationEvent]:
+        """Its audit trail, oldest first."""
+        ...
+
+
 class HousekeepingPort(Protocol):
     """Inbound de-duplication, web sessions, prompts, and pruning them."""
 
@@ -468,6 +502,7 @@ class Store(
     JournalPort,
     HousekeepingPort,
     GrantPort,
+    DelegationPort,
     RulePort,
     PushPort,
     AuditStore,

@@ -40,7 +40,7 @@ async def test_each_body_schema_is_the_parser_s_own(client: Any) -> None:
     schemas = spec["components"]["schemas"]
     for model in contract.REQUESTS:
         schema = schemas[model.__name__]
-        assert set(schema["properties"]) == set(model.model_fields), model.__name__
+        assert set(schema["properties"]) == contract.allowed(model), model.__name__  # as spelled in JSON
         assert schema["additionalProperties"] is False
     suspend = spec["paths"]["/v1/suspend"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     body = schemas[suspend["$ref"].rsplit("/", 1)[1]]

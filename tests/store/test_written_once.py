@@ -23,6 +23,7 @@ PORTS = (
     base.JournalPort,
     base.HousekeepingPort,
     base.GrantPort,
+    base.DelegationPort,
     base.RulePort,
     base.PushPort,
     base.AuditStore,

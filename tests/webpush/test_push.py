@@ -10,6 +10,7 @@ import logging
 import shutil
 import subprocess
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 
 from gateway.config import Settings
 from gateway.core.models import DeliveryStatus, Outcome, Status
+from gateway.service.delegations import Delegate
 from gateway.settings.webpush import generate_keys
 from gateway.telemetry.logs import SecretFilter
 from gateway.testing import FakeClock
@@ -258,3 +260,18 @@ async def test_a_reminder_is_pushed_again_and_either_push_decides_once(rig: Rig)
     late = await first.post(action(phone, "reject", 0), data={"csrf": csrf})
     assert late.status == 409  # the same choice, already made
     assert (await rig.rt.service.get(approval.id)).status is Status.APPROVED
+
+
+async def test_a_delegate_is_pushed_the_delegators_cards_and_decides_for_them(rig: Rig) -> None:
+    bob_phone, _ = await rig.subscribe(await rig.client("bob"))
+    until = rig.rt.clock.now() + timedelta(hours=8)
+    await rig.rt.service.delegations.create(Delegate("web:alice", "web:bob", until, "operator:test", True))
+    approval = await rig.suspend(summary="Invoice 8", approvers=("web:alice",))
+    await rig.rt.outbox.drain()
+    (push,) = bob_phone.received  # alice's card, for bob while he decides for her
+    assert push["url"].endswith(f"/approvals/{approval.id}")
+    status, _ = await follow(await rig.client(), action(bob_phone, "approve"))
+    assert status == 200
+    decided = await rig.rt.service.get(approval.id)
+    assert decided.status is Status.APPROVED and decided.decision is not None
+    assert (decided.decision.decided_by, decided.decision.on_behalf_of) == ("web:bob", "web:alice")

@@ -82,9 +82,11 @@ async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -
     )
     now, signer = request.config_dict[CLOCK].now(), request.config_dict[SIGNER]
     user = current_user(request)
-    may = _may_decide(request.config_dict[SERVICE], user.actor) if user and user.can_decide else lambda a: False
+    behalf: dict[str, str] = {}  # approval id -> the delegator the user would decide it for
+    may = await _may_decide(request.config_dict[SERVICE], user.actor, behalf) if user and user.can_decide else _nobody
     # a row's checkbox carries the round its args were drawn for, as the approval page's form does
     rows = [{**row(a, now), "round": rounds.tag(signer, a), "pickable": may(a)} for a in items]
+    rows = [{**r, "behalf": behalf.get(r["a"].id)} for r in rows]
     return {
         "rows": rows,
         "pending": any(r["pickable"] for r in rows),
@@ -97,18 +99,27 @@ async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -
     }
 
 
-def _may_decide(service: Service, actor: str) -> Callable[[Approval], bool]:
-    """Whether `actor` may decide an approval alone now: its row offers a checkbox only then
-    (a convenience: every decision is checked again when it is made)."""
+def _nobody(approval: Approval) -> bool:
+    return False
+
+
+async def _may_decide(service: Service, actor: str, behalf: dict[str, str] | None = None) -> Callable[[Approval], bool]:
+    """Whether `actor` may decide an approval alone now, themselves or for someone who
+    delegated to them (noted in `behalf`): its row offers a checkbox only then (a convenience:
+    every decision is checked again when it is made)."""
     who = service.authorizer.actor(actor, Authority.APPROVER)
+    now = service.clock.now()
+    delegations = await service.decisions.delegations.to(who, now)
 
     def may(approval: Approval) -> bool:
         if approval.status.final:
             return False
         try:
-            service.authorizer.authorize(Authority.APPROVER, who, approval)
+            via = service.authorizer.authorize(Authority.APPROVER, who, approval, delegations=delegations, now=now)
         except GatewayError:
             return False
+        if via is not None and behalf is not None:
+            behalf[approval.id] = via.delegator
         return True
 
     return may
@@ -174,16 +185,10 @@ async def _next_pending(request: web.Request, decided: Approval, user: User) -> 
     (oldest first) after it that `user` may decide and has not voted on yet, else the oldest
     such one, else the inbox."""
     waiting = await request.config_dict[READS].approvals_by_age(status=Status.WAITING, limit=200)
-    authorizer = request.config_dict[SERVICE].authorizer
+    may = await _may_decide(request.config_dict[SERVICE], user.actor)
 
     def open_to_user(a: Approval) -> bool:
-        if a.id == decided.id or any(v.approver == user.actor for v in a.votes):
-            return False
-        try:
-            authorizer.authorize(Authority.APPROVER, user.actor, a)
-        except GatewayError:
-            return False
-        return True
+        return a.id != decided.id and not any(v.approver == user.actor for v in a.votes) and may(a)
 
     others = [a for a in waiting if open_to_user(a)]
     here = (decided.created_at, decided.id)

@@ -8,6 +8,7 @@ own way (many rows at once, where a chain's head lives, what a write reads back)
 from gateway.store.shared.approvals import ApprovalsSQL, EventsSQL
 from gateway.store.shared.audit import AuditSQL
 from gateway.store.shared.backend import Backend, Transaction, Tx, run_at_once
+from gateway.store.shared.delegations import DelegationsSQL
 from gateway.store.shared.deliveries import DeliveriesSQL, JobsSQL
 from gateway.store.shared.grants import GrantsSQL
 from gateway.store.shared.journal import HousekeepingSQL, JournalSQL
@@ -19,7 +20,17 @@ __all__ = ["Backend", "SQLStore", "Transaction", "Tx", "run_at_once"]
 
 
 class SQLStore(
-    ApprovalsSQL, EventsSQL, DeliveriesSQL, JobsSQL, JournalSQL, HousekeepingSQL, GrantsSQL, RulesSQL, PushSQL, AuditSQL
+    ApprovalsSQL,
+    EventsSQL,
+    DeliveriesSQL,
+    JobsSQL,
+    JournalSQL,
+    HousekeepingSQL,
+    GrantsSQL,
+    DelegationsSQL,
+    RulesSQL,
+    PushSQL,
+    AuditSQL,
 ):
     """Every shared port; a backend adds its `Backend` methods and what differs."""
 

@@ -9,12 +9,14 @@ from datetime import datetime
 from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
+from gateway.core.delegation import DelegationEvent
 from gateway.core.grants import Grant
 from gateway.core.models import Approval, Event, NewEvent, NewOutbox, Status
 from gateway.core.rules import CounterKey
-from gateway.store.base import Build, Creation, GrantUnavailable, NewJob, TransitionWrite
+from gateway.store.base import Build, Creation, DelegationUnavailable, GrantUnavailable, NewJob, TransitionWrite
 from gateway.store.rows import approval_from_row, approval_values, event_from_row, policy_values
 from gateway.store.shared.backend import Backend, Tx
+from gateway.store.shared.delegations import delegation_event_values
 from gateway.store.shared.grants import grant_values
 from gateway.store.shared.rules import read_budgets
 from gateway.store.shared.tx import encode_events
@@ -130,6 +132,7 @@ class ApprovalsSQL(Backend):
         outbox: Sequence[NewOutbox] = (),
         job: NewJob | None = None,
         grant: Grant | None = None,
+        delegation: DelegationEvent | None = None,
     ) -> bool:
         Q = self.Q
         values = (*approval_values(approval)[1:], approval.id, expected_version)
@@ -140,6 +143,10 @@ class ApprovalsSQL(Backend):
                 return False
             if grant is not None:
                 await tx.execute(Q.insert_grant, grant_values(grant))
+            if delegation is not None:
+                if await tx.execute(Q.use_delegation, (delegation.delegation_id, to_ts(delegation.at))) != 1:
+                    raise DelegationUnavailable(delegation.delegation_id)  # revoked or ended: roll it all back
+                await tx.execute(Q.insert_delegation_event, delegation_event_values(delegation))
             now = time.time()
             await tx.insert_events(encoded)
             await tx.insert_outbox(outbox, now)

@@ -103,6 +103,46 @@ UPDATE grants SET revoked_at = $2, revoked_by = $3 WHERE id = $1 AND revoked_at 
 -- revocation or expiry that committed first makes the suspend fall back to asking.
 UPDATE grants SET uses = uses + 1, last_used_at = $2 WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2;
 
+-------------------------------------------------------------------------- delegations (migration 22)
+
+-- name: insert_delegation
+INSERT INTO delegations (
+    id, delegator, delegate, starts_at, ends_at, reason, created_by, created_at, revoked_at, revoked_by
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+
+-- name: get_delegation
+SELECT * FROM delegations WHERE id = $1;
+
+-- name: active_delegations
+-- The delegations in force at $1 (index delegations_live); the caller matches the delegate.
+SELECT * FROM delegations
+WHERE ends_at > $1 AND starts_at <= $1 AND revoked_at IS NULL
+ORDER BY created_at, id LIMIT 500;
+
+-- name: list_live_delegations
+-- Not over yet (in force, or starting later), newest first.
+SELECT * FROM delegations WHERE revoked_at IS NULL AND ends_at > $1 ORDER BY created_at DESC, id LIMIT $2;
+
+-- name: list_all_delegations
+SELECT * FROM delegations ORDER BY created_at DESC, id LIMIT $1;
+
+-- name: revoke_delegation
+-- Once: a second revocation changes nothing (and records nothing).
+UPDATE delegations SET revoked_at = $2, revoked_by = $3 WHERE id = $1 AND revoked_at IS NULL;
+
+-- name: use_delegation
+-- A decision through it, in the decision's transaction: only while it is in force at $2, so a
+-- revocation that committed first refuses the decision (and on PostgreSQL the row lock orders
+-- the two).
+UPDATE delegations SET uses = uses + 1, last_used_at = $2
+WHERE id = $1 AND revoked_at IS NULL AND starts_at <= $2 AND ends_at > $2;
+
+-- name: insert_delegation_event
+INSERT INTO delegation_events (delegation_id, at, kind, actor, approval_id) VALUES ($1, $2, $3, $4, $5);
+
+-- name: delegation_events
+SELECT * FROM delegation_events WHERE delegation_id = $1 ORDER BY at LIMIT 1000;
+
 -------------------------------------------------------------------------- events
 
 -- name: insert_event
