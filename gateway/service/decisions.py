@@ -61,12 +61,13 @@ class Decisions:
         actor = self.authorizer.actor(cmd.actor, cmd.authority)
         person = self.identities.person(actor) if cmd.authority is not Authority.TOKEN else None
         comment = self.redactor.text(cmd.comment) if cmd.comment else cmd.comment
+        claimed = await self.authorizer.claimed(actor)
 
         async def plan(approval: Approval) -> Step | Done:
             if approval.status.final:
                 raise rules.already_decided(approval)
             if approval is not current:
-                self.authorizer.authorize(cmd.authority, actor, approval)
+                self.authorizer.authorize(cmd.authority, actor, approval, claimed=claimed)
             if (
                 cmd.seen is not None
                 and cmd.outcome is Outcome.APPROVE
@@ -154,9 +155,10 @@ class Decisions:
         by = self.identities.canonical(cmd.by, "by")
         person = self.identities.person(by)
         reason = self.redactor.text(cmd.reason) if cmd.reason else cmd.reason
+        claimed = await self.authorizer.claimed(by)
 
         async def plan(approval: Approval) -> Step:
-            self.authorizer.authorize(cmd.authority, by, approval, decides=False)
+            self.authorizer.authorize(cmd.authority, by, approval, decides=False, claimed=claimed)
             transition = rules.cancel(approval, by, reason, self.clock.now(), cmd.on_behalf_of, person)
             return Step(transition, by, None)
 
@@ -167,10 +169,11 @@ class Decisions:
         wake-up is committed with the `extended` event and the card syncs; the scheduler re-arms
         on it (`observer.wake_at`). `current`: as in `cast`."""
         actor = self.identities.canonical(cmd.actor, "by")
+        claimed = await self.authorizer.claimed(actor)
 
         async def plan(approval: Approval) -> Step:
             if approval is not current:
-                self.authorizer.authorize(cmd.authority, actor, approval, decides=False)
+                self.authorizer.authorize(cmd.authority, actor, approval, decides=False, claimed=claimed)
             return Step(extend_rules.extend(approval, cmd.duration, actor, self.clock.now()), actor, cmd.channel)
 
         return (await self.committer.transact(cmd.approval_id, plan, current=current)).approval

@@ -332,7 +332,8 @@ class Inbound:
         try:
             if p.outsider is not None:
                 raise NotAnApprover(f"{actor} may not decide here: {p.outsider}")
-            self._authorizer.authorize(Authority.APPROVER, actor, approval)
+            claimed = await self._authorizer.claimed(actor)
+            self._authorizer.authorize(Authority.APPROVER, actor, approval, claimed=claimed)
         except (NotAnApprover, RequesterCannotDecide) as exc:
             if not p.redelivered:
                 await self._decisions.record_denied(approval.id, actor, p.channel, exc.message)

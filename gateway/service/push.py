@@ -79,15 +79,16 @@ class PushSubscriptions:
         out = []
         for sub in await self._store.push_subscriptions():
             if sub.user not in may:
-                may[sub.user] = self._may_decide(sub.user, approval)
+                may[sub.user] = await self._may_decide(sub.user, approval)
             if may[sub.user]:
                 out.append(sub)
         return out
 
-    def _may_decide(self, user: str, approval: Approval) -> bool:
+    async def _may_decide(self, user: str, approval: Approval) -> bool:
         try:
             actor = self._authorizer.actor(f"{WEB}:{user}", Authority.APPROVER)
-            self._authorizer.authorize(Authority.APPROVER, actor, approval)
+            claimed = await self._authorizer.claimed(actor)
+            self._authorizer.authorize(Authority.APPROVER, actor, approval, claimed=claimed)
         except GatewayError:
             return False
         return True

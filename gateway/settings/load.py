@@ -23,7 +23,8 @@ import gateway.settings.workers as workers
 from gateway.core.errors import ConfigError
 from gateway.settings.channels import ChannelSchema, load_channels
 from gateway.settings.coerce import Coerce, coerce_all
-from gateway.settings.people import identity_kinds, load_people
+from gateway.settings.oidc import declared_groups
+from gateway.settings.people import GROUP_KEYS, check_group_names, identity_kinds, load_people
 from gateway.settings.root import Settings
 from gateway.settings.sources import Groups, config_path, env_overrides, read_toml
 
@@ -42,7 +43,7 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "rules": rules.KEYS,
     "webpush": webpush.KEYS,
 }
-GROUPS = ("policies", "workers", "people")  # the named tables: [policies.NAME], [workers.NAME], [people.NAME]
+GROUPS = ("policies", "workers", "people", "groups")  # the named tables: [policies.NAME], [people.NAME], ...
 LISTS = ("rule",)  # the arrays of tables: [[rule]]
 
 
@@ -81,7 +82,12 @@ def load_settings(
             raw[section] = {**values, **given}
     for group, named in (tables or {}).items():  # named policies/workers given in code
         raw.setdefault(group, {}).update(named)
-    groups: Groups = (("policies", policies.NAMES), ("workers", tuple(workers.KEYS)), ("people", tuple(kinds)))
+    groups: Groups = (
+        ("policies", policies.NAMES),
+        ("workers", tuple(workers.KEYS)),
+        ("people", tuple(kinds)),
+        ("groups", tuple(GROUP_KEYS)),
+    )
     raw = env_overrides(raw, env, known, groups)
     for section, values in (overrides or {}).items():
         given = raw.get(section, {})
@@ -90,7 +96,8 @@ def load_settings(
     plain = {name: coerce_all(name, raw.get(name, {}), keys) for name, keys in SECTIONS.items()}
     listen = plain["server"]
     listen.setdefault("public_url", server.own_url(listen.get("host", "127.0.0.1"), listen.get("port", 8080)))
-    identities = load_people(raw, kinds)
+    oidc_settings = plain["web"].get("oidc")
+    identities = load_people(raw, kinds, declared_groups(oidc_settings), claimable=oidc_settings is not None)
     named, bounds = policies.load_policies(raw)
     settings = Settings(
         server=server.ServerSettings(**plain["server"]),
@@ -129,6 +136,7 @@ def check(settings: Settings) -> None:
     webpush.check_webpush(settings.webpush)
     audit.check_audit(settings.audit, settings.retention)
     rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
+    check_group_names(settings)
 
 
 __all__ = ["GROUPS", "LISTS", "SECTIONS", "check", "load_settings", "sections"]

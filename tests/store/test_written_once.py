@@ -25,6 +25,7 @@ PORTS = (
     base.GrantPort,
     base.RulePort,
     base.PushPort,
+    base.ClaimsPort,
     base.AuditStore,
 )
 # What a backend keeps: lifecycle and liveness, claims, and the audit reads and sealing (arrays

@@ -82,7 +82,7 @@ async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -
     )
     now, signer = request.config_dict[CLOCK].now(), request.config_dict[SIGNER]
     user = current_user(request)
-    may = _may_decide(request.config_dict[SERVICE], user.actor) if user and user.can_decide else lambda a: False
+    may = await _may_decide(request.config_dict[SERVICE], user.actor) if user and user.can_decide else _nothing
     # a row's checkbox carries the round its args were drawn for, as the approval page's form does
     rows = [{**row(a, now), "round": rounds.tag(signer, a), "pickable": may(a)} for a in items]
     return {
@@ -97,16 +97,21 @@ async def _inbox_ctx(request: web.Request, q: Mapping[str, str], **extra: Any) -
     }
 
 
-def _may_decide(service: Service, actor: str) -> Callable[[Approval], bool]:
+def _nothing(approval: Approval) -> bool:
+    return False
+
+
+async def _may_decide(service: Service, actor: str) -> Callable[[Approval], bool]:
     """Whether `actor` may decide an approval alone now: its row offers a checkbox only then
     (a convenience: every decision is checked again when it is made)."""
     who = service.authorizer.actor(actor, Authority.APPROVER)
+    claimed = await service.authorizer.claimed(who)
 
     def may(approval: Approval) -> bool:
         if approval.status.final:
             return False
         try:
-            service.authorizer.authorize(Authority.APPROVER, who, approval)
+            service.authorizer.authorize(Authority.APPROVER, who, approval, claimed=claimed)
         except GatewayError:
             return False
         return True
@@ -175,12 +180,13 @@ async def _next_pending(request: web.Request, decided: Approval, user: User) -> 
     such one, else the inbox."""
     waiting = await request.config_dict[READS].approvals_by_age(status=Status.WAITING, limit=200)
     authorizer = request.config_dict[SERVICE].authorizer
+    claimed = await authorizer.claimed(user.actor)
 
     def open_to_user(a: Approval) -> bool:
         if a.id == decided.id or any(v.approver == user.actor for v in a.votes):
             return False
         try:
-            authorizer.authorize(Authority.APPROVER, user.actor, a)
+            authorizer.authorize(Authority.APPROVER, user.actor, a, claimed=claimed)
         except GatewayError:
             return False
         return True

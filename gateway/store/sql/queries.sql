@@ -372,6 +372,18 @@ DELETE FROM push_subscriptions WHERE endpoint = $1;
 -- Unsubscribing: only the signed-in user's own row.
 DELETE FROM push_subscriptions WHERE endpoint = $1 AND user_name = $2;
 
+-------------------------------------------------------------------------- claimed groups (migration 21)
+
+-- name: delete_claimed_groups
+-- A sign-in replaces the identity's claimed groups: first the old rows go.
+DELETE FROM oidc_groups WHERE identity = $1;
+
+-- name: add_claimed_group
+INSERT INTO oidc_groups (identity, group_name, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING;
+
+-- name: claimed_groups
+SELECT DISTINCT group_name FROM oidc_groups WHERE identity = $1;
+
 -------------------------------------------------------------------------- migrations
 
 -- name: create_schema_migrations
