@@ -67,7 +67,7 @@ def check_web(web: WebSettings) -> None:
                 raise ConfigError(f"web.{key}[{i}]", f"{name!r} and {seen[folded]!r} are the same web user")
             seen[folded] = name
     for name, hashed in web.passwords.items():
-        if web.role(name) is None:
+        if web.role(name) is None and not web.by_group:  # else a group may list them
             raise ConfigError(f"web.passwords.{name}", "not listed in web.approvers or web.viewers")
         if not _SCRYPT_RE.match(hashed):
             raise ConfigError(f"web.passwords.{name}", "expected a hash from `hitl-gateway web hash-password`")
