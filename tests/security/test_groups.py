@@ -140,3 +140,19 @@ def test_a_web_approver_may_come_through_a_group(settings_factory: Callable[...,
     ids = settings.identities
     assert settings.web.role("bob", lambda g: ids.in_group(g, "web:bob")) == "approver"
     assert settings.web.role("carol", lambda g: ids.in_group(g, "web:carol")) is None
+
+
+async def test_a_rule_routes_to_a_group(
+    aiohttp_client: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    rule = {"name": "big", "when": "args.amount > 1000", "then": "ask", "approvers": ["group:finance"]}
+    settings = settings_factory(**SECTIONS, rule=[rule])
+    client = await aiohttp_client(create_app(settings, runtime=Runtime(settings, clock=clock, owner="test")))
+    resp = await _suspend(client, approvers=["web:bob", "web:carol"])  # the rule's group wins over the agent's
+    assert resp.status == 201, await resp.text()
+    approval_id = (await resp.json())["id"]
+    service = _rt(client).service
+    assert (await service.get(approval_id)).approvers == ("group:finance",)
+    with pytest.raises(NotAnApprover):
+        await service.decide(approval_id, Outcome.APPROVE, "web:bob", channel="web")
+    assert (await service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")).status is Status.APPROVED
