@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from gateway.config import load_settings
 from gateway.core.errors import ConfigError
 from gateway.http.web.oidc import SignInRefused, identity_name
 from gateway.settings.effective import effective_config
-from gateway.config import load_settings
 from gateway.testing import make_settings
 
 OIDC = {"issuer": "https://login.example.com", "client_id": "gw", "client_secret": "s3cret"}
