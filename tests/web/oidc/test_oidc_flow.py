@@ -6,6 +6,7 @@ mapped into `[groups]`, which then decide who may approve (and replace the last 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,9 +21,11 @@ from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
 from gateway.testing import make_settings
+from tests.web.conftest import csrf_of
 from tests.web.oidc.provider import CLIENT_ID, CLIENT_SECRET, free_port, provider, sign_in
 
 pytestmark = pytest.mark.subprocess
+_ROUND = re.compile(r'name="(round)" value="([^"]*)"')
 ACCOUNTS = {
     "alice": {"email": "Alice@Example.com", "email_verified": True, "groups": ["fin-team", "unmapped"]},
     "bob": {"email": "bob@example.com", "email_verified": False, "groups": []},
@@ -68,15 +71,21 @@ def _browser() -> aiohttp.ClientSession:
 
 async def test_sign_in_through_the_provider_and_decide_as_the_group(stack: Any) -> None:
     gateway, rt, accounts = stack
+    approval, _ = await rt.service.suspend(SuspendRequest("run-1", "pay", "Pay ACME", approvers=("group:finance",)))
     async with _browser() as http:
         assert "Sign in with SSO" in await (await http.get(f"{gateway}/login")).text()
         page = await sign_in(http, gateway, "alice")
         assert page.status == 200 and str(page.url).rstrip("/") == gateway, await page.text()
         assert "alice@example.com" in await page.text()  # signed in, as the verified address
+        # she approves in the inbox: an approver through the group her provider says she is in
+        form = await (await http.get(f"{gateway}/approvals/{approval.id}")).text()
+        fields = {"csrf": csrf_of(form), "outcome": "approve", **dict(_ROUND.findall(form)[:1])}
+        done = await http.post(f"{gateway}/approvals/{approval.id}/decision", data=fields, allow_redirects=False)
+        assert done.status == 303, await done.text()
     assert await rt.store.claimed_groups("web:alice@example.com") == {"finance"}  # "unmapped" maps to nothing
-    approval, _ = await rt.service.suspend(SuspendRequest("run-1", "pay", "Pay ACME", approvers=("group:finance",)))
-    decided = await rt.service.decide(approval.id, Outcome.APPROVE, "web:alice@example.com", channel="web")
-    assert decided.status is Status.APPROVED
+    decided = await rt.service.get(approval.id)
+    assert decided.status is Status.APPROVED and decided.decision is not None
+    assert decided.decision.decided_by == "web:alice@example.com"
 
     # the provider dropped her from the team: her next sign-in says so
     accounts.write_text(json.dumps({**ACCOUNTS, "alice": {**ACCOUNTS["alice"], "groups": ["other"]}}))
