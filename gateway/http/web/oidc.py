@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import hmac
+import importlib.util
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import aiohttp
 from aiohttp import web
 
-from gateway.core.errors import GatewayError
+from gateway.core.errors import ConfigError, GatewayError
 from gateway.core.identity import NAMES, WEB
 from gateway.http.usecases import CLOCK, SETTINGS, SIGNER, WEB_SESSIONS
 from gateway.http.web.auth import PageError
@@ -116,6 +117,10 @@ class OidcClient:
     they lack: the provider rotated them), and the two calls of the flow."""
 
     def __init__(self, settings: OidcSettings, public_url: str) -> None:
+        missing = [name for name in ("authlib", "joserfc") if importlib.util.find_spec(name) is None]
+        if missing:  # at start, not at the first sign-in
+            hint = f"single sign-on needs the extra `oidc` ({', '.join(missing)}): pip install ./sdk '.[oidc]'"
+            raise ConfigError("web.oidc", hint)
         self.settings = settings
         self.redirect_uri = public_url.rstrip("/") + CALLBACK
         self._provider: Provider | None = None
