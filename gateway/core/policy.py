@@ -363,7 +363,9 @@ def time_out(approval: Approval, now: datetime) -> Transition:
     """The deadline passed: escalate once if the policy says so, else decide by policy.
 
     An escalation adds `escalate_to` to the channels, starts a new wait of `escalation_step`
-    from `now` (people get the whole window even after a downtime) and restarts its reminders."""
+    from `now` (people get the whole window even after a downtime) and restarts its reminders.
+    A `group:NAME` among the targets is people, not a channel: it joins the approval's approvers
+    (when they name any: else everyone listed may already decide)."""
     if approval.status.final:
         raise already_decided(approval)
     policy = approval.policy
@@ -371,11 +373,15 @@ def time_out(approval: Approval, now: datetime) -> Transition:
     if policy.on_timeout is OnTimeout.ESCALATE and approval.escalations == 0:
         step = escalation_step(policy)
         deadline = None if step is None else now + step
+        groups = tuple(t for t in policy.escalate_to if _is_group(t))
+        targets = tuple(t for t in policy.escalate_to if not _is_group(t))
+        approvers = tuple(dict.fromkeys((*approval.approvers, *groups))) if approval.approvers else ()
         escalated = approval.evolve(
             escalations=1,
             deadline=deadline,
             reminders_sent=0,
-            channels=tuple(dict.fromkeys((*approval.channels, *policy.escalate_to))),
+            channels=tuple(dict.fromkeys((*approval.channels, *targets))),
+            approvers=approvers,
             version=approval.version + 1,
         )
         escalated = escalated.evolve(wake_at=next_wake(escalated))

@@ -146,7 +146,12 @@ class Service:
         chooser = None if ruled is not None and ruled.policy else principal
         policy = self.resolve_policy(req.policy, req.deadline, chooser, now)
         if policy.escalate_to:
-            escalate = tuple(check_address(a, targets, enabled, field="policy.escalate_to") for a in policy.escalate_to)
+            escalate = tuple(
+                self.identities.approver(a, "policy.escalate_to")
+                if is_group(a)
+                else check_address(a, targets, enabled, field="policy.escalate_to")
+                for a in policy.escalate_to
+            )
             if escalate != policy.escalate_to:
                 policy = replace(policy, escalate_to=tuple(dict.fromkeys(escalate)))
         canonical = self.identities.canonical
@@ -162,7 +167,7 @@ class Service:
                 )
         if ruled is None or not ruled.channels:
             routing.check_destinations(channels, policy, principal, self._destinations)
-        every = (*channels, *policy.escalate_to)
+        every = (*channels, *(a for a in policy.escalate_to if not is_group(a)))
         routing.check_reachable(
             every, approvers, requested_by, policy.quorum, self._allowlists, self.identities, self._operators
         )

@@ -137,7 +137,7 @@ def check_destinations(channels: Iterable[str], policy: Policy, principal: Princ
     configured = opened.policies.get(policy.name)
     trusted = configured.escalate_to if configured is not None else ()
     asked = [("channels", c) for c in channels]
-    asked += [("policy.escalate_to", c) for c in policy.escalate_to if c not in trusted]
+    asked += [("policy.escalate_to", c) for c in policy.escalate_to if c not in trusted and not is_group(c)]
     for field, address in asked:
         agents = opened.addresses.get(address, frozenset())
         if address != WEB and None not in agents and agent not in agents:

@@ -70,10 +70,12 @@ GROUP_KEYS: dict[str, Coerce] = {"members": strings}
 
 
 def check_group_names(settings: Settings) -> None:
-    """Every `group:NAME` an allowlist or a rule names is a configured group."""
+    """Every `group:NAME` an allowlist, a policy's `escalate_to` or a rule names is a configured group."""
     named = [(f"web.{k}[{i}]", n) for k in ("approvers", "viewers") for i, n in enumerate(getattr(settings.web, k))]
     for kind, c in settings.channels.items():
         named += [(f"{kind}.approvers[{i}]", str(n)) for i, n in enumerate(c.spec.approvers(c.section))]
+    for name, policy in settings.policies.items():
+        named += [(f"policies.{name}.escalate_to[{i}]", t) for i, t in enumerate(policy.escalate_to)]
     for rule in settings.rules.rules:
         named += [(f"rule.{rule.name}.approvers[{i}]", a) for i, a in enumerate(rule.approvers)]
     for key, name in named:

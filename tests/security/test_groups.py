@@ -125,6 +125,10 @@ async def test_a_quorum_no_group_can_reach_is_refused(api: TestClient[Any, Any])
         ({"groups": {"g": {"members": ["web:alice"], "admins": []}}}, "groups.g.admins"),
         ({"web": {"approvers": ["group:nope"]}}, "web.approvers[0]"),
         ({"rule": [{"name": "r", "when": "true", "then": "ask", "approvers": ["group:nope"]}]}, "rule.r.approvers[0]"),
+        (
+            {"policies": {"p": {"timeout": "1h", "on_timeout": "escalate", "escalate_to": ["group:x"]}}},
+            "policies.p.escalate_to[0]",
+        ),
     ],
 )
 def test_a_config_naming_an_unknown_group_or_member_stops(
@@ -156,3 +160,27 @@ async def test_a_rule_routes_to_a_group(
     with pytest.raises(NotAnApprover):
         await service.decide(approval_id, Outcome.APPROVE, "web:bob", channel="web")
     assert (await service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")).status is Status.APPROVED
+
+
+async def test_an_escalation_to_a_group_adds_its_members_as_approvers(
+    aiohttp_client: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    escalating = {"timeout": "1h", "on_timeout": "escalate", "escalate_to": ["group:ops"], "escalation_timeout": "1h"}
+    settings = settings_factory(**{**SECTIONS, "policies": {"escalating": escalating}})
+    client = await aiohttp_client(create_app(settings, runtime=Runtime(settings, clock=clock, owner="test")))
+    resp = await _suspend(client, approvers=["group:finance"], policy="escalating")
+    assert resp.status == 201, await resp.text()
+    approval_id, rt = (await resp.json())["id"], _rt(client)
+    with pytest.raises(NotAnApprover):  # bob is in ops, not in finance: not yet
+        await rt.service.decide(approval_id, Outcome.APPROVE, "web:bob", channel="web")
+    await rt.scheduler.tick(clock.advance(minutes=61))
+    escalated = await rt.service.get(approval_id)
+    assert escalated.escalations == 1 and escalated.approvers == ("group:finance", "group:ops")
+    assert escalated.channels == ("web",)  # a group is people, not a channel
+    assert (await rt.service.decide(approval_id, Outcome.APPROVE, "web:bob", channel="web")).status is Status.APPROVED
+
+
+@pytest.mark.parametrize("target", ["group:nope", "group:"])
+async def test_an_agent_cannot_escalate_to_an_unknown_group(api: TestClient[Any, Any], target: str) -> None:
+    inline = {"timeout": "1h", "on_timeout": "escalate", "escalate_to": [target]}
+    await _refused(api, "escalate_to", policy=inline)

@@ -55,8 +55,8 @@ WHERE id = $29 AND version = $30;
 -- rows.policy_values), then the id and the expected version.
 UPDATE approvals SET
     status = $1, version = $2, deadline = $3, wake_at = $4, decision = $5, escalations = $6,
-    reminders_sent = $7, channels = $8, wake_owner = NULL, wake_lease_until = NULL
-WHERE id = $9 AND version = $10;
+    reminders_sent = $7, channels = $8, approvers = $9, wake_owner = NULL, wake_lease_until = NULL
+WHERE id = $10 AND version = $11;
 
 -- name: due_approvals
 SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at LIMIT $2;
