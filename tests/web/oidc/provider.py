@@ -4,6 +4,7 @@ HTTP client: the provider's own login and consent pages, posted as a browser wou
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import re
@@ -43,9 +44,13 @@ def install() -> None:
         return
     if shutil.which("node") is None or shutil.which("npm") is None:
         _unavailable("node or npm is not installed")
-    done = subprocess.run(
-        ["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=HERE, capture_output=True, text=True, timeout=300
-    )
+    with (HERE / ".npm-ci.lock").open("w") as lock:  # two test workers: one installs, the other waits
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (HERE / "node_modules" / "oidc-provider").is_dir():
+            return
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=HERE, capture_output=True, text=True, timeout=300
+        )
     if done.returncode != 0:
         _unavailable(f"npm ci failed (is the registry reachable?): {done.stderr.strip()[-300:]}")
 
