@@ -7,6 +7,9 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.run-stamp
 STAMP := $(VENV)/.installed-stamp
 PREFIX ?= $(HOME)/.local
+# The OpenID provider the sign-in tests start (npm's oidc-provider), installed by `make test`.
+OIDC_DIR := tests/web/oidc
+OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed-stamp
 
 .PHONY: run demo check test lint typecheck unit fast clean browser bench chaos fuzz install uninstall
 
@@ -14,7 +17,7 @@ PREFIX ?= $(HOME)/.local
 # because both are named in the same command) and every extra a config may turn on, so that no
 # setting needs a reinstall: PostgreSQL, `hitl-gateway mcp` / `mcp-gate`, the e-mail channel,
 # [[rule]] conditions in CEL, the Cedar engine and Web Push (python -m bench.first_hour: the size and time).
-RUN_EXTRAS := postgres,mcp,email,rules,cedar,webpush,teams
+RUN_EXTRAS := postgres,mcp,email,rules,cedar,webpush,teams,oidc
 # On top, for the tests: the SDK's framework extras the integration tests run, and dev
 # (pytest, mypy, ruff, Playwright, the Claude Code CLI, both rule engines).
 SDK_EXTRAS := langgraph,openai-agents,pydantic-ai,claude-agent-sdk
@@ -53,7 +56,13 @@ demo: $(RUN_STAMP)
 check: $(STAMP) lint typecheck fast
 
 ## make test: lint, type-check and the whole suite.
-test: $(STAMP) browser lint typecheck unit
+test: $(STAMP) browser $(OIDC_STAMP) lint typecheck unit
+
+# The OpenID provider of the sign-in tests (npm's oidc-provider, pinned by its lockfile). Without
+# npm the tests install it themselves or skip (they fail under CI=true).
+$(OIDC_STAMP): $(OIDC_DIR)/package.json $(OIDC_DIR)/package-lock.json
+	@if command -v npm >/dev/null; then cd $(OIDC_DIR) && npm ci --no-audit --no-fund --silent && touch node_modules/.installed-stamp; \
+	else echo "oidc: npm is missing; the OIDC sign-in tests will skip (fail under CI=true)"; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check gateway adapters sdk examples tests bench

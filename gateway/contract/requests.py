@@ -89,7 +89,10 @@ class SuspendBody(RequestBody):
     approvers: Annotated[
         Annotated[list[Item], Field(max_length=50)] | None,
         strings(50),
-        Field(examples=[["web:alice", "<kind>:<id>"]], description="identities (`kind:id`) who may decide"),
+        Field(
+            examples=[["web:alice", "<kind>:<id>", "group:<NAME>"]],
+            description="identities (`kind:id`) or configured groups (`group:NAME`) who may decide",
+        ),
     ] = None
     policy: Annotated[
         str | dict[str, Any] | None,

@@ -8,17 +8,22 @@ refused with a 400 naming the field. Nothing compares free text.
 
 `[people.NAME]` joins one person's identities across kinds. A person is one *party*: a quorum
 counts parties, and the requester check covers every identity of the requester's party.
+
+`[groups.NAME]` names a set of approvers (identities, or person names from `[people]`), written
+`group:NAME` wherever approvers are named. A group is never an actor: it is expanded when someone
+acts (`in_group`), with the groups that person's sign-in claimed (`claimed`) besides the
+configured members, so an agent can name a group but never say who is in it.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gateway.core.errors import ValidationError
 
-WEB, AGENT, OPERATOR = "web", "agent", "operator"
+WEB, AGENT, OPERATOR, GROUP = "web", "agent", "operator", "group"
 KIND_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 NAME_PATTERN = r"[A-Za-z0-9_.@-]{1,64}"
 NAME_RE = re.compile(NAME_PATTERN)
@@ -62,11 +67,20 @@ def shown(value: str) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 4] + "...'"
 
 
+def is_group(value: str) -> bool:
+    """Whether an approver names a group (`group:NAME`) rather than an identity."""
+    return value.startswith(f"{GROUP}:")
+
+
 class Identities:
     """The identity kinds this gateway knows, and its people. Pure and immutable."""
 
     def __init__(
-        self, kinds: Mapping[str, IdSyntax] = BUILT_IN, people: Mapping[str, Iterable[str]] | None = None
+        self,
+        kinds: Mapping[str, IdSyntax] = BUILT_IN,
+        people: Mapping[str, Iterable[str]] | None = None,
+        groups: Mapping[str, Iterable[str]] | None = None,
+        claimable: Iterable[str] = (),
     ) -> None:
         self.kinds: Mapping[str, IdSyntax] = dict(kinds)
         owner: dict[str, str] = {}
@@ -82,6 +96,27 @@ class Identities:
             members[name] = canon
         self._owner = owner
         self.people: Mapping[str, tuple[str, ...]] = members
+        self.groups: Mapping[str, frozenset[str]] = {
+            name: self._members(name, listed) for name, listed in (groups or {}).items()
+        }
+        # The groups a sign-in may put people in ([web.oidc]): reachable though no member is listed.
+        self.claimable = frozenset(claimable) & frozenset(self.groups)
+
+    def _members(self, name: str, listed: Iterable[str]) -> frozenset[str]:
+        """A group's members as parties: a person's name, or a canonical identity."""
+        where = f"groups.{name}"
+        if not NAME_RE.fullmatch(name):
+            raise ValidationError(where, "a group's name is 1-64 characters of A-Z, a-z, 0-9, _ . @ -")
+        out = set()
+        for i, member in enumerate(listed):
+            field_ = f"{where}.members[{i}]"
+            if isinstance(member, str) and ":" not in member:
+                if member not in self.people:
+                    raise ValidationError(field_, f"{shown(member)} is no person ([people.NAME]) nor an identity")
+                out.add(member)
+            else:
+                out.add(self.party(self.canonical(member, field_)))
+        return frozenset(out)
 
     def canonical(self, value: object, field: str) -> str:
         """`value` as a canonical identity, or a ValidationError naming `field`."""
@@ -108,10 +143,57 @@ class Identities:
         (no ':' in it), else the identity itself."""
         return self._owner.get(identity, identity)
 
+    def approver(self, value: object, field: str) -> str:
+        """An approver as named in a suspend, a rule or a config: a canonical identity, or
+        `group:NAME` of a configured group (a ValidationError naming `field` otherwise)."""
+        if isinstance(value, str) and value.startswith(f"{GROUP}:"):
+            name = value.partition(":")[2]
+            if name not in self.groups:
+                known = ", ".join(sorted(self.groups)) or "none are configured"
+                raise ValidationError(field, f"{shown(value)} is not a configured group ([groups.NAME]: {known})")
+            return value
+        return self.canonical(value, field)
+
+    def in_group(self, group: str, identity: str, claimed: Collection[str] = ()) -> bool:
+        """Whether `identity` (canonical) is a member of `group` (`group:NAME`): listed in its
+        config, directly or as its person, or in `claimed` (the group names its sign-in claimed).
+        An unknown or empty group has nobody in it."""
+        kind, _, name = group.partition(":")
+        members = self.groups.get(name) if kind == GROUP else None
+        if members is None:
+            return False
+        return name in claimed or self.party(identity) in members
+
+    def names(self, approvers: Collection[str], identity: str, claimed: Collection[str] = ()) -> bool:
+        """Whether `approvers` (identities and groups) name `identity`'s party."""
+        me = self.party(identity)
+        return any(self.in_group(a, identity, claimed) if is_group(a) else self.party(a) == me for a in approvers)
+
+    def members_of(self, group: str, kind: str) -> frozenset[str]:
+        """The configured members of `group` that are identities of `kind` (a person's too)."""
+        out: set[str] = set()
+        for member in self.groups.get(group.partition(":")[2], frozenset()):
+            ids = self.people.get(member) or (member,)
+            out |= {i for i in ids if i.partition(":")[0] == kind}
+        return frozenset(out)
+
     def identities_of(self, identity: str) -> tuple[str, ...]:
         """Every identity of the person `identity` belongs to (just itself without one)."""
         name = self._owner.get(identity)
         return self.people[name] if name is not None else (identity,)
 
 
-__all__ = ["AGENT", "BUILT_IN", "KIND_RE", "NAMES", "NAME_RE", "OPERATOR", "WEB", "IdSyntax", "Identities", "shown"]
+__all__ = [
+    "AGENT",
+    "BUILT_IN",
+    "GROUP",
+    "KIND_RE",
+    "NAMES",
+    "NAME_RE",
+    "OPERATOR",
+    "WEB",
+    "IdSyntax",
+    "Identities",
+    "is_group",
+    "shown",
+]

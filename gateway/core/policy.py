@@ -299,8 +299,23 @@ def _itself(identity: str) -> str:
     return identity
 
 
+def _nobody(group: str, identity: str) -> bool:
+    return False
+
+
+Member = Callable[[str, str], bool]  # (group:NAME, identity) -> whether the identity is in the group
+
+
+def _is_group(name: str) -> bool:
+    return name.startswith("group:")
+
+
 def check_may_decide(
-    approver: str, approval: Approval, allowlist: Collection[str], party: Callable[[str], str] = _itself
+    approver: str,
+    approval: Approval,
+    allowlist: Collection[str],
+    party: Callable[[str], str] = _itself,
+    member: Member = _nobody,
 ) -> None:
     """Raise unless `approver` may decide: never the requester, under any of the requester's
     identities; only someone on the channel's configured allowlist, narrowed to the approval's
@@ -308,11 +323,13 @@ def check_may_decide(
     narrow the operator's allowlist, never widen it: a channel with no configured allowlist has
     nobody who may decide on it, whoever the approval names. `party(identity)` says who an
     identity stands for (`Identities.party`: one person's identities are one party), so a person
-    named under one identity is matched under any of theirs. All identities are canonical:
-    nothing here compares free text."""
+    named under one identity is matched under any of theirs; `member(group, identity)` expands a
+    `group:NAME` named in either list (`Identities.in_group`, an empty group names nobody). All
+    identities are canonical: nothing here compares free text."""
     if approval.requested_by and party(approval.requested_by) == party(approver):
         raise RequesterCannotDecide(f"{approver} requested this approval and cannot decide it")
-    if not deciders((approver,), approval.approvers, approval.requested_by, party) or approver not in allowlist:
+    listed = approver in allowlist or any(member(g, approver) for g in allowlist if _is_group(g))
+    if not listed or not deciders((approver,), approval.approvers, approval.requested_by, party, member):
         raise NotAnApprover(f"{approver} is not an approver of this approval")
 
 
@@ -321,12 +338,19 @@ def deciders(
     approvers: Collection[str],
     requested_by: str | None,
     party: Callable[[str], str] = _itself,
+    member: Member = _nobody,
 ) -> frozenset[str]:
     """Who on `allowlist` (a channel's configured approvers) may decide an approval that names
-    `approvers` (none: anyone listed) and was requested by `requested_by`."""
-    named = {party(a) for a in approvers}
+    `approvers` (none: anyone listed; identities and `group:NAME`s) and was requested by
+    `requested_by`."""
+    named = {party(a) for a in approvers if not _is_group(a)}
+    groups = [a for a in approvers if _is_group(a)]
     me = party(requested_by) if requested_by else None
-    return frozenset(i for i in allowlist if party(i) != me and (not named or party(i) in named))
+
+    def is_named(i: str) -> bool:
+        return not approvers or party(i) in named or any(member(g, i) for g in groups)
+
+    return frozenset(i for i in allowlist if not _is_group(i) and party(i) != me and is_named(i))
 
 
 # ---------------------------------------------------------------- transitions
@@ -401,7 +425,9 @@ def time_out(approval: Approval, now: datetime) -> Transition:
     """The deadline passed: escalate once if the policy says so, else decide by policy.
 
     An escalation adds `escalate_to` to the channels, starts a new wait of `escalation_step`
-    from `now` (people get the whole window even after a downtime) and restarts its reminders."""
+    from `now` (people get the whole window even after a downtime) and restarts its reminders.
+    A `group:NAME` among the targets is people, not a channel: it joins the approval's approvers
+    (when they name any: else everyone listed may already decide)."""
     if approval.status.final:
         raise already_decided(approval)
     policy = approval.policy
@@ -409,11 +435,15 @@ def time_out(approval: Approval, now: datetime) -> Transition:
     if policy.on_timeout is OnTimeout.ESCALATE and approval.escalations == 0:
         step = escalation_step(policy)
         deadline = None if step is None else later(policy, now, step)
+        groups = tuple(t for t in policy.escalate_to if _is_group(t))
+        targets = tuple(t for t in policy.escalate_to if not _is_group(t))
+        approvers = tuple(dict.fromkeys((*approval.approvers, *groups))) if approval.approvers else ()
         escalated = approval.evolve(
             escalations=1,
             deadline=deadline,
             reminders_sent=0,
-            channels=tuple(dict.fromkeys((*approval.channels, *policy.escalate_to))),
+            channels=tuple(dict.fromkeys((*approval.channels, *targets))),
+            approvers=approvers,
             version=approval.version + 1,
         )
         escalated = escalated.evolve(wake_at=next_wake(escalated))

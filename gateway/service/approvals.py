@@ -30,6 +30,7 @@ from gateway.core.errors import (
 )
 from gateway.core.events import EventKind
 from gateway.core.grants import Grant
+from gateway.core.identity import is_group
 from gateway.core.keys import args_hash, canonical_json, idempotency_key
 from gateway.core.models import (
     Approval,
@@ -111,7 +112,7 @@ class Service:
         self._allowlists = routing.allowlists(settings)
         self._operators = routing.operators(settings)
         self._destinations = routing.destinations(settings)
-        self.authorizer = Authorizer(self.identities, self._allowlists)
+        self.authorizer = Authorizer(self.identities, self._allowlists, store)
         self.committer = Committer(store, clock, self.observer)
         self.decisions = Decisions(self.committer, self.authorizer, store, clock, self.redactor, self.sealer, signer)
         self.grants = service_grants.Grants(store, clock, self.identities)
@@ -146,22 +147,28 @@ class Service:
         chooser = None if ruled is not None and ruled.policy else principal
         policy = self.resolve_policy(req.policy, req.deadline, chooser, now)
         if policy.escalate_to:
-            escalate = tuple(check_address(a, targets, enabled, field="policy.escalate_to") for a in policy.escalate_to)
+            escalate = tuple(
+                self.identities.approver(a, "policy.escalate_to")
+                if is_group(a)
+                else check_address(a, targets, enabled, field="policy.escalate_to")
+                for a in policy.escalate_to
+            )
             if escalate != policy.escalate_to:
                 policy = replace(policy, escalate_to=tuple(dict.fromkeys(escalate)))
         canonical = self.identities.canonical
         approvers: tuple[str, ...] = ()
         requested_by = None if req.requested_by is None else canonical(req.requested_by, "requested_by")
         if req.approvers:
-            approvers = tuple(dict.fromkeys([canonical(a, f"approvers[{i}]") for i, a in enumerate(req.approvers)]))
+            named = [self.identities.approver(a, f"approvers[{i}]") for i, a in enumerate(req.approvers)]
+            approvers = tuple(dict.fromkeys(named))
             parties = len({self.identities.party(a) for a in approvers})
-            if policy.quorum > parties:
+            if policy.quorum > parties and not any(map(is_group, approvers)):  # a group: check_reachable counts
                 raise ValidationError(
                     "policy.quorum", f"needs {policy.quorum} distinct approvers but only {parties} are named"
                 )
         if ruled is None or not ruled.channels:
             routing.check_destinations(channels, policy, principal, self._destinations)
-        every = (*channels, *policy.escalate_to)
+        every = (*channels, *(a for a in policy.escalate_to if not is_group(a)))
         routing.check_reachable(
             every, approvers, requested_by, policy.quorum, self._allowlists, self.identities, self._operators
         )

@@ -3,8 +3,9 @@ press on any channel, MCP, the SLA clock), switched only by the command's `Autho
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from gateway.core import policy as rules
 from gateway.core.delegation import Delegation, acting_for
@@ -14,10 +15,27 @@ from gateway.core.models import Approval
 from gateway.service.commands import Authority
 
 
+class Claims(Protocol):
+    async def claimed_groups(self, identity: str) -> frozenset[str]: ...
+
+
 class Authorizer:
-    def __init__(self, identities: Identities, allowlists: dict[str, frozenset[str]]) -> None:
+    def __init__(
+        self, identities: Identities, allowlists: dict[str, frozenset[str]], claims: Claims | None = None
+    ) -> None:
         self.identities = identities
         self._allowlists = allowlists
+        self._claims = claims
+
+    async def claimed(self, actor: str) -> frozenset[str]:
+        """The groups the sign-ins of `actor`'s person claimed (`[web.oidc]`), to pass
+        to `authorize`; none asked for while no sign-in can claim any."""
+        if self._claims is None or not self.identities.claimable:
+            return frozenset()
+        out: set[str] = set()
+        for identity in self.identities.identities_of(actor):
+            out |= await self._claims.claimed_groups(identity)
+        return frozenset(out)
 
     def allowlist(self, actor: str) -> frozenset[str]:
         """The configured approvers of `actor`'s kind (canonical identities)."""
@@ -35,6 +53,7 @@ class Authorizer:
         approval: Approval,
         *,
         decides: bool = True,
+        claimed: Collection[str] = (),
         delegations: Sequence[Delegation] = (),
         now: datetime | None = None,
     ) -> Delegation | None:
@@ -45,34 +64,50 @@ class Authorizer:
         its own allowlist, so the approval's approvers still narrow it and a requester never
         decides its own request. A token and the SLA clock are their own authority.
 
+        Groups (`group:NAME`) are expanded here, with the groups `claimed` by the actor's
+        sign-in (the store's `claimed_groups`) besides their configured members.
+
         An approver who may not decide on their own may through one of `delegations` (those to
-        them, active at `now`): the delegator is checked instead (gateway.core.delegation), and
+        them, active at `now`): the delegator is checked instead (gateway.core.delegation), with
+        the groups configured for the delegator only (a sign-in's claims are the actor's), and
         that delegation is returned (None: the actor acts as themselves)."""
+        member = self._member(actor, claimed)
         if authority is Authority.APPROVER:
             try:
-                self._approver(actor, approval)
+                self._approver(actor, approval, member)
             except NotAnApprover:
-                via = self._delegated(actor, approval, delegations, now)
+                via = self._delegated(actor, approval, delegations, now, member)
                 if via is None:
                     raise
                 return via
         elif authority is Authority.OPERATOR and decides:
-            rules.check_may_decide(actor, approval, (actor,), self.identities.party)
+            rules.check_may_decide(actor, approval, (actor,), self.identities.party, member)
         return None
 
-    def _approver(self, actor: str, approval: Approval) -> None:
+    def _member(self, actor: str, claimed: Collection[str]) -> Callable[[str, str], bool]:
+        def member(group: str, identity: str) -> bool:
+            return self.identities.in_group(group, identity, claimed if identity == actor else ())
+
+        return member
+
+    def _approver(self, actor: str, approval: Approval, member: Callable[[str, str], bool]) -> None:
         """An approver's own check, for themselves or for a delegator."""
-        rules.check_may_decide(actor, approval, self.allowlist(actor), self.identities.party)
+        rules.check_may_decide(actor, approval, self.allowlist(actor), self.identities.party, member)
 
     def _delegated(
-        self, actor: str, approval: Approval, delegations: Sequence[Delegation], now: datetime | None
+        self,
+        actor: str,
+        approval: Approval,
+        delegations: Sequence[Delegation],
+        now: datetime | None,
+        member: Callable[[str, str], bool],
     ) -> Delegation | None:
         if not delegations or now is None:
             return None
 
         def may_decide(delegator: str) -> bool:
             try:
-                self._approver(delegator, approval)
+                self._approver(delegator, approval, member)
             except (NotAnApprover, RequesterCannotDecide):
                 return False
             return True
@@ -80,4 +115,4 @@ class Authorizer:
         return acting_for(actor, approval, delegations, now, self.identities.party, may_decide)
 
 
-__all__ = ["Authorizer"]
+__all__ = ["Authorizer", "Claims"]

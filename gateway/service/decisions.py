@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import logging
 import secrets
+from collections.abc import Collection
 from dataclasses import replace
 
 from gateway.core import extend as extend_rules
@@ -58,13 +59,23 @@ class Decisions:
         self.delegations = Delegations(store, clock, self.identities)
 
     async def authorize(
-        self, authority: Authority, actor: str, approval: Approval, *, decides: bool = True
+        self,
+        authority: Authority,
+        actor: str,
+        approval: Approval,
+        *,
+        decides: bool = True,
+        claimed: Collection[str] | None = None,
     ) -> Delegation | None:
-        """`Authorizer.authorize`; where it refuses an approver (NotAnApprover), again with the
-        delegations to them in force now, read only then (an approver's own vote costs no read).
-        The delegation they decide through, if any."""
+        """`Authorizer.authorize` (`claimed`: the actor's groups from sign-in, read here when not
+        given: `Authorizer.claimed`);
+        where it refuses an approver (NotAnApprover), again with the delegations to them in force
+        now, read only then (an approver's own vote costs no read). The delegation they decide
+        through, if any."""
+        if claimed is None:
+            claimed = await self.authorizer.claimed(actor)
         try:
-            return self.authorizer.authorize(authority, actor, approval, decides=decides)
+            return self.authorizer.authorize(authority, actor, approval, decides=decides, claimed=claimed)
         except NotAnApprover:
             if authority is not Authority.APPROVER:
                 raise
@@ -73,7 +84,7 @@ class Decisions:
             if not delegations:
                 raise
             return self.authorizer.authorize(
-                authority, actor, approval, decides=decides, delegations=delegations, now=now
+                authority, actor, approval, decides=decides, claimed=claimed, delegations=delegations, now=now
             )
 
     async def cast(
@@ -86,11 +97,16 @@ class Decisions:
         actor = self.authorizer.actor(cmd.actor, cmd.authority)
         person = self.identities.person(actor) if cmd.authority is not Authority.TOKEN else None
         comment = self.redactor.text(cmd.comment) if cmd.comment else cmd.comment
+        claimed = await self.authorizer.claimed(actor)
 
         async def plan(approval: Approval) -> Step | Done:
             if approval.status.final:
                 raise rules.already_decided(approval)
-            via = await self.authorize(cmd.authority, actor, approval) if approval is not current else current_via
+            via = (
+                await self.authorize(cmd.authority, actor, approval, claimed=claimed)
+                if approval is not current
+                else current_via
+            )
             if (
                 cmd.seen is not None
                 and cmd.outcome is Outcome.APPROVE
@@ -191,9 +207,10 @@ class Decisions:
         by = self.identities.canonical(cmd.by, "by")
         person = self.identities.person(by)
         reason = self.redactor.text(cmd.reason) if cmd.reason else cmd.reason
+        claimed = await self.authorizer.claimed(by)
 
         async def plan(approval: Approval) -> Step:
-            self.authorizer.authorize(cmd.authority, by, approval, decides=False)
+            self.authorizer.authorize(cmd.authority, by, approval, decides=False, claimed=claimed)
             transition = rules.cancel(approval, by, reason, self.clock.now(), cmd.on_behalf_of, person)
             return Step(transition, by, None)
 
@@ -204,10 +221,11 @@ class Decisions:
         wake-up is committed with the `extended` event and the card syncs; the scheduler re-arms
         on it (`observer.wake_at`). `current`: as in `cast`."""
         actor = self.identities.canonical(cmd.actor, "by")
+        claimed = await self.authorizer.claimed(actor)
 
         async def plan(approval: Approval) -> Step:
             if approval is not current:
-                self.authorizer.authorize(cmd.authority, actor, approval, decides=False)
+                self.authorizer.authorize(cmd.authority, actor, approval, decides=False, claimed=claimed)
             return Step(extend_rules.extend(approval, cmd.duration, actor, self.clock.now()), actor, cmd.channel)
 
         return (await self.committer.transact(cmd.approval_id, plan, current=current)).approval

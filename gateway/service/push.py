@@ -86,15 +86,20 @@ class PushSubscriptions:
         delegations = await self._store.active_delegations(now) if subs else []
         for sub in subs:
             if sub.user not in may:
-                may[sub.user] = self._may_decide(sub.user, approval, delegations, now)
+                may[sub.user] = await self._may_decide(sub.user, approval, delegations, now)
             if may[sub.user]:
                 out.append(sub)
         return out
 
-    def _may_decide(self, user: str, approval: Approval, delegations: Sequence[Delegation], now: datetime) -> bool:
+    async def _may_decide(
+        self, user: str, approval: Approval, delegations: Sequence[Delegation], now: datetime
+    ) -> bool:
         try:
             actor = self._authorizer.actor(f"{WEB}:{user}", Authority.APPROVER)
-            self._authorizer.authorize(Authority.APPROVER, actor, approval, delegations=delegations, now=now)
+            claimed = await self._authorizer.claimed(actor)
+            self._authorizer.authorize(
+                Authority.APPROVER, actor, approval, claimed=claimed, delegations=delegations, now=now
+            )
         except GatewayError:
             return False
         return True

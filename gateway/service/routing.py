@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from gateway.core import policy as rules
 from gateway.core.channels import parse_address
 from gateway.core.errors import DestinationNotAllowed, ValidationError
-from gateway.core.identity import AGENT, OPERATOR, WEB, Identities
+from gateway.core.identity import AGENT, OPERATOR, WEB, Identities, is_group
 from gateway.core.models import Policy
 from gateway.core.principals import Principal
 from gateway.settings import Settings, attribute, destination_entry
@@ -31,14 +31,21 @@ Destinations = Mapping[str, frozenset[str | None]]  # address -> the agent names
 
 def allowlists(settings: Settings) -> dict[str, frozenset[str]]:
     """Each channel kind's configured approvers as canonical identities: its `approvers` key,
-    else the identities of its kind in `[people]` (empty: nobody decides on that kind)."""
+    else the identities of its kind in `[people]` (empty: nobody decides on that kind). A
+    `group:NAME` listed stays in the list (its members by sign-in are known only when they act:
+    the Authorizer expands it) besides its configured members of that kind."""
     identities = settings.identities
     raw = {WEB: settings.web.approvers}
     raw |= {kind: tuple(str(i) for i in c.spec.approvers(c.section)) for kind, c in settings.channels.items()}
     out: dict[str, frozenset[str]] = {}
     for kind, ids in raw.items():
-        listed = frozenset(identities.canonical(f"{kind}:{i}", f"{kind}.approvers") for i in ids)
-        out[kind] = listed or _people_of(identities, kind)
+        listed: set[str] = set()
+        for i in ids:
+            if is_group(i):
+                listed |= {identities.approver(i, f"{kind}.approvers"), *identities.members_of(i, kind)}
+            else:
+                listed.add(identities.canonical(f"{kind}:{i}", f"{kind}.approvers"))
+        out[kind] = frozenset(listed) or _people_of(identities, kind)
     return out
 
 
@@ -82,8 +89,12 @@ def check_reachable(
     me = party(requested_by) if requested_by else None
     can = {party(a) for a in approvers if a in known_operators} - {me}
     kinds = sorted({parse_address(c)[0] for c in channels})
+    member = identities.in_group  # the configured members: whom a sign-in adds is not known yet
     for kind in kinds:
-        can |= {party(i) for i in rules.deciders(lists.get(kind, frozenset()), approvers, requested_by, party)}
+        allowed = lists.get(kind, frozenset())
+        can |= {party(i) for i in rules.deciders(allowed, approvers, requested_by, party, member)}
+        if kind == WEB and allowed:  # a group the web sign-in may fill counts as one party
+            can |= {a for a in approvers if is_group(a) and a.partition(":")[2] in identities.claimable}
     if len(can) >= max(quorum, 1):
         return
     keys = ", ".join(f"{kind}.approvers" for kind in kinds)
@@ -126,7 +137,7 @@ def check_destinations(channels: Iterable[str], policy: Policy, principal: Princ
     configured = opened.policies.get(policy.name)
     trusted = configured.escalate_to if configured is not None else ()
     asked = [("channels", c) for c in channels]
-    asked += [("policy.escalate_to", c) for c in policy.escalate_to if c not in trusted]
+    asked += [("policy.escalate_to", c) for c in policy.escalate_to if c not in trusted and not is_group(c)]
     for field, address in asked:
         agents = opened.addresses.get(address, frozenset())
         if address != WEB and None not in agents and agent not in agents:

@@ -37,6 +37,13 @@ class WebSessions:
         """Delete the sessions of every user not in `users` (removed from `[web]`)."""
         return await self._store.delete_sessions(users)
 
+    async def set_claimed_groups(self, identity: str, groups: Collection[str]) -> None:
+        """What a sign-in through the provider claimed (`[web.oidc]`): it replaces the last one's."""
+        await self._store.set_claimed_groups(identity, groups, self._clock.now())
+
+    async def claimed_groups(self, identity: str) -> frozenset[str]:
+        return await self._store.claimed_groups(identity)
+
     async def first_use(self, key: str) -> bool:
         """Whether a one-time link (`key`) is used for the first time; it is remembered."""
         return await self._store.remember_inbound(key, self._clock.now())

@@ -98,7 +98,7 @@ def load_channels(
         if check:
             spec.check(config.section)
         for i, ident in enumerate(spec.approvers(config.section)):
-            if spec.identity.canonical(str(ident)) is None:
+            if not str(ident).startswith("group:") and spec.identity.canonical(str(ident)) is None:
                 raise ConfigError(f"{kind}.approvers[{i}]", f"expected {spec.identity.hint}")
         _check_destinations(kind, spec, config.section)
         out[kind] = config

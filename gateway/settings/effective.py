@@ -43,6 +43,8 @@ def _plain(value: Any) -> Any:
         return format_duration(value)
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
+    if hasattr(value, "masked"):  # a sub-table with its own secrets ([web.oidc])
+        return value.masked()
     return value
 
 
@@ -58,6 +60,7 @@ def effective_config(settings: Settings) -> dict[str, Any]:
         section = channel.section
         out[kind] = {k: _mask(k, _plain(getattr(section, attribute(k))), secrets) for k in channel.spec.schema}
     out["people"] = {n: list(ids) for n, ids in settings.people.items()}
+    out["groups"] = {n: sorted(members) for n, members in settings.identities.groups.items()}
     out["policies"] = {
         n: p.to_json() | (settings.policy_bounds[n].to_json() if n in settings.policy_bounds else {})
         for n, p in settings.policies.items()

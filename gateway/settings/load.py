@@ -24,7 +24,8 @@ import gateway.settings.workers as workers
 from gateway.core.errors import ConfigError
 from gateway.settings.channels import ChannelSchema, load_channels
 from gateway.settings.coerce import Coerce, coerce_all
-from gateway.settings.people import identity_kinds, load_people
+from gateway.settings.oidc import declared_groups
+from gateway.settings.people import GROUP_KEYS, check_group_names, identity_kinds, load_people
 from gateway.settings.root import Settings
 from gateway.settings.sources import Groups, config_path, env_overrides, read_toml
 
@@ -43,8 +44,8 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "rules": rules.KEYS,
     "webpush": webpush.KEYS,
 }
-# the named tables: [policies.NAME], [workers.NAME], [people.NAME], [calendars.NAME]
-GROUPS = ("policies", "workers", "people", "calendars")
+# the named tables: [policies.NAME], [workers.NAME], [people.NAME], [calendars.NAME], [groups.NAME]
+GROUPS = ("policies", "workers", "people", "calendars", "groups")
 LISTS = ("rule",)  # the arrays of tables: [[rule]]
 
 
@@ -88,6 +89,7 @@ def load_settings(
         ("workers", tuple(workers.KEYS)),
         ("people", tuple(kinds)),
         ("calendars", calendars.NAMES),
+        ("groups", tuple(GROUP_KEYS)),
     )
     raw = env_overrides(raw, env, known, groups)
     for section, values in (overrides or {}).items():
@@ -97,7 +99,8 @@ def load_settings(
     plain = {name: coerce_all(name, raw.get(name, {}), keys) for name, keys in SECTIONS.items()}
     listen = plain["server"]
     listen.setdefault("public_url", server.own_url(listen.get("host", "127.0.0.1"), listen.get("port", 8080)))
-    identities = load_people(raw, kinds)
+    oidc_settings = plain["web"].get("oidc")
+    identities = load_people(raw, kinds, declared_groups(oidc_settings), claimable=oidc_settings is not None)
     hours = calendars.load_calendars(raw)
     named, bounds = policies.load_policies(raw, hours)
     settings = Settings(
@@ -138,6 +141,7 @@ def check(settings: Settings) -> None:
     webpush.check_webpush(settings.webpush)
     audit.check_audit(settings.audit, settings.retention)
     rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
+    check_group_names(settings)
 
 
 __all__ = ["GROUPS", "LISTS", "SECTIONS", "check", "load_settings", "sections"]

@@ -60,11 +60,12 @@ def _coerce(key: str, name: str, value: Any) -> Any:
 
 
 def check_escalations(policies: Mapping[str, Policy], enabled: Iterable[str]) -> None:
-    """Every channel a policy escalates to is on (an escalation nobody sees is no escalation)."""
+    """Every channel a policy escalates to is on (an escalation nobody sees is no escalation);
+    a `group:NAME` target is people (checked with the other groups named)."""
     kinds = frozenset(enabled)
     for name, policy in policies.items():
         for target in policy.escalate_to:
-            if target.split(":", 1)[0] not in kinds:
+            if target.split(":", 1)[0] not in kinds and not target.startswith("group:"):
                 raise ConfigError(f"policies.{name}.escalate_to", f"channel {target!r} is not enabled")
 
 

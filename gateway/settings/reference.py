@@ -24,7 +24,7 @@ from gateway.core.durations import format_duration
 from gateway.core.models import Policy
 from gateway.core.policy_bounds import BOUND_KEYS
 from gateway.core.rules import RuleSet
-from gateway.settings import audit, calendars, mcp, scheduler, security, server, web, webpush, workers
+from gateway.settings import audit, calendars, mcp, oidc, scheduler, security, server, web, webpush, workers
 from gateway.settings import rules as rules_settings
 from gateway.settings.coerce import Coerce, boolean, duration, ids, integer, integers, listing, string, strings, table
 from gateway.settings.effective import SECRET_KEYS
@@ -74,6 +74,7 @@ _TYPES: dict[Callable[..., Any], str] = {
     table: "table of strings",
     security.agents_table: 'table: NAME = "key" or { key, policies }',
     security.principals_table: 'table: NAME = "key"',
+    oidc.oidc_table: "table `[web.oidc]` (below)",
 }
 
 
@@ -168,6 +169,31 @@ def _calendars() -> str:
     )
 
 
+def _oidc() -> str:
+    fields = {f.name: f for f in dataclasses.fields(oidc.OidcSettings)}
+
+    def value(key: str) -> str:
+        f = fields[key]
+        if f.default is not dataclasses.MISSING:
+            return _value(f.default)
+        return "`{}`" if f.default_factory is not dataclasses.MISSING else "required"
+
+    rows = ["| key | type | default |", "|---|---|---|"]
+    rows += [f"| `{k}` | {_type(c)} | {value(k)} |" for k, c in oidc.KEYS.items()]
+    return (
+        "## `[web.oidc]`\n\nSign in to the web inbox through an OpenID provider ([identity.md](../identity.md)). "
+        "Variable: `HITL_WEB_OIDC` (an inline table). `check-config` masks `client_secret`.\n\n" + "\n".join(rows)
+    )
+
+
+def _groups() -> str:
+    return (
+        "## `[groups.NAME]`\n\nA named set of approvers, written `group:NAME` wherever approvers are named "
+        "([identity.md](../identity.md)). Variables: `HITL_GROUPS_<NAME>_<KEY>`.\n\n"
+        "| key | type | default |\n|---|---|---|\n| `members` | list of strings | `[]` |"
+    )
+
+
 def _rule() -> str:
     rows = ["| key | type |", "|---|---|"]
     rows += [f"| `{k}` | {_type(c)} |" for k, c in rules_settings.RULE_KEYS.items()]
@@ -177,7 +203,7 @@ def _rule() -> str:
 def render() -> str:
     out = [_HEAD]
     out += [_section(name, keys) for name, keys in SECTIONS.items()]
-    out += [_policies(), _calendars(), _workers(), _rule(), _CHANNELS]
+    out += [_oidc(), _groups(), _policies(), _calendars(), _workers(), _rule(), _CHANNELS]
     return "\n\n".join(part.rstrip("\n") for part in out) + "\n"
 
 

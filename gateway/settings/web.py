@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from gateway.core.errors import ConfigError
 from gateway.core.identity import NAMES
 from gateway.settings.coerce import Coerce, duration, strings, table
+from gateway.settings.oidc import OidcSettings, oidc_table
 
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
 
@@ -25,9 +26,21 @@ class WebSettings:
     passwords: Mapping[str, str] = field(default_factory=dict)
     session_max_age: timedelta = timedelta(hours=12)
     login_link_max_age: timedelta = timedelta(minutes=15)
+    oidc: OidcSettings | None = None  # [web.oidc]: sign in through an OpenID provider
 
-    def role(self, name: str) -> str | None:
-        return "approver" if name in self.approvers else "viewer" if name in self.viewers else None
+    def role(self, name: str, member: Callable[[str], bool] | None = None) -> str | None:
+        """`approver`, `viewer` or None: listed by name, or (with `member(group:NAME)`, whether
+        the user is in that group) through a `group:NAME` listed."""
+
+        def listed(names: tuple[str, ...]) -> bool:
+            return name in names or (member is not None and any(member(n) for n in names if n.startswith("group:")))
+
+        return "approver" if listed(self.approvers) else "viewer" if listed(self.viewers) else None
+
+    @property
+    def by_group(self) -> bool:
+        """Whether a role comes through a group (then who is a user is not a list of names)."""
+        return any(n.startswith("group:") for n in (*self.approvers, *self.viewers))
 
 
 KEYS: dict[str, Coerce] = {
@@ -36,6 +49,7 @@ KEYS: dict[str, Coerce] = {
     "passwords": table,
     "session_max_age": duration,
     "login_link_max_age": duration,
+    "oidc": oidc_table,
 }
 
 
@@ -43,6 +57,8 @@ def check_web(web: WebSettings) -> None:
     seen: dict[str, str] = {}
     for key in ("approvers", "viewers"):
         for i, name in enumerate(getattr(web, key)):
+            if name.startswith("group:"):
+                continue  # checked against [groups] with the other approvers (check_groups)
             if NAMES.canonical(name) is None:
                 raise ConfigError(f"web.{key}[{i}]", "1-64 characters of A-Z, a-z, 0-9, _ . @ and -")
             # web names are case-insensitive identities (web:alice): two spellings are one user
@@ -51,7 +67,7 @@ def check_web(web: WebSettings) -> None:
                 raise ConfigError(f"web.{key}[{i}]", f"{name!r} and {seen[folded]!r} are the same web user")
             seen[folded] = name
     for name, hashed in web.passwords.items():
-        if web.role(name) is None:
+        if web.role(name) is None and not web.by_group:  # else a group may list them
             raise ConfigError(f"web.passwords.{name}", "not listed in web.approvers or web.viewers")
         if not _SCRYPT_RE.match(hashed):
             raise ConfigError(f"web.passwords.{name}", "expected a hash from `hitl-gateway web hash-password`")

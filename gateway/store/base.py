@@ -493,6 +493,18 @@ class PushPort(Protocol):
         ...
 
 
+class ClaimsPort(Protocol):
+    """The groups each identity's latest OpenID sign-in claimed (mapped to configured groups)."""
+
+    async def set_claimed_groups(self, identity: str, groups: Collection[str], now: datetime) -> None:
+        """Replace the identity's claimed groups with `groups` (none: it is in none)."""
+        ...
+
+    async def claimed_groups(self, identity: str) -> frozenset[str]:
+        """The group names the identity's latest sign-in claimed."""
+        ...
+
+
 class Store(
     LifecyclePort,
     ApprovalPort,
@@ -505,6 +517,7 @@ class Store(
     DelegationPort,
     RulePort,
     PushPort,
+    ClaimsPort,
     AuditStore,
     Protocol,
 ):

@@ -67,7 +67,18 @@ APPROVAL_SELECT = ", ".join(APPROVAL_COLUMNS)  # a SELECT list in that order, fo
 
 # The columns a policy transition (timeout, escalation, reminder) changes: the scheduler's batch
 # writes only these, not the whole row.
-POLICY_COLUMNS = ("status", "version", "deadline", "wake_at", "decision", "escalations", "reminders_sent", "channels")
+# (an escalation to a group:NAME widens the approvers, as one to a channel widens the channels)
+POLICY_COLUMNS = (
+    "status",
+    "version",
+    "deadline",
+    "wake_at",
+    "decision",
+    "escalations",
+    "reminders_sent",
+    "channels",
+    "approvers",
+)
 
 
 def dumps(value: Any) -> str:
@@ -145,6 +156,7 @@ def policy_values(a: Approval) -> tuple[Any, ...]:
         a.escalations,
         a.reminders_sent,
         _strings_json(a.channels),
+        _strings_json(a.approvers),
     )
 
 

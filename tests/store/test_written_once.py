@@ -26,6 +26,7 @@ PORTS = (
     base.DelegationPort,
     base.RulePort,
     base.PushPort,
+    base.ClaimsPort,
     base.AuditStore,
 )
 # What a backend keeps: lifecycle and liveness, claims, and the audit reads and sealing (arrays

@@ -65,7 +65,7 @@ def verify_password(password: str, hashed: str) -> bool:
 
 def login_link(settings: Settings, signer: TokenSigner, name: str, now: Any) -> str:
     """A one-time sign-in URL for `name` (the link id is remembered when it is used)."""
-    if settings.web.role(name) is None:
+    if settings.web.role(name, lambda g: settings.identities.in_group(g, f"web:{name.lower()}")) is None:
         raise NotFound(f"web user {name!r} is not in web.approvers or web.viewers")
     payload = {"u": name, "j": secrets.token_urlsafe(12)}
     token = signer.sign(LOGIN_LINK, payload, now + settings.web.login_link_max_age)
@@ -216,7 +216,7 @@ THROTTLE = web.AppKey("web_login_throttle", LoginThrottle)
 
 @routes.get("/login")
 async def login_page(request: web.Request) -> web.Response:
-    """Sign-in form (name and password)."""
+    """Sign-in form (name and password), and the single sign-on button with `[web.oidc]`."""
     if current_user(request) is not None:
         raise web.HTTPSeeOther("/")
     return render(request, "login.html", {"error": None})
@@ -234,7 +234,7 @@ async def login(request: web.Request) -> web.StreamResponse:
     hashed = settings.web.passwords.get(name)
     # Always hash once, so that a wrong name costs as long as a wrong password.
     ok = await asyncio.to_thread(verify_password, password, hashed or _DUMMY_HASH)
-    if not (ok and hashed and settings.web.role(name)):
+    if not (ok and hashed and await request.config_dict[COOKIES].role(name)):
         throttle.failed(key, now)
         return render(request, "login.html", {"error": "Wrong name or password."}, status=401)
     await request.config_dict[COOKIES].start(name)
@@ -260,7 +260,7 @@ async def link_login(request: web.Request) -> web.StreamResponse:
     except GatewayError as exc:
         return render(request, "error.html", {"status": exc.status, "message": exc.message}, status=exc.status)
     name = data.get("u")
-    if not isinstance(name, str) or request.config_dict[SETTINGS].web.role(name) is None:
+    if not isinstance(name, str) or await request.config_dict[COOKIES].role(name) is None:
         return render(request, "error.html", {"status": 403, "message": "Unknown user."}, status=403)
     if not await request.config_dict[WEB_SESSIONS].first_use(f"web-login:{data.get('j')}"):
         msg = "This sign-in link was already used. Ask for a new one."

@@ -110,12 +110,15 @@ async def _may_decide(service: Service, actor: str, behalf: dict[str, str] | Non
     who = service.authorizer.actor(actor, Authority.APPROVER)
     now = service.clock.now()
     delegations = await service.decisions.delegations.to(who, now)
+    claimed = await service.authorizer.claimed(who)
 
     def may(approval: Approval) -> bool:
         if approval.status.final:
             return False
         try:
-            via = service.authorizer.authorize(Authority.APPROVER, who, approval, delegations=delegations, now=now)
+            via = service.authorizer.authorize(
+                Authority.APPROVER, who, approval, claimed=claimed, delegations=delegations, now=now
+            )
         except GatewayError:
             return False
         if via is not None and behalf is not None:

@@ -63,12 +63,23 @@ class SessionCookies:
         except GatewayError:
             return None
         name, csrf, sid = data.get("u"), data.get("c"), data.get("s")
-        role = self.settings.web.role(name) if isinstance(name, str) else None
+        role = await self.role(name) if isinstance(name, str) else None
         if not (role and isinstance(name, str) and isinstance(csrf, str) and isinstance(sid, str)):
             return None
         if await self.sessions.user_of(sid) != name:
             return None
         return User(name, role, csrf), sid
+
+    async def role(self, name: str) -> str | None:
+        """The user's role under the current config: listed by name, or (when `[web]` lists a
+        `group:NAME`) through the group's configured members and the groups their last sign-in
+        through the provider claimed."""
+        web_settings, identities = self.settings.web, self.settings.identities
+        if not web_settings.by_group:
+            return web_settings.role(name)
+        actor = f"web:{name.lower()}"  # web names are case-insensitive identities
+        claimed = await self.sessions.claimed_groups(actor) if identities.claimable else frozenset()
+        return web_settings.role(name, lambda g: identities.in_group(g, actor, claimed))
 
     async def start(self, name: str) -> NoReturn:
         """Record a new session and redirect to the inbox with its signed cookie."""
@@ -82,8 +93,10 @@ class SessionCookies:
         raise resp
 
     async def forget_removed_users(self, app: web.Application) -> None:
-        """At start: delete the sessions of users no longer in `[web]`."""
-        await self.sessions.keep_only({*self.settings.web.approvers, *self.settings.web.viewers})
+        """At start: delete the sessions of users no longer in `[web]`. Not when a role comes
+        through a group: who is a user is then not a list (each request still checks the role)."""
+        if not self.settings.web.by_group:
+            await self.sessions.keep_only({*self.settings.web.approvers, *self.settings.web.viewers})
 
 
 COOKIES = web.AppKey("web_session_cookies", SessionCookies)

@@ -21,6 +21,7 @@ from gateway.http.web import dashboard as web_dashboard
 from gateway.http.web import delegations as web_delegations
 from gateway.http.web import editlink, inbox, live
 from gateway.http.web import grants as web_grants
+from gateway.http.web import oidc as web_oidc
 from gateway.http.web import push as web_push
 from gateway.http.web import runs as web_runs
 from gateway.http.web import sessions as web_sessions
@@ -66,6 +67,7 @@ ROUTES: list[web.AbstractRouteDef] = [
     *web_delegations.routes,
     *web_push.routes,
     *web_runs.routes,
+    *web_oidc.routes,
 ]
 
 
@@ -83,6 +85,10 @@ def web_app(cookies: SessionCookies, reads: Reads) -> web.Application:
     )
     push = cookies.settings.webpush
     env.globals["webpush_key"] = push.public_key if push.enabled else ""  # the nav's push button
+    oidc = cookies.settings.web.oidc
+    env.globals["sso"] = oidc is not None  # the sign-in page's "Sign in with SSO"
+    if oidc is not None:
+        app[web_oidc.OIDC] = web_oidc.OidcClient(oidc, cookies.settings.server.public_url)
     app[web_auth.THROTTLE] = web_auth.LoginThrottle()
     app[web_sessions.COOKIES] = cookies
     app[LIVE] = live.LiveFeed(reads.newest_event_id)

@@ -13,7 +13,7 @@ from gateway.store.shared.deliveries import DeliveriesSQL, JobsSQL
 from gateway.store.shared.grants import GrantsSQL
 from gateway.store.shared.journal import HousekeepingSQL, JournalSQL
 from gateway.store.shared.lifecycle import schema_version
-from gateway.store.shared.push import PushSQL
+from gateway.store.shared.push import ClaimsSQL, PushSQL
 from gateway.store.shared.rules import RulesSQL
 
 __all__ = ["Backend", "SQLStore", "Transaction", "Tx", "run_at_once"]
@@ -30,6 +30,7 @@ class SQLStore(
     DelegationsSQL,
     RulesSQL,
     PushSQL,
+    ClaimsSQL,
     AuditSQL,
 ):
     """Every shared port; a backend adds its `Backend` methods and what differs."""

@@ -1,14 +1,16 @@
-"""The Web Push subscriptions port, written once over the named SQL (backend.py)."""
+"""The Web Push subscriptions and the claimed groups ports, written once over the named SQL
+(backend.py): both are what a web user's browser or sign-in left behind."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC, datetime
 
 from gateway.core.clock import to_ts
 from gateway.core.webpush import PushSubscription
-from gateway.store.shared.backend import Backend
+from gateway.store.shared.backend import Backend, Tx
 
-__all__ = ["PushSQL"]
+__all__ = ["ClaimsSQL", "PushSQL"]
 
 
 class PushSQL(Backend):
@@ -26,3 +28,20 @@ class PushSQL(Backend):
         if user is None:
             return await self.changed_rows(self.Q.delete_push_subscription, (endpoint,)) > 0
         return await self.changed_rows(self.Q.delete_user_push_subscription, (endpoint, user)) > 0
+
+
+class ClaimsSQL(Backend):
+    """The groups a person's OpenID sign-in claimed (migration 21)."""
+
+    async def set_claimed_groups(self, identity: str, groups: Collection[str], now: datetime) -> None:
+        rows = [(identity, name, to_ts(now)) for name in sorted(set(groups))]
+
+        async def op(tx: Tx) -> None:
+            await tx.execute(self.Q.delete_claimed_groups, (identity,))
+            for row in rows:
+                await tx.execute(self.Q.add_claimed_group, row)
+
+        await self.transact(op)
+
+    async def claimed_groups(self, identity: str) -> frozenset[str]:
+        return frozenset(str(r[0]) for r in await self.fetch_all(self.Q.claimed_groups, (identity,)))

@@ -44,10 +44,10 @@ FROM due WHERE j.id = due.id RETURNING j.*;
 UPDATE approvals a SET
     status = v.status, version = v.version, deadline = v.deadline, wake_at = v.wake_at,
     decision = v.decision, escalations = v.escalations, reminders_sent = v.reminders_sent,
-    channels = v.channels, wake_owner = NULL, wake_lease_until = NULL
+    channels = v.channels, approvers = v.approvers, wake_owner = NULL, wake_lease_until = NULL
 FROM unnest($1::text[], $2::int[], $3::float8[], $4::float8[], $5::text[], $6::int[], $7::int[],
-            $8::text[], $9::text[], $10::int[])
-    AS v(status, version, deadline, wake_at, decision, escalations, reminders_sent, channels, id, expected)
+            $8::text[], $9::text[], $10::text[], $11::int[])
+    AS v(status, version, deadline, wake_at, decision, escalations, reminders_sent, channels, approvers, id, expected)
 WHERE a.id = v.id AND a.version = v.expected
 RETURNING a.id;
 

@@ -55,8 +55,8 @@ WHERE id = $29 AND version = $30;
 -- rows.policy_values), then the id and the expected version.
 UPDATE approvals SET
     status = $1, version = $2, deadline = $3, wake_at = $4, decision = $5, escalations = $6,
-    reminders_sent = $7, channels = $8, wake_owner = NULL, wake_lease_until = NULL
-WHERE id = $9 AND version = $10;
+    reminders_sent = $7, channels = $8, approvers = $9, wake_owner = NULL, wake_lease_until = NULL
+WHERE id = $10 AND version = $11;
 
 -- name: due_approvals
 SELECT * FROM approvals WHERE wake_at IS NOT NULL AND wake_at <= $1 ORDER BY wake_at LIMIT $2;
@@ -411,6 +411,18 @@ DELETE FROM push_subscriptions WHERE endpoint = $1;
 -- name: delete_user_push_subscription
 -- Unsubscribing: only the signed-in user's own row.
 DELETE FROM push_subscriptions WHERE endpoint = $1 AND user_name = $2;
+
+-------------------------------------------------------------------------- claimed groups (migration 21)
+
+-- name: delete_claimed_groups
+-- A sign-in replaces the identity's claimed groups: first the old rows go.
+DELETE FROM oidc_groups WHERE identity = $1;
+
+-- name: add_claimed_group
+INSERT INTO oidc_groups (identity, group_name, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING;
+
+-- name: claimed_groups
+SELECT DISTINCT group_name FROM oidc_groups WHERE identity = $1;
 
 -------------------------------------------------------------------------- migrations
 
