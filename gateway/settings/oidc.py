@@ -1,7 +1,7 @@
 """`[web.oidc]`: sign in to the web inbox through an OpenID provider (docs/identity.md).
 
 The identity is `web:<email>` when the provider says the e-mail is verified, else `web:<sub>`
-(`identity_claim = "sub"` always takes `sub`): `[people]`, `web.approvers` and the e-mail channel
+(`identity_claim = "sub"` always takes `sub`): `[people]`, `web.approvers` and mail cards
 already name people by address, and an unverified address could be anyone's. The groups claim
 (`groups_claim`), mapped through `group_map` (claim value -> group name; without one, a value
 is taken as the group of that name), puts the person in those `[groups.NAME]` until the next sign-in.
