@@ -15,6 +15,7 @@ from gateway.core.tokens import TokenSigner
 from gateway.service import Inbound, Service
 from gateway.service.audit import AuditService
 from gateway.service.deliveries import Deliveries
+from gateway.service.events import Webhooks
 from gateway.service.grants import Grants
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
@@ -40,6 +41,7 @@ JOURNAL = web.AppKey("journal", RunJournal)
 GRANTS = web.AppKey("grants", Grants)
 RULE_OPS = web.AppKey("rule_ops", RuleOps)
 PUSH = web.AppKey("push", PushSubscriptions)
+WEBHOOKS = web.AppKey("webhooks", Webhooks)
 READY: web.AppKey[Callable[[], Awaitable[bool]]] = web.AppKey("ready")
 
 __all__ = [
@@ -58,5 +60,6 @@ __all__ = [
     "SERVICE",
     "SETTINGS",
     "SIGNER",
+    "WEBHOOKS",
     "WEB_SESSIONS",
 ]

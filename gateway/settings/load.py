@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import gateway.settings.audit as audit
+import gateway.settings.events as events
 import gateway.settings.mcp as mcp
 import gateway.settings.policies as policies
 import gateway.settings.rules as rules
@@ -41,6 +42,7 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "mcp_gate": mcp.MCP_GATE_KEYS,
     "rules": rules.KEYS,
     "webpush": webpush.KEYS,
+    "events": events.KEYS,
 }
 GROUPS = ("policies", "workers", "people")  # the named tables: [policies.NAME], [workers.NAME], [people.NAME]
 LISTS = ("rule",)  # the arrays of tables: [[rule]]
@@ -110,6 +112,7 @@ def load_settings(
         people=identities.people,
         identities=identities,
         webpush=webpush.WebPushSettings(**plain["webpush"]),
+        events=events.load_events(plain["events"]),
         rules=rules.load_rules(plain["rules"], raw.get("rule", []), compile=validate),
     )
     if validate:
@@ -127,6 +130,7 @@ def check(settings: Settings) -> None:
     audit.check_redaction(settings.redaction)
     web.check_web(settings.web)
     webpush.check_webpush(settings.webpush)
+    events.check_events(settings.events)
     audit.check_audit(settings.audit, settings.retention)
     rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
 

@@ -12,6 +12,7 @@ from gateway.core.policy_bounds import AgentBounds
 from gateway.core.rules import RuleSet
 from gateway.settings.audit import AuditSettings, RedactionSettings, RetentionSettings
 from gateway.settings.channels import ChannelConfig
+from gateway.settings.events import EventsSettings
 from gateway.settings.mcp import McpGateSettings, McpSettings
 from gateway.settings.scheduler import SchedulerSettings
 from gateway.settings.security import SecuritySettings
@@ -45,6 +46,7 @@ class Settings:
     # `[rules]` and `[[rule]]`, compiled (gateway.core.rules): evaluated at suspend.
     rules: RuleSet = field(default_factory=RuleSet)
     webpush: WebPushSettings = field(default_factory=WebPushSettings)  # Web Push to the web's approvers
+    events: EventsSettings = field(default_factory=EventsSettings)  # signed outbound events
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""

@@ -1,0 +1,173 @@
+"""Signed outbound events, end to end on both backends: a transition commits its event rows, the
+outbox signs and POSTs them to a real receiver that verifies each one with `standardwebhooks`,
+in order per approval, retrying after `Retry-After` or with backoff, until it gives up (which
+the dashboard shows)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from email.utils import format_datetime
+from typing import Any
+
+from gateway.core.models import Outcome
+from gateway.runtime import Runtime
+from gateway.service.approvals import SuspendRequest
+from gateway.testing import FakeClock
+from tests.events.support import Receiver, types
+
+
+async def _suspend(rt: Runtime, **kw: Any) -> str:
+    req = SuspendRequest(kw.pop("run_id", "run-1"), kw.pop("step", "charge"), "Charge ACME", **kw)
+    approval, _ = await rt.service.suspend(req)
+    return approval.id
+
+
+async def test_each_event_is_a_signed_cloudevent(rt: Runtime, receiver: Receiver) -> None:
+    args = {"amount": 4200, "email": "alice@example.com"}
+    approval_id = await _suspend(rt, args=args, state={"secret": "s3cr3t"}, worker="agent")
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web", comment="ok")
+    await rt.outbox.drain()
+    assert [r.answered for r in receiver.received] == [204, 204]  # both verified by the library
+    requested, decided = receiver.accepted
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    for event, raw in zip(receiver.accepted, receiver.received, strict=True):
+        assert event["specversion"] == "1.0" and event["subject"] == approval_id
+        assert event["source"] == rt.settings.server.public_url.rstrip("/")
+        assert event["datacontenttype"] == "application/json" and event["time"].endswith("Z")
+        assert raw.headers["webhook-id"] == event["id"] and event["id"].startswith("evt_")
+        assert raw.headers["Content-Type"].startswith("application/cloudevents+json")
+        # no secret, token or raw argument leaves in an event
+        assert b"s3cr3t" not in raw.body and b"alice@example.com" not in raw.body
+        assert receiver.secret.encode() not in raw.body
+    assert requested["data"]["status"] == "waiting_approval" and requested["data"]["decided_by"] is None
+    assert requested["data"]["args"]["amount"] == 4200 and requested["data"]["args"]["email"] != args["email"]
+    data = decided["data"]
+    assert data["status"] == "approved" and data["decided_by"] == "web:alice"
+    assert data["decision"]["outcome"] == "approve" and data["decision"]["comment"] == "ok"
+    assert data["run_id"] == "run-1" and data["step"] == "charge" and data["approval_id"] == approval_id
+
+
+async def test_a_failed_first_try_keeps_the_order_and_the_id(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
+    receiver.answers = [(503, {})]  # the first request fails
+    approval_id = await _suspend(rt)
+    await rt.service.decide(approval_id, Outcome.REJECT, "web:alice", channel="web")
+    await rt.outbox.drain()
+    # requested failed: decided waits for it, though due, instead of overtaking it
+    assert [r.answered for r in receiver.received] == [503]
+    assert types([r.event for r in receiver.received if r.event]) == ["approval.requested"]
+    clock.advance(seconds=2)  # the first retry comes within seconds
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    first, again = receiver.received[0], receiver.received[1]
+    assert first.headers["webhook-id"] == again.headers["webhook-id"]  # receivers de-duplicate on it
+    assert first.body == again.body  # the same document, byte for byte
+    rows = await rt.store.list_outbox(approval_id)
+    events = [r for r in rows if r.channel == "webhook:siem"]
+    assert [r.status.value for r in events] == ["done", "done"] and events[0].attempts == 2
+
+
+async def test_retry_after_in_seconds_is_honoured(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
+    receiver.answers = [(429, {"Retry-After": "120"})]
+    await _suspend(rt)
+    await rt.outbox.drain()
+    clock.advance(seconds=119)  # the backoff alone would have tried again long before
+    await rt.outbox.drain()
+    assert len(receiver.received) == 1
+    clock.advance(seconds=2)
+    await rt.outbox.drain()
+    assert [r.answered for r in receiver.received] == [429, 204]
+
+
+async def test_retry_after_as_an_http_date_is_honoured(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
+    receiver.answers = [(503, {"Retry-After": format_datetime(clock.now() + timedelta(seconds=90), usegmt=True)})]
+    await _suspend(rt)
+    await rt.outbox.drain()
+    clock.advance(seconds=85)
+    await rt.outbox.drain()
+    assert len(receiver.received) == 1
+    clock.advance(seconds=6)
+    await rt.outbox.drain()
+    assert [r.answered for r in receiver.received] == [503, 204]
+
+
+async def test_backoff_grows_to_the_cap_then_gives_up_and_the_dashboard_shows_it(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt, web = await events_runtime(events={"give_up_after": "1h", "max_backoff": "5m"}, web=True)
+    receiver.answers, receiver.fresh_only = [(500, {})] * 1000, False  # the clock runs an hour ahead
+    approval_id = await _suspend(rt)
+    start = clock.now()
+    delays = []
+    for _ in range(200):
+        await rt.outbox.drain()
+        (row,) = [r for r in await rt.store.list_outbox(approval_id) if r.channel == "webhook:siem"]
+        if row.status.value != "pending":
+            break
+        delays.append((row.next_attempt_at - clock.now()).total_seconds())
+        clock.set(row.next_attempt_at)
+    assert row.status.value == "failed" and row.last_error == "HTTP 500 Internal Server Error"
+    assert delays[0] <= 1.0 and max(delays) <= 300  # within seconds at first, never beyond the cap
+    assert clock.now() - start == timedelta(hours=1)  # the last try is at give_up_after, then it gives up
+    events = await rt.store.list_events(approval_id)
+    (gave_up,) = [e for e in events if e.kind == "delivery_failed"]
+    assert gave_up.channel == "webhook:siem" and gave_up.data["type"] == "dev.hitl-gateway.approval.requested"
+
+    (backlog,) = await rt.webhooks.backlog()
+    assert (backlog.name, backlog.pending, backlog.failing, backlog.given_up) == ("siem", 0, 0, 1)
+    html = await _dashboard(web)
+    assert (
+        '<tr data-webhook="siem"><td>siem</td><td>0</td><td>0</td><td>1</td><td>HTTP 500 Internal Server Error</td>'
+        in html
+    )
+
+
+async def test_the_dashboard_counts_pending_and_failing(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt, web = await events_runtime(web=True)
+    receiver.answers = [(502, {})]
+    approval_id = await _suspend(rt)
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    await rt.outbox.drain()
+    (backlog,) = await rt.webhooks.backlog()  # requested failing, decided waiting behind it
+    assert (backlog.pending, backlog.failing, backlog.given_up, backlog.last_error) == (1, 1, 0, "HTTP 502 Bad Gateway")
+    html = await _dashboard(web)
+    assert "Outbound events" in html and "HTTP 502 Bad Gateway" in html
+    clock.advance(seconds=2)
+    await rt.outbox.drain()
+    (backlog,) = await rt.webhooks.backlog()
+    assert (backlog.pending, backlog.failing, backlog.given_up, backlog.last_error) == (0, 0, 0, None)
+
+
+async def test_timeout_escalation_and_kinds(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt = await events_runtime(kinds=["approval.escalated", "approval.timed_out"])
+    escalated = await _suspend(rt, policy="esc", run_id="run-e")
+    timed_out = await _suspend(rt, policy="fast", run_id="run-t")
+    clock.advance(seconds=61)
+    await rt.scheduler.tick(clock.now())
+    clock.advance(seconds=61)
+    await rt.scheduler.tick(clock.now())
+    await rt.outbox.drain()
+    got = {(e["subject"], e["type"].removeprefix("dev.hitl-gateway.")) for e in receiver.accepted}
+    assert got == {
+        (escalated, "approval.escalated"),
+        (escalated, "approval.timed_out"),
+        (timed_out, "approval.timed_out"),
+    }
+    by_subject = [types([e for e in receiver.accepted if e["subject"] == escalated])]
+    assert by_subject == [["approval.escalated", "approval.timed_out"]]  # in order per approval
+
+
+async def test_a_cancel_is_the_approvals_decision(rt: Runtime, receiver: Receiver) -> None:
+    approval_id = await _suspend(rt)
+    await rt.service.cancel(approval_id, "operator:test", "not needed")
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    assert receiver.accepted[1]["data"]["status"] == "cancelled"
+
+
+async def _dashboard(web: Any) -> str:
+    return " ".join((await (await web.get("/dashboard")).text()).split())
