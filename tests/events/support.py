@@ -55,7 +55,6 @@ class Receiver:
         self.received.append(Received(headers, body, event, status))
         return web.Response(status=status, headers=extra)
 
-
     def verify(self, body: bytes, headers: dict[str, str]) -> Any:
         hook = Webhook(self.secret)
         if self.fresh_only:

@@ -10,7 +10,10 @@ from datetime import timedelta
 from email.utils import format_datetime
 from typing import Any
 
-from gateway.core.models import Outcome
+import pytest
+
+from gateway.core.events import EventKind
+from gateway.core.models import JobStatus, NewEvent, Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
 from gateway.testing import FakeClock
@@ -171,3 +174,26 @@ async def test_a_cancel_is_the_approvals_decision(rt: Runtime, receiver: Receive
 
 async def _dashboard(web: Any) -> str:
     return " ".join((await (await web.get("/dashboard")).text()).split())
+
+
+async def test_a_job_failure_follows_the_decision(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
+    approval_id = await _suspend(rt, worker="agent")
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    (job,) = await rt.jobs.claim(clock.now(), "w1", timedelta(minutes=1), 10)
+    event = NewEvent(
+        approval_id, EventKind.JOB_FAILED, clock.now(), "w1", data={"attempt": 1, "worker": "agent", "error": "exit 3"}
+    )
+    assert await rt.jobs.finish(job.id, "w1", now=clock.now(), status=JobStatus.FAILED, error="exit 3", events=[event])
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided", "job.failed"]
+    assert receiver.accepted[2]["data"]["job"] == {"worker": "agent", "attempt": 1, "error": "exit 3"}
+
+
+@pytest.mark.subprocess
+async def test_a_worker_run_announces_job_succeeded(rt: Runtime, receiver: Receiver) -> None:
+    approval_id = await _suspend(rt, worker="agent")
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    await rt.worker.drain()  # runs `true`
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided", "job.succeeded"]
+    assert {e["subject"] for e in receiver.accepted} == {approval_id}
