@@ -47,9 +47,6 @@ class EventsSettings:
     max_backoff: timedelta = timedelta(minutes=10)  # the cap of the exponential backoff between tries
     timeout: timedelta = timedelta(seconds=10)  # one request to a receiver, connect to last byte
 
-    def webhook(self, name: str) -> WebhookSettings | None:
-        return next((w for w in self.webhooks if w.name == name), None)
-
 
 def shown_url(url: str) -> str:
     """The URL as pages and logs show it: no user, password, query or fragment (they may hold a
@@ -140,13 +137,17 @@ def load_events(plain: Mapping[str, Any]) -> EventsSettings:
     return EventsSettings(**plain)
 
 
-def check_events(events: EventsSettings) -> None:
+def check_events(events: EventsSettings, lease: timedelta) -> None:
+    """`lease`: the outbox's claim on a row; a try must end well inside it (the outbox cuts a
+    row's work at half its lease), or another replica could send the same event meanwhile."""
     if events.max_backoff < timedelta(seconds=1):
         raise ConfigError("events.max_backoff", "at least 1s")
     if events.give_up_after < events.max_backoff:
         raise ConfigError("events.give_up_after", "at least events.max_backoff")
     if not timedelta(seconds=1) <= events.timeout <= timedelta(minutes=5):
         raise ConfigError("events.timeout", "between 1s and 5m")
+    if events.timeout >= lease / 2:
+        raise ConfigError("events.timeout", f"must be below half of store.lease ({lease.total_seconds():g}s)")
 
 
 __all__ = [

@@ -130,7 +130,7 @@ def check(settings: Settings) -> None:
     audit.check_redaction(settings.redaction)
     web.check_web(settings.web)
     webpush.check_webpush(settings.webpush)
-    events.check_events(settings.events)
+    events.check_events(settings.events, settings.store.lease)
     audit.check_audit(settings.audit, settings.retention)
     rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gateway.core.events import EventKind
-from gateway.core.models import JobStatus, NewEvent, Outcome
+from gateway.core.models import JobStatus, NewEvent, NewOutbox, OutboxKind, Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
 from gateway.testing import FakeClock
@@ -197,3 +197,50 @@ async def test_a_worker_run_announces_job_succeeded(rt: Runtime, receiver: Recei
     await rt.outbox.drain()
     assert types(receiver.accepted) == ["approval.requested", "approval.decided", "job.succeeded"]
     assert {e["subject"] for e in receiver.accepted} == {approval_id}
+
+
+async def test_an_event_claimed_by_a_crashed_replica_is_sent_once_its_lease_ends(
+    rt: Runtime, receiver: Receiver, clock: FakeClock
+) -> None:
+    approval_id = await _suspend(rt)
+    (claimed,) = await rt.store.claim_outbox(clock.now(), "gone", timedelta(seconds=60), 10)  # then it died
+    assert claimed.kind.value == "event"
+    await rt.outbox.drain()
+    assert receiver.received == []  # its lease still holds
+    clock.advance(seconds=61)
+    await rt.outbox.drain()
+    (event,) = receiver.accepted
+    assert event["id"] == claimed.data["id"] and event["subject"] == approval_id
+
+
+async def test_a_given_up_event_lets_the_next_one_go_and_a_removed_webhook_gets_nothing(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt = await events_runtime(events={"give_up_after": "1m", "max_backoff": "30s"})
+    receiver.answers = [(500, {})] * 50
+    approval_id = await _suspend(rt)
+    for _ in range(20):  # requested fails until it is given up, a minute later
+        await rt.outbox.drain()
+        (row,) = [r for r in await rt.store.list_outbox(approval_id) if r.kind is OutboxKind.EVENT]
+        if row.status.value != "pending":
+            break
+        clock.set(row.next_attempt_at)
+    assert row.status.value == "failed"
+    receiver.answers = []
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.decided"]
+    await rt.stop()
+
+    other = await events_runtime(name="renamed")  # the same store, the webhook now named otherwise
+    second = await _suspend(other, run_id="run-2")
+    rows = [r for r in await other.store.list_outbox(second) if r.kind.value == "event"]
+    assert [r.channel for r in rows] == ["webhook:renamed"]
+    await other.store.enqueue_outbox(
+        [NewOutbox(second, "webhook:siem", OutboxKind.EVENT, dict(rows[0].data))], clock.now()
+    )
+    await other.outbox.drain()
+    (orphan,) = [r for r in await other.store.list_outbox(second) if r.channel == "webhook:siem"]
+    assert orphan.status.value == "failed" and orphan.last_error == "the webhook is no longer configured"
+    backlog = await other.webhooks.backlog()
+    assert [(b.name, b.given_up) for b in backlog] == [("renamed", 0), ("siem", 2)]

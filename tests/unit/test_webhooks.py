@@ -89,3 +89,5 @@ def test_webhooks_from_the_environment_and_bounds() -> None:
         load_settings(None, env=env | {"HITL_EVENTS_GIVE_UP_AFTER": "1m"})
     with pytest.raises(ConfigError, match=r"events\.timeout"):
         load_settings(None, env=env | {"HITL_EVENTS_TIMEOUT": "1h"})
+    with pytest.raises(ConfigError, match=r"half of store\.lease"):
+        load_settings(None, env=env | {"HITL_EVENTS_TIMEOUT": "30s"})  # the lease is 60s
