@@ -3,6 +3,7 @@ every request with the Standard Webhooks library itself, and answers as the test
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hmac
 import json
@@ -37,6 +38,7 @@ class Receiver:
     # False when the test's clock runs hours ahead: the signature is still checked by the
     # library (`Webhook.sign` over id, timestamp and body), only not the timestamp's freshness
     fresh_only: bool = True
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)  # set by each acknowledged event
 
     @property
     def accepted(self) -> list[dict[str, Any]]:
@@ -53,6 +55,8 @@ class Receiver:
             return web.Response(status=400, text="bad signature")
         status, extra = self.answers.pop(0) if self.answers else (204, {})
         self.received.append(Received(headers, body, event, status))
+        if 200 <= status < 300:
+            self.arrived.set()
         return web.Response(status=status, headers=extra)
 
     def verify(self, body: bytes, headers: dict[str, str]) -> Any:

@@ -5,6 +5,7 @@ the dashboard shows)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 from email.utils import format_datetime
@@ -16,7 +17,7 @@ from gateway.core.events import EventKind
 from gateway.core.models import JobStatus, NewEvent, NewOutbox, OutboxKind, Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
-from gateway.testing import FakeClock
+from gateway.testing import FakeClock, make_settings
 from tests.events.support import Receiver, types
 
 
@@ -244,3 +245,16 @@ async def test_a_given_up_event_lets_the_next_one_go_and_a_removed_webhook_gets_
     assert orphan.status.value == "failed" and orphan.last_error == "the webhook is no longer configured"
     backlog = await other.webhooks.backlog()
     assert [(b.name, b.given_up) for b in backlog] == [("renamed", 0), ("siem", 2)]
+
+
+async def test_the_running_outbox_sends_at_once(store_url: str, receiver: Receiver) -> None:
+    """With the background loops on (the system clock): a commit wakes the outbox, no test drain."""
+    hook = {"url": receiver.url, "secret": receiver.secret, "name": "siem"}
+    rt = Runtime(make_settings(store_url, {"events": {"webhooks": [hook]}}), owner="bg")
+    await rt.start()
+    try:
+        await _suspend(rt)
+        await asyncio.wait_for(receiver.arrived.wait(), 10)
+    finally:
+        await rt.stop()
+    assert types(receiver.accepted) == ["approval.requested"]
