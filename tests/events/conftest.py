@@ -35,13 +35,15 @@ async def events_runtime(
     store_url: str, receiver: Receiver, clock: FakeClock, aiohttp_client: Callable[..., Any]
 ) -> AsyncIterator[Callable[..., Any]]:
     """Runtime(s) on `store_url` with one webhook (the receiver); `events=` and keywords
-    override keys of `[events]` and of the webhook. With `web=True`: (runtime, a client of the
+    override keys of `[events]` and of the webhook, `more=` adds sections. With `web=True`: (runtime, a client of the
     real app, signed in as an approver), the app starting the runtime."""
     made: list[Runtime] = []
 
-    async def make(events: dict[str, Any] | None = None, *, web: bool = False, **webhook: Any) -> Any:
+    async def make(
+        events: dict[str, Any] | None = None, *, web: bool = False, more: dict[str, Any] | None = None, **webhook: Any
+    ) -> Any:
         hook = {"url": receiver.url, "secret": receiver.secret, "name": "siem"} | webhook
-        sections = {
+        sections = (more or {}) | {
             "events": {"webhooks": [hook], **(events or {})},
             "workers": {"agent": {"command": ["true"]}},
             "web": WEB,

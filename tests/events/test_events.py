@@ -258,3 +258,16 @@ async def test_the_running_outbox_sends_at_once(store_url: str, receiver: Receiv
     finally:
         await rt.stop()
     assert types(receiver.accepted) == ["approval.requested"]
+
+
+async def test_a_rule_that_decides_at_suspend_sends_requested_then_decided(
+    events_runtime: Callable[..., Any], receiver: Receiver
+) -> None:
+    rule = {"name": "small", "when": "args.amount < 100", "then": "allow", "reason": "small amounts"}
+    rt = await events_runtime(more={"rule": [rule]})
+    approval_id = await _suspend(rt, args={"amount": 5})
+    await rt.outbox.drain()
+    requested, decided = receiver.accepted
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    assert requested["data"]["status"] == "waiting_approval" and decided["data"]["status"] == "approved"
+    assert decided["data"]["decided_by"] == "rule:small" and decided["subject"] == approval_id
