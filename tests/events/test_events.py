@@ -271,3 +271,23 @@ async def test_a_rule_that_decides_at_suspend_sends_requested_then_decided(
     assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
     assert requested["data"]["status"] == "waiting_approval" and decided["data"]["status"] == "approved"
     assert decided["data"]["decided_by"] == "rule:small" and decided["subject"] == approval_id
+
+
+async def test_two_replicas_keep_each_approvals_order(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    one, two = await events_runtime(), await events_runtime()
+    receiver.answers = [(503, {})] * 3  # a few first tries fail: their successors must wait
+    ids = []
+    for n in range(6):
+        ids.append(await _suspend(one, run_id=f"run-{n}"))
+        await two.service.decide(ids[-1], Outcome.APPROVE, "web:alice", channel="web")
+    for _ in range(20):
+        handled = await asyncio.gather(one.outbox.run_once(), two.outbox.run_once())
+        if not any(handled):
+            clock.advance(seconds=2)
+            if not any(await asyncio.gather(one.outbox.run_once(), two.outbox.run_once())):
+                break
+    for approval_id in ids:
+        mine = [e for e in receiver.accepted if e["subject"] == approval_id]
+        assert types(mine) == ["approval.requested", "approval.decided"]  # once each, in order
