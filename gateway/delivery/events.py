@@ -31,6 +31,7 @@ from gateway.settings.events import EventsSettings, WebhookSettings
 log = logging.getLogger("gateway.events")
 CONTENT_TYPE = "application/cloudevents+json; charset=utf-8"  # CloudEvents HTTP binding, structured mode
 USER_AGENT = "hitl-gateway-events/1"
+MAX_ANSWER = 64 * 1024  # bytes of a receiver's answer read (so the connection can be reused)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +82,7 @@ class WebhookSender:
             async with self.http().post(
                 hook.url, data=body, headers=headers, timeout=self.timeout, allow_redirects=False
             ) as resp:
-                await resp.read()
+                await resp.content.read(MAX_ANSWER)  # what a receiver says is not kept; a flood is cut
                 if 200 <= resp.status < 300:
                     return Sent(True)
                 error = f"HTTP {resp.status} {resp.reason or ''}".strip()
