@@ -124,6 +124,8 @@ async def test_backoff_grows_to_the_cap_then_gives_up_and_the_dashboard_shows_it
         '<tr data-webhook="siem"><td>siem</td><td>0</td><td>0</td><td>1</td><td>HTTP 500 Internal Server Error</td>'
         in html
     )
+    metrics = await (await web.get("/metrics")).text()
+    assert 'hitl_webhook_events{state="given_up",webhook="siem"} 1.0' in metrics
 
 
 async def test_the_dashboard_counts_pending_and_failing(
