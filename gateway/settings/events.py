@@ -146,7 +146,7 @@ def check_events(events: EventsSettings, lease: timedelta) -> None:
         raise ConfigError("events.give_up_after", "at least events.max_backoff")
     if not timedelta(seconds=1) <= events.timeout <= timedelta(minutes=5):
         raise ConfigError("events.timeout", "between 1s and 5m")
-    if events.timeout >= lease / 2:
+    if events.webhooks and events.timeout >= lease / 2:
         raise ConfigError("events.timeout", f"must be below half of store.lease ({lease.total_seconds():g}s)")
 
 
