@@ -17,7 +17,7 @@ OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed-stamp
 # because both are named in the same command) and every extra a config may turn on, so that no
 # setting needs a reinstall: PostgreSQL, `hitl-gateway mcp` / `mcp-gate`, the e-mail channel,
 # [[rule]] conditions in CEL, the Cedar engine and Web Push (python -m bench.first_hour: the size and time).
-RUN_EXTRAS := postgres,mcp,email,rules,cedar,webpush,teams,oidc
+RUN_EXTRAS := postgres,mcp,email,rules,cedar,webpush,teams,oidc,events
 # On top, for the tests: the SDK's framework extras the integration tests run, and dev
 # (pytest, mypy, ruff, Playwright, the Claude Code CLI, both rule engines).
 SDK_EXTRAS := langgraph,openai-agents,pydantic-ai,claude-agent-sdk

@@ -21,12 +21,14 @@ from gateway.core.errors import ConfigError
 from gateway.core.identity import WEB
 from gateway.core.observers import Observer, Observers
 from gateway.core.tokens import TokenSigner
+from gateway.delivery.events import WebhookSender
 from gateway.delivery.outbox import OutboxRunner
 from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
 from gateway.service import Inbound, Service, routing
 from gateway.service.audit import AuditService
 from gateway.service.deliveries import Deliveries
+from gateway.service.events import Webhooks
 from gateway.service.housekeeping import Pruning
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
@@ -137,12 +139,20 @@ class Runtime:
         # The use cases the loops, handlers and commands get (each holds the store; they do not).
         operators = settings.security.principals().has_operators
         self.deliveries = Deliveries(self.store, self.clock, self.observers, has_operators=operators)
-        self.jobs = Jobs(self.store, self.clock, self.observers, has_operators=operators)
+        announcer = self.service.announcer if settings.events.webhooks else None
+        self.jobs = Jobs(self.store, self.clock, self.observers, has_operators=operators, announcer=announcer)
         self.journal = RunJournal(self.store, self.service, self.service.redactor)
         self.maintenance = Maintenance(self.store)
         self.rule_ops = RuleOps(settings, self.store, self.clock)
+        self.webhooks = Webhooks(self.store, settings.events)  # the dashboard's view of the outbound events
         self.outbox = OutboxRunner(
-            self.deliveries, self.channels, self.clock, self.owner, lease=settings.store.lease, observer=self.observers
+            self.deliveries,
+            self.channels,
+            self.clock,
+            self.owner,
+            lease=settings.store.lease,
+            observer=self.observers,
+            webhooks=self._webhook_sender(),
         )
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
         self.worker = WorkerRunner(self.jobs, self.service, self.clock, self.owner, lease=settings.store.lease)
@@ -176,6 +186,16 @@ class Runtime:
             raise ConfigError("webpush", hint) from None
         public_url = self.settings.server.public_url
         return PushingWebChannel(self.settings.webpush, public_url, self.signer, self.push, self.http_session)
+
+    def _webhook_sender(self) -> WebhookSender | None:
+        """What signs and sends the outbound events, with `[[events.webhooks]]`."""
+        if not self.settings.events.webhooks:
+            return None
+        try:
+            return WebhookSender(self.settings.events, self.clock, self.http_session)
+        except ImportError as exc:  # the `events` extra is not installed
+            hint = f"signed events need the extra `events` ({exc}): pip install ./sdk '.[events]'"
+            raise ConfigError("events.webhooks", hint) from None
 
     def channel_context(self, kind: str) -> ChannelContext:
         """What the channel `kind` may use: its section, the signer, the clock, the inbound use

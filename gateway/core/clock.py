@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Protocol
 
-from hitl_sdk.times import from_ts, iso, to_ts
+from hitl_sdk.times import from_ts, iso, parse_iso, to_ts
 
-__all__ = ["Clock", "SystemClock", "from_ts", "iso", "to_ts"]
+__all__ = ["Clock", "SystemClock", "from_ts", "iso", "parse_iso", "to_ts"]
 
 
 class Clock(Protocol):

@@ -394,6 +394,7 @@ class OutboxKind(StrEnum):
     POST = "post"  # post the card for the first time
     SYNC = "sync"  # re-render the card from the approval's current state
     REMIND = "remind"  # a reminder next to the card
+    EVENT = "event"  # a signed outbound event to a webhook (gateway.core.webhooks), sent in order per approval
 
 
 class DeliveryStatus(StrEnum):

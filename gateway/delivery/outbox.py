@@ -8,6 +8,11 @@ attempts, and a post whose outcome nobody knows is recorded `uncertain` rather t
 unless the channel can send it again without showing it twice (`Channel.resend_unknown`).
 Every read and write goes through `gateway.service.deliveries.Deliveries`, which also holds an
 operator's `ResendCard`.
+
+Rows of kind `event` are outbound events to a webhook (gateway/delivery/events.py), not cards:
+sent in order per approval and webhook (the claim holds an event back while an earlier one is
+pending), retried after the receiver's `Retry-After` or with backoff capped at
+`[events] max_backoff`, and given up `[events] give_up_after` after the event happened.
 """
 
 from __future__ import annotations
@@ -20,13 +25,15 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
 from gateway.core import loops
-from gateway.core.clock import Clock
+from gateway.core.clock import Clock, parse_iso
 from gateway.core.events import EventKind
 from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
 from gateway.core.observers import Observer, Observers
 from gateway.core.retry import backoff
 from gateway.core.shown import card_posted, card_synced
+from gateway.core.webhooks import next_try, webhook_name
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
+from gateway.delivery.events import WebhookSender
 from gateway.service.deliveries import CardUpdate, Deliveries
 
 log = logging.getLogger("gateway.outbox")
@@ -64,6 +71,7 @@ class OutboxRunner:
         batch: int = 64,
         poll_interval: float = 1.0,
         observer: Observer | None = None,
+        webhooks: WebhookSender | None = None,
     ) -> None:
         self.deliveries, self.channels, self.clock, self.owner = deliveries, channels, clock, owner
         self.lease, self.batch, self.poll_interval = lease, batch, poll_interval
@@ -71,6 +79,7 @@ class OutboxRunner:
         self._stopping = asyncio.Event()
         self._posting: dict[str, asyncio.Semaphore] = {}  # per channel kind: its posts_in_flight
         self.observer: Observer = observer or Observers()  # told each recorded delivery (metrics)
+        self.webhooks = webhooks  # sends the outbound events (`[[events.webhooks]]`)
 
     def notify(self) -> None:
         self._wake.set()
@@ -164,6 +173,9 @@ class OutboxRunner:
             self.observer.delivered(item.channel, item.kind, event)
 
     async def _deliver(self, item: OutboxItem) -> None:
+        if item.kind is OutboxKind.EVENT:
+            await self._send_event(item)
+            return
         approval = await self.deliveries.approval(item.approval_id)
         kind, target = parse_address(item.channel)
         channel = self.channels.get(kind)
@@ -212,6 +224,51 @@ class OutboxRunner:
         update = CardUpdate(item.channel, ref, DeliveryStatus.DONE)
         data = card_posted(card.approval, ref)
         await self._finish(item, DeliveryStatus.DONE, card=update, event=EventKind.CARD_POSTED, data=data)
+
+    async def _send_event(self, item: OutboxItem) -> None:
+        """One try at an outbound event: acknowledged, retried, or given up (a `delivery_failed`
+        event on the approval, and a count on the dashboard)."""
+        name = webhook_name(item.channel)
+        sender = self.webhooks
+        if sender is None or name is None or not sender.knows(name):
+            why = "the webhook is no longer configured"
+            data = {"error": why, "kind": item.kind.value, "event_id": item.data.get("id")}
+            await self._finish(item, DeliveryStatus.FAILED, why, event=EventKind.DELIVERY_FAILED, data=data)
+            return
+        sent = await sender.send(name, item.data)
+        if sent.ok:
+            await self._finish(item, DeliveryStatus.DONE)
+            return
+        now = self.clock.now()
+        happened = parse_iso(str(item.data.get("time") or now.isoformat()))
+        settings = sender.events
+        delay = next_try(
+            item.attempts + 1,
+            happened,
+            now,
+            max_backoff=settings.max_backoff,
+            give_up_after=settings.give_up_after,
+            server_delay=sent.retry_after,
+        )
+        error = (sent.error or "failed")[:500]
+        if delay is None:
+            log.error(
+                "event %s to webhook %s given up after %d tries: %s",
+                item.data.get("id"),
+                name,
+                item.attempts + 1,
+                error,
+            )
+            data = {
+                "error": error,
+                "kind": item.kind.value,
+                "event_id": item.data.get("id"),
+                "type": item.data.get("type"),
+            }
+            await self._finish(item, DeliveryStatus.FAILED, error, event=EventKind.DELIVERY_FAILED, data=data)
+            return
+        log.warning("event %s to webhook %s failed (%s); retry in %.1fs", item.data.get("id"), name, error, delay)
+        await self._finish(item, DeliveryStatus.PENDING, error, retry_in=delay)
 
     def _slots(self, channel: Channel) -> contextlib.AbstractAsyncContextManager[object]:
         limit = getattr(channel, "posts_in_flight", None)

@@ -105,6 +105,7 @@ def provide(app: web.Application, rt: Runtime) -> None:
     app[uses.READS] = rt.reads
     app[uses.WEB_SESSIONS] = rt.web_sessions
     app[uses.PUSH] = rt.push
+    app[uses.WEBHOOKS] = rt.webhooks
     app[uses.METRICS] = rt.metrics
     app[uses.DELIVERIES] = rt.deliveries
     app[uses.JOBS] = rt.jobs

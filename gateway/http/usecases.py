@@ -16,6 +16,7 @@ from gateway.service import Inbound, Service
 from gateway.service.audit import AuditService
 from gateway.service.delegations import Delegations
 from gateway.service.deliveries import Deliveries
+from gateway.service.events import Webhooks
 from gateway.service.grants import Grants
 from gateway.service.jobs import Jobs
 from gateway.service.journal import RunJournal
@@ -42,6 +43,7 @@ GRANTS = web.AppKey("grants", Grants)
 DELEGATIONS = web.AppKey("delegations", Delegations)
 RULE_OPS = web.AppKey("rule_ops", RuleOps)
 PUSH = web.AppKey("push", PushSubscriptions)
+WEBHOOKS = web.AppKey("webhooks", Webhooks)
 READY: web.AppKey[Callable[[], Awaitable[bool]]] = web.AppKey("ready")
 
 __all__ = [
@@ -61,5 +63,6 @@ __all__ = [
     "SERVICE",
     "SETTINGS",
     "SIGNER",
+    "WEBHOOKS",
     "WEB_SESSIONS",
 ]

@@ -58,6 +58,7 @@ from gateway.service.authority import Authorizer
 from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Expire, Extend
 from gateway.service.commit import Committer, Done, Step
 from gateway.service.decisions import DENIED_KEPT, Decisions
+from gateway.service.events import Announcer
 from gateway.service.policies import PolicyValue, resolve_policy, settable
 from gateway.service.replay import check_replay
 from gateway.settings import Settings
@@ -113,7 +114,9 @@ class Service:
         self._operators = routing.operators(settings)
         self._destinations = routing.destinations(settings)
         self.authorizer = Authorizer(self.identities, self._allowlists, store)
-        self.committer = Committer(store, clock, self.observer)
+        # The webhooks' outbound events, written with each transition (None: no webhook configured).
+        self.announcer = Announcer(settings.events, settings.server.public_url.rstrip("/"))
+        self.committer = Committer(store, clock, self.observer, self.announcer if settings.events.webhooks else None)
         self.decisions = Decisions(self.committer, self.authorizer, store, clock, self.redactor, self.sealer, signer)
         self.grants = service_grants.Grants(store, clock, self.identities)
         self.delegations = self.decisions.delegations  # who decides for whom (gateway.service.delegations)
@@ -355,9 +358,15 @@ class Service:
             if decided.worker:
                 job = NewJob(decided.id, decided.worker)
                 events.append(NewEvent(decided.id, EventKind.JOB_QUEUED, now, data={"worker": decided.worker}))
-            return Creation(decided, events, [], job, grant.id if grant is not None else None)
+            # requested (as asked, waiting), then decided: what a receiver sees of any approval
+            announced = self._announce(approval, [suspended]) + self._announce(decided, events[1:])
+            return Creation(decided, events, announced, job, grant.id if grant is not None else None)
         posts, posted = self._posts(approval, approval.channels, now)
-        return Creation(approval, [suspended, *shadows, *posted], posts, None)
+        return Creation(approval, [suspended, *shadows, *posted], posts + self._announce(approval, [suspended]), None)
+
+    def _announce(self, approval: Approval, events: Sequence[NewEvent]) -> list[NewOutbox]:
+        """The outbound events of a suspend's events (none without `[[events.webhooks]]`)."""
+        return self.announcer.announce(approval, events) if self.settings.events.webhooks else []
 
     def _posts(
         self, approval: Approval, channels: Sequence[str], now: datetime

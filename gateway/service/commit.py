@@ -19,6 +19,7 @@ from gateway.core.events import EventKind
 from gateway.core.grants import Grant
 from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind
 from gateway.core.observers import Observer
+from gateway.service.events import Announcer
 from gateway.store import NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
@@ -54,8 +55,9 @@ Planner = Callable[[Approval], Awaitable[Step | Done]]
 
 
 class Committer:
-    def __init__(self, store: Store, clock: Clock, observer: Observer) -> None:
+    def __init__(self, store: Store, clock: Clock, observer: Observer, announcer: Announcer | None = None) -> None:
         self.store, self.clock, self.observer = store, clock, observer
+        self.announcer = announcer  # the outbound events of each transition (`[[events.webhooks]]`)
 
     async def load(self, approval_id: str) -> Approval:
         approval = await self.store.get_approval(approval_id)
@@ -81,7 +83,8 @@ class Committer:
 
     def write(self, before: Approval, step: Step) -> TransitionWrite:
         """Everything a transition commits: the approval (CAS on the old version), its events,
-        card deliveries (syncs once decided or on a vote) and the resume job."""
+        card deliveries (syncs once decided or on a vote), the resume job and the outbound
+        events that announce it."""
         transition = step.transition
         after = transition.approval
         now = step.at or self.clock.now()
@@ -97,6 +100,8 @@ class Committer:
         if transition.final and after.worker:
             job = NewJob(after.id, after.worker)
             events.append(NewEvent(after.id, EventKind.JOB_QUEUED, now, data={"worker": after.worker}))
+        if self.announcer is not None:
+            outbox += self.announcer.announce(after, events)
         return TransitionWrite(after, before.version, events, outbox, job, step.grant, step.delegation)
 
     async def commit(self, before: Approval, step: Step) -> bool:

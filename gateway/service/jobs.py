@@ -13,8 +13,10 @@ from datetime import datetime, timedelta
 from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound
 from gateway.core.events import EventKind
-from gateway.core.models import Approval, JobStatus, NewEvent, ResumeJob
+from gateway.core.models import Approval, JobStatus, NewEvent, NewOutbox, ResumeJob
 from gateway.core.observers import Observer
+from gateway.core.webhooks import kind_of
+from gateway.service.events import Announcer
 from gateway.service.operators import authorize_repair
 from gateway.store import Store
 
@@ -32,9 +34,18 @@ class RetryJob:
 
 
 class Jobs:
-    def __init__(self, store: Store, clock: Clock, observer: Observer, *, has_operators: bool) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        observer: Observer,
+        *,
+        has_operators: bool,
+        announcer: Announcer | None = None,
+    ) -> None:
         self.store, self.clock, self.observer = store, clock, observer
         self.has_operators = has_operators
+        self.announcer = announcer  # job.succeeded and job.failed to the webhooks that want them
 
     # ---------------------------------------------------------------- the worker's loop
     async def claim(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
@@ -56,8 +67,10 @@ class Jobs:
         output_tail: str | None = None,
         events: Sequence[NewEvent] = (),
     ) -> bool:
-        """Record an attempt's outcome if `owner` still holds the job."""
-        return await self.store.finish_job(
+        """Record an attempt's outcome if `owner` still holds the job, with the outbound events
+        that announce it in the same commit."""
+        outbox = await self._announced(events)
+        done = await self.store.finish_job(
             job_id,
             owner,
             now=now,
@@ -66,7 +79,22 @@ class Jobs:
             error=error,
             output_tail=output_tail,
             events=events,
+            outbox=outbox,
         )
+        if done and outbox:
+            self.observer.outbox_queued()
+        return done
+
+    async def _announced(self, events: Sequence[NewEvent]) -> list[NewOutbox]:
+        out: list[NewOutbox] = []
+        for e in events:
+            kind = kind_of(e.kind)
+            if self.announcer is None or kind is None or not self.announcer.wants(kind):
+                continue
+            approval = await self.store.get_approval(e.approval_id)  # read only when a webhook wants it
+            if approval is not None:
+                out += self.announcer.rows(kind, approval, e.at, e.data)
+        return out
 
     async def approval(self, approval_id: str) -> Approval | None:
         return await self.store.get_approval(approval_id)

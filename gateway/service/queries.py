@@ -7,12 +7,13 @@ active run is a (namespace, run id) pair.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from gateway.core.clock import from_ts
 from gateway.core.models import Approval, Card, Event, JobStatus, OutboxItem, ResumeJob, Status, StepRecord
+from gateway.core.webhooks import Backlog
 from gateway.store import Store
 
 SAMPLE = 500  # rows read per list for the dashboard's and the metrics' aggregates
@@ -25,6 +26,7 @@ class Gauges:
     by_status: dict[str, int]
     jobs: dict[str, int]
     steps: list[dict[str, Any]]
+    webhooks: list[Backlog] = field(default_factory=list)  # outbound events not delivered, per webhook
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +144,12 @@ class Reads:
 
     async def gauges(self) -> Gauges:
         s = self._store
-        return Gauges(await s.count_by_status(), await s.count_jobs_by_status(), await s.step_stats(limit=SAMPLE))
+        return Gauges(
+            await s.count_by_status(),
+            await s.count_jobs_by_status(),
+            await s.step_stats(limit=SAMPLE),
+            await s.webhook_backlog(),
+        )
 
     async def active_runs(self, pending: list[Approval], now: datetime) -> list[dict[str, Any]]:
         """Runs waiting on a person or on a resume job, oldest first, with their journal's

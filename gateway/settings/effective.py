@@ -54,6 +54,7 @@ def effective_config(settings: Settings) -> dict[str, Any]:
     for section, keys in SECTIONS.items():
         obj = getattr(settings, section)
         out[section] = {k: _mask(k, _plain(getattr(obj, k))) for k in keys}
+    out["events"]["webhooks"] = [w.shown() for w in settings.events.webhooks]
     out["security"]["agent_policies"] = {n: list(p) for n, p in settings.security.agent_policies.items()}
     for kind, channel in settings.channels.items():
         secrets = channel.spec.secrets

@@ -12,6 +12,7 @@ from typing import Any
 
 import gateway.settings.audit as audit
 import gateway.settings.calendars as calendars
+import gateway.settings.events as events
 import gateway.settings.mcp as mcp
 import gateway.settings.policies as policies
 import gateway.settings.rules as rules
@@ -43,6 +44,7 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "mcp_gate": mcp.MCP_GATE_KEYS,
     "rules": rules.KEYS,
     "webpush": webpush.KEYS,
+    "events": events.KEYS,
 }
 # the named tables: [policies.NAME], [workers.NAME], [people.NAME], [calendars.NAME], [groups.NAME]
 GROUPS = ("policies", "workers", "people", "calendars", "groups")
@@ -122,6 +124,7 @@ def load_settings(
         people=identities.people,
         identities=identities,
         webpush=webpush.WebPushSettings(**plain["webpush"]),
+        events=events.load_events(plain["events"]),
         rules=rules.load_rules(plain["rules"], raw.get("rule", []), compile=validate),
     )
     if validate:
@@ -139,6 +142,7 @@ def check(settings: Settings) -> None:
     audit.check_redaction(settings.redaction)
     web.check_web(settings.web)
     webpush.check_webpush(settings.webpush)
+    events.check_events(settings.events, settings.store.lease)
     audit.check_audit(settings.audit, settings.retention)
     rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
     check_group_names(settings)

@@ -24,7 +24,7 @@ from gateway.core.durations import format_duration
 from gateway.core.models import Policy
 from gateway.core.policy_bounds import BOUND_KEYS
 from gateway.core.rules import RuleSet
-from gateway.settings import audit, calendars, mcp, oidc, scheduler, security, server, web, webpush, workers
+from gateway.settings import audit, calendars, events, mcp, oidc, scheduler, security, server, web, webpush, workers
 from gateway.settings import rules as rules_settings
 from gateway.settings.coerce import Coerce, boolean, duration, ids, integer, integers, listing, string, strings, table
 from gateway.settings.effective import SECRET_KEYS
@@ -61,6 +61,7 @@ _DEFAULTS: dict[str, Any] = {
     "mcp_gate": mcp.McpGateSettings(),
     "rules": RuleSet(),
     "webpush": webpush.WebPushSettings(),
+    "events": events.EventsSettings(),
 }
 _TYPES: dict[Callable[..., Any], str] = {
     string: "string",
@@ -75,6 +76,7 @@ _TYPES: dict[Callable[..., Any], str] = {
     security.agents_table: 'table: NAME = "key" or { key, policies }',
     security.principals_table: 'table: NAME = "key"',
     oidc.oidc_table: "table `[web.oidc]` (below)",
+    events.webhooks: "array of tables: `url`, `secret`, `kinds`, `name` ([events.md](../events.md))",
 }
 
 

@@ -13,6 +13,7 @@ from gateway.core.policy_bounds import AgentBounds
 from gateway.core.rules import RuleSet
 from gateway.settings.audit import AuditSettings, RedactionSettings, RetentionSettings
 from gateway.settings.channels import ChannelConfig
+from gateway.settings.events import EventsSettings
 from gateway.settings.mcp import McpGateSettings, McpSettings
 from gateway.settings.scheduler import SchedulerSettings
 from gateway.settings.security import SecuritySettings
@@ -48,6 +49,7 @@ class Settings:
     webpush: WebPushSettings = field(default_factory=WebPushSettings)  # Web Push to the web's approvers
     # `[calendars.NAME]`: business hours that a policy's `calendar` names (gateway.core.calendar).
     calendars: Mapping[str, Calendar] = field(default_factory=dict)
+    events: EventsSettings = field(default_factory=EventsSettings)  # signed outbound events
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""

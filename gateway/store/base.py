@@ -28,6 +28,7 @@ from gateway.core.models import (
     StepRecord,
 )
 from gateway.core.rules import CounterKey, Counters, CounterSnapshot
+from gateway.core.webhooks import Backlog
 from gateway.core.webpush import PushSubscription
 from gateway.store.audit import AuditStore
 from gateway.store.sql import Dialect
@@ -299,6 +300,10 @@ class DeliveryPort(Protocol):
 
     async def list_cards(self, approval_id: str) -> list[Card]: ...
 
+    async def webhook_backlog(self) -> list[Backlog]:
+        """Per webhook, its outbound events pending, failing and given up, with the last error."""
+        ...
+
     async def cards_needing_attention(self, limit: int = 50) -> list[Card]:
         """Cards whose post failed for good or is `uncertain`, most recently updated first."""
         ...
@@ -339,8 +344,10 @@ class JobPort(Protocol):
         error: str | None = None,
         output_tail: str | None = None,
         events: Sequence[NewEvent] = (),
+        outbox: Sequence[NewOutbox] = (),
     ) -> bool:
-        """Record an attempt's result, only if `owner` still holds the lease."""
+        """Record an attempt's result (with its events and the outbound events that announce
+        it), only if `owner` still holds the lease."""
         ...
 
     async def extend_job_lease(self, job_id: int, owner: str, until: datetime) -> bool: ...

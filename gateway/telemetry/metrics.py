@@ -18,6 +18,7 @@ from gateway.core.channels import parse_address
 from gateway.core.events import FINAL, EventKind
 from gateway.core.models import Approval, OutboxKind, Status
 from gateway.core.observers import Observer
+from gateway.core.webhooks import Backlog
 from gateway.service.queries import Gauges
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -46,6 +47,7 @@ class _StoreSnapshot(Collector):
         self.by_status: dict[str, int] = {}
         self.jobs: dict[str, int] = {}
         self.steps: list[dict[str, Any]] = []
+        self.webhooks: list[Backlog] = []
 
     def collect(self) -> Iterator[Metric]:
         pending = GaugeMetricFamily("hitl_pending_approvals", "Approvals waiting for a decision")
@@ -67,6 +69,13 @@ class _StoreSnapshot(Collector):
                 [str(row["name"])], count_value=int(row["runs"]), sum_value=float(row["total_seconds"] or 0)
             )
         yield steps
+        events = GaugeMetricFamily(
+            "hitl_webhook_events", "Outbound events not delivered, by webhook and state", labels=["webhook", "state"]
+        )
+        for b in self.webhooks:
+            for state, n in (("pending", b.pending), ("failing", b.failing), ("given_up", b.given_up)):
+                events.add_metric([b.name, state], n)
+        yield events
 
 
 class Metrics(Observer):
@@ -130,4 +139,5 @@ class Metrics(Observer):
         (`Reads.gauges`)."""
         snap = self._snapshot
         snap.by_status, snap.jobs, snap.steps = gauges.by_status, gauges.jobs, gauges.steps
+        snap.webhooks = gauges.webhooks
         return generate_latest(self.registry)

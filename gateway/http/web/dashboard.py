@@ -10,7 +10,7 @@ from aiohttp import web
 from gateway.core.channels import parse_address
 from gateway.core.errors import Conflict, NotFound, UnknownChannel
 from gateway.core.models import Approval, JobStatus, Status
-from gateway.http.usecases import CLOCK, DELIVERIES, JOBS, READS
+from gateway.http.usecases import CLOCK, DELIVERIES, JOBS, READS, WEBHOOKS
 from gateway.http.web.auth import PageError, posted_form, render, require
 from gateway.http.web.sessions import User
 from gateway.http.web.view import humanize, row
@@ -53,7 +53,8 @@ def decision_breakdown(decided: list[Approval]) -> dict[str, list[tuple[str, int
 @routes.get("/dashboard")
 @require()
 async def dashboard(request: web.Request, user: User) -> web.Response:
-    """Dashboard: active runs, retries, step times, oldest approvals, decisions, failed jobs."""
+    """Dashboard: active runs, retries, step times, oldest approvals, decisions, failed jobs,
+    cards and outbound events that need a look."""
     reads, now = request.config_dict[READS], request.config_dict[CLOCK].now()
     pending = await reads.approvals_by_age(status=Status.WAITING, limit=SAMPLE)
     decided = [
@@ -78,6 +79,7 @@ async def dashboard(request: web.Request, user: User) -> web.Response:
         "decided_n": len(decided),
         "failed_jobs": await reads.jobs(status=JobStatus.FAILED, limit=50),
         "attention_cards": await reads.cards_needing_attention(50),
+        "webhooks": await request.config_dict[WEBHOOKS].backlog(),
     }
     return render(request, "dashboard.html", ctx)
 

@@ -7,8 +7,9 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from gateway.core.clock import to_ts
+from gateway.core.clock import from_ts, to_ts
 from gateway.core.models import Card, DeliveryStatus, JobStatus, NewEvent, NewOutbox, OutboxItem, ResumeJob
+from gateway.core.webhooks import Backlog, webhook_name
 from gateway.store.base import CardUpdate
 from gateway.store.rows import card_from_row, job_from_row, outbox_from_row
 from gateway.store.shared.backend import Backend, Tx
@@ -60,6 +61,28 @@ class DeliveriesSQL(Backend):
     async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
         return [outbox_from_row(r) for r in await self.fetch_all(self.Q.list_outbox, (approval_id,))]
 
+    async def webhook_backlog(self) -> list[Backlog]:
+        counts: dict[str, dict[str, int]] = {}
+        for channel, status, n, tried in await self.fetch_all(self.Q.webhook_backlog, ()):
+            c = counts.setdefault(channel, {"pending": 0, "failing": 0, "given_up": 0})
+            if status == DeliveryStatus.FAILED.value:
+                c["given_up"] += int(n)
+            else:
+                c["failing"] += int(tried or 0)
+                c["pending"] += int(n) - int(tried or 0)
+        errors: dict[str, tuple[str, float]] = {}
+        for channel, error, at in await self.fetch_all(self.Q.webhook_last_error, ()):
+            errors.setdefault(channel, (error, at))
+        out = []
+        for channel in sorted(counts):
+            error, at = errors.get(channel, (None, None))
+            out.append(
+                Backlog(
+                    webhook_name(channel) or channel, **counts[channel], last_error=error, last_error_at=from_ts(at)
+                )
+            )
+        return out
+
     async def get_card(self, approval_id: str, channel: str) -> Card | None:
         row = await self.fetch_one(self.Q.get_card, (approval_id, channel))
         return card_from_row(row) if row else None
@@ -100,11 +123,21 @@ class JobsSQL(Backend):
         error: str | None = None,
         output_tail: str | None = None,
         events: Sequence[NewEvent] = (),
+        outbox: Sequence[NewOutbox] = (),
     ) -> bool:
         values = (status.value, to_ts(next_attempt_at), error, output_tail, to_ts(now), job_id, owner)
-        if not await self.changed(self.Q.finish_job, values, events):
+        encoded = encode_events(events)
+
+        async def op(tx: Tx) -> bool:
+            if await tx.execute(self.Q.finish_job, values) != 1:
+                return False
+            await tx.insert_events(encoded)
+            await tx.insert_outbox(outbox, time.time())  # its outbound events, in the same commit
+            return True
+
+        if not await self.transact(op):
             return False
-        self.committed(jobs=status is JobStatus.QUEUED)
+        self.committed(jobs=status is JobStatus.QUEUED, outbox=bool(outbox))
         return True
 
     async def extend_job_lease(self, job_id: int, owner: str, until: datetime) -> bool:

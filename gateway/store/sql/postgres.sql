@@ -21,6 +21,9 @@ WITH due AS (
     -- one replica at a time per card, so that its post, syncs and reminders stay in order
     AND NOT EXISTS (SELECT 1 FROM outbox busy WHERE busy.approval_id = outbox.approval_id
                     AND busy.channel = outbox.channel AND busy.lease_until > $1)
+    -- an event waits until the one before it to the same webhook was acknowledged or given up
+    AND (kind <> 'event' OR NOT EXISTS (SELECT 1 FROM outbox prior WHERE prior.approval_id = outbox.approval_id
+         AND prior.channel = outbox.channel AND prior.status = 'pending' AND prior.id < outbox.id))
     ORDER BY next_attempt_at, id LIMIT $2
     FOR UPDATE SKIP LOCKED
 )

@@ -179,6 +179,20 @@ SELECT * FROM outbox WHERE approval_id = $1 ORDER BY id;
 -- The approval of a delivery SQLite has just finished (PostgreSQL's finish_outbox returns it).
 SELECT approval_id FROM outbox WHERE id = $1;
 
+-- name: webhook_backlog
+-- The dashboard: per webhook, its events not yet acknowledged (failing: tried at least once) and
+-- those given up, with the newest error; walks the partial index outbox_events_open (migration 23).
+SELECT channel, status, COUNT(*) AS n, SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END) AS tried
+FROM outbox WHERE kind = 'event' AND status IN ('pending', 'failed') GROUP BY channel, status;
+
+-- name: webhook_last_error
+-- The newest error of each webhook's open or given-up events (index outbox_events_open).
+SELECT o.channel, o.last_error, o.updated_at FROM outbox o
+JOIN (SELECT channel, MAX(updated_at) AS at FROM outbox
+      WHERE kind = 'event' AND status IN ('pending', 'failed') AND last_error IS NOT NULL GROUP BY channel) newest
+  ON newest.channel = o.channel AND newest.at = o.updated_at
+WHERE o.kind = 'event' AND o.status IN ('pending', 'failed') AND o.last_error IS NOT NULL;
+
 -- name: get_card
 SELECT * FROM cards WHERE approval_id = $1 AND channel = $2;
 

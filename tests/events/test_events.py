@@ -1,0 +1,295 @@
+"""Signed outbound events, end to end on both backends: a transition commits its event rows, the
+outbox signs and POSTs them to a real receiver that verifies each one with `standardwebhooks`,
+in order per approval, retrying after `Retry-After` or with backoff, until it gives up (which
+the dashboard shows)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import pytest
+
+from gateway.core.events import EventKind
+from gateway.core.models import JobStatus, NewEvent, NewOutbox, OutboxKind, Outcome
+from gateway.runtime import Runtime
+from gateway.service.approvals import SuspendRequest
+from gateway.testing import FakeClock, make_settings
+from tests.events.support import Receiver, types
+
+
+async def _suspend(rt: Runtime, **kw: Any) -> str:
+    req = SuspendRequest(kw.pop("run_id", "run-1"), kw.pop("step", "charge"), "Charge ACME", **kw)
+    approval, _ = await rt.service.suspend(req)
+    return approval.id
+
+
+async def test_each_event_is_a_signed_cloudevent(rt: Runtime, receiver: Receiver) -> None:
+    args = {"amount": 4200, "email": "alice@example.com"}
+    approval_id = await _suspend(rt, args=args, state={"secret": "s3cr3t"}, worker="agent")
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web", comment="ok")
+    await rt.outbox.drain()
+    assert [r.answered for r in receiver.received] == [204, 204]  # both verified by the library
+    requested, decided = receiver.accepted
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    for event, raw in zip(receiver.accepted, receiver.received, strict=True):
+        assert event["specversion"] == "1.0" and event["subject"] == approval_id
+        assert event["source"] == rt.settings.server.public_url.rstrip("/")
+        assert event["datacontenttype"] == "application/json" and event["time"].endswith("Z")
+        assert raw.headers["webhook-id"] == event["id"] and event["id"].startswith("evt_")
+        assert raw.headers["Content-Type"].startswith("application/cloudevents+json")
+        # no secret, token or raw argument leaves in an event
+        assert b"s3cr3t" not in raw.body and b"alice@example.com" not in raw.body
+        assert receiver.secret.encode() not in raw.body
+    assert requested["data"]["status"] == "waiting_approval" and requested["data"]["decided_by"] is None
+    assert requested["data"]["args"]["amount"] == 4200 and requested["data"]["args"]["email"] != args["email"]
+    data = decided["data"]
+    assert data["status"] == "approved" and data["decided_by"] == "web:alice"
+    assert data["decision"]["outcome"] == "approve" and data["decision"]["comment"] == "ok"
+    assert data["run_id"] == "run-1" and data["step"] == "charge" and data["approval_id"] == approval_id
+
+
+async def test_a_failed_first_try_keeps_the_order_and_the_id(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
+    receiver.answers = [(503, {})]  # the first request fails
+    approval_id = await _suspend(rt)
+    await rt.service.decide(approval_id, Outcome.REJECT, "web:alice", channel="web")
+    await rt.outbox.drain()
+    # requested failed: decided waits for it, though due, instead of overtaking it
+    assert [r.answered for r in receiver.received] == [503]
+    assert types([r.event for r in receiver.received if r.event]) == ["approval.requested"]
+    clock.advance(seconds=2)  # the first retry comes within seconds
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    first, again = receiver.received[0], receiver.received[1]
+    assert first.headers["webhook-id"] == again.headers["webhook-id"]  # receivers de-duplicate on it
+    assert first.body == again.body  # the same document, byte for byte
+    rows = await rt.store.list_outbox(approval_id)
+    events = [r for r in rows if r.channel == "webhook:siem"]
+    assert [r.status.value for r in events] == ["done", "done"] and events[0].attempts == 2
+
+
+async def test_retry_after_in_seconds_is_honoured(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
+    receiver.answers = [(429, {"Retry-After": "120"})]
+    await _suspend(rt)
+    await rt.outbox.drain()
+    clock.advance(seconds=119)  # the backoff alone would have tried again long before
+    await rt.outbox.drain()
+    assert len(receiver.received) == 1
+    clock.advance(seconds=2)
+    await rt.outbox.drain()
+    assert [r.answered for r in receiver.received] == [429, 204]
+
+
+async def test_retry_after_as_an_http_date_is_honoured(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
+    receiver.answers = [(503, {"Retry-After": format_datetime(clock.now() + timedelta(seconds=90), usegmt=True)})]
+    await _suspend(rt)
+    await rt.outbox.drain()
+    clock.advance(seconds=85)
+    await rt.outbox.drain()
+    assert len(receiver.received) == 1
+    clock.advance(seconds=6)
+    await rt.outbox.drain()
+    assert [r.answered for r in receiver.received] == [503, 204]
+
+
+async def test_backoff_grows_to_the_cap_then_gives_up_and_the_dashboard_shows_it(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt, web = await events_runtime(events={"give_up_after": "1h", "max_backoff": "5m"}, web=True)
+    receiver.answers, receiver.fresh_only = [(500, {})] * 1000, False  # the clock runs an hour ahead
+    approval_id = await _suspend(rt)
+    start = clock.now()
+    delays = []
+    for _ in range(200):
+        await rt.outbox.drain()
+        (row,) = [r for r in await rt.store.list_outbox(approval_id) if r.channel == "webhook:siem"]
+        if row.status.value != "pending":
+            break
+        delays.append((row.next_attempt_at - clock.now()).total_seconds())
+        clock.set(row.next_attempt_at)
+    assert row.status.value == "failed" and row.last_error == "HTTP 500 Internal Server Error"
+    assert delays[0] <= 1.0 and max(delays) <= 300  # within seconds at first, never beyond the cap
+    assert clock.now() - start == timedelta(hours=1)  # the last try is at give_up_after, then it gives up
+    events = await rt.store.list_events(approval_id)
+    (gave_up,) = [e for e in events if e.kind == "delivery_failed"]
+    assert gave_up.channel == "webhook:siem" and gave_up.data["type"] == "dev.hitl-gateway.approval.requested"
+
+    (backlog,) = await rt.webhooks.backlog()
+    assert (backlog.name, backlog.pending, backlog.failing, backlog.given_up) == ("siem", 0, 0, 1)
+    html = await _dashboard(web)
+    assert (
+        '<tr data-webhook="siem"><td>siem</td><td>0</td><td>0</td><td>1</td><td>HTTP 500 Internal Server Error</td>'
+        in html
+    )
+    metrics = await (await web.get("/metrics")).text()
+    assert 'hitl_webhook_events{state="given_up",webhook="siem"} 1.0' in metrics
+
+
+async def test_the_dashboard_counts_pending_and_failing(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt, web = await events_runtime(web=True)
+    receiver.answers = [(502, {})]
+    approval_id = await _suspend(rt)
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    await rt.outbox.drain()
+    (backlog,) = await rt.webhooks.backlog()  # requested failing, decided waiting behind it
+    assert (backlog.pending, backlog.failing, backlog.given_up, backlog.last_error) == (1, 1, 0, "HTTP 502 Bad Gateway")
+    html = await _dashboard(web)
+    assert "Outbound events" in html and "HTTP 502 Bad Gateway" in html
+    clock.advance(seconds=2)
+    await rt.outbox.drain()
+    (backlog,) = await rt.webhooks.backlog()
+    assert (backlog.pending, backlog.failing, backlog.given_up, backlog.last_error) == (0, 0, 0, None)
+
+
+async def test_timeout_escalation_and_kinds(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt = await events_runtime(kinds=["approval.escalated", "approval.timed_out"])
+    escalated = await _suspend(rt, policy="esc", run_id="run-e")
+    timed_out = await _suspend(rt, policy="fast", run_id="run-t")
+    clock.advance(seconds=61)
+    await rt.scheduler.tick(clock.now())
+    clock.advance(seconds=61)
+    await rt.scheduler.tick(clock.now())
+    await rt.outbox.drain()
+    got = {(e["subject"], e["type"].removeprefix("dev.hitl-gateway.")) for e in receiver.accepted}
+    assert got == {
+        (escalated, "approval.escalated"),
+        (escalated, "approval.timed_out"),
+        (timed_out, "approval.timed_out"),
+    }
+    by_subject = [types([e for e in receiver.accepted if e["subject"] == escalated])]
+    assert by_subject == [["approval.escalated", "approval.timed_out"]]  # in order per approval
+
+
+async def test_a_cancel_is_the_approvals_decision(rt: Runtime, receiver: Receiver) -> None:
+    approval_id = await _suspend(rt)
+    await rt.service.cancel(approval_id, "operator:test", "not needed")
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    assert receiver.accepted[1]["data"]["status"] == "cancelled"
+
+
+async def _dashboard(web: Any) -> str:
+    return " ".join((await (await web.get("/dashboard")).text()).split())
+
+
+async def test_a_job_failure_follows_the_decision(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
+    approval_id = await _suspend(rt, worker="agent")
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    (job,) = await rt.jobs.claim(clock.now(), "w1", timedelta(minutes=1), 10)
+    event = NewEvent(
+        approval_id, EventKind.JOB_FAILED, clock.now(), "w1", data={"attempt": 1, "worker": "agent", "error": "exit 3"}
+    )
+    assert await rt.jobs.finish(job.id, "w1", now=clock.now(), status=JobStatus.FAILED, error="exit 3", events=[event])
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided", "job.failed"]
+    assert receiver.accepted[2]["data"]["job"] == {"worker": "agent", "attempt": 1, "error": "exit 3"}
+
+
+@pytest.mark.subprocess
+async def test_a_worker_run_announces_job_succeeded(rt: Runtime, receiver: Receiver) -> None:
+    approval_id = await _suspend(rt, worker="agent")
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    await rt.worker.drain()  # runs `true`
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided", "job.succeeded"]
+    assert {e["subject"] for e in receiver.accepted} == {approval_id}
+
+
+async def test_an_event_claimed_by_a_crashed_replica_is_sent_once_its_lease_ends(
+    rt: Runtime, receiver: Receiver, clock: FakeClock
+) -> None:
+    approval_id = await _suspend(rt)
+    (claimed,) = await rt.store.claim_outbox(clock.now(), "gone", timedelta(seconds=60), 10)  # then it died
+    assert claimed.kind.value == "event"
+    await rt.outbox.drain()
+    assert receiver.received == []  # its lease still holds
+    clock.advance(seconds=61)
+    await rt.outbox.drain()
+    (event,) = receiver.accepted
+    assert event["id"] == claimed.data["id"] and event["subject"] == approval_id
+
+
+async def test_a_given_up_event_lets_the_next_one_go_and_a_removed_webhook_gets_nothing(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt = await events_runtime(events={"give_up_after": "1m", "max_backoff": "30s"})
+    receiver.answers = [(500, {})] * 50
+    approval_id = await _suspend(rt)
+    for _ in range(20):  # requested fails until it is given up, a minute later
+        await rt.outbox.drain()
+        (row,) = [r for r in await rt.store.list_outbox(approval_id) if r.kind is OutboxKind.EVENT]
+        if row.status.value != "pending":
+            break
+        clock.set(row.next_attempt_at)
+    assert row.status.value == "failed"
+    receiver.answers = []
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    await rt.outbox.drain()
+    assert types(receiver.accepted) == ["approval.decided"]
+    await rt.stop()
+
+    other = await events_runtime(name="renamed")  # the same store, the webhook now named otherwise
+    second = await _suspend(other, run_id="run-2")
+    rows = [r for r in await other.store.list_outbox(second) if r.kind.value == "event"]
+    assert [r.channel for r in rows] == ["webhook:renamed"]
+    await other.store.enqueue_outbox(
+        [NewOutbox(second, "webhook:siem", OutboxKind.EVENT, dict(rows[0].data))], clock.now()
+    )
+    await other.outbox.drain()
+    (orphan,) = [r for r in await other.store.list_outbox(second) if r.channel == "webhook:siem"]
+    assert orphan.status.value == "failed" and orphan.last_error == "the webhook is no longer configured"
+    backlog = await other.webhooks.backlog()
+    assert [(b.name, b.given_up) for b in backlog] == [("renamed", 0), ("siem", 2)]
+
+
+async def test_the_running_outbox_sends_at_once(store_url: str, receiver: Receiver) -> None:
+    """With the background loops on (the system clock): a commit wakes the outbox, no test drain."""
+    hook = {"url": receiver.url, "secret": receiver.secret, "name": "siem"}
+    rt = Runtime(make_settings(store_url, {"events": {"webhooks": [hook]}}), owner="bg")
+    await rt.start()
+    try:
+        await _suspend(rt)
+        await asyncio.wait_for(receiver.arrived.wait(), 10)
+    finally:
+        await rt.stop()
+    assert types(receiver.accepted) == ["approval.requested"]
+
+
+async def test_a_rule_that_decides_at_suspend_sends_requested_then_decided(
+    events_runtime: Callable[..., Any], receiver: Receiver
+) -> None:
+    rule = {"name": "small", "when": "args.amount < 100", "then": "allow", "reason": "small amounts"}
+    rt = await events_runtime(more={"rule": [rule]})
+    approval_id = await _suspend(rt, args={"amount": 5})
+    await rt.outbox.drain()
+    requested, decided = receiver.accepted
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    assert requested["data"]["status"] == "waiting_approval" and decided["data"]["status"] == "approved"
+    assert decided["data"]["decided_by"] == "rule:small" and decided["subject"] == approval_id
+
+
+async def test_two_replicas_keep_each_approvals_order(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    one, two = await events_runtime(), await events_runtime()
+    receiver.answers = [(503, {})] * 3  # a few first tries fail: their successors must wait
+    ids = []
+    for n in range(6):
+        ids.append(await _suspend(one, run_id=f"run-{n}"))
+        await two.service.decide(ids[-1], Outcome.APPROVE, "web:alice", channel="web")
+    for _ in range(20):
+        handled = await asyncio.gather(one.outbox.run_once(), two.outbox.run_once())
+        if not any(handled):
+            clock.advance(seconds=2)
+            if not any(await asyncio.gather(one.outbox.run_once(), two.outbox.run_once())):
+                break
+    for approval_id in ids:
+        mine = [e for e in receiver.accepted if e["subject"] == approval_id]
+        assert types(mine) == ["approval.requested", "approval.decided"]  # once each, in order
