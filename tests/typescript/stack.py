@@ -28,6 +28,7 @@ class TsStack:
     payments_url: str
     http: aiohttp.ClientSession
     example: Path = EXAMPLE
+    worker: str = "invoice-ts"
     worker_env: dict[str, str] = field(default_factory=dict)
     gw: Gateway | None = None
 
@@ -43,14 +44,15 @@ class TsStack:
             command += ["--import", str(KILL)]
             env |= {"KILL_MARKS": str(self.tmp / "kills"), "KILL_STEP": kill_step}
         command += [str(self.example), "resume", "--payments", self.payments_url, "--effects", str(self.effects)]
-        extra = f'[workers.invoice-ts]\ncommand = {json.dumps(command)}\ntimeout = "60s"\n'
+        extra = f'[workers.{self.worker}]\ncommand = {json.dumps(command)}\ntimeout = "60s"\n'
         extra += 'max_attempts = 4\nretry_base = "200ms"\n'
         port = free_port()
         config = write_config(self.tmp / "gw.toml", f"sqlite:///{self.tmp / 'gw.db'}", port, extra)
         self.gw = Gateway(config, port, self.tmp / "gw.log", env=env).start()
         return self
 
-    async def start(self, run_id: str) -> str:
+    async def start(self, run_id: str, *extra: str) -> str:
+        """`node EXAMPLE start --run-id RUN_ID ... EXTRA`: it must suspend and exit 0."""
         assert self.gw is not None
         proc = await asyncio.create_subprocess_exec(
             shutil.which("node") or "node",
@@ -66,6 +68,7 @@ class TsStack:
             self.payments_url,
             "--effects",
             str(self.effects),
+            *extra,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
@@ -81,14 +84,21 @@ class TsStack:
             return await resp.json()
 
     async def approval(self, run_id: str) -> dict[str, Any]:
-        [item] = (await self.call("GET", f"/v1/approvals?run_id={run_id}"))["items"]
-        return dict(await self.call("GET", f"/v1/approvals/{item['id']}"))
+        [item] = await self.approvals(run_id)
+        return item
+
+    async def approvals(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's approvals, oldest first."""
+        items = (await self.call("GET", f"/v1/approvals?run_id={run_id}"))["items"]
+        views = [await self.call("GET", f"/v1/approvals/{a['id']}") for a in items]
+        return sorted(views, key=lambda v: (v["created_at"], v["step"]))
 
     async def decide(self, approval_id: str, outcome: str, **body: Any) -> None:
         await self.call("POST", f"/v1/approvals/{approval_id}/decision", {"outcome": outcome, **body}, OPERATOR)
 
-    async def job(self, approval_id: str) -> dict[str, Any]:
-        async with asyncio.timeout(60):
+    async def job(self, approval_id: str, within: float = 60) -> dict[str, Any]:
+        """The approval's resume job once it succeeded (fails fast if it failed instead)."""
+        async with asyncio.timeout(within):
             while True:
                 job = (await self.call("GET", f"/v1/approvals/{approval_id}"))["resume_job"]
                 if job and job["status"] == "succeeded":

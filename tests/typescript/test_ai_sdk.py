@@ -1,0 +1,92 @@
+"""The AI SDK adapter (sdk-ts/examples/ai-sdk.mjs) under a real `serve`, the model being the AI
+SDK's own MockLanguageModelV3: a `needsApproval` tool's call becomes an approval, and the worker
+resumes `generateText` after the decision: approve, reject with the reason the model reads, edit
+(the tool runs with the approved input), a policy timeout, two calls in one step, and a kill -9
+between the charge and its journal entry."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.typescript.node import SDK
+from tests.typescript.stack import TsStack
+
+pytestmark = pytest.mark.subprocess
+
+
+@pytest.fixture
+def ai(ts: TsStack) -> TsStack:
+    ts.example, ts.worker = SDK / "examples" / "ai-sdk.mjs", "ai-sdk"
+    return ts
+
+
+async def answer(s: TsStack, run_id: str) -> list[str]:
+    text = str((await s.steps(run_id))["answer"]["output"])
+    assert text.startswith("Done. "), text
+    return sorted(text.removeprefix("Done. ").split(" | "))
+
+
+async def test_approve(ai: TsStack) -> None:
+    ai.serve()
+    await ai.start("ai-1")
+    approval = await ai.approval("ai-1")
+    assert approval["step"] == "pay_invoice:call-1" and approval["args"] == {"invoice": "INV-1", "amount": 4200}
+    assert approval["title"] == "Pay INV-1: 4200"
+    await ai.decide(approval["id"], "approve")
+    assert (await ai.job(approval["id"]))["attempts"] == 1
+    assert await answer(ai, "ai-1") == ["charged INV-1 4200 as ch_1"]
+    assert ai.attempts() == ["charge INV-1 4200"]
+
+
+async def test_reject_carries_the_reason_to_the_model(ai: TsStack) -> None:
+    ai.serve()
+    await ai.start("ai-2")
+    approval = await ai.approval("ai-2")
+    await ai.decide(approval["id"], "reject", comment="not this month")
+    await ai.job(approval["id"])
+    assert await answer(ai, "ai-2") == ["not this month"]
+    assert ai.attempts() == [] and ai.payments.requests == 0
+
+
+async def test_an_edit_is_the_input_the_tool_runs_with(ai: TsStack) -> None:
+    ai.serve()
+    await ai.start("ai-3")
+    approval = await ai.approval("ai-3")
+    await ai.decide(approval["id"], "approve", args={"invoice": "INV-1", "amount": 3000})
+    await ai.job(approval["id"])
+    assert await answer(ai, "ai-3") == ["charged INV-1 3000 as ch_1"]
+
+
+async def test_a_timeout_is_a_rejection_the_model_reads(ai: TsStack) -> None:
+    ai.serve()
+    await ai.start("ai-4", "--timeout", "1s")
+    approval = await ai.approval("ai-4")
+    await ai.job(approval["id"], within=30)
+    [said] = await answer(ai, "ai-4")
+    assert said == "No decision within the deadline: reject by policy (policy 'inline': no decision after 1 s)"
+    assert ai.payments.requests == 0
+
+
+async def test_two_calls_resume_once_both_are_decided(ai: TsStack) -> None:
+    ai.serve()
+    await ai.start("ai-5", "--invoices", "INV-1:4200,INV-2:1500")
+    first, second = await ai.approvals("ai-5")
+    await ai.decide(first["id"], "approve")
+    await ai.job(first["id"])  # its worker found the other call undecided: nothing ran
+    assert "answer" not in await ai.steps("ai-5") and ai.payments.requests == 0
+    await ai.decide(second["id"], "reject", comment="duplicate")
+    await ai.job(second["id"])
+    assert await answer(ai, "ai-5") == sorted(
+        [f"charged {first['args']['invoice']} {first['args']['amount']} as ch_1", "duplicate"]
+    )
+
+
+async def test_kill_9_between_the_charge_and_its_journal_entry_charges_once(ai: TsStack) -> None:
+    ai.serve(kill_step="charge:INV-1")
+    await ai.start("ai-6")
+    approval = await ai.approval("ai-6")
+    await ai.decide(approval["id"], "approve")
+    assert (await ai.job(approval["id"]))["attempts"] == 2
+    assert ai.attempts() == ["charge INV-1 4200"] * 2 and ai.payments.requests == 2
+    assert len(ai.payments.charges) == 1
+    assert await answer(ai, "ai-6") == ["charged INV-1 4200 as ch_1"]
