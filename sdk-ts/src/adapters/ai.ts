@@ -1,8 +1,8 @@
 /**
  * The AI SDK (`ai`): a tool with `needsApproval` asks the gateway, and the run resumes in a
  * worker after the decision. No import of `ai`: the adapter reads and writes the plain message
- * objects that `generateText` returns and takes (`ModelMessage`, `tool-approval-request`,
- * `tool-approval-response`), so any `ai` version with tool approvals (5.1 and later) fits.
+ * objects that `generateText` returns and takes (`tool-approval-request`,
+ * `tool-approval-response`), so any `ai` version with tool approvals fits.
  *
  *   start:  const result = await generateText({ model, tools, messages });
  *           await suspendToolApprovals(run, { messages, result, worker: "ai-sdk" }); // throws Suspended
@@ -14,11 +14,11 @@
  * with the reason; an edit replaces the call's input in the history, so the tool runs with the
  * approved input (the AI SDK has no edit of its own).
  */
-import type { SuspendOptions } from "../client.js";
 import type { Decision } from "../models.js";
-import { type DurableRun, Suspended } from "../run.js";
+import type { DurableRun } from "../run.js";
+import { type ApprovalSettings, decisions, type Json, pending, type SavedPause, savedPause } from "./common.js";
 
-type Json = Record<string, unknown>;
+export type { ApprovalSettings } from "./common.js";
 /** A `ModelMessage` of the AI SDK, as JSON. */
 export type Message = { role: string; content: unknown } & Json;
 
@@ -28,29 +28,7 @@ export interface ToolApprovalRequest {
   toolCall: { toolCallId: string; toolName: string; input: unknown };
 }
 
-export interface ApprovalSettings extends Omit<SuspendOptions, "state"> {
-  /** The worker that resumes the run (`[workers.NAME]`). */
-  worker: string;
-  /** The card's title for a call (default: "Run TOOL"). */
-  title?: (call: ToolApprovalRequest["toolCall"]) => string;
-}
-
-interface Pending {
-  approvalId: string;
-  toolCallId: string;
-  toolName: string;
-  input: Json;
-  step: string;
-}
-
-interface SavedState {
-  framework: "ai";
-  messages: Message[];
-  pending: Pending[];
-  settings: Omit<ApprovalSettings, "title"> & { titles: Record<string, string> };
-}
-
-const stepOf = (call: { toolName: string; toolCallId: string }) => `${call.toolName}:${call.toolCallId}`;
+type AiPause = SavedPause<"ai", Message[]>;
 
 /** The approval requests in a `generateText` result (its `content`). */
 export function toolApprovalRequests(result: { content: unknown[] }): ToolApprovalRequest[] {
@@ -66,60 +44,34 @@ export async function suspendToolApprovals(
   run: DurableRun,
   options: ApprovalSettings & { messages: Message[]; result: { content: unknown[]; response: { messages: unknown[] } } },
 ): Promise<void> {
-  const { messages, result, title, ...settings } = options;
+  const { messages, result, ...settings } = options;
   const requests = toolApprovalRequests(result);
   if (requests.length === 0) return;
-  const titles: Record<string, string> = {};
-  const pending = requests.map((r) => {
-    const step = stepOf(r.toolCall);
-    titles[step] = title ? title(r.toolCall) : `Run ${r.toolCall.toolName}`;
-    return { approvalId: r.approvalId, ...r.toolCall, input: (r.toolCall.input ?? {}) as Json, step };
-  });
-  const state: SavedState = {
-    framework: "ai",
-    messages: JSON.parse(JSON.stringify([...messages, ...result.response.messages])) as Message[],
-    pending,
-    settings: { ...settings, titles },
-  };
-  await decisions(run, state);
-  throw new Error("unreachable: a fresh approval is undecided"); // decisions() threw Suspended
-}
-
-/** Every pending call's decision, in order; throws `Suspended` while one is undecided. */
-async function decisions(run: DurableRun, state: SavedState): Promise<Decision[]> {
-  const { titles, ...suspend } = state.settings;
-  const out: Decision[] = [];
-  const waiting: Suspended[] = [];
-  for (const call of state.pending) {
-    try {
-      out.push(await run.approval(call.step, { ...suspend, title: titles[call.step] ?? call.step, args: call.input, state }));
-    } catch (err) {
-      if (!(err instanceof Suspended)) throw err;
-      waiting.push(err);
-    }
-  }
-  const [first] = waiting;
-  if (first !== undefined) {
-    throw new Suspended(first.approvalId, first.resumeToken, waiting.map((s) => s.approvalId));
-  }
-  return out;
+  const calls = requests.map((r) => ({
+    callId: r.toolCall.toolCallId,
+    toolName: r.toolCall.toolName,
+    input: (r.toolCall.input ?? {}) as Json,
+    frameworkId: r.approvalId,
+  }));
+  const saved = JSON.parse(JSON.stringify([...messages, ...result.response.messages])) as Message[];
+  const state: AiPause = { framework: "ai", saved, ...pending(calls, settings) };
+  await decisions(run, state); // a fresh approval is undecided: this throws Suspended
 }
 
 /** In the worker: the messages to hand `generateText` to go on: the saved ones, edits applied
  * to the calls' inputs, and a tool message answering every approval request. Throws
  * `Suspended` while another call of the same step is undecided. */
 export async function resumeToolApprovals(run: DurableRun): Promise<Message[]> {
-  const state = run.document?.state as SavedState | undefined;
-  if (state?.framework !== "ai") throw new Error("resumeToolApprovals: the approval's state is not an AI SDK pause");
+  const state = savedPause<"ai", Message[]>(run, "ai");
   const decided = await decisions(run, state);
-  const messages = JSON.parse(JSON.stringify(state.messages)) as Message[];
+  const messages = JSON.parse(JSON.stringify(state.saved)) as Message[];
   const answers = state.pending.map((call, i) => {
     const decision = decided[i] as Decision;
     const edited = decision.editedArgs;
-    if (edited) replaceInput(messages, call.toolCallId, edited);
+    if (edited) replaceInput(messages, call.callId, edited);
     return {
       type: "tool-approval-response",
-      approvalId: call.approvalId,
+      approvalId: call.frameworkId,
       approved: decision.approved,
       ...(decision.approved ? {} : { reason: decision.reasonText() }),
     };

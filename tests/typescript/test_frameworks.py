@@ -1,8 +1,10 @@
-"""The AI SDK adapter (sdk-ts/examples/ai-sdk.mjs) under a real `serve`, the model being the AI
-SDK's own MockLanguageModelV3: a `needsApproval` tool's call becomes an approval, and the worker
-resumes `generateText` after the decision: approve, reject with the reason the model reads, edit
-(the tool runs with the approved input), a policy timeout, two calls in one step, and a kill -9
-between the charge and its journal entry."""
+"""The framework adapters under a real `serve`, each driven offline: the AI SDK
+(sdk-ts/examples/ai-sdk.mjs, its own MockLanguageModelV3) and the OpenAI Agents SDK for
+JavaScript (sdk-ts/examples/openai-agents.mjs, a scripted `Model`; the RunState is the suspended
+state). A `needsApproval` tool's call becomes an approval, and the worker resumes the framework
+after the decision: approve, reject with the reason the model reads, edit (the tool runs with the
+approved input), a policy timeout, two calls in one step, and a kill -9 between the charge and
+its journal entry."""
 
 from __future__ import annotations
 
@@ -14,9 +16,14 @@ from tests.typescript.stack import TsStack
 pytestmark = pytest.mark.subprocess
 
 
-@pytest.fixture
-def ai(ts: TsStack) -> TsStack:
-    ts.example, ts.worker = SDK / "examples" / "ai-sdk.mjs", "ai-sdk"
+# example, worker, the tool call's id for invoice INV-1
+FRAMEWORKS = {"ai-sdk": ("ai-sdk.mjs", "call-1"), "openai-agents": ("openai-agents.mjs", "call_INV-1")}
+
+
+@pytest.fixture(params=list(FRAMEWORKS))
+def ai(ts: TsStack, request: pytest.FixtureRequest) -> TsStack:
+    example, _ = FRAMEWORKS[request.param]
+    ts.example, ts.worker = SDK / "examples" / example, request.param
     return ts
 
 
@@ -30,7 +37,10 @@ async def test_approve(ai: TsStack) -> None:
     ai.serve()
     await ai.start("ai-1")
     approval = await ai.approval("ai-1")
-    assert approval["step"] == "pay_invoice:call-1" and approval["args"] == {"invoice": "INV-1", "amount": 4200}
+    assert approval["step"] == f"pay_invoice:{FRAMEWORKS[ai.worker][1]}" and approval["args"] == {
+        "invoice": "INV-1",
+        "amount": 4200,
+    }
     assert approval["title"] == "Pay INV-1: 4200"
     await ai.decide(approval["id"], "approve")
     assert (await ai.job(approval["id"]))["attempts"] == 1
