@@ -42,6 +42,7 @@ const model = new MockLanguageModelV3({
   },
 });
 
+// --8<-- [start:tools]
 function tools(run) {
   return {
     pay_invoice: tool({
@@ -69,7 +70,9 @@ function tools(run) {
     }),
   };
 }
+// --8<-- [end:tools]
 
+// --8<-- [start:main]
 if (positionals[0] === "start") {
   const run = await DurableRun.open({ runId: opts["run-id"], url: opts.gateway, apiKey: opts["api-key"] });
   const messages = [{ role: "user", content: `Pay these invoices: ${opts.invoices}` }];
@@ -94,3 +97,4 @@ if (positionals[0] === "start") {
     return run.step("answer", () => result.text);
   });
 }
+// --8<-- [end:main]

@@ -35,6 +35,7 @@ async function charge(runId, invoice, key) {
   return resp.json();
 }
 
+// --8<-- [start:agent]
 export async function invoiceRun(run) {
   const invoice = await run.step("research", () => {
     note("research");
@@ -56,7 +57,9 @@ export async function invoiceRun(run) {
   const receipt = await run.step("charge", () => charge(run.runId, approved, key));
   return run.step("email", () => ({ to: invoice.customer, body: `Charged ${approved.amount} as ${receipt.id}` }));
 }
+// --8<-- [end:agent]
 
+// --8<-- [start:main]
 if (positionals[0] === "start") {
   const run = await DurableRun.open({ runId: opts["run-id"], url: opts.gateway, apiKey: opts["api-key"] });
   try {
@@ -68,3 +71,4 @@ if (positionals[0] === "start") {
 } else {
   await runWorker(invoiceRun);
 }
+// --8<-- [end:main]

@@ -47,6 +47,7 @@ class ScriptedModel {
   }
 }
 
+// --8<-- [start:tools]
 function buildAgent(run) {
   const payInvoice = tool({
     name: "pay_invoice",
@@ -76,7 +77,9 @@ function buildAgent(run) {
   });
   return new Agent({ name: "payer", instructions: "Pay what you are asked to.", model: new ScriptedModel(), tools: [payInvoice] });
 }
+// --8<-- [end:tools]
 
+// --8<-- [start:main]
 if (positionals[0] === "start") {
   const run = await DurableRun.open({ runId: opts["run-id"], url: opts.gateway, apiKey: opts["api-key"] });
   const result = await runAgent(buildAgent(run), `Pay these invoices: ${opts.invoices}`);
@@ -100,3 +103,4 @@ if (positionals[0] === "start") {
     return run.step("answer", () => result.finalOutput);
   });
 }
+// --8<-- [end:main]
