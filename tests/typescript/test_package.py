@@ -55,3 +55,10 @@ async def test_the_packed_tarball_runs_the_example(scratch: Path, ts: TsStack) -
     await ts.job(approval["id"])
     assert [c["amount"] for c in ts.payments.charges.values()] == [4200]
     assert (await ts.steps("packed-1"))["email"]["output"]["body"] == "Charged 4200 as ch_1"
+
+
+def test_the_adapters_take_the_frameworks_own_types() -> None:
+    """sdk-ts/test/types/adapters.ts compiles (tsc, strict): a TypeScript agent hands the AI SDK's
+    and the OpenAI Agents SDK's results to the adapters without a cast."""
+    build()
+    npm("run", "typecheck", cwd=SDK)

@@ -60,8 +60,9 @@ export async function suspendToolApprovals(
 
 /** In the worker: the messages to hand `generateText` to go on: the saved ones, edits applied
  * to the calls' inputs, and a tool message answering every approval request. Throws
- * `Suspended` while another call of the same step is undecided. */
-export async function resumeToolApprovals(run: DurableRun): Promise<Message[]> {
+ * `Suspended` while another call of the same step is undecided. `M`: the AI SDK's
+ * `ModelMessage`, for a typed result (`resumeToolApprovals<ModelMessage>(run)`). */
+export async function resumeToolApprovals<M = Message>(run: DurableRun): Promise<M[]> {
   const state = savedPause<"ai", Message[]>(run, "ai");
   const decided = await decisions(run, state);
   const messages = JSON.parse(JSON.stringify(state.saved)) as Message[];
@@ -76,7 +77,7 @@ export async function resumeToolApprovals(run: DurableRun): Promise<Message[]> {
       ...(decision.approved ? {} : { reason: decision.reasonText() }),
     };
   });
-  return [...messages, { role: "tool", content: answers }];
+  return [...messages, { role: "tool", content: answers }] as unknown as M[];
 }
 
 function replaceInput(messages: Message[], toolCallId: string, input: Json): void {
