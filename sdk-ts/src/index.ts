@@ -4,7 +4,8 @@
  * Durable steps and suspend/resume (`DurableRun`), the HTTP client (`GatewayClient`), the journal
  * over HTTP (`HttpJournal`), the worker entry (`runWorker`), and the Python SDK's idempotency
  * keys byte for byte (`idempotencyKey`, `canonicalJson`). Framework adapters:
- * `@hitl-gateway/sdk/ai` (the AI SDK) and `@hitl-gateway/sdk/openai-agents`.
+ * `@hitl-gateway/sdk/ai` (the AI SDK), `@hitl-gateway/sdk/openai-agents` and
+ * `@hitl-gateway/sdk/mastra`.
  */
 export {
   type ClientOptions,

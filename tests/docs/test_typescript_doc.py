@@ -18,6 +18,8 @@ SHOWN = {
     "ts-ai-sdk-main": ("ai-sdk.mjs", "main"),
     "ts-openai-agents-tools": ("openai-agents.mjs", "tools"),
     "ts-openai-agents-main": ("openai-agents.mjs", "main"),
+    "ts-mastra-tools": ("mastra.mjs", "tools"),
+    "ts-mastra-main": ("mastra.mjs", "main"),
 }
 
 

@@ -1,12 +1,15 @@
 """The framework adapters under a real `serve`, each driven offline: the AI SDK
-(sdk-ts/examples/ai-sdk.mjs, its own MockLanguageModelV3) and the OpenAI Agents SDK for
-JavaScript (sdk-ts/examples/openai-agents.mjs, a scripted `Model`; the RunState is the suspended
-state). A `needsApproval` tool's call becomes an approval, and the worker resumes the framework
-after the decision: approve, reject with the reason the model reads, edit (the tool runs with the
-approved input), a policy timeout, two calls in one step, and a kill -9 between the charge and
-its journal entry."""
+(sdk-ts/examples/ai-sdk.mjs, its own MockLanguageModelV3), the OpenAI Agents SDK for JavaScript
+(sdk-ts/examples/openai-agents.mjs, a scripted `Model`; the RunState is the suspended state) and
+Mastra (sdk-ts/examples/mastra.mjs, the AI SDK 5 MockLanguageModelV2; the run's workflow
+snapshots are the suspended state). A tool call that needs approval becomes an approval, and the
+worker resumes the framework after the decision: approve, reject (with the reason the model
+reads, where the framework carries one), edit (the tool runs with the approved input), a policy
+timeout, two calls in one step, and a kill -9 between the charge and its journal entry."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import pytest
 
@@ -16,15 +19,29 @@ from tests.typescript.stack import TsStack
 pytestmark = pytest.mark.subprocess
 
 
-# example, worker, the tool call's id for invoice INV-1
-FRAMEWORKS = {"ai-sdk": ("ai-sdk.mjs", "call-1"), "openai-agents": ("openai-agents.mjs", "call_INV-1")}
+@dataclass(frozen=True)
+class Framework:
+    example: str
+    step: str  # the approval's step for invoice INV-1
+    rejected: str | None = None  # what the model reads of any rejection; None: the reason itself
+
+
+MASTRA_DECLINED = "Tool call was not approved by the user"  # Mastra's decline takes no reason
+FRAMEWORKS = {
+    "ai-sdk": Framework("ai-sdk.mjs", "pay_invoice:call-1"),
+    "openai-agents": Framework("openai-agents.mjs", "pay_invoice:call_INV-1"),
+    "mastra": Framework("mastra.mjs", "payInvoice:call-1", MASTRA_DECLINED),
+}
 
 
 @pytest.fixture(params=list(FRAMEWORKS))
 def ai(ts: TsStack, request: pytest.FixtureRequest) -> TsStack:
-    example, _ = FRAMEWORKS[request.param]
-    ts.example, ts.worker = SDK / "examples" / example, request.param
+    ts.example, ts.worker = SDK / "examples" / FRAMEWORKS[request.param].example, request.param
     return ts
+
+
+def rejected(s: TsStack, reason: str) -> str:
+    return FRAMEWORKS[s.worker].rejected or reason
 
 
 async def answer(s: TsStack, run_id: str) -> list[str]:
@@ -37,7 +54,7 @@ async def test_approve(ai: TsStack) -> None:
     ai.serve()
     await ai.start("ai-1")
     approval = await ai.approval("ai-1")
-    assert approval["step"] == f"pay_invoice:{FRAMEWORKS[ai.worker][1]}" and approval["args"] == {
+    assert approval["step"] == FRAMEWORKS[ai.worker].step and approval["args"] == {
         "invoice": "INV-1",
         "amount": 4200,
     }
@@ -54,7 +71,7 @@ async def test_reject_carries_the_reason_to_the_model(ai: TsStack) -> None:
     approval = await ai.approval("ai-2")
     await ai.decide(approval["id"], "reject", comment="not this month")
     await ai.job(approval["id"])
-    assert await answer(ai, "ai-2") == ["not this month"]
+    assert await answer(ai, "ai-2") == [rejected(ai, "not this month")]
     assert ai.attempts() == [] and ai.payments.requests == 0
 
 
@@ -73,7 +90,9 @@ async def test_a_timeout_is_a_rejection_the_model_reads(ai: TsStack) -> None:
     approval = await ai.approval("ai-4")
     await ai.job(approval["id"], within=30)
     [said] = await answer(ai, "ai-4")
-    assert said == "No decision within the deadline: reject by policy (policy 'inline': no decision after 1 s)"
+    assert said == rejected(
+        ai, "No decision within the deadline: reject by policy (policy 'inline': no decision after 1 s)"
+    )
     assert ai.payments.requests == 0
 
 
@@ -87,7 +106,7 @@ async def test_two_calls_resume_once_both_are_decided(ai: TsStack) -> None:
     await ai.decide(second["id"], "reject", comment="duplicate")
     await ai.job(second["id"])
     assert await answer(ai, "ai-5") == sorted(
-        [f"charged {first['args']['invoice']} {first['args']['amount']} as ch_1", "duplicate"]
+        [f"charged {first['args']['invoice']} {first['args']['amount']} as ch_1", rejected(ai, "duplicate")]
     )
 
 

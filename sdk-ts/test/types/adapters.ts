@@ -6,6 +6,9 @@ import { Agent, RunState, run as runAgent } from "@openai/agents";
 import { DurableRun, GatewayClient } from "@hitl-gateway/sdk";
 import { resumeToolApprovals, suspendToolApprovals } from "@hitl-gateway/sdk/ai";
 import { resumeInterruptions, suspendInterruptions } from "@hitl-gateway/sdk/openai-agents";
+import { resumeToolCallApprovals, suspendToolCallApprovals } from "@hitl-gateway/sdk/mastra";
+import type { Agent as MastraAgent } from "@mastra/core/agent";
+import { InMemoryStore } from "@mastra/core/storage";
 
 export async function aiSdk(run: DurableRun): Promise<string> {
   const tools = {
@@ -31,4 +34,18 @@ export async function client(): Promise<string> {
   const reply = await gateway.suspend({ runId: "r", step: "s", title: "t" });
   const view = await gateway.wait(reply.id, { timeoutMs: 1000 });
   return view.status;
+}
+
+export async function mastra(run: DurableRun, agent: MastraAgent): Promise<string> {
+  const storage = new InMemoryStore();
+  const output = await agent.stream("pay");
+  const chunks = [];
+  for await (const chunk of output.fullStream) chunks.push(chunk);
+  await suspendToolCallApprovals(run, { runId: output.runId, chunks, storage, worker: "mastra" });
+  const { runId, calls } = await resumeToolCallApprovals(run, { storage });
+  const [call] = calls;
+  const resumed = call?.approved
+    ? await agent.approveToolCall({ runId, toolCallId: call.toolCallId })
+    : await agent.declineToolCall({ runId, toolCallId: call?.toolCallId ?? "" });
+  return resumed.text;
 }
