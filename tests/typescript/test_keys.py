@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 from hitl_sdk.keys import args_hash, canonical_json, idempotency_key
 
+from gateway.testing import TEST_API_KEY
 from tests.typescript.node import build, node
+from tests.typescript.stack import TsStack
 
 pytestmark = pytest.mark.subprocess
 
@@ -49,3 +51,26 @@ def test_a_python_case_needs_nothing_from_the_transport() -> None:
             continue
         matches = [k for (r, s, sent), k in by_case.items() if r == run and s == step and json.loads(sent) == args]
         assert idempotency_key(run, step, args) in matches, (run, step, args)
+
+
+SUSPEND_TWICE = """
+import { GatewayClient, idempotencyKey } from "./dist/index.js";
+const [url, apiKey] = process.argv.slice(1);
+const client = new GatewayClient({ url, apiKey });
+const args = { "😀": 1.5, b: [1e-7, 2 ** 53], a: { z: "ß", y: null } };
+const call = { runId: "keys-1", step: "pay é", title: "t", args };
+const first = await client.suspend(call);  // no key: the gateway derives its own
+const second = await client.suspend({ ...call, idempotencyKey: idempotencyKey(call.runId, call.step, call.args) });
+console.log(JSON.stringify({ first: first.id, second: second.id }));
+"""
+
+
+async def test_the_gateway_derives_the_same_key(ts: TsStack) -> None:
+    """A suspend that names no key gets the gateway's key (Python's); the same suspend naming the
+    TypeScript SDK's key is the same approval, not a second one."""
+    ts.serve()
+    assert ts.gw is not None
+    out = node("--input-type=module", "-e", SUSPEND_TWICE, ts.gw.url, TEST_API_KEY)
+    ids = json.loads(out)
+    assert ids["first"] == ids["second"], ids
+    assert len((await ts.call("GET", "/v1/approvals?run_id=keys-1"))["items"]) == 1
