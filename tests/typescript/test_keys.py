@@ -1,7 +1,8 @@
 """The TypeScript SDK's idempotency keys are the Python SDK's, byte for byte: for each (run, step,
 args), node derives the key, and Python derives it from the args as the TypeScript SDK sends them
-(what the gateway holds). Cases written in JavaScript (sdk-ts/test/key-cases.mjs: floats, ints,
-bigints, unicode keys, dropped undefined, toJSON) and in Python (below)."""
+(what the gateway holds). Cases written in JavaScript (sdk-ts/scripts/key-cases.mjs: floats, ints,
+bigints, unicode keys, dropped undefined, toJSON) and in Python (below); and a real `serve`
+derives the same key for a suspend that names none."""
 
 from __future__ import annotations
 
