@@ -72,9 +72,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The TypeScript SDK's npm dependencies (sdk-ts/package-lock.json, from the registry) and its
+# build, for tests/typescript/ (which skip without them, and fail under CI=true).
+NPM_STAMP := sdk-ts/node_modules/.ci-stamp
+
+$(NPM_STAMP): sdk-ts/package.json sdk-ts/package-lock.json
+	cd sdk-ts && npm ci --no-audit --no-fund && npm run build
+	touch $(NPM_STAMP)
+
 # Two workers (pytest-xdist): most of the suite waits on real subprocesses (a framework import
 # alone is 2-5 s), so two run in the time of one and a half; serially it took 14-15 min here.
-unit: $(STAMP)
+unit: $(STAMP) $(NPM_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -n 2
 
 # The tests not marked `subprocess`; --no-subprocess fails any of them that starts a process
