@@ -37,3 +37,8 @@ def test_every_ts_block_is_marked() -> None:
 def test_the_block_is_the_example_file(name: str) -> None:
     file, part = SHOWN[name]
     assert blocks(DOCS / "typescript.md")[name] == region(EXAMPLES / file, part), f"{name}: {file} [{part}]"
+
+
+def test_the_readme_shows_the_typescript_agent_the_tests_run() -> None:
+    """The landing page's TypeScript snippet, beside the Python one, is the example's agent."""
+    assert blocks()["ts-invoice-agent"] == region(EXAMPLES / "invoice.mjs", "agent")
