@@ -21,6 +21,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.identity import WEB
 from gateway.core.observers import Observer, Observers
 from gateway.core.tokens import TokenSigner
+from gateway.core.traces import Tracer
 from gateway.delivery.outbox import OutboxRunner
 from gateway.delivery.spec import ChannelContext
 from gateway.jobs.worker import WorkerRunner
@@ -40,6 +41,7 @@ from gateway.settings import Settings
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
 from gateway.store import Store, open_store
+from gateway.telemetry import tracing
 from gateway.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.runtime")
@@ -105,6 +107,7 @@ class Runtime:
         clock: Clock | None = None,
         store: Store | None = None,
         owner: str | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
@@ -114,7 +117,10 @@ class Runtime:
         # Everything that listens to commits is wired here: the loops' wake-ups and the metrics.
         self.observers = Observers()
         self.metrics = self.observers.add(Metrics())
-        self.service = Service(settings, self.store, self.clock, self.signer, self.observers)
+        # Spans of suspends, cards, decisions and launches, in each approval's trace (docs/traces.md).
+        self.tracer = tracer or tracing.tracer()
+        self.observers.add(tracing.DecisionSpans(self.tracer))
+        self.service = Service(settings, self.store, self.clock, self.signer, self.observers, self.tracer)
         self.reads = Reads(self.store)
         self.web_sessions = WebSessions(self.store, self.clock)
         self._http: aiohttp.ClientSession | None = None
@@ -142,10 +148,18 @@ class Runtime:
         self.maintenance = Maintenance(self.store)
         self.rule_ops = RuleOps(settings, self.store, self.clock)
         self.outbox = OutboxRunner(
-            self.deliveries, self.channels, self.clock, self.owner, lease=settings.store.lease, observer=self.observers
+            self.deliveries,
+            self.channels,
+            self.clock,
+            self.owner,
+            lease=settings.store.lease,
+            observer=self.observers,
+            tracer=self.tracer,
         )
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
-        self.worker = WorkerRunner(self.jobs, self.service, self.clock, self.owner, lease=settings.store.lease)
+        self.worker = WorkerRunner(
+            self.jobs, self.service, self.clock, self.owner, lease=settings.store.lease, tracer=self.tracer
+        )
         self.loops.append(self.worker.run_forever)
         self.scheduler = SlaScheduler(
             Timers(self.store, self.service),

@@ -17,6 +17,7 @@ import gateway.settings.rules as rules
 import gateway.settings.scheduler as scheduler
 import gateway.settings.security as security
 import gateway.settings.server as server
+import gateway.settings.telemetry as telemetry
 import gateway.settings.web as web
 import gateway.settings.webpush as webpush
 import gateway.settings.workers as workers
@@ -41,6 +42,7 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "mcp_gate": mcp.MCP_GATE_KEYS,
     "rules": rules.KEYS,
     "webpush": webpush.KEYS,
+    "telemetry": telemetry.KEYS,
 }
 GROUPS = ("policies", "workers", "people")  # the named tables: [policies.NAME], [workers.NAME], [people.NAME]
 LISTS = ("rule",)  # the arrays of tables: [[rule]]
@@ -110,6 +112,7 @@ def load_settings(
         people=identities.people,
         identities=identities,
         webpush=webpush.WebPushSettings(**plain["webpush"]),
+        telemetry=telemetry.TelemetrySettings(**plain["telemetry"]),
         rules=rules.load_rules(plain["rules"], raw.get("rule", []), compile=validate),
     )
     if validate:
@@ -127,6 +130,7 @@ def check(settings: Settings) -> None:
     audit.check_redaction(settings.redaction)
     web.check_web(settings.web)
     webpush.check_webpush(settings.webpush)
+    telemetry.check_telemetry(settings.telemetry)
     audit.check_audit(settings.audit, settings.retention)
     rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
 

@@ -16,6 +16,7 @@ from gateway.settings.mcp import McpGateSettings, McpSettings
 from gateway.settings.scheduler import SchedulerSettings
 from gateway.settings.security import SecuritySettings
 from gateway.settings.server import ServerSettings, StoreSettings
+from gateway.settings.telemetry import TelemetrySettings
 from gateway.settings.web import WebSettings
 from gateway.settings.webpush import WebPushSettings
 from gateway.settings.workers import WorkerSettings
@@ -45,6 +46,7 @@ class Settings:
     # `[rules]` and `[[rule]]`, compiled (gateway.core.rules): evaluated at suspend.
     rules: RuleSet = field(default_factory=RuleSet)
     webpush: WebPushSettings = field(default_factory=WebPushSettings)  # Web Push to the web's approvers
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)  # where spans go (OTLP)
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""

@@ -9,6 +9,8 @@ from urllib.parse import quote
 
 import aiohttp
 
+from hitl_sdk import traces
+
 __all__ = ["GatewayClient", "GatewayHTTPError", "SuspendOptions"]
 
 
@@ -29,6 +31,10 @@ class SuspendOptions(TypedDict, total=False):
     requested_by: str | None  # who asked, as the cards show it
     deadline: str | None  # RFC 3339 with an offset, where the policy lets the agent set the timeout
     context: dict[str, Any] | None  # what the agent says about the call, for the gateway's rules (untrusted)
+    # the W3C trace context the approval's spans and worker continue; default: the current
+    # OpenTelemetry span's, when opentelemetry-api is installed
+    traceparent: str | None
+    tracestate: str | None
     extra: dict[str, Any] | None
 
 
@@ -129,6 +135,8 @@ class GatewayClient:
         if editable:
             optional["editable"] = editable if isinstance(editable, bool) else list(editable)
         body.update({k: v for k, v in optional.items() if v})
+        given = {k: options.get(k) for k in ("traceparent", "tracestate")}
+        body.update({k: v for k, v in given.items() if v} if given["traceparent"] else traces.current_carrier())
         body.update(options.get("extra") or {})
         result: dict[str, Any] = await self.request("POST", "/v1/suspend", body)
         return result
