@@ -82,11 +82,9 @@ async def test_with_no_span_nothing_is_sent_and_the_approval_starts_a_trace(
     assert suspend.parent is None
 
 
-def _worker_run(**env: str) -> DurableRun:
+def _worker_run(traceparent: str) -> DurableRun:
     document = {"run_id": "inv-9", "step": "charge", "approval": {}}
-    return DurableRun(
-        "inv-9", MemoryJournal(), None, document=document, trace_parent={k.lower(): v for k, v in env.items()}
-    )
+    return DurableRun("inv-9", MemoryJournal(), None, document=document, trace_parent={"traceparent": traceparent})
 
 
 async def test_a_worker_s_steps_continue_its_traceparent(spans: InMemorySpanExporter) -> None:
