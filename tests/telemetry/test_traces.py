@@ -14,12 +14,16 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from gateway.core.traces import Tracer
+from gateway.core.models import Outcome
+from gateway.core.traces import Tracer, parse_traceparent
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
+from gateway.service import SuspendRequest
+from gateway.service.commands import Authority
 from gateway.telemetry.tracing import OtelTracer
 from gateway.testing import FakeClock, make_settings
 from tests.conftest import AUTH, OPERATOR, suspend_body
@@ -225,3 +229,31 @@ async def test_without_opentelemetry_the_worker_still_gets_the_agent_s_context(
         worker = await g.resume()
         assert worker["env"]["TRACEPARENT"] is None
     assert not spans.get_finished_spans()
+
+
+async def test_a_url_worker_gets_the_launch_span_s_context_as_w3c_headers(
+    aiohttp_server: Callable[..., Any], store_url: str, clock: FakeClock, spans: InMemorySpanExporter
+) -> None:
+    got: list[dict[str, str]] = []
+
+    async def hook(request: web.Request) -> web.Response:
+        got.append({k.lower(): v for k, v in request.headers.items() if k.lower() in ("traceparent", "tracestate")})
+        return web.Response(text="ok")
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    receiver = await aiohttp_server(app)
+    worker = {"url": f"http://127.0.0.1:{receiver.port}/hook", "allowed_hosts": ["127.0.0.1"]}
+    settings = make_settings(store_url, {"workers": {"hook": worker}})
+    rt = Runtime(settings, clock=clock, owner="t", tracer=OtelTracer(PROVIDER))
+    await rt.start(background=False)
+    try:
+        trace = parse_traceparent(TRACEPARENT, "v=1")
+        req = SuspendRequest(run_id="r", step="s", title="t", worker="hook", trace=trace)
+        approval, _ = await rt.service.suspend(req)
+        await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR)
+        assert await rt.worker.drain() == 1
+    finally:
+        await rt.stop()
+    (launch,) = named(spans, approval.id)["hitl.job.launch"]
+    assert got == [{"traceparent": f"00-{TRACE_ID}-{_hex(launch.context.span_id, 16)}-01", "tracestate": "v=1"}]
