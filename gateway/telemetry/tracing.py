@@ -19,7 +19,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.events import FINAL
 from gateway.core.models import Approval
 from gateway.core.observers import Observer
-from gateway.core.traces import DECISION, Attributes, Span, TraceContext, Tracer, approval_attributes, parse_traceparent
+from gateway.core.traces import DECISION, Attributes, Span, TraceContext, Tracer, approval_attributes
 from gateway.settings.telemetry import TelemetrySettings
 
 try:
@@ -41,11 +41,13 @@ class OtelSpan(Span):
 
     @property
     def context(self) -> TraceContext | None:
-        """This span's context; the parent's when the provider records nothing (the API's no-op
-        provider gives an invalid context to a new trace, and the parent's to a child)."""
-        carrier: dict[str, str] = {}
-        TraceContextTextMapPropagator().inject(carrier, context=otel.set_span_in_context(self._span))
-        return parse_traceparent(carrier.get("traceparent"), carrier.get("tracestate")) or self.parent
+        """This span's context; the parent's when it has none (the API's no-op provider gives a
+        new trace's span an invalid context, and a child its parent's)."""
+        ctx = self._span.get_span_context()
+        if not ctx.is_valid:
+            return self.parent
+        state = ctx.trace_state.to_header() or None  # the caller's, carried by the span context
+        return TraceContext(f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}", state)
 
     def set(self, name: str, value: str | int | bool) -> None:
         self._span.set_attribute(name, value)
@@ -59,10 +61,16 @@ class OtelTracer(Tracer):
     an approval's spans never nest under whatever context the calling task happens to carry."""
 
     def __init__(self, provider: Any = None) -> None:
+        self._own = provider is not None
         self._tracer = otel.get_tracer(INSTRUMENTATION, tracer_provider=provider)
 
     @contextmanager
     def span(self, name: str, parent: TraceContext | None, attributes: Attributes) -> Iterator[Span]:
+        if not self._own and isinstance(otel.get_tracer_provider(), otel.ProxyTracerProvider):
+            # No provider set up (no exporter, no auto-instrumentation): the API would record
+            # nothing anyway. Pass the context on at no cost: a timeout storm decides 10^5 at once.
+            yield Span(parent)
+            return
         context = TraceContextTextMapPropagator().extract(parent.headers()) if parent else Context()
         span = self._tracer.start_span(name, context=context, attributes=dict(attributes))
         try:
