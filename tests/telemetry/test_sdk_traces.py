@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hitl_sdk import DurableRun, StepRecord, Suspended
+from aiohttp import web
+from hitl_sdk import DurableRun, GatewayClient, StepRecord, Suspended
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -106,3 +107,26 @@ async def test_a_span_of_the_worker_s_own_is_the_parent_instead(spans: InMemoryS
         await run.step("send", lambda: "sent")
     step = next(s for s in spans.get_finished_spans() if s.name == "hitl.step")
     assert step.parent is not None and step.parent.span_id == own.get_span_context().span_id
+
+
+async def test_the_current_context_goes_as_headers_an_older_gateway_ignores(
+    aiohttp_server: Callable[..., Any], spans: InMemorySpanExporter
+) -> None:
+    seen: list[tuple[dict[str, str], dict[str, Any]]] = []
+
+    async def suspend(request: web.Request) -> web.Response:
+        seen.append((dict(request.headers), await request.json()))
+        return web.json_response({"id": "a1", "status": "waiting_approval"}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/v1/suspend", suspend)
+    server = await aiohttp_server(app)
+    async with GatewayClient(f"http://127.0.0.1:{server.port}", "key") as client:
+        with trace.get_tracer("the-agent").start_as_current_span("agent.run") as agent:
+            await client.suspend(run_id="r", step="s", title="t")
+        await client.suspend(run_id="r", step="s", title="t", traceparent=f"00-{TID}-{SID}-01")
+    (auto_headers, auto_body), (_, explicit_body) = seen
+    ctx = agent.get_span_context()
+    assert auto_headers["traceparent"] == f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{ctx.trace_flags:02x}"
+    assert "traceparent" not in auto_body
+    assert explicit_body["traceparent"] == f"00-{TID}-{SID}-01"
