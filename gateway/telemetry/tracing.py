@@ -128,7 +128,7 @@ def start_exporter(cfg: TelemetrySettings, env: Mapping[str, str]) -> Callable[[
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
-        hint = f"exporting traces needs the extra `traces` ({exc}): pip install '.[traces]'"
+        hint = f"exporting traces needs the extra `traces` ({exc}): pip install ./sdk '.[traces]'"
         raise ConfigError("telemetry.otlp_endpoint", hint) from None
     exporter = OTLPSpanExporter(endpoint=traces_url(cfg.otlp_endpoint) if cfg.otlp_endpoint else None)
     provider = TracerProvider(resource=Resource.create({"service.name": cfg.service_name}))

@@ -207,6 +207,14 @@ class DurableRun:
         worker) is the gateway's secret-derived key for the decided step, equally stable."""
         return keys.idempotency_key(self.run_id, step, args)
 
+    def _span_attributes(self, step: str) -> dict[str, str]:
+        """The run and step; in a launched worker, also the approval it resumes (its id, agent
+        and tool: the gateway's spans of that approval carry the same)."""
+        approval = (self.document or {}).get("approval") or {}
+        resumed = {"hitl.approval_id": approval.get("id"), "hitl.agent": approval.get("agent")}
+        resumed["hitl.tool"] = approval.get("step")
+        return {"hitl.run_id": self.run_id, "hitl.step": step} | {k: str(v) for k, v in resumed.items() if v}
+
     # ---------------------------------------------------------------- steps
     async def step(
         self,
@@ -223,7 +231,7 @@ class DurableRun:
         done = (await self.steps()).get(name)
         if done is not None and done.status is StepStatus.SUCCEEDED:
             return done.output
-        with traces.span(traces.STEP, self.trace_parent, {"hitl.run_id": self.run_id, "hitl.step": name}):
+        with traces.span(traces.STEP, self.trace_parent, self._span_attributes(name)):
             return await self._run_step(name, fn, args, kw, timeout, max_attempts)
 
     async def _run_step(
@@ -268,7 +276,7 @@ class DurableRun:
             return await self.record_decision(step, Decision.from_api(doc["decision"]))
         # Idempotent: a replay (the agent run again, or another approval's worker) gets the same
         # approval, its status and its resume token.
-        with traces.span(traces.APPROVAL, self.trace_parent, {"hitl.run_id": self.run_id, "hitl.step": step}):
+        with traces.span(traces.APPROVAL, self.trace_parent, self._span_attributes(step)):
             body = await self.request_approval(step, title=title, args=args, **options)  # sends this span's context
         decision = None if body.get("status") == "waiting_approval" else await self.read_decision(body)
         # A rule decided at once: the named worker's resume job runs it, so this run exits as if

@@ -138,6 +138,7 @@ async def test_one_trace_from_the_agent_through_the_approval_to_the_resumed_step
     assert worker["env"]["TRACESTATE"] == "vendor=abc"
     (step,) = worker["spans"]
     assert step["name"] == "hitl.step" and step["attributes"]["hitl.step"] == "send-receipt"
+    assert step["attributes"]["hitl.approval_id"] == approval_id and step["attributes"]["hitl.tool"] == "charge"
     assert step["trace_id"] == TRACE_ID and step["parent"] == launch_span
 
 
