@@ -258,3 +258,28 @@ async def test_a_url_worker_gets_the_launch_span_s_context_as_w3c_headers(
         await rt.stop()
     (launch,) = named(spans, approval.id)["hitl.job.launch"]
     assert got == [{"traceparent": f"00-{TRACE_ID}-{_hex(launch.context.span_id, 16)}-01", "tracestate": "v=1"}]
+
+
+async def test_an_entrypoint_worker_continues_the_trace_too(
+    aiohttp_server: Callable[..., Any], store_url: str, clock: FakeClock, tmp_path: Path, spans: InMemorySpanExporter
+) -> None:
+    port = free_port()
+    out = tmp_path / "entry.json"
+    worker = {"entrypoint": "tests.fakes.trace_worker:entry", "timeout": "30s"}
+    settings = make_settings(
+        store_url, {"server": {"public_url": f"http://127.0.0.1:{port}"}, "workers": {"e": worker}}
+    )
+    rt = Runtime(settings, clock=clock, owner="test", tracer=OtelTracer(PROVIDER))
+    await aiohttp_server(create_app(settings, runtime=rt, background=False), port=port)
+    async with aiohttp.ClientSession() as http:
+        gw = Gw(rt, f"http://127.0.0.1:{port}", http, out)
+        payload = suspend_body(worker="e", state={"out": str(out)})
+        async with http.post(f"{gw.url}/v1/suspend", json=payload, headers=AUTH | {"traceparent": TRACEPARENT}) as r:
+            approval_id = (await r.json())["id"]
+        await gw.approve(approval_id)
+        worker_saw = await gw.resume()
+    (launch,) = named(spans, approval_id)["hitl.job.launch"]
+    launch_span = _hex(launch.context.span_id, 16)
+    assert worker_saw["env"]["TRACEPARENT"] == f"00-{TRACE_ID}-{launch_span}-01"
+    (step,) = worker_saw["spans"]
+    assert step["trace_id"] == TRACE_ID and step["parent"] == launch_span
