@@ -21,6 +21,9 @@ RUN_EXTRAS := postgres,mcp,email,rules,cedar,webpush,teams,oidc,events
 # On top, for the tests: the SDK's framework extras the integration tests run, and dev
 # (pytest, mypy, ruff, Playwright, the Claude Code CLI, both rule engines).
 SDK_EXTRAS := langgraph,openai-agents,pydantic-ai,claude-agent-sdk
+# The tests also run the extras a serve does not need: `traces` (OpenTelemetry's SDK, whose in-memory
+# exporter the traces' tests read, and the OTLP exporter).
+TEST_EXTRAS := traces
 
 $(RUN_STAMP): pyproject.toml sdk/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +31,7 @@ $(RUN_STAMP): pyproject.toml sdk/pyproject.toml
 	touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP) pyproject.toml sdk/pyproject.toml
-	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,$(RUN_EXTRAS)]'
+	$(BIN)/pip install --quiet -e './sdk[$(SDK_EXTRAS)]' -e '.[dev,$(TEST_EXTRAS),$(RUN_EXTRAS)]'
 	touch $(STAMP)
 
 ## make run: the gateway on ./var/hitl-gateway.db, web inbox on, no chat tokens needed.

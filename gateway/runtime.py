@@ -21,6 +21,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.identity import WEB
 from gateway.core.observers import Observer, Observers
 from gateway.core.tokens import TokenSigner
+from gateway.core.traces import Tracer
 from gateway.delivery.events import WebhookSender
 from gateway.delivery.outbox import OutboxRunner
 from gateway.delivery.spec import ChannelContext
@@ -42,6 +43,7 @@ from gateway.settings import Settings
 from gateway.sla.housekeeping import Housekeeper
 from gateway.sla.scheduler import SlaScheduler
 from gateway.store import Store, open_store
+from gateway.telemetry import tracing
 from gateway.telemetry.metrics import Metrics
 
 log = logging.getLogger("gateway.runtime")
@@ -107,6 +109,7 @@ class Runtime:
         clock: Clock | None = None,
         store: Store | None = None,
         owner: str | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
@@ -116,7 +119,10 @@ class Runtime:
         # Everything that listens to commits is wired here: the loops' wake-ups and the metrics.
         self.observers = Observers()
         self.metrics = self.observers.add(Metrics())
-        self.service = Service(settings, self.store, self.clock, self.signer, self.observers)
+        # Spans of suspends, cards, decisions and launches, in each approval's trace (docs/traces.md).
+        self.tracer = tracer or tracing.tracer()
+        self.observers.add(tracing.DecisionSpans(self.tracer))
+        self.service = Service(settings, self.store, self.clock, self.signer, self.observers, self.tracer)
         self.reads = Reads(self.store)
         self.web_sessions = WebSessions(self.store, self.clock)
         self._http: aiohttp.ClientSession | None = None
@@ -153,9 +159,12 @@ class Runtime:
             lease=settings.store.lease,
             observer=self.observers,
             webhooks=self._webhook_sender(),
+            tracer=self.tracer,
         )
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
-        self.worker = WorkerRunner(self.jobs, self.service, self.clock, self.owner, lease=settings.store.lease)
+        self.worker = WorkerRunner(
+            self.jobs, self.service, self.clock, self.owner, lease=settings.store.lease, tracer=self.tracer
+        )
         self.loops.append(self.worker.run_forever)
         self.scheduler = SlaScheduler(
             Timers(self.store, self.service),

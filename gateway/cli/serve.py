@@ -46,8 +46,10 @@ def serve(settings: Settings, *, dev_link: bool = False) -> int:
     from gateway.cli import web as web_cli
     from gateway.http import transport
     from gateway.http.app import create_app
+    from gateway.telemetry import tracing
 
     sock = bind(settings.server.host, settings.server.port)
+    stop_exporter = tracing.start_exporter(settings.telemetry, os.environ)  # [telemetry] or OTEL_*
     port = int(sock.getsockname()[1])
     if dev_link:
         web_cli.print_dev_link(address.at(settings, address.served_url(settings, port)))
@@ -68,6 +70,8 @@ def serve(settings: Settings, *, dev_link: bool = False) -> int:
         )
     finally:
         address.forget(recorded)
+        if stop_exporter is not None:
+            stop_exporter()  # the last spans, bounded (tracing.FLUSH_TIMEOUT)
     return 0
 
 

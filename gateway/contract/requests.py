@@ -112,6 +112,20 @@ class SuspendBody(RequestBody):
         json_object("must be a JSON object"),
         Field(description="what the agent says about the call, for the gateway's rules (`context.*`): untrusted"),
     ] = None
+    traceparent: Annotated[
+        str | None,
+        check(lambda v: v is None or isinstance(v, str), "must be a string (a W3C traceparent)"),
+        Field(
+            examples=["00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"],
+            description="the agent's W3C trace context (else the `traceparent` header): the approval's spans and"
+            " its worker continue that trace; a malformed one is ignored (a new trace begins)",
+        ),
+    ] = None
+    tracestate: Annotated[
+        str | None,
+        check(lambda v: v is None or isinstance(v, str), "must be a string (a W3C tracestate)"),
+        Field(description="with `traceparent`: vendors' trace state, handed to the worker as TRACESTATE"),
+    ] = None
 
 
 ArgsHash = Annotated[

@@ -15,6 +15,7 @@ from gateway.core.clock import from_ts, iso, to_ts
 from gateway.core.durations import format_duration, parse_duration
 from gateway.core.principals import namespace_of
 from gateway.core.terms import EditTerms, Proposal
+from gateway.core.traces import TraceContext
 
 # Decision, Outcome, Source, StepRecord and StepStatus are shared with the agent SDK (hitl_sdk):
 # the gateway stores exactly what the agent reads.
@@ -254,6 +255,8 @@ class Approval:
     proposal: Proposal | None = None  # the edited args the current round votes on, if any
     extensions: int = 0  # how many times the deadline was extended
     code_version: str | None = None  # the agent code that suspended (a worker's `accepts` must match it)
+    # the trace context of its suspend (v24): its cards', decision's and job's spans join that trace
+    trace: TraceContext | None = None
 
     def __post_init__(self) -> None:
         # Checked inline (every decoded or evolved approval passes here); _aware names the field.

@@ -24,13 +24,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
-from gateway.core import loops
+from gateway.core import loops, traces
 from gateway.core.clock import Clock, parse_iso
 from gateway.core.events import EventKind
-from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
+from gateway.core.models import Approval, DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
 from gateway.core.observers import Observer, Observers
 from gateway.core.retry import backoff
 from gateway.core.shown import card_posted, card_synced
+from gateway.core.traces import Span, Tracer
 from gateway.core.webhooks import next_try, webhook_name
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.delivery.events import WebhookSender
@@ -72,6 +73,7 @@ class OutboxRunner:
         poll_interval: float = 1.0,
         observer: Observer | None = None,
         webhooks: WebhookSender | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.deliveries, self.channels, self.clock, self.owner = deliveries, channels, clock, owner
         self.lease, self.batch, self.poll_interval = lease, batch, poll_interval
@@ -80,6 +82,7 @@ class OutboxRunner:
         self._posting: dict[str, asyncio.Semaphore] = {}  # per channel kind: its posts_in_flight
         self.observer: Observer = observer or Observers()  # told each recorded delivery (metrics)
         self.webhooks = webhooks  # sends the outbound events (`[[events.webhooks]]`)
+        self.tracer = tracer or Tracer()  # a span per delivery, in its approval's trace
 
     def notify(self) -> None:
         self._wake.set()
@@ -183,6 +186,17 @@ class OutboxRunner:
             why = "approval not found" if approval is None else f"channel {kind!r} is not enabled"
             await self._finish(item, DeliveryStatus.FAILED, why, event=EventKind.DELIVERY_FAILED, data={"error": why})
             return
+        # the channel's kind, never its target: a chat id or an e-mail address is not for a collector
+        more: dict[str, str | int | bool] = {
+            "hitl.channel": kind,
+            "hitl.delivery": item.kind.value,
+            "hitl.attempt": item.attempts + 1,
+        }
+        attrs = traces.approval_attributes(approval.id, approval.run_id, approval.step, approval.agent, **more)
+        with self.tracer.span(traces.CARD, approval.trace, attrs) as span:
+            await self._send(item, approval, channel, target, span)
+
+    async def _send(self, item: OutboxItem, approval: Approval, channel: Channel, target: str, span: Span) -> None:
         now: datetime = self.clock.now()
         card = await self.deliveries.card(item.approval_id, item.channel)
         outgoing = OutgoingCard(item.channel, target, approval, now, card.ref if card else None, item.data)
@@ -204,6 +218,7 @@ class OutboxRunner:
                 await channel.send_reminder(outgoing)
                 await self._finish(item, DeliveryStatus.DONE, event=EventKind.REMINDER_SENT, data=dict(item.data))
         except DeliveryError as exc:
+            span.failed(str(exc)[:200])
             await self._failed(item, exc)
 
     async def _post(self, item: OutboxItem, channel: Channel, card: OutgoingCard) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -11,6 +12,7 @@ from gateway.core import rounds
 from gateway.core.clock import iso
 from gateway.core.errors import ValidationError
 from gateway.core.models import Approval, Status
+from gateway.core.traces import parse_traceparent
 from gateway.http import schemas
 from gateway.http.scope import operator, owner_filter, principal
 from gateway.http.usecases import READS, READY, SERVICE, SIGNER
@@ -38,6 +40,9 @@ def _suspend_body(service: Service, approval: Approval) -> dict[str, Any]:
 async def suspend(request: web.Request) -> web.Response:
     service = _service(request)
     req = schemas.parse_suspend(await schemas.read_json(request))
+    if req.trace is None:  # the body's context first, else the standard header's (malformed: ignored)
+        headers = request.headers
+        req = replace(req, trace=parse_traceparent(headers.get("traceparent"), headers.get("tracestate")))
     approval, created = await service.suspend(req, principal(request))
     # The same idempotency key (from the same principal) gets the same approval, token and
     # deadline, with its current status. Another principal's key is a 409: never another

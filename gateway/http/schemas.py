@@ -16,6 +16,7 @@ from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.errors import InvalidJSON, UnsupportedMediaType, ValidationError
 from gateway.core.models import Outcome, StepRecord
 from gateway.core.rules import Facts, facts_from_body
+from gateway.core.traces import parse_traceparent
 from gateway.service import SuspendRequest
 
 _SUSPEND_FIELDS = contract.allowed(contract.SuspendBody)
@@ -129,6 +130,7 @@ def parse_suspend(body: dict[str, Any], max_state_bytes: int | None = None) -> S
         editable=m.editable,
         code_version=m.code_version,
         context=m.context,
+        trace=parse_traceparent(m.traceparent, m.tracestate),  # malformed: ignored, per W3C
     )
 
 

@@ -25,10 +25,12 @@ from hitl_sdk.signature import sign
 from hitl_sdk.signature import verify as verify  # re-exported: receivers import it from here too
 
 from gateway.core.keys import canonical_json
+from gateway.core.traces import TraceContext
 from gateway.jobs.orphans import guarded
 from gateway.settings import WorkerSettings
 
 EX_TEMPFAIL = 75
+TRACE_VARS = ("TRACEPARENT", "TRACESTATE")
 TAIL_BYTES = 4096
 
 
@@ -56,6 +58,9 @@ class Launch:
     token: str
     gateway_url: str
     idempotency_key: str
+    # The job launch span's context: the worker continues the approval's trace from it
+    # (TRACEPARENT and TRACESTATE; for a `url` worker, the W3C headers).
+    trace: TraceContext | None = None
 
     def env(self) -> dict[str, str]:
         return {
@@ -63,7 +68,7 @@ class Launch:
             "HITL_APPROVAL_ID": self.approval_id,
             "HITL_GATEWAY_URL": self.gateway_url,
             "HITL_IDEMPOTENCY_KEY": self.idempotency_key,
-        }
+        } | (self.trace.env() if self.trace else {})
 
 
 class Launcher(Protocol):
@@ -157,6 +162,8 @@ class CommandLauncher:
     def __init__(self, cfg: WorkerSettings, base_env: Mapping[str, str] | None = None) -> None:
         self.cfg = cfg
         self.base_env = dict(os.environ if base_env is None else base_env)
+        for name in TRACE_VARS:  # a worker continues its approval's trace, or none: not the gateway's
+            self.base_env.pop(name, None)
 
     async def run(self, launch: Launch) -> AttemptResult:
         try:
@@ -167,7 +174,7 @@ class CommandLauncher:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                env={**self.base_env, **launch.env()},
+                env={**self.base_env, **launch.env()},  # base_env has no TRACE*: never the gateway's own
                 start_new_session=True,
             )
         except OSError as exc:  # not found, not executable: retrying will not help
@@ -218,7 +225,7 @@ class UrlLauncher:
             "X-HITL-Resume-Token": launch.token,
             "X-HITL-Gateway-Url": launch.gateway_url,
             "Idempotency-Key": launch.idempotency_key,  # the header payment APIs de-duplicate on
-        }
+        } | (launch.trace.headers() if launch.trace else {})
         if self._session is None:
             self._session = aiohttp.ClientSession()
         timeout = aiohttp.ClientTimeout(total=self.cfg.timeout.total_seconds())

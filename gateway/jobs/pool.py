@@ -10,7 +10,7 @@ import json
 import os
 import sys
 
-from gateway.jobs.launch import AttemptOutcome, AttemptResult, Launch, exit_error, kill_group, reap
+from gateway.jobs.launch import TRACE_VARS, AttemptOutcome, AttemptResult, Launch, exit_error, kill_group, reap
 from gateway.settings import WorkerSettings
 
 Proc = asyncio.subprocess.Process
@@ -34,6 +34,8 @@ class EntrypointPool:
             stdout=asyncio.subprocess.PIPE,
             start_new_session=True,
             limit=2**24,
+            # each job's TRACEPARENT is set for its call (pool_child): never the gateway's own
+            env={k: v for k, v in os.environ.items() if k not in TRACE_VARS},
         )
         self._live.add(proc)
         return proc

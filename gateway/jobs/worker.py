@@ -18,13 +18,14 @@ import time
 from asyncio import FIRST_COMPLETED
 from datetime import timedelta
 
-from gateway.core import loops
+from gateway.core import loops, traces
 from gateway.core.clock import Clock
 from gateway.core.effects import effect_key
 from gateway.core.events import EventKind
 from gateway.core.models import JobStatus, NewEvent, ResumeJob
 from gateway.core.redact import Redactor
 from gateway.core.retry import backoff
+from gateway.core.traces import Tracer
 from gateway.core.versions import version_mismatch
 from gateway.jobs.launch import AttemptOutcome, AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher
 from gateway.jobs.pool import EntrypointPool
@@ -55,10 +56,12 @@ class WorkerRunner:
         concurrency: int = 8,
         poll_interval: float = 1.0,
         redactor: Redactor | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.jobs, self.service, self.clock, self.owner = jobs, service, clock, owner
         self.lease, self.concurrency, self.poll_interval = lease, concurrency, poll_interval
         self.redactor = redactor or service.redactor
+        self.tracer = tracer or Tracer()  # a span per launch, in its approval's trace; the worker continues it
         self.launchers: dict[str, Launcher] = {}
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -164,13 +167,24 @@ class WorkerRunner:
         )
         log.info("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
         key = effect_key(self.service.settings.security.secret_keys, approval.id, approval.step, approval.run_hash)
-        launch = Launch(
-            approval_id=approval.id,
-            document=self.service.rehydration_document(approval) | {"idempotency_key": key},
-            token=self.service.worker_token(approval),
-            gateway_url=self.service.settings.server.public_url,
-            idempotency_key=key,
-        )
+        launched: dict[str, str | int | bool] = {"hitl.worker": cfg.name, "hitl.attempt": job.attempts}
+        attrs = traces.approval_attributes(approval.id, approval.run_id, approval.step, approval.agent, **launched)
+        with self.tracer.span(traces.JOB_LAUNCH, approval.trace, attrs) as span:
+            launch = Launch(
+                approval_id=approval.id,
+                document=self.service.rehydration_document(approval) | {"idempotency_key": key},
+                token=self.service.worker_token(approval),
+                gateway_url=self.service.settings.server.public_url,
+                idempotency_key=key,
+                trace=span.context,  # the worker's spans are this span's children
+            )
+            result = await self._attempt(job, cfg, launch)
+            span.set("hitl.result", result.verdict.value)
+            if result.verdict is not AttemptOutcome.SUCCEEDED:
+                span.failed(result.error or result.verdict.value)
+
+    async def _attempt(self, job: ResumeJob, cfg: WorkerSettings, launch: Launch) -> AttemptResult:
+        """One launch, scrubbed and recorded, its lease renewed all along; the recorded result."""
         # The lease is renewed until the result is recorded, not only while the worker runs: a
         # slow write after a long step must not let another runner claim the job meanwhile.
         renew = asyncio.create_task(self._renew(job))
@@ -184,6 +198,7 @@ class WorkerRunner:
                 self._scrub(result.output, launch.token),
             )
             await self._record(job, cfg, result)
+            return result
         finally:
             renew.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from gateway.core import policy as rules
+from gateway.core import traces
 from gateway.core.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
@@ -51,6 +52,7 @@ from gateway.core.rules import evaluate as evaluate_rules
 from gateway.core.sealing import Sealer
 from gateway.core.shown import audit_facts, card_posted
 from gateway.core.tokens import RESUME, TokenSigner
+from gateway.core.traces import TraceContext, Tracer
 from gateway.service import edits as service_edits
 from gateway.service import grants as service_grants
 from gateway.service import routing, rulings
@@ -92,6 +94,7 @@ class SuspendRequest:
     editable: bool | list[str] | None = None  # true, or the top-level args an approver may change
     code_version: str | None = None  # the agent code suspending (a worker's `accepts` globs must match it)
     context: dict[str, Any] | None = None  # what the agent says about the call, for the rules: untrusted
+    trace: TraceContext | None = None  # the agent's W3C trace context (a malformed one was dropped)
 
 
 class Service:
@@ -99,9 +102,16 @@ class Service:
     decisions are `self.decisions` (gateway.service.decisions), reached through the commands."""
 
     def __init__(
-        self, settings: Settings, store: Store, clock: Clock, signer: TokenSigner, observer: Observer | None = None
+        self,
+        settings: Settings,
+        store: Store,
+        clock: Clock,
+        signer: TokenSigner,
+        observer: Observer | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.settings, self.store, self.clock, self.signer = settings, store, clock, signer
+        self.tracer = tracer or Tracer()  # the suspend's span (the runtime's: OpenTelemetry when installed)
         # Told every commit (the runtime wires the loops' wake-ups and the metrics to it).
         self.observer: Observer = observer or Observers()
         self.redactor = Redactor.build(defaults=settings.redaction.defaults, patterns=settings.redaction.patterns)
@@ -182,14 +192,29 @@ class Service:
         same commit. Run ids and keys are the agent's own (`Approval.namespace`): another
         agent's are simply different ones. The rules (gateway.service.rulings) run here, before
         any card: they may decide at once, or route the cards; with budgets, inside the
-        transaction that creates the approval, so two suspends cannot both slip under one."""
+        transaction that creates the approval, so two suspends cannot both slip under one.
+
+        In a span under the agent's trace context (`req.trace`; none: a new trace), whose own
+        context the approval keeps for the spans of its cards, decision and job."""
+        agent = principal.identity if principal is not None else None
+        attrs = {traces.RUN_ID: req.run_id, traces.TOOL: req.step} | ({traces.AGENT: agent} if agent else {})
+        with self.tracer.span(traces.SUSPEND, req.trace, attrs) as span:
+            stored, created = await self._suspend(req, principal, span.context)
+            span.set(traces.APPROVAL_ID, stored.id)
+            span.set("hitl.status", stored.status.value)
+            span.set("hitl.created", created)
+            return stored, created
+
+    async def _suspend(
+        self, req: SuspendRequest, principal: Principal | None, trace: TraceContext | None
+    ) -> tuple[Approval, bool]:
         now = self.clock.now()
         checked = self._validate(req, principal, now)
         terms = await service_edits.parse_terms(req.args_schema, req.editable, req.args)  # off the loop
         encoded, state = _encoded(req)  # once, for the key, the hash and the sealed copy
         key = req.idempotency_key or idempotency_key(req.run_id, req.step, req.args, encoded=encoded)
         agent = principal.identity if principal is not None else None  # also names the run's namespace
-        approval = self._approval(req, checked, terms, encoded, state, key, agent, now)
+        approval = self._approval(req, checked, terms, encoded, state, key, agent, now, trace)
         ruleset = self.settings.rules
         made: Creation | None = None
         grant = None
@@ -243,11 +268,21 @@ class Service:
         for e in made.events:
             if e.kind is EventKind.CARD_POSTED:
                 self.observer.delivered(e.channel or "", OutboxKind.POST, e.kind)
+                self._posted_inline(stored, e.channel or "")
         if stored.status.final:
             self.observer.transition(
                 stored, EventKind.APPROVED if stored.status is Status.APPROVED else EventKind.REJECTED
             )
         return stored, True
+
+    def _posted_inline(self, approval: Approval, channel: str) -> None:
+        """The span of a card posted in the suspend's own commit (the web inbox's): the outbox
+        records the others' (gateway.delivery.outbox)."""
+        attrs = traces.approval_attributes(
+            approval.id, approval.run_id, approval.step, approval.agent, **{"hitl.channel": parse_address(channel)[0]}
+        )
+        with self.tracer.span(traces.CARD, approval.trace, attrs | {"hitl.delivery": OutboxKind.POST.value}):
+            pass
 
     async def _create(self, namespace: str, now: datetime, build: Build) -> tuple[Approval, bool]:
         """Insert what `build` makes: with the budgets it reads in the same transaction, if the
@@ -267,6 +302,7 @@ class Service:
         key: str,
         agent: str | None,
         now: datetime,
+        trace: TraceContext | None = None,
     ) -> Approval:
         """The approval as the agent asked for it, waiting."""
         policy = checked.policy
@@ -295,6 +331,7 @@ class Service:
             agent=agent,
             terms=terms,
             code_version=req.code_version,
+            trace=trace,
         )
 
     def _creation(

@@ -19,6 +19,7 @@ import gateway.settings.rules as rules
 import gateway.settings.scheduler as scheduler
 import gateway.settings.security as security
 import gateway.settings.server as server
+import gateway.settings.telemetry as telemetry
 import gateway.settings.web as web
 import gateway.settings.webpush as webpush
 import gateway.settings.workers as workers
@@ -45,6 +46,7 @@ SECTIONS: dict[str, dict[str, Coerce]] = {
     "rules": rules.KEYS,
     "webpush": webpush.KEYS,
     "events": events.KEYS,
+    "telemetry": telemetry.KEYS,
 }
 # the named tables: [policies.NAME], [workers.NAME], [people.NAME], [calendars.NAME], [groups.NAME]
 GROUPS = ("policies", "workers", "people", "calendars", "groups")
@@ -125,6 +127,7 @@ def load_settings(
         identities=identities,
         webpush=webpush.WebPushSettings(**plain["webpush"]),
         events=events.load_events(plain["events"]),
+        telemetry=telemetry.TelemetrySettings(**plain["telemetry"]),
         rules=rules.load_rules(plain["rules"], raw.get("rule", []), compile=validate),
     )
     if validate:
@@ -143,6 +146,7 @@ def check(settings: Settings) -> None:
     web.check_web(settings.web)
     webpush.check_webpush(settings.webpush)
     events.check_events(settings.events, settings.store.lease)
+    telemetry.check_telemetry(settings.telemetry)
     audit.check_audit(settings.audit, settings.retention)
     rules.check_rules(settings.rules, settings.policies, settings.enabled_channels())
     check_group_names(settings)

@@ -24,7 +24,20 @@ from gateway.core.durations import format_duration
 from gateway.core.models import Policy
 from gateway.core.policy_bounds import BOUND_KEYS
 from gateway.core.rules import RuleSet
-from gateway.settings import audit, calendars, events, mcp, oidc, scheduler, security, server, web, webpush, workers
+from gateway.settings import (
+    audit,
+    calendars,
+    events,
+    mcp,
+    oidc,
+    scheduler,
+    security,
+    server,
+    telemetry,
+    web,
+    webpush,
+    workers,
+)
 from gateway.settings import rules as rules_settings
 from gateway.settings.coerce import Coerce, boolean, duration, ids, integer, integers, listing, string, strings, table
 from gateway.settings.effective import SECRET_KEYS
@@ -62,6 +75,7 @@ _DEFAULTS: dict[str, Any] = {
     "rules": RuleSet(),
     "webpush": webpush.WebPushSettings(),
     "events": events.EventsSettings(),
+    "telemetry": telemetry.TelemetrySettings(),
 }
 _TYPES: dict[Callable[..., Any], str] = {
     string: "string",

@@ -18,6 +18,7 @@ from gateway.settings.mcp import McpGateSettings, McpSettings
 from gateway.settings.scheduler import SchedulerSettings
 from gateway.settings.security import SecuritySettings
 from gateway.settings.server import ServerSettings, StoreSettings
+from gateway.settings.telemetry import TelemetrySettings
 from gateway.settings.web import WebSettings
 from gateway.settings.webpush import WebPushSettings
 from gateway.settings.workers import WorkerSettings
@@ -50,6 +51,7 @@ class Settings:
     # `[calendars.NAME]`: business hours that a policy's `calendar` names (gateway.core.calendar).
     calendars: Mapping[str, Calendar] = field(default_factory=dict)
     events: EventsSettings = field(default_factory=EventsSettings)  # signed outbound events
+    telemetry: TelemetrySettings = field(default_factory=TelemetrySettings)  # where spans go (OTLP)
 
     def channel(self, kind: str) -> Any:
         """The `[<kind>]` section of an installed channel (KeyError for an unknown kind)."""

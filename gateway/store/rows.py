@@ -28,6 +28,7 @@ from gateway.core.models import (
     StepStatus,
     Vote,
 )
+from gateway.core.traces import TraceContext
 
 Row = Any  # sqlite3.Row or asyncpg.Record: both index by column name
 
@@ -61,6 +62,8 @@ APPROVAL_COLUMNS = (
     "proposal",
     "extensions",
     "code_version",
+    "traceparent",
+    "tracestate",
 )
 
 APPROVAL_SELECT = ", ".join(APPROVAL_COLUMNS)  # a SELECT list in that order, for approval_from_values
@@ -143,6 +146,8 @@ def approval_values(a: Approval) -> tuple[Any, ...]:
         canonical_json(a.proposal.to_json()) if a.proposal else None,
         a.extensions,
         a.code_version,
+        a.trace.traceparent if a.trace else None,
+        a.trace.tracestate if a.trace else None,
     )
 
 
@@ -195,7 +200,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
     (
         id_, key, run_id, step, title, summary, args, state, channels, approvers, policy, worker, requested_by,
         status, version, created_at, deadline, wake_at, votes, decision, escalations, reminders_sent, args_hash, sealed,
-        agent, terms, proposal, extensions, code_version,
+        agent, terms, proposal, extensions, code_version, traceparent, tracestate,
     ) = values  # fmt: skip
     created = from_ts(created_at)
     assert created is not None
@@ -229,6 +234,7 @@ def approval_from_values(values: Sequence[Any]) -> Approval:
         Proposal.from_json(json.loads(proposal)) if proposal else None,
         extensions or 0,
         code_version,
+        TraceContext(traceparent, tracestate) if traceparent else None,
     )
 
 

@@ -9,6 +9,8 @@ from urllib.parse import quote
 
 import aiohttp
 
+from hitl_sdk import traces
+
 __all__ = ["GatewayClient", "GatewayHTTPError", "SuspendOptions"]
 
 
@@ -29,6 +31,10 @@ class SuspendOptions(TypedDict, total=False):
     requested_by: str | None  # who asked, as the cards show it
     deadline: str | None  # RFC 3339 with an offset, where the policy lets the agent set the timeout
     context: dict[str, Any] | None  # what the agent says about the call, for the gateway's rules (untrusted)
+    # the W3C trace context the approval's spans and worker continue; default: the current
+    # OpenTelemetry span's, when opentelemetry-api is installed
+    traceparent: str | None
+    tracestate: str | None
     extra: dict[str, Any] | None
 
 
@@ -81,10 +87,11 @@ class GatewayClient:
             headers["X-HITL-Resume-Token"] = self.resume_token
         return headers
 
-    async def request(self, method: str, path: str, body: Any = None) -> Any:
+    async def request(self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> Any:
         if self._session is None:
             self._session = aiohttp.ClientSession(timeout=self._timeout)
-        async with self._session.request(method, self.base_url + path, json=body, headers=self._headers()) as resp:
+        sent = self._headers() | (headers or {})
+        async with self._session.request(method, self.base_url + path, json=body, headers=sent) as resp:
             data = await resp.json(content_type=None) if resp.content_length != 0 else None
             if resp.status >= 300:
                 err = (data or {}).get("error", {}) if isinstance(data, dict) else {}
@@ -129,8 +136,13 @@ class GatewayClient:
         if editable:
             optional["editable"] = editable if isinstance(editable, bool) else list(editable)
         body.update({k: v for k, v in optional.items() if v})
+        given = {k: options.get(k) for k in ("traceparent", "tracestate")}
+        body.update({k: v for k, v in given.items() if v} if given["traceparent"] else {})
         body.update(options.get("extra") or {})
-        result: dict[str, Any] = await self.request("POST", "/v1/suspend", body)
+        # The current span's context goes as the standard headers, which a gateway too old to
+        # know them ignores (a body field it would refuse).
+        headers = {} if given["traceparent"] else traces.current_carrier()
+        result: dict[str, Any] = await self.request("POST", "/v1/suspend", body, headers)
         return result
 
     async def get(self, approval_id: str) -> dict[str, Any]:

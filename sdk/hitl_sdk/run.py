@@ -23,7 +23,7 @@ from typing import Any, Self, Unpack
 
 import aiohttp
 
-from hitl_sdk import keys
+from hitl_sdk import keys, traces
 from hitl_sdk.client import GatewayClient, GatewayHTTPError, SuspendOptions
 from hitl_sdk.journal import HttpJournal, Journal
 from hitl_sdk.models import Decision, Source, StepRecord, StepStatus
@@ -84,6 +84,7 @@ class DurableRun:
         retry_base: float = 0.5,
         code_version: str | None = None,
         effect_key: str | None = None,
+        trace_parent: Mapping[str, str] | None = None,
     ) -> None:
         self.run_id, self.journal, self.client = run_id, journal, client
         # Recorded on every suspend: a worker declaring `accepts` resumes only matching code.
@@ -94,6 +95,9 @@ class DurableRun:
         self.effect_key: str | None = effect_key or (document or {}).get("idempotency_key") or None
         self.max_attempts, self.retry_base = max_attempts, retry_base
         self._steps: dict[str, StepRecord] | None = None
+        # Inside a launched worker: the gateway's job launch span (TRACEPARENT, TRACESTATE), the
+        # parent of this run's step spans when no span of the worker's own is current.
+        self.trace_parent: Mapping[str, str] = dict(trace_parent or {})
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -149,6 +153,7 @@ class DurableRun:
             client,
             document=document,
             effect_key=env.get("HITL_IDEMPOTENCY_KEY"),
+            trace_parent=traces.carrier_from_env(env),
         )
 
     @classmethod
@@ -202,6 +207,14 @@ class DurableRun:
         worker) is the gateway's secret-derived key for the decided step, equally stable."""
         return keys.idempotency_key(self.run_id, step, args)
 
+    def _span_attributes(self, step: str) -> dict[str, str]:
+        """The run and step; in a launched worker, also the approval it resumes (its id, agent
+        and tool: the gateway's spans of that approval carry the same)."""
+        approval = (self.document or {}).get("approval") or {}
+        resumed = {"hitl.approval_id": approval.get("id"), "hitl.agent": approval.get("agent")}
+        resumed["hitl.tool"] = approval.get("step")
+        return {"hitl.run_id": self.run_id, "hitl.step": step} | {k: str(v) for k, v in resumed.items() if v}
+
     # ---------------------------------------------------------------- steps
     async def step(
         self,
@@ -218,6 +231,18 @@ class DurableRun:
         done = (await self.steps()).get(name)
         if done is not None and done.status is StepStatus.SUCCEEDED:
             return done.output
+        with traces.span(traces.STEP, self.trace_parent, self._span_attributes(name)):
+            return await self._run_step(name, fn, args, kw, timeout, max_attempts)
+
+    async def _run_step(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kw: dict[str, Any],
+        timeout: float | None,  # noqa: ASYNC109 - the budget of the whole step, retries included
+        max_attempts: int | None,
+    ) -> Any:
         started, attempts = _now(), 0
         limit = max_attempts or self.max_attempts
         try:
@@ -251,7 +276,8 @@ class DurableRun:
             return await self.record_decision(step, Decision.from_api(doc["decision"]))
         # Idempotent: a replay (the agent run again, or another approval's worker) gets the same
         # approval, its status and its resume token.
-        body = await self.request_approval(step, title=title, args=args, **options)
+        with traces.span(traces.APPROVAL, self.trace_parent, self._span_attributes(step)):
+            body = await self.request_approval(step, title=title, args=args, **options)  # sends this span's context
         decision = None if body.get("status") == "waiting_approval" else await self.read_decision(body)
         # A rule decided at once: the named worker's resume job runs it, so this run exits as if
         # it waited (never both); without a worker it goes on now.

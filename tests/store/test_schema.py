@@ -201,8 +201,9 @@ async def test_v17_puts_each_run_and_key_in_its_agents_namespace(
     billing = make_approval(key="k-1", run_id="run-a", agent="agent:billing")
     legacy = make_approval(key="k-2", run_id="run-l")  # before principals: no agent
     by_operator = make_approval(key="k-3", run_id="run-a", agent="operator:alice")
-    marks = ", ".join(f"${i + 1}" for i in range(len(APPROVAL_COLUMNS)))
-    insert = f"INSERT INTO approvals ({', '.join(APPROVAL_COLUMNS)}) VALUES ({marks})"
+    v16 = APPROVAL_COLUMNS[: APPROVAL_COLUMNS.index("code_version") + 1]  # the later ones are not there yet
+    marks = ", ".join(f"${i + 1}" for i in range(len(v16)))
+    insert = f"INSERT INTO approvals ({', '.join(v16)}) VALUES ({marks})"
     step = (
         "INSERT INTO journal (run_id, name, status, output, attempts, started_at, finished_at)"
         " VALUES ($1, 'fetch', 'succeeded', '1', 1, 0, 0)"
@@ -210,7 +211,7 @@ async def test_v17_puts_each_run_and_key_in_its_agents_namespace(
     run = "INSERT INTO runs (run_id, owner, created_at) VALUES ($1, $2, 0)"  # a v16 run's one owner
     await _execute(
         store_url,
-        [(insert, approval_values(a)) for a in (billing, legacy, by_operator)]
+        [(insert, approval_values(a)[: len(v16)]) for a in (billing, legacy, by_operator)]
         + [(run, ("run-a", "agent:billing")), (run, ("run-l", ""))]
         + [(step, (r,)) for r in ("run-a", "run-l", "run-x")],  # run-x: journaled in process, never owned
     )

@@ -22,8 +22,9 @@ SDK_ONLY = {"extra"}
 # The MCP tool's own: how long this call waits for the decision (not part of the approval).
 MCP_ONLY = {"wait_seconds"}
 # What the MCP tool does not offer an agent: it has no worker to resume (state, worker,
-# code_version), it is the caller (requested_by), and a policy sets the deadline.
-MCP_LEAVES_OUT = {"state", "worker", "code_version", "requested_by", "deadline"}
+# code_version), it is the caller (requested_by), and a policy sets the deadline. A trace context
+# (traceparent, tracestate) is not the model's to write: the MCP client's own metadata carries it.
+MCP_LEAVES_OUT = {"state", "worker", "code_version", "requested_by", "deadline", "traceparent", "tracestate"}
 
 
 def _length(schema: dict[str, Any]) -> int | None:

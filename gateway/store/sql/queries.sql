@@ -25,10 +25,10 @@ INSERT INTO approvals (
     id, idempotency_key, run_id, step, title, summary, args, state, channels, approvers, policy,
     worker, requested_by, status, version, created_at, deadline, wake_at, votes, decision,
     escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions, code_version,
-    namespace
+    traceparent, tracestate, namespace
 ) VALUES (
     $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20,
-    $21, $22, $23, $24, $25, $26, $27, $28, $29, $30
+    $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32
 ) ON CONFLICT (namespace, idempotency_key) DO NOTHING;
 
 -- name: approval_by_key
@@ -46,9 +46,9 @@ UPDATE approvals SET
     channels = $8, approvers = $9, policy = $10, worker = $11, requested_by = $12, status = $13,
     version = $14, created_at = $15, deadline = $16, wake_at = $17, votes = $18, decision = $19,
     escalations = $20, reminders_sent = $21, args_hash = $22, sealed = $23, agent = $24,
-    terms = $25, proposal = $26, extensions = $27, code_version = $28, wake_owner = NULL,
-    wake_lease_until = NULL
-WHERE id = $29 AND version = $30;
+    terms = $25, proposal = $26, extensions = $27, code_version = $28, traceparent = $29, tracestate = $30,
+    wake_owner = NULL, wake_lease_until = NULL
+WHERE id = $31 AND version = $32;
 
 -- name: save_policy_transition
 -- The scheduler's CAS: only what a timeout, escalation or reminder changes (rows.POLICY_COLUMNS,

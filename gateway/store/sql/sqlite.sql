@@ -10,7 +10,8 @@
 -- per batch), which made a timeout storm quadratic. Ties come in rowid order.
 SELECT id, idempotency_key, run_id, step, title, summary, args, state, channels, approvers, policy,
     worker, requested_by, status, version, created_at, deadline, wake_at, votes, decision,
-    escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions, code_version
+    escalations, reminders_sent, args_hash, sealed, agent, terms, proposal, extensions, code_version,
+    traceparent, tracestate
 FROM approvals
 WHERE wake_at IS NOT NULL AND wake_at <= $1 AND (wake_lease_until IS NULL OR wake_lease_until <= $2)
 ORDER BY wake_at LIMIT $3;
