@@ -33,6 +33,7 @@ class Issuer:
 
     def __init__(self) -> None:
         self.token = ""
+        self.answer: web.Response | None = None  # another answer of the token endpoint
         self.codes: list[str] = []
         self.app = web.Application()
         self.app.router.add_get("/.well-known/openid-configuration", self.discovery)
@@ -57,6 +58,8 @@ class Issuer:
         form = await request.post()
         assert form.get("code_verifier") and form.get("grant_type") == "authorization_code"
         self.codes.append(str(form.get("code")))
+        if self.answer is not None:
+            return self.answer
         return web.json_response({"id_token": self.token, "token_type": "Bearer", "access_token": "x"})
 
 
@@ -178,3 +181,29 @@ async def test_a_wrong_or_missing_state_is_refused_before_the_provider_is_asked(
 async def test_without_oidc_the_routes_do_not_exist(client: TestClient[Any, Any]) -> None:
     assert (await client.get("/login/oidc", allow_redirects=False)).status == 404
     assert "Sign in with SSO" not in await (await client.get("/login")).text()
+
+
+ACCESS_TOKEN = "at-secret-0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        web.json_response({"access_token": ACCESS_TOKEN, "token_type": "Bearer"}),  # no ID token
+        web.json_response({"error": "invalid_grant", "access_token": ACCESS_TOKEN}, status=400),
+        web.Response(text="<html>proxy error</html>", status=502),  # not JSON
+    ],
+    ids=["no-id-token", "error", "not-json"],
+)
+async def test_a_token_answer_without_an_id_token_is_refused_and_never_logged(
+    gw: TestClient[Any, Any], issuer: Issuer, answer: web.Response, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 401 page, not a 500; the answer's other fields (an access token) reach neither the page
+    nor the log."""
+    sent = await _begin(gw)
+    issuer.answer = answer
+    resp = await gw.get(f"/login/oidc/callback?code=c1&state={sent['state']}", allow_redirects=False)
+    page = await resp.text()
+    assert resp.status == 401 and "refused the code" in page
+    assert ACCESS_TOKEN not in page and ACCESS_TOKEN not in caplog.text
+    assert not await _signed_in(gw) and await _stored(gw) == frozenset()

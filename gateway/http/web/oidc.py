@@ -183,10 +183,15 @@ class OidcClient:
             aiohttp.ClientSession(timeout=_TIMEOUT) as http,
             http.post(endpoint, data={**form, "code_verifier": verifier}, headers=headers) as resp,
         ):
-            body = await resp.json(content_type=None)
+            try:
+                body = await resp.json(content_type=None)
+            except ValueError:  # not JSON: said below, never a 500
+                body = None
         token = body.get("id_token") if isinstance(body, dict) else None
         if resp.status != 200 or not isinstance(token, str):
-            raise SignInRefused(f"the provider refused the code ({resp.status}: {str(body)[:200]})")
+            # only the OAuth error fields: the rest of an answer may hold an access token
+            said = {k: str(body[k])[:100] for k in ("error", "error_description") if k in body} if body else {}
+            raise SignInRefused(f"the provider refused the code ({resp.status}: {said or 'no ID token'})")
         return token
 
     async def claims(self, code: str, verifier: str, nonce: str, now: datetime) -> dict[str, Any]:
