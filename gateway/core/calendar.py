@@ -35,7 +35,7 @@ _ZERO = timedelta(0)
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
+class WorkingSpan:
     """Working hours on one weekday (0 is Monday), in minutes after local midnight (end <= 1440)."""
 
     day: int
@@ -51,7 +51,7 @@ class Calendar:
     timezone: str
     hours: str
     holidays: tuple[date, ...] = ()
-    spans: tuple[Span, ...] = field(default=(), compare=False)
+    spans: tuple[WorkingSpan, ...] = field(default=(), compare=False)
     zone: ZoneInfo = field(default=ZoneInfo("UTC"), compare=False, repr=False)
 
     # ------------------------------------------------------------ arithmetic
@@ -189,10 +189,10 @@ def _zone(value: Any) -> tuple[str, ZoneInfo]:
         raise ValidationError("timezone", f"unknown time zone {value!r} (an IANA name like 'Europe/Berlin')") from None
 
 
-def parse_hours(text: str) -> tuple[Span, ...]:
+def parse_hours(text: str) -> tuple[WorkingSpan, ...]:
     """'Mon-Thu 09:00-17:00, Fri 09:00-13:00' (several ranges of a day may follow it, like
     'Mon-Fri 09:00-12:00 13:00-17:00'; 24:00 ends a day) -> the spans, by day and start."""
-    spans: list[Span] = []
+    spans: list[WorkingSpan] = []
     for part in (p.strip() for p in text.split(",")):
         words = part.split()
         if len(words) < 2:
@@ -200,7 +200,7 @@ def parse_hours(text: str) -> tuple[Span, ...]:
         days = _days(words[0])
         for word in words[1:]:
             start, end = _range(word)
-            spans.extend(Span(d, start, end) for d in days)
+            spans.extend(WorkingSpan(d, start, end) for d in days)
     spans.sort(key=lambda s: (s.day, s.start))
     for before, after in pairwise(spans):
         if before.day == after.day and after.start < before.end:
@@ -262,4 +262,4 @@ def check_duration(calendar: Calendar, field_name: str, duration: timedelta | No
         )
 
 
-__all__ = ["DAYS", "SEARCH_DAYS", "Calendar", "Span", "check_duration", "parse_calendar", "parse_hours"]
+__all__ = ["DAYS", "SEARCH_DAYS", "Calendar", "WorkingSpan", "check_duration", "parse_calendar", "parse_hours"]

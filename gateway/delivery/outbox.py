@@ -186,7 +186,7 @@ class OutboxRunner:
             why = "approval not found" if approval is None else f"channel {kind!r} is not enabled"
             await self._finish(item, DeliveryStatus.FAILED, why, event=EventKind.DELIVERY_FAILED, data={"error": why})
             return
-        # the channel's kind, never its target: a chat id or an e-mail address is not for a collector
+        # the channel's kind, never its target: a chat id or an address is personal data, not for a collector
         more: dict[str, str | int | bool] = {
             "hitl.channel": kind,
             "hitl.delivery": item.kind.value,

@@ -101,7 +101,7 @@ class DecisionSpans(Observer):
             return
         d = approval.decision
         extra: dict[str, str | int | bool] = {"hitl.status": approval.status.value, "hitl.event": event}
-        if d is not None:  # who decided by kind only: an identity can be an e-mail address
+        if d is not None:  # who decided by kind only: an identity can be an address (personal data)
             extra |= {"hitl.decided_by": d.decided_by.partition(":")[0], "hitl.source": d.source.value}
         attrs = approval_attributes(approval.id, approval.run_id, approval.step, approval.agent, **extra)
         with self.tracer.span(DECISION, approval.trace, attrs):

@@ -1469,6 +1469,265 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/delegations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List delegations (operators; ?all=true: revoked and ended too) */
+        get: {
+            parameters: {
+                query?: {
+                    all?: "true" | "false";
+                    /** @description an identity: its person's only */
+                    of?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Bad request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Unauthorized */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Forbidden (also operator_required, policy_not_allowed) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        /** Let a delegate decide for a delegator until a time (operators) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": components["schemas"]["DelegationBody"];
+                };
+            };
+            responses: {
+                /** @description OK */
+                201: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Bad request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Unauthorized */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Forbidden (also operator_required, policy_not_allowed) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description The body arrived too slowly (server.body_timeout) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Body too large */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Not JSON */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/delegations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A delegation with its audit trail (operators) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Unauthorized */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Forbidden (also operator_required, policy_not_allowed) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Not found (also: another agent's approval) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        /** Revoke a delegation (operators) */
+        delete: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Unauthorized */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Forbidden (also operator_required, policy_not_allowed) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Not found (also: another agent's approval) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -1707,6 +1966,30 @@ export interface components {
              */
             args_hash: string | null;
         };
+        /**
+         * @description `POST /v1/delegations` (operators): `delegate` decides for `delegator` from `from`
+         *     (default: now) until `until` (at most 90 days later). The delegate decides only what the
+         *     delegator may, and never an approval either of them requested.
+         */
+        DelegationBody: {
+            /** @description whose approvals: an identity like web:alice */
+            delegator: string;
+            /** @description who decides for them: an identity like web:bob */
+            delegate: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 with an offset, like 2031-01-01T11:00:00+01:00; default: now
+             * @default null
+             */
+            from: string | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 with an offset, like 2031-01-01T11:00:00+01:00
+             */
+            until: string;
+            /** @default null */
+            reason: string | null;
+        };
         ErrorDetail: {
             code: string;
             message: string;
@@ -1756,11 +2039,12 @@ export interface components {
              */
             state: unknown;
             /**
-             * @description identities (`kind:id`) who may decide
+             * @description identities (`kind:id`) or configured groups (`group:NAME`) who may decide
              * @default null
              * @example [
              *       "web:alice",
-             *       "<kind>:<id>"
+             *       "<kind>:<id>",
+             *       "group:<NAME>"
              *     ]
              */
             approvers: string[] | null;
@@ -1801,6 +2085,17 @@ export interface components {
             context: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * @description the agent's W3C trace context (else the `traceparent` header): the approval's spans and its worker continue that trace; a malformed one is ignored (a new trace begins)
+             * @default null
+             * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+             */
+            traceparent: string | null;
+            /**
+             * @description with `traceparent`: vendors' trace state, handed to the worker as TRACESTATE
+             * @default null
+             */
+            tracestate: string | null;
             /** @description the agent's name (or agent:NAME) the suspend would come from */
             agent: string;
         };
@@ -1982,11 +2277,12 @@ export interface components {
              */
             state: unknown;
             /**
-             * @description identities (`kind:id`) who may decide
+             * @description identities (`kind:id`) or configured groups (`group:NAME`) who may decide
              * @default null
              * @example [
              *       "web:alice",
-             *       "<kind>:<id>"
+             *       "<kind>:<id>",
+             *       "group:<NAME>"
              *     ]
              */
             approvers: string[] | null;
@@ -2027,6 +2323,17 @@ export interface components {
             context: {
                 [key: string]: unknown;
             } | null;
+            /**
+             * @description the agent's W3C trace context (else the `traceparent` header): the approval's spans and its worker continue that trace; a malformed one is ignored (a new trace begins)
+             * @default null
+             * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
+             */
+            traceparent: string | null;
+            /**
+             * @description with `traceparent`: vendors' trace state, handed to the worker as TRACESTATE
+             * @default null
+             */
+            tracestate: string | null;
         };
         /** @description The reply to a suspend (201 created; 200 for the same idempotency key again). */
         SuspendReply: {
