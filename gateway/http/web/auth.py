@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import wraps
-from typing import Any
+from typing import Any, NoReturn
 
 import aiohttp_jinja2
 from aiohttp import web
@@ -121,6 +121,19 @@ async def _checked_form(request: web.Request) -> dict[str, str]:
 def posted_form(request: web.Request) -> Mapping[str, str]:
     """The form of this POST, its CSRF token checked by `guard`."""
     return request[_FORM]
+
+
+async def revoke_then(request: web.Request, revoke: Callable[[str], Awaitable[object]], back: str) -> NoReturn:
+    """A page's Revoke button (`POST .../{id}/revoke`, its CSRF token checked by `guard`): the
+    use case decides whose it is (another's is a 403 page), then back to `back`."""
+    posted_form(request)
+    try:
+        await revoke(request.match_info["id"])
+    except GatewayError as exc:
+        if exc.status >= 500:
+            raise
+        raise PageError(exc.status, exc.message) from None
+    raise web.HTTPSeeOther(back)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from aiohttp import web
 from gateway.core.errors import GatewayError, ValidationError
 from gateway.core.identity import WEB
 from gateway.http.usecases import CLOCK, DELEGATIONS
-from gateway.http.web.auth import PageError, posted_form, render, require
+from gateway.http.web.auth import posted_form, render, require, revoke_then
 from gateway.http.web.sessions import User
 from gateway.service.delegations import Delegate
 
@@ -87,11 +87,5 @@ async def create(request: web.Request, user: User) -> web.StreamResponse:
 @require("approver")
 async def revoke(request: web.Request, user: User) -> web.StreamResponse:
     """Revoke a delegation the signed-in person gave or received (CSRF token required); another's is a 403."""
-    posted_form(request)  # the CSRF token was checked by the guard
-    try:
-        await request.config_dict[DELEGATIONS].revoke(request.match_info["id"], user.actor, operator=False)
-    except GatewayError as exc:
-        if exc.status >= 500:
-            raise
-        raise PageError(exc.status, exc.message) from None
-    raise web.HTTPSeeOther("/delegations")
+    use = request.config_dict[DELEGATIONS]
+    await revoke_then(request, lambda found: use.revoke(found, user.actor, operator=False), "/delegations")

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.core.errors import GatewayError
 from gateway.http.usecases import CLOCK, GRANTS
-from gateway.http.web.auth import PageError, posted_form, render, require
+from gateway.http.web.auth import render, require, revoke_then
 from gateway.http.web.sessions import User
 
 routes = web.RouteTableDef()
@@ -30,11 +29,5 @@ async def grants_page(request: web.Request, user: User) -> web.Response:
 @require("approver")
 async def revoke(request: web.Request, user: User) -> web.StreamResponse:
     """Revoke a grant the signed-in person made (CSRF token required); another's is a 403."""
-    posted_form(request)  # the CSRF token was checked by the guard
-    try:
-        await request.config_dict[GRANTS].revoke(request.match_info["id"], user.actor, operator=False)
-    except GatewayError as exc:
-        if exc.status >= 500:
-            raise
-        raise PageError(exc.status, exc.message) from None
-    raise web.HTTPSeeOther("/grants")
+    use = request.config_dict[GRANTS]
+    await revoke_then(request, lambda found: use.revoke(found, user.actor, operator=False), "/grants")
