@@ -6,34 +6,13 @@
 //           ([workers.invoice-ts] command; HITL_* environment, the rehydration document on stdin)
 //
 // Every step is journaled in the gateway; the charge carries run.idempotencyKey("charge", ...),
-// so a worker killed at any moment and run again never charges twice.
-import { appendFileSync } from "node:fs";
-import { parseArgs } from "node:util";
-import { DurableRun, Suspended, runWorker } from "@hitl-gateway/sdk";
+// so a worker killed at any moment and run again never charges twice. The command line, `note`,
+// `charge` (the payment API) and `startOrResume` are ./common.mjs's.
+import { commandLine } from "./common.mjs";
 
-const { positionals, values: opts } = parseArgs({
-  allowPositionals: true,
-  options: {
-    "run-id": { type: "string" },
-    gateway: { type: "string", default: process.env.HITL_GATEWAY_URL },
-    "api-key": { type: "string", default: process.env.HITL_API_KEY },
-    payments: { type: "string", default: process.env.HITL_PAYMENTS_URL ?? "http://127.0.0.1:8099" },
-    channel: { type: "string", default: "web" },
-    effects: { type: "string" }, // append each executed step function's name here (the tests count them)
-  },
+const { opts, note, charge, startOrResume } = commandLine({
+  channel: { type: "string", default: "web" },
 });
-const note = (what) => opts.effects && appendFileSync(opts.effects, what + "\n");
-
-async function charge(runId, invoice, key) {
-  note("charge");
-  const resp = await fetch(`${opts.payments}/charges`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "Idempotency-Key": key },
-    body: JSON.stringify({ amount: invoice.amount, run_id: runId }),
-  });
-  if (!resp.ok) throw Object.assign(new Error(`payments: HTTP ${resp.status}`), { transient: resp.status >= 500 });
-  return resp.json();
-}
 
 // --8<-- [start:agent]
 export async function invoiceRun(run) {
@@ -60,15 +39,8 @@ export async function invoiceRun(run) {
 // --8<-- [end:agent]
 
 // --8<-- [start:main]
-if (positionals[0] === "start") {
-  const run = await DurableRun.open({ runId: opts["run-id"], url: opts.gateway, apiKey: opts["api-key"] });
-  try {
-    console.log(JSON.stringify(await invoiceRun(run)));
-  } catch (err) {
-    if (!(err instanceof Suspended)) throw err;
-    console.log(`${err.message}; waiting costs nothing, exiting`);
-  }
-} else {
-  await runWorker(invoiceRun);
-}
+await startOrResume({
+  start: async (run) => console.log(JSON.stringify(await invoiceRun(run))), // suspends at the approval
+  resume: invoiceRun, // the same function, once decided: the steps before the approval replay
+});
 // --8<-- [end:main]

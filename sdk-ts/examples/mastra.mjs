@@ -5,29 +5,16 @@
 //
 //   start:  node mastra.mjs start --run-id r-1 --gateway URL --api-key KEY --invoices INV-1:4200
 //   worker: [workers.mastra] command = ["node", "mastra.mjs", "resume", "--payments", URL]
-import { parseArgs } from "node:util";
-import { appendFileSync } from "node:fs";
 import { Agent } from "@mastra/core/agent";
 import { Mastra } from "@mastra/core/mastra";
 import { InMemoryStore } from "@mastra/core/storage";
 import { createTool } from "@mastra/core/tools";
 import { MockLanguageModelV2 } from "ai-v5/test";
 import { z } from "zod";
-import { DurableRun, Suspended, runWorker } from "@hitl-gateway/sdk";
 import { resumeToolCallApprovals, suspendToolCallApprovals } from "@hitl-gateway/sdk/mastra";
+import { INVOICE_OPTIONS, commandLine, invoicesAsked } from "./common.mjs";
 
-const { positionals, values: opts } = parseArgs({
-  allowPositionals: true,
-  options: {
-    "run-id": { type: "string" },
-    gateway: { type: "string", default: process.env.HITL_GATEWAY_URL },
-    "api-key": { type: "string", default: process.env.HITL_API_KEY },
-    payments: { type: "string", default: process.env.HITL_PAYMENTS_URL ?? "http://127.0.0.1:8099" },
-    invoices: { type: "string", default: "INV-1:4200" },
-    timeout: { type: "string" }, // a policy timeout for the approvals, e.g. "2s"
-    effects: { type: "string" },
-  },
-});
+const { opts, charge, startOrResume } = commandLine(INVOICE_OPTIONS);
 
 const usage = { inputTokens: 1, outputTokens: 1, totalTokens: 2 };
 const streamOf = (chunks) => ({ stream: new ReadableStream({ start: (c) => (chunks.forEach((x) => c.enqueue(x)), c.close()) }) });
@@ -44,10 +31,7 @@ const model = new MockLanguageModelV2({
       ]);
     }
     const asked = prompt.filter((m) => m.role === "user").flatMap((m) => m.content).map((p) => p.text).join("");
-    const calls = asked.split(": ")[1].split(",").map((item, i) => {
-      const [invoice, amount] = item.split(":");
-      return { type: "tool-call", toolCallId: `call-${i + 1}`, toolName: "payInvoice", input: JSON.stringify({ invoice, amount: Number(amount) }) };
-    });
+    const calls = invoicesAsked(asked).map((args, i) => ({ type: "tool-call", toolCallId: `call-${i + 1}`, toolName: "payInvoice", input: JSON.stringify(args) }));
     return streamOf([...calls, { type: "finish", finishReason: "tool-calls", usage }]);
   },
 });
@@ -62,15 +46,7 @@ function buildMastra(run, storage) {
     // Runs only in the worker, once approved: a journaled step whose key the payment API de-duplicates.
     execute: async ({ context: { invoice, amount } }) => {
       const key = run.idempotencyKey(`charge:${invoice}`, { invoice, amount });
-      const receipt = await run.step(`charge:${invoice}`, async () => {
-        if (opts.effects) appendFileSync(opts.effects, `charge ${invoice} ${amount}\n`);
-        const resp = await fetch(`${opts.payments}/charges`, {
-          method: "POST",
-          headers: { "Content-Type": "application/json", "Idempotency-Key": key },
-          body: JSON.stringify({ amount, run_id: invoice }),
-        });
-        return resp.json();
-      });
+      const receipt = await run.step(`charge:${invoice}`, () => charge(run.runId, { amount }, key, `charge ${invoice} ${amount}`));
       return `charged ${invoice} ${amount} as ${receipt.id}`;
     },
   });
@@ -86,12 +62,11 @@ async function drain(output) {
 }
 
 // --8<-- [start:main]
-if (positionals[0] === "start") {
-  const run = await DurableRun.open({ runId: opts["run-id"], url: opts.gateway, apiKey: opts["api-key"] });
-  const storage = new InMemoryStore();
-  const output = await buildMastra(run, storage).getAgent("payer").stream(`Pay these invoices: ${opts.invoices}`);
-  const chunks = await drain(output);
-  try {
+await startOrResume({
+  start: async (run) => {
+    const storage = new InMemoryStore();
+    const output = await buildMastra(run, storage).getAgent("payer").stream(`Pay these invoices: ${opts.invoices}`);
+    const chunks = await drain(output);
     await suspendToolCallApprovals(run, {
       runId: output.runId,
       chunks,
@@ -101,12 +76,8 @@ if (positionals[0] === "start") {
       editable: ["amount"],
       ...(opts.timeout ? { policy: { timeout: opts.timeout, on_timeout: "reject" } } : {}),
     });
-  } catch (err) {
-    if (!(err instanceof Suspended)) throw err;
-    console.log(`${err.message}; exiting`);
-  }
-} else {
-  await runWorker(async (run) => {
+  },
+  resume: async (run) => {
     const storage = new InMemoryStore();
     const agent = buildMastra(run, storage).getAgent("payer");
     const { runId, calls } = await resumeToolCallApprovals(run, { storage }); // Suspended while one is undecided
@@ -117,6 +88,6 @@ if (positionals[0] === "start") {
     }
     const text = await output.text;
     return run.step("answer", () => text);
-  });
-}
+  },
+});
 // --8<-- [end:main]

@@ -5,25 +5,12 @@
 //
 //   start:  node openai-agents.mjs start --run-id r-1 --gateway URL --api-key KEY --invoices INV-1:4200
 //   worker: [workers.openai-agents] command = ["node", "openai-agents.mjs", "resume", "--payments", URL]
-import { parseArgs } from "node:util";
-import { appendFileSync } from "node:fs";
 import { Agent, RunState, Usage, run as runAgent, setTracingDisabled, tool } from "@openai/agents";
-import { DurableRun, Suspended, runWorker } from "@hitl-gateway/sdk";
 import { resumeInterruptions, suspendInterruptions } from "@hitl-gateway/sdk/openai-agents";
+import { INVOICE_OPTIONS, commandLine, invoicesAsked } from "./common.mjs";
 
 setTracingDisabled(true);
-const { positionals, values: opts } = parseArgs({
-  allowPositionals: true,
-  options: {
-    "run-id": { type: "string" },
-    gateway: { type: "string", default: process.env.HITL_GATEWAY_URL },
-    "api-key": { type: "string", default: process.env.HITL_API_KEY },
-    payments: { type: "string", default: process.env.HITL_PAYMENTS_URL ?? "http://127.0.0.1:8099" },
-    invoices: { type: "string", default: "INV-1:4200" },
-    timeout: { type: "string" }, // a policy timeout for the approvals, e.g. "2s"
-    effects: { type: "string" },
-  },
-});
+const { opts, charge, startOrResume } = commandLine(INVOICE_OPTIONS);
 
 class ScriptedModel {
   async getResponse({ input }) {
@@ -35,9 +22,8 @@ class ScriptedModel {
       return { usage: new Usage(), output: [message] };
     }
     const asked = items.map((i) => (typeof i.content === "string" ? i.content : "")).join(" ");
-    const output = asked.split(": ")[1].split(",").map((item) => {
-      const [invoice, amount] = item.split(":");
-      const args = JSON.stringify({ invoice, amount: Number(amount) });
+    const output = invoicesAsked(asked).map(({ invoice, amount }) => {
+      const args = JSON.stringify({ invoice, amount });
       return { type: "function_call", id: `fc_${invoice}`, callId: `call_${invoice}`, name: "pay_invoice", status: "completed", arguments: args };
     });
     return { usage: new Usage(), output };
@@ -63,15 +49,7 @@ function buildAgent(run) {
     // Runs only in the worker, once approved: a journaled step whose key the payment API de-duplicates.
     execute: async ({ invoice, amount }) => {
       const key = run.idempotencyKey(`charge:${invoice}`, { invoice, amount });
-      const receipt = await run.step(`charge:${invoice}`, async () => {
-        if (opts.effects) appendFileSync(opts.effects, `charge ${invoice} ${amount}\n`);
-        const resp = await fetch(`${opts.payments}/charges`, {
-          method: "POST",
-          headers: { "Content-Type": "application/json", "Idempotency-Key": key },
-          body: JSON.stringify({ amount, run_id: invoice }),
-        });
-        return resp.json();
-      });
+      const receipt = await run.step(`charge:${invoice}`, () => charge(run.runId, { amount }, key, `charge ${invoice} ${amount}`));
       return `charged ${invoice} ${amount} as ${receipt.id}`;
     },
   });
@@ -80,10 +58,9 @@ function buildAgent(run) {
 // --8<-- [end:tools]
 
 // --8<-- [start:main]
-if (positionals[0] === "start") {
-  const run = await DurableRun.open({ runId: opts["run-id"], url: opts.gateway, apiKey: opts["api-key"] });
-  const result = await runAgent(buildAgent(run), `Pay these invoices: ${opts.invoices}`);
-  try {
+await startOrResume({
+  start: async (run) => {
+    const result = await runAgent(buildAgent(run), `Pay these invoices: ${opts.invoices}`);
     await suspendInterruptions(run, {
       result,
       worker: "openai-agents",
@@ -91,16 +68,12 @@ if (positionals[0] === "start") {
       editable: ["amount"],
       ...(opts.timeout ? { policy: { timeout: opts.timeout, on_timeout: "reject" } } : {}),
     });
-  } catch (err) {
-    if (!(err instanceof Suspended)) throw err;
-    console.log(`${err.message}; exiting`);
-  }
-} else {
-  await runWorker(async (run) => {
+  },
+  resume: async (run) => {
     const agent = buildAgent(run);
     const state = await resumeInterruptions(run, (saved) => RunState.fromString(agent, saved));
     const result = await runAgent(agent, state);
     return run.step("answer", () => result.finalOutput);
-  });
-}
+  },
+});
 // --8<-- [end:main]

@@ -14,6 +14,7 @@ EXAMPLES = ROOT / "sdk-ts" / "examples"
 SHOWN = {
     "ts-invoice-agent": ("invoice.mjs", "agent"),
     "ts-invoice-main": ("invoice.mjs", "main"),
+    "ts-common-main": ("common.mjs", "main"),
     "ts-ai-sdk-tools": ("ai-sdk.mjs", "tools"),
     "ts-ai-sdk-main": ("ai-sdk.mjs", "main"),
     "ts-openai-agents-tools": ("openai-agents.mjs", "tools"),

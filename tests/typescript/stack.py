@@ -18,6 +18,7 @@ from tests.procs import AUTH, OPERATOR, Gateway, free_port, write_config
 from tests.typescript.node import SDK
 
 EXAMPLE = SDK / "examples" / "invoice.mjs"
+COMMON = SDK / "examples" / "common.mjs"  # what the examples import: copied beside any one of them
 KILL = SDK / "test" / "fixtures" / "kill-between.mjs"
 
 

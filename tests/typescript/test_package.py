@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.typescript.node import NPM, SDK, build, node, require_node_modules
-from tests.typescript.stack import EXAMPLE, TsStack
+from tests.typescript.stack import COMMON, EXAMPLE, TsStack
 
 pytestmark = pytest.mark.subprocess
 
@@ -31,7 +31,7 @@ def test_node_test_suite() -> None:
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Path:
-    """A project with the packed tarball installed, and the example copied in."""
+    """A project with the packed tarball installed, and the example copied in (with the module it imports)."""
     require_node_modules()
     build()
     [info] = json.loads(npm("pack", "--json", "--ignore-scripts", "--pack-destination", str(tmp_path), cwd=SDK))
@@ -42,7 +42,8 @@ def scratch(tmp_path: Path) -> Path:
     project.mkdir()
     (project / "package.json").write_text(json.dumps({"name": "scratch", "private": True, "type": "module"}))
     npm("install", "--no-audit", "--no-fund", "--offline", str(tmp_path / info["filename"]), cwd=project)
-    shutil.copy(EXAMPLE, project / EXAMPLE.name)
+    for example in (EXAMPLE, COMMON):  # the example imports ./common.mjs
+        shutil.copy(example, project / example.name)
     return project
 
 
