@@ -111,7 +111,9 @@ class Calendar:
         out = []
         for span in self.spans:
             if span.day == day.weekday():
-                out.append((self._instant(day, span.start), self._instant(day, span.end)))
+                begins, ends = self._instant(day, span.start), self._instant(day, span.end)
+                if ends > begins:  # a span inside the hour the clocks skip lasts no time at all
+                    out.append((begins, ends))
         return out
 
     def _instant(self, day: date, minute: int) -> datetime:

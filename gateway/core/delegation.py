@@ -20,6 +20,7 @@ from gateway.core.errors import ValidationError
 from gateway.core.models import Approval
 
 MAX_WINDOW = timedelta(days=90)  # a longer absence is a change of approvers, made in the config
+MAX_LEAD = timedelta(days=365)  # how far ahead a delegation may start (and dates stay storable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +80,10 @@ class DelegationEvent:
 
 
 def check_window(starts_at: datetime, ends_at: datetime, now: datetime) -> None:
-    """A ValidationError naming the field unless [starts_at, ends_at) is a window that ends in
-    the future and lasts at most MAX_WINDOW."""
+    """A ValidationError naming the field unless [starts_at, ends_at) is a window that starts
+    within MAX_LEAD, ends in the future and lasts at most MAX_WINDOW."""
+    if starts_at - now > MAX_LEAD:
+        raise ValidationError("from", f"a delegation starts within {MAX_LEAD.days} days")
     if ends_at <= starts_at:
         raise ValidationError("until", "must be after from")
     if ends_at <= now:
@@ -123,4 +126,4 @@ def acting_for(
     return None
 
 
-__all__ = ["MAX_WINDOW", "Delegation", "DelegationEvent", "acting_for", "check_parties", "check_window"]
+__all__ = ["MAX_LEAD", "MAX_WINDOW", "Delegation", "DelegationEvent", "acting_for", "check_parties", "check_window"]

@@ -188,6 +188,12 @@ class Vote:
         person, else the identity (a name has no ':')."""
         return self.counts_as or self.person or self.approver
 
+    @property
+    def voter(self) -> str:
+        """The human who cast it (the person, else the identity), whoever it counts as: one
+        human approves once, for themselves or for a delegator, never both."""
+        return self.person or self.approver
+
     def to_json(self) -> dict[str, Any]:
         out = {
             "approver": self.approver,

@@ -389,7 +389,8 @@ def apply_vote(approval: Approval, vote: Vote) -> Transition:
     if vote.outcome is Outcome.REJECT:
         new = _finish(approval.evolve(votes=(*approval.votes, vote)), Status.REJECTED, decision)
         return Transition(new, EventKind.REJECTED, True, {**by, "comment": vote.comment})
-    if any(v.party == vote.party and v.outcome is Outcome.APPROVE for v in approval.votes):
+    # one party counts once, and one human approves once (for themselves or for a delegator)
+    if any((v.party == vote.party or v.voter == vote.voter) and v.outcome is Outcome.APPROVE for v in approval.votes):
         return Transition(approval, EventKind.DUPLICATE_VOTE, False, by)
     voted = approval.evolve(votes=(*approval.votes, vote))
     count, needed = voted.approvals_count, approval.policy.quorum

@@ -218,7 +218,8 @@ class OutboxRunner:
                 await channel.send_reminder(outgoing)
                 await self._finish(item, DeliveryStatus.DONE, event=EventKind.REMINDER_SENT, data=dict(item.data))
         except DeliveryError as exc:
-            span.failed(str(exc)[:200])
+            # not the error's text: a platform's refusal may name the target (an address)
+            span.failed("delivery failed (transient)" if exc.transient else "delivery failed")
             await self._failed(item, exc)
 
     async def _post(self, item: OutboxItem, channel: Channel, card: OutgoingCard) -> None:

@@ -123,7 +123,7 @@ class Service:
         self._allowlists = routing.allowlists(settings)
         self._operators = routing.operators(settings)
         self._destinations = routing.destinations(settings)
-        self.authorizer = Authorizer(self.identities, self._allowlists, store)
+        self.authorizer = Authorizer(self.identities, self._allowlists, store, clock, settings.web.session_max_age)
         # The webhooks' outbound events, written with each transition (None: no webhook configured).
         self.announcer = Announcer(settings.events, settings.server.public_url.rstrip("/"))
         self.committer = Committer(store, clock, self.observer, self.announcer if settings.events.webhooks else None)

@@ -4,10 +4,11 @@ press on any channel, MCP, the SLA clock), switched only by the command's `Autho
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from gateway.core import policy as rules
+from gateway.core.clock import Clock
 from gateway.core.delegation import Delegation, acting_for
 from gateway.core.errors import NotAnApprover, RequesterCannotDecide
 from gateway.core.identity import Identities
@@ -16,25 +17,33 @@ from gateway.service.commands import Authority
 
 
 class Claims(Protocol):
-    async def claimed_groups(self, identity: str) -> frozenset[str]: ...
+    async def claimed_groups(self, identity: str, since: datetime) -> frozenset[str]: ...
 
 
 class Authorizer:
     def __init__(
-        self, identities: Identities, allowlists: dict[str, frozenset[str]], claims: Claims | None = None
+        self,
+        identities: Identities,
+        allowlists: dict[str, frozenset[str]],
+        claims: Claims | None = None,
+        clock: Clock | None = None,
+        claims_last: timedelta = timedelta(hours=12),
     ) -> None:
         self.identities = identities
         self._allowlists = allowlists
         self._claims = claims
+        self._clock = clock
+        self._claims_last = claims_last  # web.session_max_age: a claim lasts as a session may
 
     async def claimed(self, actor: str) -> frozenset[str]:
         """The groups the sign-ins of `actor`'s person claimed (`[web.oidc]`), to pass
         to `authorize`; none asked for while no sign-in can claim any."""
-        if self._claims is None or not self.identities.claimable:
+        if self._claims is None or self._clock is None or not self.identities.claimable:
             return frozenset()
+        since = self._clock.now() - self._claims_last
         out: set[str] = set()
         for identity in self.identities.identities_of(actor):
-            out |= await self._claims.claimed_groups(identity)
+            out |= await self._claims.claimed_groups(identity, since)
         return frozenset(out)
 
     def allowlist(self, actor: str) -> frozenset[str]:

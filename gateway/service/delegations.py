@@ -98,7 +98,11 @@ class Delegations:
     async def to(self, actor: str, now: datetime) -> tuple[Delegation, ...]:
         """The delegations in force at `now` whose delegate is `actor` (as a person)."""
         me = self.identities.party(actor)
-        return tuple(d for d in await self.store.active_delegations(now) if self.identities.party(d.delegate) == me)
+        found: dict[str, Delegation] = {}
+        for identity in self.identities.identities_of(actor):  # a person's few identities, each indexed
+            found |= {d.id: d for d in await self.store.active_delegations(now, identity)}
+        live = sorted(found.values(), key=lambda d: (d.created_at, d.id))
+        return tuple(d for d in live if self.identities.party(d.delegate) == me)
 
     def view(self, d: Delegation) -> dict[str, Any]:
         return d.to_api(self.clock.now())

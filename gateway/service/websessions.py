@@ -41,8 +41,10 @@ class WebSessions:
         """What a sign-in through the provider claimed (`[web.oidc]`): it replaces the last one's."""
         await self._store.set_claimed_groups(identity, groups, self._clock.now())
 
-    async def claimed_groups(self, identity: str) -> frozenset[str]:
-        return await self._store.claimed_groups(identity)
+    async def claimed_groups(self, identity: str, max_age: timedelta) -> frozenset[str]:
+        """The groups `identity`'s sign-in claimed within `max_age` (a session's longest life):
+        a person removed from a group at the provider loses it at the latest then."""
+        return await self._store.claimed_groups(identity, self._clock.now() - max_age)
 
     async def first_use(self, key: str) -> bool:
         """Whether a one-time link (`key`) is used for the first time; it is remembered."""

@@ -14,7 +14,7 @@ import binascii
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +31,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 @dataclass(frozen=True, slots=True)
 class WebhookSettings:
     url: str
-    secret: str  # masked by check-config, never logged
+    secret: str = field(repr=False)  # masked by check-config, never logged
     kinds: tuple[str, ...] = EVENT_KINDS
     name: str = ""  # how the dashboard and the outbox name it; derived from the URL when not given
 

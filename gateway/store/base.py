@@ -433,8 +433,8 @@ class DelegationPort(Protocol):
         """Newest first: those not over at `now` (and not revoked), or (`live=False`) every one."""
         ...
 
-    async def active_delegations(self, now: datetime) -> list[Delegation]:
-        """Those in force at `now`, oldest first."""
+    async def active_delegations(self, now: datetime, delegate: str | None = None) -> list[Delegation]:
+        """Those in force at `now` (to the identity `delegate` only, when given), oldest first."""
         ...
 
     async def revoke_delegation(self, delegation_id: str, by: str, now: datetime) -> bool:
@@ -507,8 +507,8 @@ class ClaimsPort(Protocol):
         """Replace the identity's claimed groups with `groups` (none: it is in none)."""
         ...
 
-    async def claimed_groups(self, identity: str) -> frozenset[str]:
-        """The group names the identity's latest sign-in claimed."""
+    async def claimed_groups(self, identity: str, since: datetime) -> frozenset[str]:
+        """The group names the identity's latest sign-in claimed, if it signed in `since` then."""
         ...
 
 

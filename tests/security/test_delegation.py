@@ -162,6 +162,30 @@ async def test_a_delegate_and_the_delegator_count_as_one_person(api: Client, rt:
     assert (await svc.decide(named, Outcome.APPROVE, "web:dave", channel="web")).approvals_count == 1
 
 
+async def test_one_human_approves_once_for_themselves_or_for_a_delegator(
+    aiohttp_client: Callable[..., Any], settings_factory: Callable[..., Settings], clock: FakeClock
+) -> None:
+    """Bob approves for alice (he may not decide alone); an escalation then adds a group with bob:
+    his own approval would be a second vote by the same human, so it is a duplicate."""
+    escalating = {"timeout": "1h", "on_timeout": "escalate", "escalate_to": ["group:backup"], "quorum": 2}
+    settings = settings_factory(
+        web=WEB,
+        groups={"backup": {"members": ["web:bob"]}},
+        policies={"escalating": escalating | {"escalation_timeout": "1h"}},
+    )
+    rt = Runtime(settings, clock=clock, owner="test")
+    api = await aiohttp_client(create_app(settings, runtime=rt, background=False))
+    await delegate(api, clock, "web:alice", "web:bob", hours=4)
+    aid = await suspend(rt, "run-1", approvers=("web:alice", "web:carol"), policy="escalating")
+    first = await rt.service.decide(aid, Outcome.APPROVE, "web:bob", channel="web")
+    assert first.approvals_count == 1 and first.votes[0].on_behalf_of == "web:alice"
+    await rt.scheduler.tick(clock.advance(minutes=61))
+    assert (await rt.service.get(aid)).approvers == ("web:alice", "web:carol", "group:backup")
+    again = await rt.service.decide(aid, Outcome.APPROVE, "web:bob", channel="web")  # now as himself
+    assert again.approvals_count == 1 and again.status is Status.WAITING
+    assert (await rt.service.decide(aid, Outcome.APPROVE, "web:carol", channel="web")).status is Status.APPROVED
+
+
 async def test_agents_cannot_create_list_or_revoke_delegations(api: Client, clock: FakeClock) -> None:
     did = await delegate(api, clock, "web:alice", "web:bob")
     until = iso(clock.now() + timedelta(hours=1))
@@ -186,6 +210,8 @@ async def test_agents_cannot_create_list_or_revoke_delegations(api: Client, cloc
         ({"until": "-1h"}, "until"),  # in the past
         ({"from": "+2h", "until": "+1h"}, "until"),  # until <= from
         ({"until": "+2161h"}, "until"),  # longer than 90 days
+        ({"from": "+8761h", "until": "+8762h"}, "from"),  # starts more than a year ahead
+        ({"from": "9999-12-31T00:00:00Z", "until": "9999-12-31T23:59:00-01:00"}, "from"),  # year 10000 in UTC
         ({"delegate": "web:alice"}, "delegate"),
         ({"delegate": "nobody"}, "delegate"),
         ({"delegator": "web:"}, "delegator"),
@@ -224,3 +250,22 @@ async def test_a_revocation_that_commits_first_refuses_the_vote(api: Client, rt:
     with pytest.raises(NotAnApprover, match="revoked or ended"):
         await rt.service.decisions.cast(cmd, current=seen, current_via=via)
     assert await table_counts(rt) == before
+
+
+async def test_other_peoples_delegations_never_crowd_out_ones_own(api: Client, rt: Runtime, clock: FakeClock) -> None:
+    """Five hundred older delegations among others do not hide the one to bob (each person's
+    delegations are read by their own identities, not from a list of everyone's)."""
+    from gateway.core.delegation import Delegation
+    from gateway.service.delegations import new_delegation_id
+
+    now, until = clock.now(), clock.now() + timedelta(hours=8)
+    for n in range(500):
+        await rt.store.create_delegation(
+            Delegation(new_delegation_id(), f"web:x{n}", f"web:y{n}", now, until, "operator:test", now, None)
+        )
+    clock.advance(1)
+    await delegate(api, clock, "web:alice", "web:bob")
+    aid = await suspend(rt, "run-1", approvers=("web:alice",))
+    done = await rt.service.decide(aid, Outcome.APPROVE, "web:bob", channel="web")
+    assert done.status is Status.APPROVED and done.decision is not None
+    assert done.decision.on_behalf_of == "web:alice"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,6 +23,8 @@ from joserfc.jwk import OctKey, RSAKey
 from gateway.http.app import create_app
 from gateway.http.keys import RUNTIME
 from gateway.runtime import Runtime
+
+LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)  # claims made since: all of them
 
 CLIENT_ID, SECRET = "hitl-gateway", "test-client-secret-0123456789"
 KEY = RSAKey.generate_key(2048, parameters={"kid": "k1"})
@@ -109,7 +112,7 @@ async def _signed_in(gw: TestClient[Any, Any]) -> bool:
 
 async def _stored(gw: TestClient[Any, Any]) -> frozenset[str]:
     rt: Runtime = gw.server.app[RUNTIME]
-    return await rt.store.claimed_groups("web:carol@example.com")
+    return await rt.store.claimed_groups("web:carol@example.com", LONG_AGO)
 
 
 async def test_a_good_token_signs_in(gw: TestClient[Any, Any], issuer: Issuer) -> None:
@@ -169,7 +172,7 @@ async def test_a_wrong_or_missing_state_is_refused_before_the_provider_is_asked(
 ) -> None:
     sent = await _begin(gw)
     issuer.token = _signed(_claims(issuer, sent["nonce"]))
-    for query in (f"code=c1&state=x{sent['state']}", "code=c1", "code=c1&state="):
+    for query in (f"code=c1&state=x{sent['state']}", "code=c1", "code=c1&state=", "code=c1&state=%C3%A9t%C3%A9"):
         resp = await gw.get(f"/login/oidc/callback?{query}", allow_redirects=False)
         assert resp.status == 400 and "state" in await resp.text()
     gw.session.cookie_jar.clear()  # another browser: the right state without this one's cookie
@@ -207,3 +210,14 @@ async def test_a_token_answer_without_an_id_token_is_refused_and_never_logged(
     assert resp.status == 401 and "refused the code" in page
     assert ACCESS_TOKEN not in page and ACCESS_TOKEN not in caplog.text
     assert not await _signed_in(gw) and await _stored(gw) == frozenset()
+
+
+async def test_a_claimed_group_lasts_as_long_as_a_session_may(gw: TestClient[Any, Any]) -> None:
+    """Removed from a group at the provider, a person keeps it at most web.session_max_age (12 h
+    by default) without signing in again, on every channel, not until their next sign-in."""
+    rt: Runtime = gw.server.app[RUNTIME]
+    now = rt.clock.now()
+    await rt.store.set_claimed_groups("web:carol@example.com", ["finance"], now - timedelta(hours=11))
+    assert await rt.service.authorizer.claimed("web:carol@example.com") == {"finance"}
+    await rt.store.set_claimed_groups("web:carol@example.com", ["finance"], now - timedelta(hours=13))
+    assert await rt.service.authorizer.claimed("web:carol@example.com") == frozenset()

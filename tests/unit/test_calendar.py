@@ -172,3 +172,13 @@ def test_the_search_for_business_time_is_bounded() -> None:
         c.between(berlin(2026, 12, 7, 9, 0), berlin(2046, 12, 7, 9, 0))
     assert err.value.field == "deadline"
     assert c.max_duration() == 52 * H  # what a policy on it may count (gateway.core.policy)
+
+
+def test_a_span_inside_the_skipped_hour_lasts_no_time() -> None:
+    """New York skips 02:00-03:00 on 2026-03-08: a span 02:30-03:10 read with the offset before
+    the change would end before it begins; it is the 10 minutes after 03:00 at most, never less
+    than nothing."""
+    cal = parse_calendar("c", {"timezone": "America/New_York", "hours": "Sun 02:30-03:10"})
+    sunday = datetime(2026, 3, 8, 5, 0, tzinfo=UTC)  # 00:00 EST
+    monday = datetime(2026, 3, 9, 5, 0, tzinfo=UTC)
+    assert timedelta(0) <= cal.between(sunday, monday) <= timedelta(minutes=40)

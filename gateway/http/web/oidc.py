@@ -130,7 +130,10 @@ class OidcClient:
         async with aiohttp.ClientSession(timeout=_TIMEOUT) as http, http.get(url) as resp:
             if resp.status != 200:
                 raise SignInRefused(f"the provider answered {resp.status} for {url}")
-            body = await resp.json(content_type=None)
+            try:
+                body = await resp.json(content_type=None)
+            except ValueError:  # not JSON: the same refusal as any other wrong answer
+                body = None
         if not isinstance(body, dict):
             raise SignInRefused(f"the provider's {url} is not a JSON object")
         return body
@@ -260,7 +263,8 @@ async def callback(request: web.Request) -> NoReturn:
     except GatewayError:
         raise PageError(400, "This sign-in expired or did not start here. Sign in again.") from None
     state = q.get("state", "")
-    if not (isinstance(pending.get("s"), str) and hmac.compare_digest(state, pending["s"])):
+    given = state.encode("utf-8", "surrogateescape")  # bytes: a non-ASCII state is simply wrong, not a 500
+    if not (isinstance(pending.get("s"), str) and hmac.compare_digest(given, pending["s"].encode())):
         raise PageError(400, "state: does not match this browser's sign-in. Sign in again.")
     if "error" in q:
         raise PageError(401, f"The provider did not sign you in: {q.get('error', '')[:100]}.")

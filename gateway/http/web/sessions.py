@@ -78,7 +78,8 @@ class SessionCookies:
         if not web_settings.by_group:
             return web_settings.role(name)
         actor = f"web:{name.lower()}"  # web names are case-insensitive identities
-        claimed = await self.sessions.claimed_groups(actor) if identities.claimable else frozenset()
+        max_age = web_settings.session_max_age
+        claimed = await self.sessions.claimed_groups(actor, max_age) if identities.claimable else frozenset()
         return web_settings.role(name, lambda g: identities.in_group(g, actor, claimed))
 
     async def start(self, name: str) -> NoReturn:

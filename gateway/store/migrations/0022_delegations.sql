@@ -21,6 +21,7 @@ CREATE TABLE delegations (
 );
 -- A decision looks up the delegations live at its time (few rows: people on holiday).
 CREATE INDEX delegations_live ON delegations (ends_at);
+CREATE INDEX delegations_to ON delegations (delegate, ends_at);  -- one person's, as a delegate
 CREATE TABLE delegation_events (
     delegation_id TEXT NOT NULL,
     at            DOUBLE PRECISION NOT NULL,

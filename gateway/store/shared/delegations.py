@@ -72,8 +72,12 @@ class DelegationsSQL(Backend):
             rows = await self.fetch_all(self.Q.list_all_delegations, (limit,))
         return [_from_row(r) for r in rows]
 
-    async def active_delegations(self, now: datetime) -> list[Delegation]:
-        return [_from_row(r) for r in await self.fetch_all(self.Q.active_delegations, (to_ts(now),))]
+    async def active_delegations(self, now: datetime, delegate: str | None = None) -> list[Delegation]:
+        if delegate is not None:
+            rows = await self.fetch_all(self.Q.active_delegations_to, (to_ts(now), delegate))
+        else:
+            rows = await self.fetch_all(self.Q.active_delegations, (to_ts(now),))
+        return [_from_row(r) for r in rows]
 
     async def revoke_delegation(self, delegation_id: str, by: str, now: datetime) -> bool:
         revoked = DelegationEvent(delegation_id, now, "revoked", by)

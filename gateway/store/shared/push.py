@@ -43,5 +43,6 @@ class ClaimsSQL(Backend):
 
         await self.transact(op)
 
-    async def claimed_groups(self, identity: str) -> frozenset[str]:
-        return frozenset(str(r[0]) for r in await self.fetch_all(self.Q.claimed_groups, (identity,)))
+    async def claimed_groups(self, identity: str, since: datetime) -> frozenset[str]:
+        rows = await self.fetch_all(self.Q.claimed_groups, (identity, to_ts(since)))
+        return frozenset(str(r[0]) for r in rows)

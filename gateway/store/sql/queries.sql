@@ -119,6 +119,12 @@ SELECT * FROM delegations
 WHERE ends_at > $1 AND starts_at <= $1 AND revoked_at IS NULL
 ORDER BY created_at, id LIMIT 500;
 
+-- name: active_delegations_to
+-- Those in force at $1 to the identity $2: one person's, never crowded out by everyone else's.
+SELECT * FROM delegations
+WHERE delegate = $2 AND ends_at > $1 AND starts_at <= $1 AND revoked_at IS NULL
+ORDER BY created_at, id LIMIT 500;
+
 -- name: list_live_delegations
 -- Not over yet (in force, or starting later), newest first.
 SELECT * FROM delegations WHERE revoked_at IS NULL AND ends_at > $1 ORDER BY created_at DESC, id LIMIT $2;
@@ -436,7 +442,8 @@ DELETE FROM oidc_groups WHERE identity = $1;
 INSERT INTO oidc_groups (identity, group_name, claimed_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING;
 
 -- name: claimed_groups
-SELECT DISTINCT group_name FROM oidc_groups WHERE identity = $1;
+-- Only claims made since $2: a claim lasts as long as the sign-in's session may (web.session_max_age).
+SELECT DISTINCT group_name FROM oidc_groups WHERE identity = $1 AND claimed_at >= $2;
 
 -------------------------------------------------------------------------- migrations
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from gateway.service.approvals import SuspendRequest
 from gateway.testing import make_settings
 from tests.web.conftest import csrf_of
 from tests.web.oidc.provider import CLIENT_ID, CLIENT_SECRET, free_port, provider, sign_in
+
+LONG_AGO = datetime(2000, 1, 1, tzinfo=UTC)  # claims made since: all of them
 
 pytestmark = pytest.mark.subprocess
 _ROUND = re.compile(r'name="(round)" value="([^"]*)"')
@@ -82,7 +85,7 @@ async def test_sign_in_through_the_provider_and_decide_as_the_group(stack: Any) 
         fields = {"csrf": csrf_of(form), "outcome": "approve", **dict(_ROUND.findall(form)[:1])}
         done = await http.post(f"{gateway}/approvals/{approval.id}/decision", data=fields, allow_redirects=False)
         assert done.status == 303, await done.text()
-    assert await rt.store.claimed_groups("web:alice@example.com") == {"finance"}  # "unmapped" maps to nothing
+    assert await rt.store.claimed_groups("web:alice@example.com", LONG_AGO) == {"finance"}  # "unmapped" maps to nothing
     decided = await rt.service.get(approval.id)
     assert decided.status is Status.APPROVED and decided.decision is not None
     assert decided.decision.decided_by == "web:alice@example.com"
@@ -92,7 +95,7 @@ async def test_sign_in_through_the_provider_and_decide_as_the_group(stack: Any) 
     async with _browser() as http:
         page = await sign_in(http, gateway, "alice")
         assert page.status == 403 and "not a web approver or viewer" in await page.text()
-    assert await rt.store.claimed_groups("web:alice@example.com") == frozenset()
+    assert await rt.store.claimed_groups("web:alice@example.com", LONG_AGO) == frozenset()
     second, _ = await rt.service.suspend(SuspendRequest("run-2", "pay", "Pay ACME", approvers=("group:finance",)))
     with pytest.raises(NotAnApprover):
         await rt.service.decide(second.id, Outcome.APPROVE, "web:alice@example.com", channel="web")
@@ -104,4 +107,4 @@ async def test_an_unverified_email_signs_in_as_sub_and_without_a_role_gets_no_se
         page = await sign_in(http, gateway, "bob")
         assert page.status == 403 and "bob signed in, but" in await page.text()  # web:bob (sub), not the address
         assert (await http.get(f"{gateway}/", allow_redirects=False)).status == 303  # no session
-    assert await rt.store.claimed_groups("web:bob") == frozenset()  # his (empty) claim, under his sub
+    assert await rt.store.claimed_groups("web:bob", LONG_AGO) == frozenset()  # his (empty) claim, under his sub
