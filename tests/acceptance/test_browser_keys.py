@@ -67,6 +67,7 @@ async def test_the_inbox_and_the_approval_page_work_from_the_keyboard(tmp_path: 
                     await page.get_by_label("Password").fill(PASSWORD)
                     await page.get_by_role("button", name="Sign in").click()
                     await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+                    await page.wait_for_load_state()  # keys.js is deferred: the heading can show before it runs
 
                     await page.keyboard.press("?")
                     help_box = page.get_by_role("dialog", name="Keyboard shortcuts")
@@ -108,6 +109,7 @@ async def test_the_inbox_and_the_approval_page_work_from_the_keyboard(tmp_path: 
                         "waiting_approval",
                     ]
 
+                    await page.wait_for_load_state()  # the results page's keys.js
                     await page.keyboard.press("j")  # the one left
                     await page.keyboard.press("r")  # nothing selected: rejects the current row
                     await expect(page.get_by_role("heading", name="Rejected: 1 of 1")).to_be_visible()
@@ -119,8 +121,10 @@ async def test_the_inbox_and_the_approval_page_work_from_the_keyboard(tmp_path: 
                     await page.keyboard.press("j")
                     await page.keyboard.press("o")  # opens the current row
                     await expect(page).to_have_url(f"{gw.url}/approvals/{four}")
+                    await page.wait_for_load_state()  # the URL changes before the new page's keys.js runs
                     await page.keyboard.press("j")  # the approval page: the next one waiting
                     await expect(page).to_have_url(f"{gw.url}/approvals/{five}")
+                    await page.wait_for_load_state()
                     await page.keyboard.press("k")  # and back
                     await expect(page).to_have_url(f"{gw.url}/approvals/{four}")
                     await page.wait_for_load_state()  # keys.js is deferred: the page's keys come with it
