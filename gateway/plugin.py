@@ -19,6 +19,7 @@ from gateway.core.channels import (
     OutgoingCard,
     arg_text,
     decider_text,
+    fresh_timestamp,
     parse_address,
     web_card_ref,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "decider_text",
     "duration",
     "error_response",
+    "fresh_timestamp",
     "ids",
     "integer",
     "integers",

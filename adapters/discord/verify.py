@@ -9,8 +9,9 @@ from __future__ import annotations
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from gateway.core.channels import fresh_timestamp
+
 WINDOW_SECONDS = 300
-MAX_TIMESTAMP_DIGITS = 12
 
 
 def public_key(hex_key: str) -> Ed25519PublicKey | None:
@@ -27,13 +28,6 @@ def sign(private: Ed25519PrivateKey, timestamp: str, body: bytes) -> str:
     return private.sign(timestamp.encode() + body).hex()
 
 
-def parse_timestamp(value: str | None) -> int | None:
-    """A plain decimal number of seconds, or None (no sign, spaces, decimals or huge values)."""
-    if value is None or not value.isascii() or not value.isdigit() or len(value) > MAX_TIMESTAMP_DIGITS:
-        return None
-    return int(value)
-
-
 def is_valid(
     key: Ed25519PublicKey | None,
     body: bytes,
@@ -43,8 +37,7 @@ def is_valid(
     window: int = WINDOW_SECONDS,
 ) -> bool:
     """True when the signature matches and the timestamp is within `window` seconds of `now`."""
-    ts = parse_timestamp(timestamp)
-    if key is None or ts is None or signature is None or abs(now - ts) > window:
+    if key is None or signature is None or not fresh_timestamp(timestamp, now, window):
         return False
     assert timestamp is not None
     try:

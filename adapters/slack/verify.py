@@ -9,21 +9,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from gateway.core.channels import fresh_timestamp
+
 WINDOW_SECONDS = 300
-MAX_TIMESTAMP_DIGITS = 12
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
     """The `X-Slack-Signature` value Slack would send for this body."""
     base = b"v0:" + timestamp.encode() + b":" + body
     return "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
-
-
-def parse_timestamp(value: str | None) -> int | None:
-    """A plain decimal number of seconds, or None (no sign, spaces, decimals or huge values)."""
-    if value is None or not value.isascii() or not value.isdigit() or len(value) > MAX_TIMESTAMP_DIGITS:
-        return None
-    return int(value)
 
 
 def is_valid(
@@ -35,8 +29,7 @@ def is_valid(
     window: int = WINDOW_SECONDS,
 ) -> bool:
     """True when the signature matches and the timestamp is within `window` seconds of `now`."""
-    ts = parse_timestamp(timestamp)
-    if not secret or ts is None or signature is None or abs(now - ts) > window:
+    if not secret or signature is None or not fresh_timestamp(timestamp, now, window):
         return False
     assert timestamp is not None
     expected = sign(secret, timestamp, body)

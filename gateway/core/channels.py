@@ -117,6 +117,14 @@ class Channel(Protocol):
         ...
 
 
+def fresh_timestamp(value: str | None, now: float, window: int) -> bool:
+    """A signed request's timestamp header: a plain decimal number of seconds (no sign, spaces,
+    decimals or huge values) within `window` seconds of `now`; anything else is not fresh."""
+    if value is None or not value.isascii() or not value.isdigit() or len(value) > 12:
+        return False
+    return abs(now - int(value)) <= window
+
+
 def arg_text(value: Any) -> str:
     """One argument's value as a card shows it: a string as it is, anything else as JSON."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
@@ -236,6 +244,7 @@ __all__ = [
     "arg_text",
     "check_address",
     "decider_text",
+    "fresh_timestamp",
     "parse_address",
     "posts_inline",
     "web_card_ref",
