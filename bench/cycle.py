@@ -136,8 +136,8 @@ class Cycles:
         self.tag = uuid.uuid4().hex[:8]
         self.n = itertools.count()
 
-    async def one(self, http: aiohttp.ClientSession) -> tuple[float, float]:
-        """One full cycle; returns (seconds, decision -> worker start in seconds)."""
+    async def one(self, http: aiohttp.ClientSession) -> tuple[float, float, float]:
+        """One full cycle; returns (seconds, decision -> worker start, decision -> step done), in seconds."""
         t0 = time.perf_counter()
         body = suspend_body(
             f"cycle-{self.tag}-{next(self.n)}", channels=[f"telegram:{CHAT}"], worker="cycle", state=self.state
@@ -153,14 +153,15 @@ class Cycles:
             decided = time.time()
             if resp.status != 200:
                 raise RuntimeError(f"webhook: {resp.status}")
-        started, _ = await self.finished.done.get(approval_id)
-        return time.perf_counter() - t0, started - decided
+        started, done = await self.finished.done.get(approval_id)
+        return time.perf_counter() - t0, started - decided, done - decided
 
     async def load(self, concurrency: int, seconds: float, warmup: float) -> dict[str, Any]:
         """`concurrency` clients run cycles back to back. The rate counts the cycles that END in
         the measured window (after the warm-up); latencies come from the cycles that also START in it."""
         latencies: list[float] = []
         to_worker: list[float] = []
+        to_done: list[float] = []
         ended = errors = 0
         measure_from = time.perf_counter() + warmup
         stop_at = measure_from + seconds
@@ -169,7 +170,7 @@ class Cycles:
             nonlocal errors, ended
             while (t0 := time.perf_counter()) < stop_at:
                 try:
-                    took, wait = await self.one(http)
+                    took, wait, done = await self.one(http)
                 except (RuntimeError, TimeoutError, aiohttp.ClientError):
                     errors += 1
                     continue
@@ -178,6 +179,7 @@ class Cycles:
                     if t0 >= measure_from:
                         latencies.append(took * 1000)
                         to_worker.append(wait * 1000)
+                        to_done.append(done * 1000)
 
         connector = aiohttp.TCPConnector(limit=concurrency * 2)
         async with aiohttp.ClientSession(connector=connector) as http:
@@ -195,6 +197,7 @@ class Cycles:
             "cycle_p99_ms": pct(latencies, 99),
             "worker_p50_ms": pct(to_worker, 50),
             "worker_p99_ms": pct(to_worker, 99),
+            "step_done_p50_ms": pct(to_done, 50),
         }
 
 
@@ -230,7 +233,44 @@ async def _run(
     out["alone_cycle_p50_ms"] = alone["cycle_p50_ms"]
     if store_url is None:
         out.update(journal_check(work / "gateway.db"))
+    else:
+        out.update(await pg_counts(store_url))
     return out
+
+
+async def _idle(work: Path, url: str) -> dict[str, Any]:
+    """A gateway started and stopped with no cycle: the transactions of a start and a stop."""
+    await asyncio.to_thread(work.mkdir, parents=True, exist_ok=True)
+    api = CardWatch(TOKEN)
+    runner = await api.serve()
+    gw = Gateway(work, work / "gateway.db", extra_config=config(api.base_url, 1))
+    gw.store_url = url
+    await asyncio.to_thread(gw.start)
+    await asyncio.sleep(2.0)
+    await asyncio.to_thread(gw.stop)
+    await runner.cleanup()
+    return await pg_counts(url)
+
+
+async def pg_counts(url: str) -> dict[str, Any]:
+    """What PostgreSQL counted for this database over the whole run (its backends have exited, so
+    their statistics are flushed), per completed cycle: transactions (`pg_stat_database`) and
+    index or sequential scans of `approvals` (`pg_stat_user_tables`: a read of an approval row)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        await asyncio.sleep(1.0)  # a backend flushes its counters as it exits: let the last ones land
+        cycles = await conn.fetchval("SELECT COUNT(*) FROM journal WHERE status = 'succeeded'")
+        xacts = await conn.fetchval(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+        )
+        scans = await conn.fetchval(
+            "SELECT COALESCE(idx_scan, 0) + COALESCE(seq_scan, 0) FROM pg_stat_user_tables WHERE relname = 'approvals'"
+        )
+    finally:
+        await conn.close()
+    return {"pg_cycles": cycles, "pg_xacts": xacts, "pg_approval_scans": scans}
 
 
 def _py_spy(gw: Gateway, out: Path, seconds: float) -> subprocess.Popen[bytes]:
@@ -276,12 +316,33 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--pool-size", type=int, default=4)
     p.add_argument("--profile", action="store_true", help="py-spy --gil on the gateway: bench/profile-cycle.txt")
+    p.add_argument("--pg", action="store_true", help="on a fresh PostgreSQL database (HITL_TEST_POSTGRES_URL)")
     args = p.parse_args()
     out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
     with tempfile.TemporaryDirectory(prefix="hitl-cycle-") as tmp:
-        result = run(
-            Path(tmp), seconds=args.seconds, concurrency=args.concurrency, pool_size=args.pool_size, profile=out
-        )
+        if args.pg:
+            from bench import pg
+
+            with pg.database() as url:
+                result = run(
+                    Path(tmp),
+                    seconds=args.seconds,
+                    concurrency=args.concurrency,
+                    pool_size=args.pool_size,
+                    profile=out,
+                    store_url=url,
+                )
+            with pg.database() as url:  # what a start and a stop cost alone, taken off the per-cycle figures
+                idle = asyncio.run(_idle(Path(tmp) / "idle", url))
+            n = max(1, result["pg_cycles"])
+            result["pg_xacts_per_cycle"] = round((result["pg_xacts"] - idle["pg_xacts"]) / n, 1)
+            result["pg_approval_scans_per_cycle"] = round(
+                (result["pg_approval_scans"] - idle["pg_approval_scans"]) / n, 1
+            )
+        else:
+            result = run(
+                Path(tmp), seconds=args.seconds, concurrency=args.concurrency, pool_size=args.pool_size, profile=out
+            )
     print(json.dumps(result))
     if out is not None and out.exists():
         print(summarize(out, 30))
