@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -130,25 +131,28 @@ pool_size = {pool_size}
 
 
 class Cycles:
-    def __init__(self, gw: Gateway, api: CardWatch, finished: Finished, state: dict[str, Any]) -> None:
-        self.gw, self.api, self.finished, self.state = gw, api, finished, state
+    """Cycles against one gateway, or several replicas on one database: client `i` talks to
+    replica `i % n` for its suspends and presses (the card and the step may be any replica's)."""
+
+    def __init__(self, gws: list[Gateway], api: CardWatch, finished: Finished, state: dict[str, Any]) -> None:
+        self.gws, self.api, self.finished, self.state = gws, api, finished, state
         self.update_ids = itertools.count(1)
         self.tag = uuid.uuid4().hex[:8]
         self.n = itertools.count()
 
-    async def one(self, http: aiohttp.ClientSession) -> tuple[float, float, float]:
+    async def one(self, http: aiohttp.ClientSession, gw: Gateway) -> tuple[float, float, float]:
         """One full cycle; returns (seconds, decision -> worker start, decision -> step done), in seconds."""
         t0 = time.perf_counter()
         body = suspend_body(
             f"cycle-{self.tag}-{next(self.n)}", channels=[f"telegram:{CHAT}"], worker="cycle", state=self.state
         )
-        async with http.post(f"{self.gw.url}/v1/suspend", json=body, headers=AUTH) as resp:
+        async with http.post(f"{gw.url}/v1/suspend", json=body, headers=AUTH) as resp:
             if resp.status != 201:
                 raise RuntimeError(f"suspend: {resp.status} {await resp.text()}")
             approval_id = (await resp.json())["id"]
         message_id, data = await self.api.cards.get(approval_id)
         update = json.dumps(press(next(self.update_ids), message_id, data))
-        async with http.post(f"{self.gw.url}/webhooks/telegram", data=update, headers=HOOK_HEADERS) as resp:
+        async with http.post(f"{gw.url}/webhooks/telegram", data=update, headers=HOOK_HEADERS) as resp:
             await resp.read()
             decided = time.time()
             if resp.status != 200:
@@ -166,11 +170,11 @@ class Cycles:
         measure_from = time.perf_counter() + warmup
         stop_at = measure_from + seconds
 
-        async def client(http: aiohttp.ClientSession) -> None:
+        async def client(http: aiohttp.ClientSession, gw: Gateway) -> None:
             nonlocal errors, ended
             while (t0 := time.perf_counter()) < stop_at:
                 try:
-                    took, wait, done = await self.one(http)
+                    took, wait, done = await self.one(http, gw)
                 except (RuntimeError, TimeoutError, aiohttp.ClientError):
                     errors += 1
                     continue
@@ -183,7 +187,7 @@ class Cycles:
 
         connector = aiohttp.TCPConnector(limit=concurrency * 2)
         async with aiohttp.ClientSession(connector=connector) as http:
-            await asyncio.gather(*(client(http) for _ in range(concurrency)))
+            await asyncio.gather(*(client(http, self.gws[i % len(self.gws)]) for i in range(concurrency)))
 
         def pct(values: list[float], q: float) -> float | None:
             return round(percentile(values, q), 2) if values else None
@@ -202,39 +206,87 @@ class Cycles:
 
 
 async def _run(
-    work: Path, store_url: str | None, seconds: float, concurrency: int, pool_size: int, profile: Path | None = None
+    work: Path,
+    store_url: str | None,
+    seconds: float,
+    concurrency: int,
+    pool_size: int,
+    profile: Path | None = None,
+    replicas: int = 1,
 ) -> dict[str, Any]:
+    if replicas > 1 and store_url is None:
+        raise ValueError("replicas share one database: PostgreSQL only")
     api = CardWatch(TOKEN)
     runner = await api.serve()
     finished = Finished()
     transport, _ = await asyncio.get_running_loop().create_datagram_endpoint(lambda: finished, ("127.0.0.1", 0))
     udp_port = transport.get_extra_info("sockname")[1]
-    gw = Gateway(work, work / "gateway.db", extra_config=config(api.base_url, pool_size))
-    gw.store_url = store_url
-    await asyncio.to_thread(gw.start)
+    gws = []
+    for i in range(replicas):
+        home = work if replicas == 1 else work / f"replica{i}"
+        await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
+        gw = Gateway(home, home / "gateway.db", extra_config=config(api.base_url, pool_size))
+        gw.store_url = store_url
+        gws.append(gw)
+    for gw in gws:
+        await asyncio.to_thread(gw.start)
     try:
-        cycles = Cycles(gw, api, finished, {"port": udp_port})
-        cpu0 = gw.cpu_seconds()
+        cycles = Cycles(gws, api, finished, {"port": udp_port})
+        cpu0 = sum(gw.cpu_seconds() for gw in gws)
         alone = await cycles.load(1, min(3.0, seconds), warmup=1.0)  # also warms the worker pool up
-        alone_cpu = (gw.cpu_seconds() - cpu0) / max(1, alone["cycles"])
-        cpu0, bench0 = gw.cpu_seconds(), time.process_time()
-        spy = _py_spy(gw, profile, seconds + 2) if profile else None
+        alone_cpu = (sum(gw.cpu_seconds() for gw in gws) - cpu0) / max(1, alone["cycles"])
+        before, bench0 = cpu_split(gws), time.process_time()
+        spy = _py_spy(gws[0], profile, seconds + 2) if profile else None
         loaded = await cycles.load(concurrency, seconds, warmup=3.0)
+        after, bench1 = cpu_split(gws), time.process_time()
         if spy is not None:
             await asyncio.to_thread(spy.wait, 60)
-        loaded["server_cpu_us"] = round((gw.cpu_seconds() - cpu0) / max(1, loaded["cycles"]) * 1e6, 1)
-        loaded["bench_cpu_us"] = round((time.process_time() - bench0) / max(1, loaded["cycles"]) * 1e6, 1)
+        per = max(1, loaded["cycles"])
+        loaded["server_cpu_us"] = round((after["gateway"] - before["gateway"]) / per * 1e6, 1)
+        loaded["worker_cpu_us"] = round((after["workers"] - before["workers"]) / per * 1e6, 1)
+        loaded["postgres_cpu_us"] = round((after["postgres"] - before["postgres"]) / per * 1e6, 1)
+        loaded["bench_cpu_us"] = round((bench1 - bench0) / per * 1e6, 1)
         loaded["alone_server_cpu_us"] = round(alone_cpu * 1e6, 1)
     finally:
-        await asyncio.to_thread(gw.stop)
+        for gw in gws:
+            await asyncio.to_thread(gw.stop)
         transport.close()
         await runner.cleanup()
     out = {**loaded, "alone_worker_p50_ms": alone["worker_p50_ms"], "alone_worker_p99_ms": alone["worker_p99_ms"]}
     out["alone_cycle_p50_ms"] = alone["cycle_p50_ms"]
+    out["replicas"] = replicas
     if store_url is None:
         out.update(journal_check(work / "gateway.db"))
     else:
         out.update(await pg_counts(store_url))
+    return out
+
+
+def _proc_cpu(stat: str) -> tuple[int, float]:
+    """(parent pid, user + system CPU seconds) from a /proc/PID/stat line."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_split(gws: list[Gateway]) -> dict[str, float]:
+    """CPU seconds so far of the gateway processes, of their children (the entrypoint pool's
+    workers), and of every PostgreSQL process on the machine (quiet machine: this run's)."""
+    out = {"gateway": 0.0, "workers": 0.0, "postgres": 0.0}
+    pids = {gw.proc.pid for gw in gws if gw.proc is not None}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        parent, cpu = _proc_cpu(stat)
+        if int(entry.name) in pids:
+            out["gateway"] += cpu
+        elif parent in pids:
+            out["workers"] += cpu
+        elif "(postgres)" in stat:
+            out["postgres"] += cpu
     return out
 
 
@@ -299,9 +351,10 @@ def run(
     pool_size: int = 4,
     store_url: str | None = None,
     profile: Path | None = None,
+    replicas: int = 1,
 ) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile))
+    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile, replicas))
 
 
 def main() -> int:
@@ -317,6 +370,7 @@ def main() -> int:
     p.add_argument("--pool-size", type=int, default=4)
     p.add_argument("--profile", action="store_true", help="py-spy --gil on the gateway: bench/profile-cycle.txt")
     p.add_argument("--pg", action="store_true", help="on a fresh PostgreSQL database (HITL_TEST_POSTGRES_URL)")
+    p.add_argument("--replicas", type=int, default=1, help="gateway processes on the one database (with --pg)")
     args = p.parse_args()
     out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
     with tempfile.TemporaryDirectory(prefix="hitl-cycle-") as tmp:
@@ -331,13 +385,14 @@ def main() -> int:
                     pool_size=args.pool_size,
                     profile=out,
                     store_url=url,
+                    replicas=args.replicas,
                 )
             with pg.database() as url:  # what a start and a stop cost alone, taken off the per-cycle figures
                 idle = asyncio.run(_idle(Path(tmp) / "idle", url))
             n = max(1, result["pg_cycles"])
-            result["pg_xacts_per_cycle"] = round((result["pg_xacts"] - idle["pg_xacts"]) / n, 1)
+            result["pg_xacts_per_cycle"] = round((result["pg_xacts"] - args.replicas * idle["pg_xacts"]) / n, 1)
             result["pg_approval_scans_per_cycle"] = round(
-                (result["pg_approval_scans"] - idle["pg_approval_scans"]) / n, 1
+                (result["pg_approval_scans"] - args.replicas * idle["pg_approval_scans"]) / n, 1
             )
         else:
             result = run(
