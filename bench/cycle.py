@@ -213,6 +213,7 @@ async def _run(
     pool_size: int,
     profile: Path | None = None,
     replicas: int = 1,
+    tree: Path | None = None,
 ) -> dict[str, Any]:
     if replicas > 1 and store_url is None:
         raise ValueError("replicas share one database: PostgreSQL only")
@@ -227,6 +228,8 @@ async def _run(
         await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
         gw = Gateway(home, home / "gateway.db", extra_config=config(api.base_url, pool_size))
         gw.store_url = store_url
+        if tree is not None:  # another checkout's gateway (and worker side): an A/B of two trees
+            gw.root = tree
         gws.append(gw)
     for gw in gws:
         await asyncio.to_thread(gw.start)
@@ -352,9 +355,10 @@ def run(
     store_url: str | None = None,
     profile: Path | None = None,
     replicas: int = 1,
+    tree: Path | None = None,
 ) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile, replicas))
+    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile, replicas, tree))
 
 
 def main() -> int:
@@ -371,6 +375,7 @@ def main() -> int:
     p.add_argument("--profile", action="store_true", help="py-spy --gil on the gateway: bench/profile-cycle.txt")
     p.add_argument("--pg", action="store_true", help="on a fresh PostgreSQL database (HITL_TEST_POSTGRES_URL)")
     p.add_argument("--replicas", type=int, default=1, help="gateway processes on the one database (with --pg)")
+    p.add_argument("--tree", type=Path, help="run another checkout's gateway (an A/B: `git worktree add`)")
     args = p.parse_args()
     out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
     with tempfile.TemporaryDirectory(prefix="hitl-cycle-") as tmp:
@@ -386,6 +391,7 @@ def main() -> int:
                     profile=out,
                     store_url=url,
                     replicas=args.replicas,
+                    tree=args.tree,
                 )
             with pg.database() as url:  # what a start and a stop cost alone, taken off the per-cycle figures
                 idle = asyncio.run(_idle(Path(tmp) / "idle", url))
@@ -396,7 +402,12 @@ def main() -> int:
             )
         else:
             result = run(
-                Path(tmp), seconds=args.seconds, concurrency=args.concurrency, pool_size=args.pool_size, profile=out
+                Path(tmp),
+                seconds=args.seconds,
+                concurrency=args.concurrency,
+                pool_size=args.pool_size,
+                profile=out,
+                tree=args.tree,
             )
     print(json.dumps(result))
     if out is not None and out.exists():

@@ -95,7 +95,10 @@ class Gateway:
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
         # entrypoint workers import bench.* and examples.* from the repository root
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.root), env.get("PYTHONPATH")]))
+        # (and the tree's own SDK first: an A/B of an older tree runs its own worker-side code)
+        env["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(self.root), str(self.root / "sdk"), env.get("PYTHONPATH")])
+        )
         log = (self.workdir / "gateway.log").open("ab")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway", "--config", str(cfg), "serve"],
