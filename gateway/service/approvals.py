@@ -549,12 +549,13 @@ class Service:
 
     # ---------------------------------------------------------------- tokens
     def resume_token(self, approval: Approval) -> str:
-        """Deterministic for one approval and key set, bound to its id, run and args."""
+        """Deterministic for one approval and key set, bound to its id, run and args, and
+        naming its run's namespace (`n`: what opens the run's journal, see `journal_namespace`)."""
         if approval.deadline is not None:
             expires = approval.deadline + self.settings.security.token_grace
         else:
             expires = approval.created_at + self.settings.security.token_max_age
-        payload = {"a": approval.id, "r": approval.run_id, "h": approval.args_hash[:16]}
+        payload = {"a": approval.id, "r": approval.run_id, "h": approval.args_hash[:16], "n": approval.namespace}
         return self.signer.sign(RESUME, payload, expires)
 
     def reply_token(self, approval: Approval) -> str:
@@ -566,11 +567,38 @@ class Service:
     def worker_token(self, approval: Approval) -> str:
         """A fresh token for a worker run (valid for the grace period from now), bound to the
         approved args (the edited ones, when an approver changed them)."""
-        payload = {"a": approval.id, "r": approval.run_id, "h": approval.run_hash[:16]}
+        payload = {"a": approval.id, "r": approval.run_id, "h": approval.run_hash[:16], "n": approval.namespace}
         return self.signer.sign(RESUME, payload, self.clock.now() + self.settings.security.token_grace)
 
-    async def approval_for_token(self, token: str) -> Approval:
+    async def journal_namespace(self, token: str, run_id: str) -> str:
+        """The namespace of the run `run_id` whose journal `token` opens; InvalidToken (401) if
+        forged or another run's, TokenExpired (410) if stale.
+
+        A token that names its namespace (`n`, signed with the rest) is checked without reading
+        its approval: the signature, the expiry and its run `r` are all it takes, and it opens
+        that run in that namespace only, so neither another run nor another agent's run of the
+        same id. What changes: it keeps opening its run's journal until it expires even if the
+        approval was purged meanwhile, or if its args hash no longer matched (an edit keeps both
+        hashes valid anyway). Acceptable: it was signed for exactly that run, it is time-bound
+        (a deadline plus grace, or a worker's grace), and the journal is the run's, not the
+        approval's; the rehydration and a decision by token still read the approval. A token
+        issued before `n` existed falls back to that read."""
         data = self.signer.verify(RESUME, token, self.clock.now())
+        namespace = data.get("n")
+        if isinstance(namespace, str):
+            if data.get("r") != run_id:
+                raise InvalidToken("the resume token belongs to another run")
+            return namespace
+        approval = await self._approval_for(data)
+        if approval.run_id != run_id:
+            raise InvalidToken("the resume token belongs to another run")
+        return approval.namespace
+
+    async def approval_for_token(self, token: str) -> Approval:
+        return await self._approval_for(self.signer.verify(RESUME, token, self.clock.now()))
+
+    async def _approval_for(self, data: dict[str, Any]) -> Approval:
+        """The approval of a verified token's payload, if it still matches it."""
         approval = await self.store.get_approval(str(data.get("a")))
         # Bound to the args asked for (the suspend's token) or to the approved ones (a worker's).
         hashes = (approval.args_hash[:16], approval.run_hash[:16]) if approval else ()

@@ -2,7 +2,9 @@
 
 `RunJournal` serves remote agents (GET/PUT /v1/runs/{run_id}/steps): it authorizes the caller
 once per request and finds the run's namespace. Callers hold an API key, or the resume token of
-one of the run's approvals (what a worker gets in HITL_RESUME_TOKEN), which opens that run only.
+one of the run's approvals (what a worker gets in HITL_RESUME_TOKEN), which opens that run only:
+its signed payload names the run and its namespace, so it is checked without reading the approval
+(`Service.journal_namespace`: what that changes, and why it is acceptable).
 Run ids are per agent (gateway.service.namespaces): an agent's key reaches its own run of that
 id, a token its approval's, an operator the one run of that id or the agent `agent` names.
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.core.errors import InvalidToken, Unauthorized
+from gateway.core.errors import Unauthorized
 from gateway.core.models import StepRecord
 from gateway.core.principals import NO_AGENT, Principal
 from gateway.core.redact import Redactor
@@ -52,10 +54,9 @@ class RunJournal:
         """The namespace of the run `run_id` that `caller` reaches (InvalidToken, Forbidden,
         AmbiguousRun otherwise)."""
         if caller.token is not None:  # the middleware let it through without an API key: the token must fit
-            approval = await self.service.approval_for_token(caller.token)
-            if approval.run_id != run_id:
-                raise InvalidToken("the resume token belongs to another run")
-            return approval.namespace
+            # A token signs its run and namespace: checked without reading the approval (a
+            # step's GET and PUT read nothing else); an older token falls back to that read.
+            return await self.service.journal_namespace(caller.token, run_id)
         if caller.principal is None:
             raise Unauthorized("missing 'Authorization: Bearer <api key>'")
         return await run_namespace(self.store, run_id, caller.principal, caller.agent)
