@@ -5,6 +5,16 @@ A job row is created in the decision's own transaction (`Service._commit`), for 
 A runner leases due jobs; while an attempt runs it renews the lease, so only a crashed runner's
 job is picked up again (after `lease`). Every attempt is an event: job_started, then
 job_succeeded, job_retrying (transient, with backoff and jitter, up to max_attempts) or job_failed.
+The claim itself appends each job's job_started (the store's `claim_jobs`, in the claim's own
+transaction: one commit less per attempt, and no claimed attempt without its event). So the checks
+made after the claim (the approval is gone, the worker is not configured, the run's code_version
+is not accepted, the attempts are exhausted) also follow a job_started, then a job_failed that says
+why: the attempt was taken, then refused before any launch.
+
+A launch reads its approval and its run's journal in one snapshot (`Jobs.launch`), and the
+rehydration document carries that journal (`journal`, as GET /v1/runs/{run_id}/steps gives its
+`items`): a worker's SDK starts from it instead of a GET, and its token opens the run's journal
+without an approval read, so a launch reads the approval once.
 Every read and write goes through `gateway.service.jobs.Jobs`, which also holds an operator's
 `RetryJob`.
 """
@@ -148,7 +158,7 @@ class WorkerRunner:
             await self._record(job, None, AttemptResult(AttemptOutcome.TRANSIENT, "internal error"))
 
     async def _run(self, job: ResumeJob) -> None:
-        approval = await self.jobs.approval(job.approval_id)
+        approval, journal = await self.jobs.launch(job.approval_id)
         cfg = self.service.settings.workers.get(job.worker)
         if approval is None or cfg is None:
             why = "approval not found" if approval is None else f"worker {job.worker!r} is not configured"
@@ -161,10 +171,6 @@ class WorkerRunner:
         if job.attempts > cfg.max_attempts:  # its leases kept expiring: the runner crashed each time
             await self._record(job, cfg, AttemptResult(AttemptOutcome.TERMINAL, "attempts exhausted (leases expired)"))
             return
-        now = self.clock.now()
-        await self.jobs.started(
-            NewEvent(job.approval_id, EventKind.JOB_STARTED, now, self.owner, data={"attempt": job.attempts})
-        )
         log.info("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
         key = effect_key(self.service.settings.security.secret_keys, approval.id, approval.step, approval.run_hash)
         launched: dict[str, str | int | bool] = {"hitl.worker": cfg.name, "hitl.attempt": job.attempts}
@@ -172,7 +178,8 @@ class WorkerRunner:
         with self.tracer.span(traces.JOB_LAUNCH, approval.trace, attrs) as span:
             launch = Launch(
                 approval_id=approval.id,
-                document=self.service.rehydration_document(approval) | {"idempotency_key": key},
+                document=self.service.rehydration_document(approval)
+                | {"idempotency_key": key, "journal": [step.to_api() for step in journal]},
                 token=self.service.worker_token(approval),
                 gateway_url=self.service.settings.server.public_url,
                 idempotency_key=key,

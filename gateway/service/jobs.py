@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound
 from gateway.core.events import EventKind
-from gateway.core.models import Approval, JobStatus, NewEvent, NewOutbox, ResumeJob
+from gateway.core.models import Approval, JobStatus, NewEvent, NewOutbox, ResumeJob, StepRecord
 from gateway.core.observers import Observer
 from gateway.core.webhooks import kind_of
 from gateway.service.events import Announcer
@@ -96,12 +96,10 @@ class Jobs:
                 out += self.announcer.rows(kind, approval, e.at, e.data)
         return out
 
-    async def approval(self, approval_id: str) -> Approval | None:
-        return await self.store.get_approval(approval_id)
-
-    async def started(self, event: NewEvent) -> None:
-        """The `job_started` event of an attempt (written before the worker is launched)."""
-        await self.store.append_events([event])
+    async def launch(self, approval_id: str) -> tuple[Approval | None, list[StepRecord]]:
+        """A job's approval (None if gone) and its run's journal, in one read of one snapshot:
+        the only approval read of a launch (the worker's journal calls read none)."""
+        return await self.store.get_launch(approval_id)
 
     # ---------------------------------------------------------------- operators
     async def find(

@@ -331,7 +331,16 @@ class DeliveryPort(Protocol):
 class JobPort(Protocol):
     """Resume jobs: the worker run after a decision."""
 
-    async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]: ...
+    async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
+        """Lease up to `limit` due jobs (queued and due, or running with an expired lease) to
+        `owner`, one attempt more each, and append each one's `job_started` event (actor
+        `owner`, data `{"attempt": N}`) in the same transaction."""
+        ...
+
+    async def get_launch(self, approval_id: str) -> tuple[Approval | None, list[StepRecord]]:
+        """What a resume job launches with, in one snapshot: its approval (None if gone) and the
+        journal of the approval's run, in the approval's namespace (`get_steps`)."""
+        ...
 
     async def finish_job(
         self,

@@ -14,7 +14,7 @@
 import { GatewayClient, GatewayHTTPError, type SuspendOptions } from "./client.js";
 import { HttpJournal, type Journal } from "./journal.js";
 import { idempotencyKey } from "./keys.js";
-import { Decision, type StepRecord, type SuspendReply } from "./models.js";
+import { Decision, type StepRecord, type StepView, type SuspendReply, stepFromApi } from "./models.js";
 import { backoff, sleep } from "./retry.js";
 
 /** The run is waiting for a human: its process should exit 0. The gateway's worker re-runs it. */
@@ -92,6 +92,13 @@ export interface FromEnvOptions {
   journal?: Journal;
 }
 
+/** The steps of the document's `journal` (a launch's), if it is this run's; else null (load it). */
+function launchJournal(runId: string, document: Record<string, unknown> | null): Map<string, StepRecord> | null {
+  const journal = document?.journal;
+  if (!Array.isArray(journal) || String(document?.run_id) !== runId) return null;
+  return new Map(journal.map((s: StepView) => [String(s.name), stepFromApi(s)]));
+}
+
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -120,6 +127,9 @@ export class DurableRun {
     this.effectKey = options.effectKey || (typeof docKey === "string" && docKey) || null;
     this.maxAttempts = options.maxAttempts ?? 5;
     this.retryBaseMs = options.retryBaseMs ?? 500;
+    // A launched worker's document carries its run's journal as the gateway read it with the
+    // approval (one snapshot): the first step needs no GET. `refresh()` still reads it again.
+    this.cache = launchJournal(runId, this.document);
   }
 
   /** A run started by the agent itself; its journal goes over HTTP unless `journal` is given. */
@@ -132,7 +142,9 @@ export class DurableRun {
 
   /** Inside a worker: HITL_GATEWAY_URL and HITL_RESUME_TOKEN (HITL_API_KEY, needed only to
    * suspend again; HITL_IDEMPOTENCY_KEY as `effectKey`) from the environment, the rehydration
-   * document from stdin (or `document`). The journal goes over HTTP with the resume token. */
+   * document from stdin (or `document`). The journal goes over HTTP with the resume token; the
+   * run starts from the document's `journal` (the steps as the gateway launched it) without
+   * reading it. */
   static async fromEnv(options: FromEnvOptions = {}): Promise<DurableRun> {
     const env = options.env ?? process.env;
     const url = env.HITL_GATEWAY_URL;
@@ -152,7 +164,8 @@ export class DurableRun {
     return this.cache;
   }
 
-  /** The journal as it is now (other workers of the same run may have written to it). */
+  /** The journal as it is now (other workers of the same run may have written to it since it
+   * was read: at the launch, for a worker whose document carried it). */
   async refresh(): Promise<Map<string, StepRecord>> {
     this.cache = await this.journal.load(this.runId);
     return this.cache;

@@ -64,3 +64,22 @@ test("approval suspends with the run's idempotency key", async () => {
   const suspend = seen.find((r) => r.url === "/v1/suspend" && r.body.step === "pay");
   assert.equal(suspend.body.idempotency_key, run.idempotencyKey("pay", { amount: 1 }));
 });
+
+test("a worker starts from its document's journal: no GET of the steps, refresh() reads them", async () => {
+  const journaled = { run_id: "r/1", name: "research", status: "succeeded", output: { rows: 3 }, attempts: 1,
+    started_at: "2030-01-01T00:00:00Z", finished_at: "2030-01-01T00:00:01Z", error: null };
+  const env = { HITL_GATEWAY_URL: url, HITL_RESUME_TOKEN: "tok" };
+  const run = await DurableRun.fromEnv({ env, document: { run_id: "r/1", journal: [journaled] } });
+  const before = seen.length;
+  assert.deepEqual(await run.step("research", () => assert.fail("replayed from the document")), { rows: 3 });
+  await run.step("charge", () => ({ ok: true }));
+  assert.deepEqual(seen.slice(before).map((r) => r.method), ["PUT"]);
+  assert.equal(seen.at(-1).headers["x-hitl-resume-token"], "tok");
+  await run.refresh();
+  assert.deepEqual(seen.slice(before).map((r) => r.method), ["PUT", "GET"]);
+  // a document of another run, or none: its journal is read
+  const other = new DurableRun("r/1", run.journal, run.client, { document: { run_id: "r/2", journal: [journaled] } });
+  const count = seen.length;
+  await other.steps();
+  assert.deepEqual(seen.slice(count).map((r) => r.method), ["GET"]);
+});

@@ -94,7 +94,9 @@ class DurableRun:
         # ($HITL_IDEMPOTENCY_KEY, also the document's `idempotency_key`); None elsewhere.
         self.effect_key: str | None = effect_key or (document or {}).get("idempotency_key") or None
         self.max_attempts, self.retry_base = max_attempts, retry_base
-        self._steps: dict[str, StepRecord] | None = None
+        # A launched worker's document carries its run's journal as the gateway read it with the
+        # approval (one snapshot): the first step needs no GET. `refresh()` still reads it again.
+        self._steps: dict[str, StepRecord] | None = _launch_journal(run_id, document)
         # Inside a launched worker: the gateway's job launch span (TRACEPARENT, TRACESTATE), the
         # parent of this run's step spans when no span of the worker's own is current.
         self.trace_parent: Mapping[str, str] = dict(trace_parent or {})
@@ -139,7 +141,8 @@ class DurableRun:
         to suspend again; HITL_DB_URL as `db_url` for `open`; HITL_IDEMPOTENCY_KEY as
         `effect_key`) from the environment, the
         rehydration document from stdin (or `document`). The journal goes over HTTP with the
-        resume token unless `journal` is given."""
+        resume token unless `journal` is given; the run starts from the document's `journal`
+        (the steps as the gateway launched it) without reading it."""
         env = os.environ if env is None else env
         if document is None:
             document = json.loads(await asyncio.to_thread(sys.stdin.read))
@@ -181,7 +184,8 @@ class DurableRun:
         return self._steps
 
     async def refresh(self) -> dict[str, StepRecord]:
-        """The journal as it is now (other workers of the same run may have written to it)."""
+        """The journal as it is now (other workers of the same run may have written to it since
+        it was read: at the launch, for a worker whose document carried it)."""
         self._steps = await self.journal.load(self.run_id)
         return self._steps
 
@@ -312,6 +316,14 @@ class DurableRun:
         output = {"approval_id": body["id"]}
         await self._record(StepRecord(self.run_id, step, StepStatus.SUSPENDED, output, 1, started, _now()))
         return body
+
+
+def _launch_journal(run_id: str, document: Mapping[str, Any] | None) -> dict[str, StepRecord] | None:
+    """The steps of the document's `journal` (a launch's), if it is this run's; else None (load it)."""
+    journal = (document or {}).get("journal")
+    if not isinstance(journal, list) or str((document or {}).get("run_id")) != run_id:
+        return None
+    return {str(s["name"]): StepRecord.from_api(s) for s in journal}
 
 
 async def _call(fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any]) -> Any:

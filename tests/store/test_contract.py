@@ -352,7 +352,41 @@ async def test_job_claim_finish_extend_requeue(store_factory: StoreFactory) -> N
     assert not await a.requeue_job(aid, NOW, [])  # only a failed job goes back
     stored = await a.get_job(aid)
     assert stored is not None and (stored.status, stored.attempts, stored.output_tail) == (JobStatus.QUEUED, 0, "boom")
-    assert [e.kind for e in await a.list_events(aid)] == ["job_failed", "job_requeued"]
+    # each claim appended its attempt's job_started, by the claimer, in its own transaction
+    assert [(e.kind, e.actor, e.data) for e in await a.list_events(aid)] == [
+        ("job_started", "A", {"attempt": 1}),
+        ("job_started", "B", {"attempt": 2}),
+        ("job_failed", None, {}),
+        ("job_requeued", None, {}),
+    ]
+
+
+async def test_a_claim_starts_each_job_it_takes_and_nothing_else(store: Store) -> None:
+    ids = [await _decide_with_job(store) for _ in range(3)]
+    claimed = await store.claim_jobs(NOW, "A", LEASE, 2)
+    assert await store.claim_jobs(NOW, "B", LEASE, 5) != []  # the third
+    assert await store.claim_jobs(NOW, "C", LEASE, 5) == []  # nothing due: no event either
+    started = {aid: [(e.actor, e.at, e.data) for e in await store.list_events(aid)] for aid in ids}
+    assert sorted(started.values()) == [
+        [("A", NOW, {"attempt": 1})],
+        [("A", NOW, {"attempt": 1})],
+        [("B", NOW, {"attempt": 1})],
+    ]
+    assert {aid for aid, evs in started.items() if evs[0][0] == "A"} == {j.approval_id for j in claimed}
+
+
+async def test_a_launch_reads_the_approval_and_its_runs_journal(store: Store) -> None:
+    a = make_approval()
+    await store.create_approval(a, [], [])
+    step = StepRecord(a.run_id, "research", StepStatus.SUCCEEDED, {"rows": 3}, 1, NOW, NOW + timedelta(seconds=1))
+    await store.record_step(step, namespace=a.namespace)
+    other_ns = "agent:else" if a.namespace != "agent:else" else ""
+    await store.record_step(StepRecord(a.run_id, "theirs", StepStatus.SUCCEEDED, 1, 1, NOW, NOW), namespace=other_ns)
+    await store.record_step(StepRecord("other-run", "x", StepStatus.SUCCEEDED, 1, 1, NOW, NOW), namespace=a.namespace)
+    approval, steps = await store.get_launch(a.id)
+    assert approval is not None and approval.id == a.id
+    assert [(s.name, s.output) for s in steps] == [("research", {"rows": 3})]  # its run, in its namespace only
+    assert await store.get_launch("no-such-approval") == (None, [])
 
 
 async def test_finished_job_is_not_claimed_again(store: Store) -> None:

@@ -29,6 +29,7 @@ from gateway.store.postgres.pool import Pool
 from gateway.store.postgres.writes import PostgresTx
 from gateway.store.rows import approval_from_row, job_from_row, outbox_from_row
 from gateway.store.shared import SQLStore, Transaction
+from gateway.store.shared.tx import started_events
 from gateway.store.sql import Dialect, queries
 
 __all__ = ["PostgresStore"]
@@ -107,5 +108,11 @@ class PostgresStore(Handover, SQLStore):
         return sorted((outbox_from_row(r) for r in rows), key=lambda i: i.id)
 
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
-        rows = await self._claim(self.Q.claim_jobs, now, owner, lease, limit)
-        return sorted((job_from_row(r) for r in rows), key=lambda j: j.id)
+        """Lease the due jobs, each with its `job_started` event (chained as every event is), in
+        the one transaction."""
+        async with self._db.tx() as conn:
+            tx = PostgresTx(conn)
+            rows = await tx.fetch_all(self.Q.claim_jobs, (to_ts(now), limit, owner, to_ts(now + lease)))
+            jobs = sorted((job_from_row(r) for r in rows), key=lambda j: j.id)
+            await tx.insert_events(started_events(jobs, owner, now))
+        return jobs

@@ -9,16 +9,18 @@ every writer waits for the one that holds the heads, so it only links them (`lin
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from gateway.core.audit import GENESIS, Leaf, event_tail, link_hash
 from gateway.core.clock import to_ts
-from gateway.core.models import DeliveryStatus, NewEvent, NewOutbox
+from gateway.core.events import EventKind
+from gateway.core.models import DeliveryStatus, NewEvent, NewOutbox, ResumeJob
 from gateway.store.base import CardUpdate, NewJob
 from gateway.store.rows import Row, dumps
 from gateway.store.sql import Queries
 
-__all__ = ["EncodedEvent", "Heads", "Tx", "encode_events"]
+__all__ = ["EncodedEvent", "Heads", "Tx", "encode_events", "started_events"]
 
 Heads = dict[str, tuple[int, str]]  # approval id -> (seq, hash) of its chain's last link
 _START = (0, GENESIS)  # an approval with no chained event yet (none, or only events from before migration 13)
@@ -43,6 +45,15 @@ def encode_events(events: Sequence[NewEvent]) -> list[EncodedEvent]:
         tail = event_tail(e.approval_id, e.kind, e.actor, at, e.channel, data)
         out.append(EncodedEvent(e.approval_id, e.kind, at, e.actor, e.channel, data, tail))
     return out
+
+
+def started_events(jobs: Sequence[ResumeJob], owner: str, now: datetime) -> list[EncodedEvent]:
+    """The `job_started` event of each job a claim took (its attempt, by the claiming runner),
+    written in the claim's own transaction: a claim that commits has its event, and an attempt
+    costs no commit of its own to announce itself."""
+    return encode_events(
+        [NewEvent(j.approval_id, EventKind.JOB_STARTED, now, owner, data={"attempt": j.attempts}) for j in jobs]
+    )
 
 
 class Tx:

@@ -8,10 +8,14 @@ between the two statements: no row locks to skip, unlike PostgreSQL's `FOR UPDAT
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime
 
+from gateway.core.clock import to_ts
 from gateway.core.models import Approval, OutboxItem, ResumeJob
 from gateway.store.rows import approval_from_values, job_from_row, outbox_from_row
+from gateway.store.shared.tx import started_events
 from gateway.store.sql import in_list, queries
+from gateway.store.sqlite.writes import insert_events
 
 __all__ = ["claim_due", "claim_jobs", "claim_outbox"]
 
@@ -44,11 +48,14 @@ def claim_outbox(
     return [outbox_from_row(r) for r in conn.execute(in_list(Q.claimed_outbox, len(ids)), ids)]
 
 
-def claim_jobs(
-    conn: sqlite3.Connection, now: float | None, owner: str, until: float | None, limit: int
-) -> list[ResumeJob]:
-    ids = [r[0] for r in conn.execute(Q.claim_jobs, (now, limit))]
+def claim_jobs(conn: sqlite3.Connection, now: datetime, owner: str, until: float | None, limit: int) -> list[ResumeJob]:
+    """Lease the due jobs, each with its `job_started` event (chained as every event is), in
+    the one transaction."""
+    t = to_ts(now)
+    ids = [r[0] for r in conn.execute(Q.claim_jobs, (t, limit))]
     if not ids:
         return []
-    conn.execute(in_list(Q.lease_jobs, len(ids)), (owner, until, now, *ids))
-    return [job_from_row(r) for r in conn.execute(in_list(Q.claimed_jobs, len(ids)), ids)]
+    conn.execute(in_list(Q.lease_jobs, len(ids)), (owner, until, t, *ids))
+    jobs = [job_from_row(r) for r in conn.execute(in_list(Q.claimed_jobs, len(ids)), ids)]
+    insert_events(conn, started_events(jobs, owner, now))
+    return jobs

@@ -112,8 +112,8 @@ class SQLiteStore(SQLStore):
         return await self._engine.write(lambda c: claims.claim_outbox(c, t, owner, until, limit))
 
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
-        t, until = to_ts(now), to_ts(now + lease)
-        return await self._engine.write(lambda c: claims.claim_jobs(c, t, owner, until, limit))
+        until = to_ts(now + lease)
+        return await self._engine.write(lambda c: claims.claim_jobs(c, now, owner, until, limit))
 
     # ---------------------------------------------------------------- what differs from the shared use cases
     async def create_approval(self, approval: Approval, *args: Any, **kw: Any) -> tuple[Approval, bool]:
