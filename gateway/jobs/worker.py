@@ -32,7 +32,7 @@ from gateway.core import loops, traces
 from gateway.core.clock import Clock
 from gateway.core.effects import effect_key
 from gateway.core.events import EventKind
-from gateway.core.models import JobStatus, NewEvent, ResumeJob
+from gateway.core.models import Approval, JobStatus, NewEvent, ResumeJob
 from gateway.core.redact import Redactor
 from gateway.core.retry import backoff
 from gateway.core.traces import Tracer
@@ -166,10 +166,11 @@ class WorkerRunner:
             return
         mismatch = version_mismatch(approval.code_version, cfg.name, cfg.accepts)
         if mismatch is not None:  # other code would resume it: not launched (retry after reconfiguring)
-            await self._record(job, cfg, AttemptResult(AttemptOutcome.TERMINAL, mismatch))
+            await self._record(job, cfg, AttemptResult(AttemptOutcome.TERMINAL, mismatch), approval)
             return
         if job.attempts > cfg.max_attempts:  # its leases kept expiring: the runner crashed each time
-            await self._record(job, cfg, AttemptResult(AttemptOutcome.TERMINAL, "attempts exhausted (leases expired)"))
+            exhausted = AttemptResult(AttemptOutcome.TERMINAL, "attempts exhausted (leases expired)")
+            await self._record(job, cfg, exhausted, approval)
             return
         log.info("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
         key = effect_key(self.service.settings.security.secret_keys, approval.id, approval.step, approval.run_hash)
@@ -185,12 +186,12 @@ class WorkerRunner:
                 idempotency_key=key,
                 trace=span.context,  # the worker's spans are this span's children
             )
-            result = await self._attempt(job, cfg, launch)
+            result = await self._attempt(job, cfg, launch, approval)
             span.set("hitl.result", result.verdict.value)
             if result.verdict is not AttemptOutcome.SUCCEEDED:
                 span.failed(result.error or result.verdict.value)
 
-    async def _attempt(self, job: ResumeJob, cfg: WorkerSettings, launch: Launch) -> AttemptResult:
+    async def _attempt(self, job: ResumeJob, cfg: WorkerSettings, launch: Launch, approval: Approval) -> AttemptResult:
         """One launch, scrubbed and recorded, its lease renewed all along; the recorded result."""
         # The lease is renewed until the result is recorded, not only while the worker runs: a
         # slow write after a long step must not let another runner claim the job meanwhile.
@@ -204,7 +205,7 @@ class WorkerRunner:
                 self._scrub(result.error, launch.token),
                 self._scrub(result.output, launch.token),
             )
-            await self._record(job, cfg, result)
+            await self._record(job, cfg, result, approval)
             return result
         finally:
             renew.cancel()
@@ -222,7 +223,11 @@ class WorkerRunner:
                 log.warning("resume job %s: lost its lease", job.id)
                 return
 
-    async def _record(self, job: ResumeJob, cfg: WorkerSettings | None, result: AttemptResult) -> None:
+    async def _record(
+        self, job: ResumeJob, cfg: WorkerSettings | None, result: AttemptResult, approval: Approval | None = None
+    ) -> None:
+        """Record the attempt's outcome; `approval`, the one its launch read (announcements
+        to webhooks reuse it instead of reading it again)."""
         now = self.clock.now()
         data: dict[str, object] = {"attempt": job.attempts, "worker": job.worker}
         retry_at = None
@@ -247,6 +252,7 @@ class WorkerRunner:
             error=result.error,
             output_tail=result.output,
             events=[event],
+            approval=approval,
         )
         if not ok:
             log.warning("resume job %s: lease lost before recording %s", job.id, kind)

@@ -66,10 +66,12 @@ class Jobs:
         error: str | None = None,
         output_tail: str | None = None,
         events: Sequence[NewEvent] = (),
+        approval: Approval | None = None,
     ) -> bool:
         """Record an attempt's outcome if `owner` still holds the job, with the outbound events
-        that announce it in the same commit."""
-        outbox = await self._announced(events)
+        that announce it in the same commit. `approval`: the job's, as its launch read it (it was
+        decided already, so it is what the announcement shows): not read again."""
+        outbox = await self._announced(events, approval)
         done = await self.store.finish_job(
             job_id,
             owner,
@@ -85,13 +87,15 @@ class Jobs:
             self.observer.outbox_queued()
         return done
 
-    async def _announced(self, events: Sequence[NewEvent]) -> list[NewOutbox]:
+    async def _announced(self, events: Sequence[NewEvent], known: Approval | None) -> list[NewOutbox]:
         out: list[NewOutbox] = []
         for e in events:
             kind = kind_of(e.kind)
             if self.announcer is None or kind is None or not self.announcer.wants(kind):
                 continue
-            approval = await self.store.get_approval(e.approval_id)  # read only when a webhook wants it
+            approval = known if known is not None and known.id == e.approval_id else None
+            if approval is None:
+                approval = await self.store.get_approval(e.approval_id)  # read only when a webhook wants it
             if approval is not None:
                 out += self.announcer.rows(kind, approval, e.at, e.data)
         return out

@@ -5,6 +5,7 @@ authorized by its token without reading the approval."""
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
@@ -64,19 +65,34 @@ class Worker:
         return {"done": name}
 
 
-@pytest.fixture
+@pytest.fixture(params=["plain", "webhook"])
 async def gateway(
-    aiohttp_server: Callable[..., Any], settings_factory: Callable[..., Any], clock: FakeClock
+    request: pytest.FixtureRequest,
+    aiohttp_server: Callable[..., Any],
+    settings_factory: Callable[..., Any],
+    clock: FakeClock,
 ) -> AsyncIterator[tuple[Runtime, Worker]]:
+    """A gateway on a real port whose `hook` worker is `Worker`; with a webhook that hears of
+    job.succeeded (the announcement reuses the launch's approval), or none."""
     worker = Worker()
     hook = web.Application()
     hook.router.add_post("/resume", worker.handle)
     receiver = await aiohttp_server(hook)
     port = free_port()
     url = f"http://127.0.0.1:{receiver.port}/resume"
+    sections: dict[str, Any] = {}
+    if request.param == "webhook":  # queued only: the outbox is not run here
+        hook = {
+            "name": "siem",
+            "url": "http://127.0.0.1:9/events",
+            "secret": "whsec_" + base64.b64encode(b"k" * 32).decode(),
+            "kinds": ["job.succeeded"],
+        }
+        sections["events"] = {"webhooks": [hook]}
     settings = settings_factory(
         server={"public_url": f"http://127.0.0.1:{port}"},
         workers={"hook": {"url": url, "allowed_hosts": ["127.0.0.1"], "max_attempts": 1}},
+        **sections,
     )
     rt = Runtime(settings, clock=clock, owner="test")
     await aiohttp_server(create_app(settings, runtime=rt, background=False), port=port)
@@ -117,6 +133,10 @@ async def test_a_launch_reads_the_approval_once_and_the_worker_starts_from_its_j
     assert {s.name for s in charged} == {"research", "charge"}
     job = await rt.store.get_job(approval.id)
     assert job is not None and job.status.value == "succeeded"
+    announced = [o for o in await rt.store.list_outbox(approval.id) if o.kind.value == "event"]
+    assert [o.data["type"] for o in announced] == (
+        ["dev.hitl-gateway.job.succeeded"] if rt.settings.events.webhooks else []
+    )
 
 
 class SpyJournal:
