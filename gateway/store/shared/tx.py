@@ -50,7 +50,8 @@ def encode_events(events: Sequence[NewEvent]) -> list[EncodedEvent]:
 def started_events(jobs: Sequence[ResumeJob], owner: str, now: datetime) -> list[EncodedEvent]:
     """The `job_started` event of each job a claim took (its attempt, by the claiming runner),
     written in the claim's own transaction: a claim that commits has its event, and an attempt
-    costs no commit of its own to announce itself."""
+    costs no commit of its own to announce itself. Encoded inside the claim (which jobs it took
+    is known only there), before any chain head is read or locked: one small event per job."""
     return encode_events(
         [NewEvent(j.approval_id, EventKind.JOB_STARTED, now, owner, data={"attempt": j.attempts}) for j in jobs]
     )
