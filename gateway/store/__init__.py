@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from gateway.core.errors import ConfigError
 from gateway.store.base import (
+    ApprovalView,
     Build,
     CardUpdate,
     Creation,
@@ -20,11 +21,13 @@ from gateway.store.base import (
     NewJob,
     Prompt,
     RuleTrace,
+    SeenBefore,
     Store,
     TransitionWrite,
 )
 
 __all__ = [
+    "ApprovalView",
     "Build",
     "CardUpdate",
     "Creation",
@@ -33,6 +36,7 @@ __all__ = [
     "NewJob",
     "Prompt",
     "RuleTrace",
+    "SeenBefore",
     "Store",
     "TransitionWrite",
     "open_store",
