@@ -7,7 +7,9 @@ a post cut short (a crash, a read timeout) is known afterwards: the channel gets
 attempts, and a post whose outcome nobody knows is recorded `uncertain` rather than sent again,
 unless the channel can send it again without showing it twice (`Channel.resend_unknown`).
 Every read and write goes through `gateway.service.deliveries.Deliveries`, which also holds an
-operator's `ResendCard`.
+operator's `ResendCard`. A claimed batch reads what its deliveries need (approvals, cards, the
+events of a post) in one snapshot, and the results (and post markers) of deliveries that finish
+together commit in one transaction (`GroupCommit`), each before its delivery goes on.
 
 Rows of kind `event` are outbound events to a webhook (gateway/delivery/events.py), not cards:
 sent in order per approval and webhook (the claim holds an event back while an earlier one is
@@ -27,7 +29,7 @@ from datetime import datetime, timedelta
 from gateway.core import loops, traces
 from gateway.core.clock import Clock, parse_iso
 from gateway.core.events import EventKind
-from gateway.core.models import Approval, DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
+from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
 from gateway.core.observers import Observer, Observers
 from gateway.core.retry import backoff
 from gateway.core.shown import card_posted, card_synced
@@ -35,7 +37,7 @@ from gateway.core.traces import Span, Tracer
 from gateway.core.webhooks import next_try, webhook_name
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.delivery.events import WebhookSender
-from gateway.service.deliveries import CardUpdate, Deliveries
+from gateway.service.deliveries import ApprovalView, CardUpdate, Deliveries, ViewOf
 
 log = logging.getLogger("gateway.outbox")
 _RESOLVING = frozenset({EventKind.DELIVERY_RETRY, EventKind.DELIVERY_FAILED})
@@ -99,7 +101,12 @@ class OutboxRunner:
         groups: dict[tuple[str, str], list[OutboxItem]] = defaultdict(list)
         for item in items:
             groups[(item.approval_id, item.channel)].append(item)
-        await asyncio.gather(*(self._deliver_group(g) for g in groups.values()))
+        # what the first delivery of each card needs, in one snapshot (the later ones of a card
+        # read after the earlier committed: a sync needs the ref its post recorded)
+        firsts = [g[0] for g in groups.values() if g[0].kind is not OutboxKind.EVENT]
+        read = await self.deliveries.views([_view_of(i) for i in firsts])
+        views = {i.id: view for i, view in zip(firsts, read, strict=True)}
+        await asyncio.gather(*(self._deliver_group(g, views.get(g[0].id)) for g in groups.values()))
         return len(items)
 
     async def drain(self, max_rounds: int = 100) -> int:
@@ -109,7 +116,7 @@ class OutboxRunner:
     async def run_forever(self) -> None:
         await loops.poll_forever(self.run_once, self._wake, self.poll_interval, log, self._stopping)
 
-    async def _deliver_group(self, items: list[OutboxItem]) -> None:
+    async def _deliver_group(self, items: list[OutboxItem], first: ApprovalView | None = None) -> None:
         # Every row must be recorded well before its lease runs out: after that another replica
         # may claim it and deliver it a second time (a second card on a platform with no
         # idempotency key). A slow platform call is cut at half the lease and retried.
@@ -120,9 +127,10 @@ class OutboxRunner:
             if left <= 0 or self._stopping.is_set():  # give it back now; it is claimed again at once
                 await self._finish(item, DeliveryStatus.PENDING, retry_in=0, count_attempt=False)
                 continue
+            view, first = first, None
             try:
                 async with asyncio.timeout(left):
-                    await self._deliver(item)
+                    await self._deliver(item, view)
             except TimeoutError:
                 log.warning(
                     "outbox row %s (%s to %s) took longer than half its lease; retrying",
@@ -175,11 +183,13 @@ class OutboxRunner:
         if event:
             self.observer.delivered(item.channel, item.kind, event)
 
-    async def _deliver(self, item: OutboxItem) -> None:
+    async def _deliver(self, item: OutboxItem, view: ApprovalView | None = None) -> None:
         if item.kind is OutboxKind.EVENT:
             await self._send_event(item)
             return
-        approval = await self.deliveries.approval(item.approval_id)
+        if view is None:
+            (view,) = await self.deliveries.views([_view_of(item)])
+        approval = view.approval
         kind, target = parse_address(item.channel)
         channel = self.channels.get(kind)
         if approval is None or channel is None:
@@ -194,18 +204,19 @@ class OutboxRunner:
         }
         attrs = traces.approval_attributes(approval.id, approval.run_id, approval.step, approval.agent, **more)
         with self.tracer.span(traces.CARD, approval.trace, attrs) as span:
-            await self._send(item, approval, channel, target, span)
+            await self._send(item, view, channel, target, span)
 
-    async def _send(self, item: OutboxItem, approval: Approval, channel: Channel, target: str, span: Span) -> None:
+    async def _send(self, item: OutboxItem, view: ApprovalView, channel: Channel, target: str, span: Span) -> None:
         now: datetime = self.clock.now()
-        card = await self.deliveries.card(item.approval_id, item.channel)
+        approval, card = view.approval, view.card
+        assert approval is not None
         outgoing = OutgoingCard(item.channel, target, approval, now, card.ref if card else None, item.data)
         try:
             if item.kind is OutboxKind.POST:
                 if card is not None and card.status is DeliveryStatus.DONE:
                     await self._finish(item, DeliveryStatus.DONE, count_attempt=False)
                     return
-                await self._post(item, channel, outgoing)
+                await self._post(item, channel, outgoing, view.events or [])
             elif item.kind is OutboxKind.SYNC:
                 if outgoing.ref is None:
                     await self._sync_without_card(item)
@@ -222,11 +233,12 @@ class OutboxRunner:
             span.failed("delivery failed (transient)" if exc.transient else "delivery failed")
             await self._failed(item, exc)
 
-    async def _post(self, item: OutboxItem, channel: Channel, card: OutgoingCard) -> None:
+    async def _post(self, item: OutboxItem, channel: Channel, card: OutgoingCard, events: list[Event]) -> None:
         """Mark, then post. Only `posts_in_flight` posts of a channel hold a marker at a time, so
         that a marked post goes out at once instead of queueing for a connection (a crash there
-        would leave a card never sent looking `uncertain`)."""
-        attempts = earlier_attempts(await self.deliveries.events(item.approval_id), item.channel)
+        would leave a card never sent looking `uncertain`). `events`: the approval's, read with
+        it (the earlier attempts are among them)."""
+        attempts = earlier_attempts(events, item.channel)
         unknown = [a for a in attempts if not a.unsent]
         if unknown and not getattr(channel, "resend_unknown", False):  # default: never twice
             await self._failed(item, _unknown_outcome(channel.kind, unknown[-1]))
@@ -353,6 +365,11 @@ class OutboxRunner:
         )
         card = CardUpdate(item.channel, None, DeliveryStatus.FAILED, error) if item.kind is OutboxKind.POST else None
         await self._finish(item, DeliveryStatus.FAILED, error, card=card, event=EventKind.DELIVERY_FAILED, data=facts)
+
+
+def _view_of(item: OutboxItem) -> ViewOf:
+    """What a delivery reads: the approval, the card, and for a post the events (its attempts)."""
+    return ViewOf(item.approval_id, item.channel, events=item.kind is OutboxKind.POST)
 
 
 def _unknown_outcome(kind: str, attempt: Attempt) -> DeliveryError:

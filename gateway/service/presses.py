@@ -36,7 +36,7 @@ from gateway.core.tokens import TokenSigner
 from gateway.service import editlinks
 from gateway.service.commands import AddComment, Authority, CastVote, Extend
 from gateway.service.decisions import Decisions
-from gateway.store import Prompt, SeenBefore, Store
+from gateway.store import Prompt, SeenBefore, Store, ViewOf
 
 log = logging.getLogger("gateway.presses")
 REASON_WINDOW = timedelta(minutes=10)  # how long a "why reject?" question waits for its reply
@@ -216,7 +216,7 @@ class Inbound:
 
     async def press(self, p: Press) -> PressOutcome:
         # the approval and the card pressed, in one snapshot (one transaction, not one per read)
-        view = await self._store.approval_view(p.approval_id, card=None if p.card_ref is None else p.channel)
+        (view,) = await self._store.approval_views([ViewOf(p.approval_id, None if p.card_ref is None else p.channel)])
         approval = view.approval
         if approval is None:
             return await self._marked(p, PressOutcome(PressResult.UNKNOWN))

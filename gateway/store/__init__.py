@@ -19,11 +19,13 @@ from gateway.store.base import (
     DelegationUnavailable,
     GrantUnavailable,
     NewJob,
+    OutboxResult,
     Prompt,
     RuleTrace,
     SeenBefore,
     Store,
     TransitionWrite,
+    ViewOf,
 )
 
 __all__ = [
@@ -34,11 +36,13 @@ __all__ = [
     "DelegationUnavailable",
     "GrantUnavailable",
     "NewJob",
+    "OutboxResult",
     "Prompt",
     "RuleTrace",
     "SeenBefore",
     "Store",
     "TransitionWrite",
+    "ViewOf",
     "open_store",
     "sqlite_path",
 ]

@@ -93,6 +93,21 @@ class CardUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class OutboxResult:
+    """A delivery's result, as `finish_outbox` records it (`finish_outboxes`: many at once)."""
+
+    item_id: int
+    owner: str
+    now: datetime
+    status: DeliveryStatus
+    next_attempt_at: datetime | None = None
+    error: str | None = None
+    card: CardUpdate | None = None
+    events: Sequence[NewEvent] = ()
+    count_attempt: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Prompt:
     """A question the gateway asked someone (e.g. "why reject?"), waiting for their reply."""
 
@@ -119,8 +134,17 @@ class TransitionWrite:
     marks: Sequence[str] = ()  # the inbound de-duplication marks of the press that made it
 
 
+class ViewOf(NamedTuple):
+    """What `approval_views` reads of one approval: it, its card on the address `card` (when
+    given) and its events (when asked)."""
+
+    approval_id: str
+    card: str | None = None
+    events: bool = False
+
+
 class ApprovalView(NamedTuple):
-    """An approval with what a caller needs of it, read in one snapshot (`approval_view`)."""
+    """An approval with what a caller needs of it, read in one snapshot (`approval_views`)."""
 
     approval: Approval | None
     card: Card | None = None
@@ -194,9 +218,9 @@ class ApprovalPort(Protocol):
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...
 
-    async def approval_view(self, approval_id: str, *, card: str | None = None, events: bool = False) -> ApprovalView:
-        """The approval, its card on the address `card` (when given) and its events (when
-        asked), in one snapshot: one transaction instead of one per read."""
+    async def approval_views(self, wanted: Sequence[ViewOf]) -> list[ApprovalView]:
+        """What each `ViewOf` asks of its approval, in order, all in one snapshot: one
+        transaction instead of one per read (a press; a batch of deliveries)."""
         ...
 
     async def list_approvals_by_age(
@@ -311,6 +335,11 @@ class DeliveryPort(Protocol):
         count_attempt: bool = True,
     ) -> bool:
         """Record a delivery result. `pending` with `next_attempt_at` schedules a retry."""
+        ...
+
+    async def finish_outboxes(self, results: Sequence[OutboxResult]) -> list[bool]:
+        """Record many delivery results in one transaction (deliveries that finished together),
+        each only if its owner still holds the row; which were recorded."""
         ...
 
     async def enqueue_outbox(self, items: Sequence[NewOutbox], now: datetime) -> None: ...

@@ -143,3 +143,57 @@ async def test_a_delivery_slower_than_half_its_lease_is_cut_and_retried(runtime:
     assert row.status.value == "pending" and row.last_error == "delivery timed out" and row.attempts == 1
     assert await runtime.store.list_cards(a.id) == []
     assert "delivery_retry" in [e.kind for e in await runtime.store.list_events(a.id)]
+
+
+async def test_a_claimed_batch_reads_once_and_commits_what_finishes_together_at_once(runtime: Runtime) -> None:
+    """Eight posts claimed together: their approvals, cards and events in one snapshot, their
+    `post_attempt` markers in one transaction, their results in one more (each committed before
+    its delivery went on), instead of five store calls per post."""
+    from collections import Counter
+
+    channel = scripted(runtime)
+    approvals = [
+        (await runtime.service.suspend(SuspendRequest(run_id="r", step=f"s{i}", title="t")))[0] for i in range(8)
+    ]
+    calls = Counter[str]()
+    store = runtime.store
+    for name in ("approval_views", "get_approval", "get_card", "list_events", "append_events", "finish_outboxes"):
+        method = getattr(store, name)
+
+        def counted(*args: Any, _name: str = name, _method: Any = method, **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return _method(*args, **kwargs)
+
+        setattr(store, name, counted)
+
+    assert await runtime.outbox.run_once() == 8
+
+    assert len(channel.calls) == 8
+    assert calls == {"approval_views": 1, "append_events": 1, "finish_outboxes": 1}
+    for a in approvals:
+        kinds = [e.kind for e in await runtime.store.list_events(a.id)]
+        assert kinds.count("post_attempt") == 1 and kinds.count("card_posted") == 1
+        [card] = await runtime.store.list_cards(a.id)
+        assert card.ref == f"msg-{a.id}"
+
+
+async def test_a_group_commit_gives_each_caller_its_result_or_the_commits_error() -> None:
+    import asyncio
+
+    from gateway.service.groupcommit import GroupCommit
+
+    batches: list[list[int]] = []
+
+    async def commit(items: Sequence[int]) -> list[int]:
+        batches.append(list(items))
+        await asyncio.sleep(0)
+        if 13 in items:
+            raise ValueError("the transaction failed")
+        return [i * 2 for i in items]
+
+    group = GroupCommit(commit)
+    assert await asyncio.gather(*(group.submit(i) for i in range(5))) == [0, 2, 4, 6, 8]
+    assert batches == [[0, 1, 2, 3, 4]]  # one commit for what arrived together
+    outcomes = await asyncio.gather(group.submit(13), group.submit(1), return_exceptions=True)
+    assert [type(o) for o in outcomes] == [ValueError, ValueError]  # nothing of that transaction committed
+    assert await group.submit(3) == 6  # the next commit goes on

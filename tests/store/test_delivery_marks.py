@@ -5,11 +5,12 @@ one database standing for replicas."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 
-from gateway.core.models import Decision, DeliveryStatus, NewEvent, Outcome, Status
-from gateway.store import SeenBefore, Store
+from gateway.core.models import Decision, DeliveryStatus, NewEvent, NewOutbox, OutboxKind, Outcome, Status
+from gateway.store import CardUpdate, OutboxResult, SeenBefore, Store, ViewOf
 from tests.store.conftest import NOW, StoreFactory, make_approval
 
 MARKS = ("kind:update:1", "kind:callback:a")
@@ -68,14 +69,36 @@ async def test_remember_delivery_records_every_mark_and_the_events_once(store: S
     assert [e.kind for e in await store.list_events(approval_id)] == ["suspended", "denied"]
 
 
-async def test_approval_view_reads_the_card_and_events_in_one_snapshot(store: Store) -> None:
-    approval_id = await _waiting(store)
+async def test_approval_views_read_cards_and_events_in_one_snapshot(store: Store) -> None:
+    approval_id, other = await _waiting(store), await _waiting(store)
     await store.adopt_card(approval_id, "chat:1", "1:2", NOW)
-    view = await store.approval_view(approval_id, card="chat:1", events=True)
+    view, plain, no_card, missing = await store.approval_views(
+        [ViewOf(approval_id, "chat:1", events=True), ViewOf(other), ViewOf(other, "web"), ViewOf("gone", "chat:1")]
+    )
     assert view.approval == await store.get_approval(approval_id)
     assert view.card is not None and view.card.ref == "1:2" and view.card.status is DeliveryStatus.DONE
     assert view.events is not None and [e.kind for e in view.events] == ["suspended"]
-    plain = await store.approval_view(approval_id)
-    assert plain.approval == view.approval and plain.card is None and plain.events is None
-    assert (await store.approval_view(approval_id, card="web")).card is None
-    assert await store.approval_view("missing", card="chat:1", events=True) == (None, None, None)
+    assert plain.approval == await store.get_approval(other) and plain.card is None and plain.events is None
+    assert no_card.approval is not None and no_card.card is None
+    assert missing == (None, None, None)
+    assert await store.approval_views([ViewOf(other)]) == [plain]  # one approval alone: one statement
+    assert await store.approval_views([]) == []
+
+
+async def test_finish_outboxes_records_each_result_its_owner_still_holds(store: Store) -> None:
+    approval_id = await _waiting(store)
+    await store.enqueue_outbox([NewOutbox(approval_id, "chat:1", OutboxKind.POST)], NOW)
+    await store.enqueue_outbox([NewOutbox(approval_id, "web", OutboxKind.POST)], NOW)
+    claimed = await store.claim_outbox(NOW, "me", timedelta(seconds=60), 10)
+    assert len(claimed) == 2
+    posted = CardUpdate("chat:1", "1:9", DeliveryStatus.DONE)
+    done = NewEvent(approval_id, "card_posted", NOW, channel="chat:1")
+    results = [
+        OutboxResult(claimed[0].id, "me", NOW, DeliveryStatus.DONE, card=posted, events=[done]),
+        OutboxResult(claimed[1].id, "not me", NOW, DeliveryStatus.DONE, events=[done]),  # lost its lease: nothing
+    ]
+    assert await store.finish_outboxes(results) == [True, False]
+    card = await store.get_card(approval_id, "chat:1")
+    assert card is not None and card.ref == "1:9"
+    assert [e.kind for e in await store.list_events(approval_id)] == ["suspended", "card_posted"]
+    assert [r.status for r in await store.list_outbox(approval_id)] == [DeliveryStatus.DONE, DeliveryStatus.PENDING]

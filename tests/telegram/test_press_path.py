@@ -69,7 +69,7 @@ async def test_an_approve_reads_once_and_authorizes_once(counted_tg: tuple[TG, C
     store.calls["get_approval"] -= 1  # the line above
     # one read (the approval and the card's ref, one snapshot), one commit (with both
     # de-duplication marks, the update's and the callback's): two transactions
-    assert +store.calls == {"approval_view": 1, "save_transition": 1}
+    assert +store.calls == {"approval_views": 1, "save_transition": 1}
     assert checks == {"approver": 1}
 
 
@@ -101,7 +101,7 @@ async def test_a_lost_compare_and_set_reads_and_authorizes_once_more(
     store.calls["get_approval"] -= 1  # the line above
     # Alice: read, lose, read again, win (Bob's own vote reads and writes once, inside her first write)
     assert store.calls["save_transition"] == 2 + 1
-    assert store.calls["approval_view"] + store.calls["get_approval"] == 2 + 1
+    assert store.calls["approval_views"] + store.calls["get_approval"] == 2 + 1
     assert checks == {"approver": 2 + 1}
 
 

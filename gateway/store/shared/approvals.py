@@ -22,6 +22,7 @@ from gateway.store.base import (
     NewJob,
     SeenBefore,
     TransitionWrite,
+    ViewOf,
 )
 from gateway.store.rows import approval_from_row, approval_values, card_from_row, event_from_row, policy_values
 from gateway.store.shared.backend import Backend, Tx
@@ -109,24 +110,27 @@ class ApprovalsSQL(Backend):
         row = await self.fetch_one(self.Q.get_approval, (approval_id,))
         return approval_from_row(row) if row else None
 
-    async def approval_view(self, approval_id: str, *, card: str | None = None, events: bool = False) -> ApprovalView:
+    async def approval_views(self, wanted: Sequence[ViewOf]) -> list[ApprovalView]:
         Q = self.Q
-        if card is None and not events:  # one statement is one snapshot already
-            return ApprovalView(await self.get_approval(approval_id))
+        if len(wanted) == 1 and wanted[0].card is None and not wanted[0].events:
+            return [ApprovalView(await self.get_approval(wanted[0].approval_id))]  # one statement: one snapshot
 
-        async def op(tx: Tx) -> ApprovalView:
-            row = await tx.fetch_one(Q.get_approval, (approval_id,))
+        async def view(tx: Tx, w: ViewOf) -> ApprovalView:
+            row = await tx.fetch_one(Q.get_approval, (w.approval_id,))
             if row is None:
                 return ApprovalView(None)
-            card_row = None if card is None else await tx.fetch_one(Q.get_card, (approval_id, card))
-            event_rows = await tx.fetch_all(Q.list_events, (approval_id,)) if events else None
+            card_row = None if w.card is None else await tx.fetch_one(Q.get_card, (w.approval_id, w.card))
+            event_rows = await tx.fetch_all(Q.list_events, (w.approval_id,)) if w.events else None
             return ApprovalView(
                 approval_from_row(row),
                 card_from_row(card_row) if card_row else None,
                 None if event_rows is None else [event_from_row(r) for r in event_rows],
             )
 
-        return await self.read(op)
+        async def op(tx: Tx) -> list[ApprovalView]:
+            return [await view(tx, w) for w in wanted]
+
+        return await self.read(op) if wanted else []
 
     async def list_approvals(
         self,
