@@ -7,9 +7,9 @@ a post cut short (a crash, a read timeout) is known afterwards: the channel gets
 attempts, and a post whose outcome nobody knows is recorded `uncertain` rather than sent again,
 unless the channel can send it again without showing it twice (`Channel.resend_unknown`).
 Every read and write goes through `gateway.service.deliveries.Deliveries`, which also holds an
-operator's `ResendCard`. A claimed batch reads what its deliveries need (approvals, cards, the
-events of a post) in one snapshot, and the results (and post markers) of deliveries that finish
-together commit in one transaction (`GroupCommit`), each before its delivery goes on.
+operator's `ResendCard`. A delivery reads what it needs (approval, card, the events of a post) in
+one snapshot, and the results (and post markers) of deliveries that finish together commit in one
+transaction (`GroupCommit`), each before its delivery goes on.
 
 Rows of kind `event` are outbound events to a webhook (gateway/delivery/events.py), not cards:
 sent in order per approval and webhook (the claim holds an event back while an earlier one is
@@ -101,12 +101,7 @@ class OutboxRunner:
         groups: dict[tuple[str, str], list[OutboxItem]] = defaultdict(list)
         for item in items:
             groups[(item.approval_id, item.channel)].append(item)
-        # what the first delivery of each card needs, in one snapshot (the later ones of a card
-        # read after the earlier committed: a sync needs the ref its post recorded)
-        firsts = [g[0] for g in groups.values() if g[0].kind is not OutboxKind.EVENT]
-        read = await self.deliveries.views([_view_of(i) for i in firsts])
-        views = {i.id: view for i, view in zip(firsts, read, strict=True)}
-        await asyncio.gather(*(self._deliver_group(g, views.get(g[0].id)) for g in groups.values()))
+        await asyncio.gather(*(self._deliver_group(g) for g in groups.values()))
         return len(items)
 
     async def drain(self, max_rounds: int = 100) -> int:
@@ -116,7 +111,7 @@ class OutboxRunner:
     async def run_forever(self) -> None:
         await loops.poll_forever(self.run_once, self._wake, self.poll_interval, log, self._stopping)
 
-    async def _deliver_group(self, items: list[OutboxItem], first: ApprovalView | None = None) -> None:
+    async def _deliver_group(self, items: list[OutboxItem]) -> None:
         # Every row must be recorded well before its lease runs out: after that another replica
         # may claim it and deliver it a second time (a second card on a platform with no
         # idempotency key). A slow platform call is cut at half the lease and retried.
@@ -127,10 +122,9 @@ class OutboxRunner:
             if left <= 0 or self._stopping.is_set():  # give it back now; it is claimed again at once
                 await self._finish(item, DeliveryStatus.PENDING, retry_in=0, count_attempt=False)
                 continue
-            view, first = first, None
             try:
                 async with asyncio.timeout(left):
-                    await self._deliver(item, view)
+                    await self._deliver(item)
             except TimeoutError:
                 log.warning(
                     "outbox row %s (%s to %s) took longer than half its lease; retrying",
@@ -183,12 +177,13 @@ class OutboxRunner:
         if event:
             self.observer.delivered(item.channel, item.kind, event)
 
-    async def _deliver(self, item: OutboxItem, view: ApprovalView | None = None) -> None:
+    async def _deliver(self, item: OutboxItem) -> None:
         if item.kind is OutboxKind.EVENT:
             await self._send_event(item)
             return
-        if view is None:
-            (view,) = await self.deliveries.views([_view_of(item)])
+        # what it needs in one snapshot; each delivery its own, read in parallel (one read for
+        # a whole batch, statement by statement, held every delivery back until it was done)
+        (view,) = await self.deliveries.views([_view_of(item)])
         approval = view.approval
         kind, target = parse_address(item.channel)
         channel = self.channels.get(kind)
