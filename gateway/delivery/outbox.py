@@ -37,7 +37,7 @@ from gateway.core.traces import Span, Tracer
 from gateway.core.webhooks import next_try, webhook_name
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.delivery.events import WebhookSender
-from gateway.service.deliveries import ApprovalView, CardUpdate, Deliveries, ViewOf
+from gateway.service.deliveries import ApprovalSnapshot, CardUpdate, Deliveries, ViewOf
 
 log = logging.getLogger("gateway.outbox")
 _RESOLVING = frozenset({EventKind.DELIVERY_RETRY, EventKind.DELIVERY_FAILED})
@@ -201,7 +201,7 @@ class OutboxRunner:
         with self.tracer.span(traces.CARD, approval.trace, attrs) as span:
             await self._send(item, view, channel, target, span)
 
-    async def _send(self, item: OutboxItem, view: ApprovalView, channel: Channel, target: str, span: Span) -> None:
+    async def _send(self, item: OutboxItem, view: ApprovalSnapshot, channel: Channel, target: str, span: Span) -> None:
         now: datetime = self.clock.now()
         approval, card = view.approval, view.card
         assert approval is not None

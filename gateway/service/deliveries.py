@@ -17,9 +17,9 @@ from gateway.core.models import DeliveryStatus, NewEvent, OutboxItem
 from gateway.core.observers import Observer
 from gateway.service.groupcommit import GroupCommit
 from gateway.service.operators import authorize_repair
-from gateway.store import ApprovalView, CardUpdate, OutboxResult, Store, ViewOf
+from gateway.store import ApprovalSnapshot, CardUpdate, OutboxResult, Store, ViewOf
 
-__all__ = ["ApprovalView", "CardUpdate", "Deliveries", "ResendCard", "ViewOf"]
+__all__ = ["ApprovalSnapshot", "CardUpdate", "Deliveries", "ResendCard", "ViewOf"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ class Deliveries:
         result = OutboxResult(item_id, owner, now, status, next_attempt_at, error, card, events, count_attempt)
         return await self._results.submit(result)
 
-    async def views(self, wanted: Sequence[ViewOf]) -> list[ApprovalView]:
+    async def views(self, wanted: Sequence[ViewOf]) -> list[ApprovalSnapshot]:
         """The approvals of deliveries with their cards (and events, for a post), one snapshot."""
         return await self.store.approval_views(wanted)
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from gateway.core.errors import ConfigError
 from gateway.store.base import (
-    ApprovalView,
+    ApprovalSnapshot,
     Build,
     CardUpdate,
     Creation,
@@ -29,7 +29,7 @@ from gateway.store.base import (
 )
 
 __all__ = [
-    "ApprovalView",
+    "ApprovalSnapshot",
     "Build",
     "CardUpdate",
     "Creation",

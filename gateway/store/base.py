@@ -143,7 +143,7 @@ class ViewOf(NamedTuple):
     events: bool = False
 
 
-class ApprovalView(NamedTuple):
+class ApprovalSnapshot(NamedTuple):
     """An approval with what a caller needs of it, read in one snapshot (`approval_views`)."""
 
     approval: Approval | None
@@ -218,7 +218,7 @@ class ApprovalPort(Protocol):
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...
 
-    async def approval_views(self, wanted: Sequence[ViewOf]) -> list[ApprovalView]:
+    async def approval_views(self, wanted: Sequence[ViewOf]) -> list[ApprovalSnapshot]:
         """What each `ViewOf` asks of its approval, in order, all in one snapshot: one
         transaction instead of one per read (a press; a batch of deliveries)."""
         ...

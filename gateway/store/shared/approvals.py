@@ -14,7 +14,7 @@ from gateway.core.grants import Grant
 from gateway.core.models import Approval, Event, NewEvent, NewOutbox, Status
 from gateway.core.rules import CounterKey
 from gateway.store.base import (
-    ApprovalView,
+    ApprovalSnapshot,
     Build,
     Creation,
     DelegationUnavailable,
@@ -110,24 +110,24 @@ class ApprovalsSQL(Backend):
         row = await self.fetch_one(self.Q.get_approval, (approval_id,))
         return approval_from_row(row) if row else None
 
-    async def approval_views(self, wanted: Sequence[ViewOf]) -> list[ApprovalView]:
+    async def approval_views(self, wanted: Sequence[ViewOf]) -> list[ApprovalSnapshot]:
         Q = self.Q
         if len(wanted) == 1 and wanted[0].card is None and not wanted[0].events:
-            return [ApprovalView(await self.get_approval(wanted[0].approval_id))]  # one statement: one snapshot
+            return [ApprovalSnapshot(await self.get_approval(wanted[0].approval_id))]  # one statement: one snapshot
 
-        async def view(tx: Tx, w: ViewOf) -> ApprovalView:
+        async def view(tx: Tx, w: ViewOf) -> ApprovalSnapshot:
             row = await tx.fetch_one(Q.get_approval, (w.approval_id,))
             if row is None:
-                return ApprovalView(None)
+                return ApprovalSnapshot(None)
             card_row = None if w.card is None else await tx.fetch_one(Q.get_card, (w.approval_id, w.card))
             event_rows = await tx.fetch_all(Q.list_events, (w.approval_id,)) if w.events else None
-            return ApprovalView(
+            return ApprovalSnapshot(
                 approval_from_row(row),
                 card_from_row(card_row) if card_row else None,
                 None if event_rows is None else [event_from_row(r) for r in event_rows],
             )
 
-        async def op(tx: Tx) -> list[ApprovalView]:
+        async def op(tx: Tx) -> list[ApprovalSnapshot]:
             return [await view(tx, w) for w in wanted]
 
         return await self.read(op) if wanted else []
