@@ -1,10 +1,11 @@
 """Incoming updates: the webhook route and the one code path shared with `telegram poll`.
 
-A press: authenticate (webhook secret), de-duplicate (update id, then callback id), verify the
-signed callback_data, then the press use case (`Inbound.press`: adopt the card, check who may
-decide, vote, close a second copy of the card) and answer with what was committed. A redelivered
-press is not answered again, but the use case finishes what its first delivery may have left
-undone (it died after the de-duplication mark and before the commit).
+A press: authenticate (webhook secret), verify the signed callback_data, then the press use case
+(`Inbound.press`: adopt the card, check who may decide, vote, close a second copy of the card)
+and answer with what was committed. Its de-duplication marks (update id and callback id) commit
+with the decision, in its transaction: a crash before that commit leaves the update unseen, and
+its redelivery decides and is answered like the first. A redelivered press is not answered
+again, but the use case finishes what its first delivery may have left undone.
 
 Reject with a reason: the reject is recorded at once (a veto must never wait on a person
 typing), then the presser is asked why with ForceReply; a reply within 10 minutes becomes the
@@ -13,6 +14,7 @@ decision's comment (`Inbound.attach_reason`) and every card is synced.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import logging
@@ -70,10 +72,12 @@ class TelegramUpdates:
         and tests). NotAnUpdate, before anything is recorded, if a field we read is malformed."""
         item = parse.read_update(data)
         uid = parse.update_id(data)
-        fresh = await self.ctx.inbound.first_time(f"telegram:update:{uid}")
+        key = f"telegram:update:{uid}"
+        # a press records its marks with what it commits (`_press`); anything else here first
+        fresh = isinstance(item, parse.TelegramPress) or await self.ctx.inbound.first_time(key)
         try:
             if isinstance(item, parse.TelegramPress):
-                return await self._press(item, fresh)
+                return await self._press(item, key)
             if isinstance(item, parse.TelegramReply) and fresh:
                 return await self._reply(item)
         except GatewayError as exc:
@@ -81,11 +85,12 @@ class TelegramUpdates:
             return exc.code
         return "ignored" if fresh else "duplicate"
 
-    async def _press(self, p: parse.TelegramPress, fresh: bool) -> str:
+    async def _press(self, p: parse.TelegramPress, update_key: str) -> str:
         inbound = self.ctx.inbound
-        fresh = fresh and await inbound.first_time(f"telegram:callback:{p.query_id}")
+        marks = (update_key, f"telegram:callback:{p.query_id}")
         button = callback.parse(self.ctx.signer, p.data)
         if button is None:
+            fresh = await inbound.first_time(*marks)
             if fresh:
                 await self.channel.answer(p.query_id, "This button is not valid", alert=True)
                 log.warning("telegram: refused a forged or unknown callback from user %s", p.user_id)
@@ -97,14 +102,14 @@ class TelegramUpdates:
             channel="telegram" if p.chat_id is None else f"telegram:{p.chat_id}",
             card_ref=None if p.chat_id is None or p.message_id is None else parse.card_ref(p.chat_id, p.message_id),
             name=p.who,
-            redelivered=not fresh,
             seen=button.seen,
             grant=button.grant,
         )
         if button.action is not callback.ButtonAction.VOTE or await self._reason_first(press):
-            return await self._other(button, press, p, fresh)
-        verdict = await inbound.press(press)
-        if not fresh:
+            fresh = await inbound.first_time(*marks)  # these commit nothing before the answer
+            return await self._other(button, dataclasses.replace(press, redelivered=not fresh), p, fresh)
+        verdict = await inbound.press(dataclasses.replace(press, marks=marks))  # the marks commit with the vote
+        if verdict.redelivered:
             return "duplicate"  # answered the first time
         ask = verdict.result is PressResult.REJECTED and p.chat_id is not None and p.message_id is not None
         await self.channel.answer(p.query_id, render.answer_text(verdict, asks_reason=ask), alert=verdict.refused)

@@ -7,7 +7,9 @@ a post cut short (a crash, a read timeout) is known afterwards: the channel gets
 attempts, and a post whose outcome nobody knows is recorded `uncertain` rather than sent again,
 unless the channel can send it again without showing it twice (`Channel.resend_unknown`).
 Every read and write goes through `gateway.service.deliveries.Deliveries`, which also holds an
-operator's `ResendCard`.
+operator's `ResendCard`. A delivery reads what it needs (approval, card, the events of a post) in
+one snapshot, and the results (and post markers) of deliveries that finish together commit in one
+transaction (`GroupCommit`), each before its delivery goes on.
 
 Rows of kind `event` are outbound events to a webhook (gateway/delivery/events.py), not cards:
 sent in order per approval and webhook (the claim holds an event back while an earlier one is
@@ -27,7 +29,7 @@ from datetime import datetime, timedelta
 from gateway.core import loops, traces
 from gateway.core.clock import Clock, parse_iso
 from gateway.core.events import EventKind
-from gateway.core.models import Approval, DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
+from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
 from gateway.core.observers import Observer, Observers
 from gateway.core.retry import backoff
 from gateway.core.shown import card_posted, card_synced
@@ -35,7 +37,7 @@ from gateway.core.traces import Span, Tracer
 from gateway.core.webhooks import next_try, webhook_name
 from gateway.delivery.channels import Attempt, Channel, DeliveryError, OutgoingCard, parse_address
 from gateway.delivery.events import WebhookSender
-from gateway.service.deliveries import CardUpdate, Deliveries
+from gateway.service.deliveries import ApprovalSnapshot, CardUpdate, Deliveries, ViewOf
 
 log = logging.getLogger("gateway.outbox")
 _RESOLVING = frozenset({EventKind.DELIVERY_RETRY, EventKind.DELIVERY_FAILED})
@@ -179,7 +181,10 @@ class OutboxRunner:
         if item.kind is OutboxKind.EVENT:
             await self._send_event(item)
             return
-        approval = await self.deliveries.approval(item.approval_id)
+        # what it needs in one snapshot; each delivery its own, read in parallel (one read for
+        # a whole batch, statement by statement, held every delivery back until it was done)
+        (view,) = await self.deliveries.views([_view_of(item)])
+        approval = view.approval
         kind, target = parse_address(item.channel)
         channel = self.channels.get(kind)
         if approval is None or channel is None:
@@ -194,18 +199,19 @@ class OutboxRunner:
         }
         attrs = traces.approval_attributes(approval.id, approval.run_id, approval.step, approval.agent, **more)
         with self.tracer.span(traces.CARD, approval.trace, attrs) as span:
-            await self._send(item, approval, channel, target, span)
+            await self._send(item, view, channel, target, span)
 
-    async def _send(self, item: OutboxItem, approval: Approval, channel: Channel, target: str, span: Span) -> None:
+    async def _send(self, item: OutboxItem, view: ApprovalSnapshot, channel: Channel, target: str, span: Span) -> None:
         now: datetime = self.clock.now()
-        card = await self.deliveries.card(item.approval_id, item.channel)
+        approval, card = view.approval, view.card
+        assert approval is not None
         outgoing = OutgoingCard(item.channel, target, approval, now, card.ref if card else None, item.data)
         try:
             if item.kind is OutboxKind.POST:
                 if card is not None and card.status is DeliveryStatus.DONE:
                     await self._finish(item, DeliveryStatus.DONE, count_attempt=False)
                     return
-                await self._post(item, channel, outgoing)
+                await self._post(item, channel, outgoing, view.events or [])
             elif item.kind is OutboxKind.SYNC:
                 if outgoing.ref is None:
                     await self._sync_without_card(item)
@@ -222,11 +228,12 @@ class OutboxRunner:
             span.failed("delivery failed (transient)" if exc.transient else "delivery failed")
             await self._failed(item, exc)
 
-    async def _post(self, item: OutboxItem, channel: Channel, card: OutgoingCard) -> None:
+    async def _post(self, item: OutboxItem, channel: Channel, card: OutgoingCard, events: list[Event]) -> None:
         """Mark, then post. Only `posts_in_flight` posts of a channel hold a marker at a time, so
         that a marked post goes out at once instead of queueing for a connection (a crash there
-        would leave a card never sent looking `uncertain`)."""
-        attempts = earlier_attempts(await self.deliveries.events(item.approval_id), item.channel)
+        would leave a card never sent looking `uncertain`). `events`: the approval's, read with
+        it (the earlier attempts are among them)."""
+        attempts = earlier_attempts(events, item.channel)
         unknown = [a for a in attempts if not a.unsent]
         if unknown and not getattr(channel, "resend_unknown", False):  # default: never twice
             await self._failed(item, _unknown_outcome(channel.kind, unknown[-1]))
@@ -353,6 +360,11 @@ class OutboxRunner:
         )
         card = CardUpdate(item.channel, None, DeliveryStatus.FAILED, error) if item.kind is OutboxKind.POST else None
         await self._finish(item, DeliveryStatus.FAILED, error, card=card, event=EventKind.DELIVERY_FAILED, data=facts)
+
+
+def _view_of(item: OutboxItem) -> ViewOf:
+    """What a delivery reads: the approval, the card, and for a post the events (its attempts)."""
+    return ViewOf(item.approval_id, item.channel, events=item.kind is OutboxKind.POST)
 
 
 def _unknown_outcome(kind: str, attempt: Attempt) -> DeliveryError:

@@ -30,7 +30,8 @@ class CastVote:
     ORIGINAL); an approve drawn for another round's args is refused, naming `seen_field`. `name`:
     how the platform shows the voter, for cards. `on_behalf_of`: an operator's note of whom it
     acted for, recorded, never taken as the approver. `grant`: a standing grant the approve adds
-    ("1h", "run": one of the policy's `grants`; gateway.service.grants)."""
+    ("1h", "run": one of the policy's `grants`; gateway.service.grants). `marks`: the inbound
+    de-duplication marks of the press it comes from, committed with what the vote writes."""
 
     approval_id: str
     outcome: Outcome
@@ -44,6 +45,7 @@ class CastVote:
     seen: str | None = None
     seen_field: str = "round"
     grant: str | None = None
+    marks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

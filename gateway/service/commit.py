@@ -30,8 +30,9 @@ _SYNCED = frozenset({EventKind.VOTE, EventKind.EDITED, EventKind.EXTENDED})  # c
 @dataclass(frozen=True, slots=True)
 class Step:
     """What a use case decided for the approval it was shown: the transition, who made it and
-    through which channel, deliveries beyond the usual syncs, the instant (default: now), and
-    a standing grant the approve made (written in the same transaction)."""
+    through which channel, deliveries beyond the usual syncs, the instant (default: now), a
+    standing grant the approve made, and the inbound de-duplication marks of the press that
+    made it (all written in the same transaction: SeenBefore if a mark was recorded before)."""
 
     transition: rules.Transition
     actor: str | None
@@ -40,6 +41,7 @@ class Step:
     at: datetime | None = None
     grant: Grant | None = None
     delegation: DelegationEvent | None = None  # the use of the delegation a vote was made through
+    marks: Sequence[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +104,19 @@ class Committer:
             events.append(NewEvent(after.id, EventKind.JOB_QUEUED, now, data={"worker": after.worker}))
         if self.announcer is not None:
             outbox += self.announcer.announce(after, events)
-        return TransitionWrite(after, before.version, events, outbox, job, step.grant, step.delegation)
+        return TransitionWrite(after, before.version, events, outbox, job, step.grant, step.delegation, step.marks)
 
     async def commit(self, before: Approval, step: Step) -> bool:
         w = self.write(before, step)
         if not await self.store.save_transition(
-            w.approval, w.expected_version, w.events, w.outbox, w.job, grant=w.grant, delegation=w.delegation
+            w.approval,
+            w.expected_version,
+            w.events,
+            w.outbox,
+            w.job,
+            grant=w.grant,
+            delegation=w.delegation,
+            marks=w.marks,
         ):
             return False
         self.committed(w, step)

@@ -29,7 +29,7 @@ from gateway.service.authority import Authorizer
 from gateway.service.commands import AddComment, Authority, Cancel, CastVote, Extend
 from gateway.service.commit import Committer, Done, Step
 from gateway.service.delegations import Delegations
-from gateway.store import DelegationUnavailable, Store
+from gateway.store import DelegationUnavailable, SeenBefore, Store
 
 log = logging.getLogger("gateway.service")
 
@@ -93,7 +93,9 @@ class Decisions:
         """Commit a vote; the Done says what it did (approved, rejected, vote, duplicate_vote,
         edited), so that a presser is told what was committed. `current`: the approval as the
         caller read and authorized it (a press), used for the first attempt as it is, and
-        `current_via` the delegation that authorization found (`authorize`)."""
+        `current_via` the delegation that authorization found (`authorize`). The command's
+        `marks` are recorded with whatever it writes once it returns; SeenBefore (nothing
+        written) when they were recorded before."""
         actor = self.authorizer.actor(cmd.actor, cmd.authority)
         person = self.identities.person(actor) if cmd.authority is not Authority.TOKEN else None
         comment = self.redactor.text(cmd.comment) if cmd.comment else cmd.comment
@@ -145,17 +147,25 @@ class Decisions:
                 self.sealer, approval, transition, offer, actor, person, new_grant_id(), now
             )
             if transition.approval is approval:  # the same person approving twice counts once
-                data = dict(transition.data)
-                await self.store.append_events([NewEvent(approval.id, transition.event, now, actor, cmd.channel, data)])
+                event = NewEvent(approval.id, transition.event, now, actor, cmd.channel, dict(transition.data))
+                await self._unchanged(event, cmd.marks)
                 return Done(approval, transition.event)
             # the delegation's use commits with the vote, only while it is in force
             use = DelegationEvent(via.id, now, "used", actor, approval.id) if via is not None else None
-            return Step(transition, actor, cmd.channel, grant=grant, delegation=use)
+            return Step(transition, actor, cmd.channel, grant=grant, delegation=use, marks=cmd.marks)
 
         try:
             return await self.committer.transact(cmd.approval_id, plan, current=current)
         except DelegationUnavailable as exc:
             raise NotAnApprover(f"{actor} decides for nobody now: delegation {exc} was revoked or ended") from None
+
+    async def _unchanged(self, event: NewEvent, marks: tuple[str, ...]) -> None:
+        """A vote that changes nothing (a second approve by the same person): only its event,
+        with the press's marks (SeenBefore, nothing written, if they were recorded before)."""
+        if not marks:
+            await self.store.append_events([event])
+        elif not await self.store.remember_delivery(marks, event.at, [event]):
+            raise SeenBefore(marks[0])  # a redelivery of the press that voted: nothing twice
 
     async def check_vote(
         self, approval: Approval, outcome: Outcome, actor: str, *, args: dict[str, object] | None, comment: str | None

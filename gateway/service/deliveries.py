@@ -13,12 +13,13 @@ from datetime import datetime, timedelta
 from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound, UnknownChannel
 from gateway.core.events import EventKind
-from gateway.core.models import Approval, Card, DeliveryStatus, Event, NewEvent, OutboxItem
+from gateway.core.models import DeliveryStatus, NewEvent, OutboxItem
 from gateway.core.observers import Observer
+from gateway.service.groupcommit import GroupCommit
 from gateway.service.operators import authorize_repair
-from gateway.store import CardUpdate, Store
+from gateway.store import ApprovalSnapshot, CardUpdate, OutboxResult, Store, ViewOf
 
-__all__ = ["CardUpdate", "Deliveries", "ResendCard"]
+__all__ = ["ApprovalSnapshot", "CardUpdate", "Deliveries", "ResendCard", "ViewOf"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,9 @@ class Deliveries:
     def __init__(self, store: Store, clock: Clock, observer: Observer, *, has_operators: bool) -> None:
         self.store, self.clock, self.observer = store, clock, observer
         self.has_operators = has_operators
+        # the results and the post markers of deliveries that finish together: one transaction
+        self._results = GroupCommit(self._finish)
+        self._marks = GroupCommit(self._append)
 
     # ---------------------------------------------------------------- the outbox's loop
     async def claim(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
@@ -55,32 +59,26 @@ class Deliveries:
         events: Sequence[NewEvent] = (),
         count_attempt: bool = True,
     ) -> bool:
-        """Record a row's outcome (and its card, and its events) if `owner` still holds it."""
-        return await self.store.finish_outbox(
-            item_id,
-            owner,
-            now=now,
-            status=status,
-            next_attempt_at=next_attempt_at,
-            error=error,
-            card=card,
-            events=events,
-            count_attempt=count_attempt,
-        )
+        """Record a row's outcome (and its card, and its events) if `owner` still holds it;
+        committed with the others that finish meanwhile (one transaction), before it returns."""
+        result = OutboxResult(item_id, owner, now, status, next_attempt_at, error, card, events, count_attempt)
+        return await self._results.submit(result)
 
-    async def approval(self, approval_id: str) -> Approval | None:
-        return await self.store.get_approval(approval_id)
-
-    async def card(self, approval_id: str, address: str) -> Card | None:
-        return await self.store.get_card(approval_id, address)
-
-    async def events(self, approval_id: str) -> list[Event]:
-        """The approval's events (the outbox finds the earlier post attempts in them)."""
-        return await self.store.list_events(approval_id)
+    async def views(self, wanted: Sequence[ViewOf]) -> list[ApprovalSnapshot]:
+        """The approvals of deliveries with their cards (and events, for a post), one snapshot."""
+        return await self.store.approval_views(wanted)
 
     async def mark(self, event: NewEvent) -> None:
-        """A durable marker (`post_attempt`), written before the platform is called."""
-        await self.store.append_events([event])
+        """A durable marker (`post_attempt`), committed before it returns (and so before the
+        platform is called), with the markers of the other posts made meanwhile."""
+        await self._marks.submit(event)
+
+    async def _finish(self, results: Sequence[OutboxResult]) -> list[bool]:
+        return await self.store.finish_outboxes(results)
+
+    async def _append(self, events: Sequence[NewEvent]) -> list[None]:
+        await self.store.append_events(events)
+        return [None] * len(events)
 
     async def rows(self, approval_id: str) -> list[OutboxItem]:
         return await self.store.list_outbox(approval_id)

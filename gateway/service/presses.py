@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
@@ -31,12 +31,12 @@ from gateway.core.errors import (
 )
 from gateway.core.events import EventKind
 from gateway.core.identity import shown
-from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind, Outcome, Status
+from gateway.core.models import Approval, Card, NewEvent, NewOutbox, OutboxKind, Outcome, Status
 from gateway.core.tokens import TokenSigner
 from gateway.service import editlinks
 from gateway.service.commands import AddComment, Authority, CastVote, Extend
 from gateway.service.decisions import Decisions
-from gateway.store import Prompt, Store
+from gateway.store import Prompt, SeenBefore, Store, ViewOf
 
 log = logging.getLogger("gateway.presses")
 REASON_WINDOW = timedelta(minutes=10)  # how long a "why reject?" question waits for its reply
@@ -89,7 +89,12 @@ class Press:
     the platform proves it (a callback comes only from the bot's own message): a card whose post
     had no recorded answer is adopted, and a second copy is closed once the approval is decided.
     `name` is how the platform shows the presser. A `redelivered` press (seen before) finishes
-    what its first delivery may have left undone, and records nothing twice."""
+    what its first delivery may have left undone, and records nothing twice. `marks`: the
+    delivery's de-duplication keys ('<kind>:update:<id>'), when the channel leaves them to the
+    press: recorded with what the press commits (its decision, in the decision's own
+    transaction), so that a crash before that commit leaves the delivery unseen and its
+    redelivery decides like the first; one whose marks were recorded before is redelivered
+    (`PressOutcome.redelivered`)."""
 
     approval_id: str
     outcome: Outcome
@@ -107,6 +112,7 @@ class Press:
     # is not pinned): denied like a stranger, on the record within the same bound.
     outsider: str | None = None
     grant: str | None = None  # "Approve · 1h": a standing grant with the approve (gateway.service.grants)
+    marks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,8 @@ class PressOutcome:
     result: PressResult
     approval: Approval | None = None
     error: str | None = None  # INVALID: why, naming the field ('args.amount: ...')
+    # a redelivery (its marks were recorded before, or the press said so): answered the first time
+    redelivered: bool = False
 
     @property
     def decided_by(self) -> str | None:
@@ -194,9 +202,12 @@ class Inbound:
         self._channels = channels  # filled by the runtime once the channels are built
         self._wake_outbox = wake_outbox
 
-    async def first_time(self, key: str) -> bool:
+    async def first_time(self, key: str, *more: str) -> bool:
         """True the first time an inbound delivery `key` is seen (e.g. '<kind>:update:<id>');
-        False for a redelivery. Kept 48 hours."""
+        False for a redelivery. Kept 48 hours. Several keys of one delivery are recorded in
+        one transaction: True if none was seen."""
+        if more:
+            return await self._store.remember_delivery((key, *more), self._clock.now())
         return await self._store.remember_inbound(key, self._clock.now())
 
     async def approval(self, approval_id: str) -> Approval | None:
@@ -204,13 +215,15 @@ class Inbound:
         return await self._store.get_approval(approval_id)
 
     async def press(self, p: Press) -> PressOutcome:
-        approval = await self._store.get_approval(p.approval_id)
+        # the approval and the card pressed, in one snapshot (one transaction, not one per read)
+        (view,) = await self._store.approval_views([ViewOf(p.approval_id, None if p.card_ref is None else p.channel)])
+        approval = view.approval
         if approval is None:
-            return PressOutcome(PressResult.UNKNOWN)
+            return await self._marked(p, PressOutcome(PressResult.UNKNOWN))
         actor, denied, via = await self._check(approval, p)
         if denied is not None:  # a stranger's press adopts, closes or edits no card: only `denied`, bounded
             return denied
-        recorded = await self._adopt(approval, p)
+        recorded = await self._adopt(approval, view.card, p)
         verdict = await self._vote(approval, actor, p, via)
         if verdict.approval is not None and verdict.approval.status.final:
             await self._close_copy(verdict.approval, p, recorded)
@@ -329,23 +342,31 @@ class Inbound:
             actor = self._identities.canonical(p.actor, "actor")
         except ValidationError:  # not an id of its kind: nobody may decide as it (and no record of it)
             log.warning("a press refused: %s is not a canonical identity", shown(p.actor))
-            return p.actor, PressOutcome(PressResult.DENIED, approval), None
+            return p.actor, await self._marked(p, PressOutcome(PressResult.DENIED, approval)), None
         try:
             if p.outsider is not None:
                 raise NotAnApprover(f"{actor} may not decide here: {p.outsider}")
             # a delegate decides what their delegator may (gateway.core.delegation)
             via = await self._decisions.authorize(Authority.APPROVER, actor, approval)
         except (NotAnApprover, RequesterCannotDecide) as exc:
-            if not p.redelivered:
+            denied = await self._marked(p, PressOutcome(PressResult.DENIED, approval))
+            if not denied.redelivered:  # the marks first, as ever: once per delivery at most
                 await self._decisions.record_denied(approval.id, actor, p.channel, exc.message)
-            return actor, PressOutcome(PressResult.DENIED, approval), None
+            return actor, denied, None
         return actor, None, via
+
+    async def _marked(self, p: Press, verdict: PressOutcome) -> PressOutcome:
+        """A verdict that commits no decision: the press's marks recorded on their own (one
+        transaction for all), and the verdict `redelivered` if they were seen before."""
+        if p.redelivered or (p.marks and not await self._store.remember_delivery(p.marks, self._clock.now())):
+            return replace(verdict, redelivered=True)
+        return verdict
 
     async def _vote(self, approval: Approval, actor: str, p: Press, via: Delegation | None) -> PressOutcome:
         if approval.status.final:
-            return PressOutcome(PressResult.ALREADY_DECIDED, approval)
+            return await self._marked(p, PressOutcome(PressResult.ALREADY_DECIDED, approval))
         if p.redelivered and any(v.approver == actor and v.outcome is p.outcome for v in approval.votes):
-            return PressOutcome(PressResult.DUPLICATE_VOTE, approval)  # its first delivery was committed
+            return PressOutcome(PressResult.DUPLICATE_VOTE, approval, redelivered=True)  # its first delivery committed
         try:
             cmd = CastVote(
                 approval.id,
@@ -357,22 +378,32 @@ class Inbound:
                 args=p.args,
                 seen=p.seen or rounds.ORIGINAL,
                 grant=p.grant,
+                marks=() if p.redelivered else p.marks,  # committed with the vote
             )
             done = await self._decisions.cast(cmd, current=approval, current_via=via)  # authorized by `_check`
+        except SeenBefore:
+            # its marks were recorded before (another delivery of it committed, or one recorded
+            # them without a decision): nothing was written; finish as a redelivery, which
+            # decides what is still undone and records nothing twice
+            now = await self._store.get_approval(approval.id) or approval
+            again = replace(p, redelivered=True, marks=())
+            _, denied, via = await self._check(now, again)
+            return denied or await self._vote(now, actor, again, via)
         except AlreadyDecided:  # lost the race: tell the truth about the winner
-            return PressOutcome(PressResult.ALREADY_DECIDED, await self._store.get_approval(approval.id))
+            winner = PressOutcome(PressResult.ALREADY_DECIDED, await self._store.get_approval(approval.id))
+            return await self._marked(p, winner)
         except StaleRound:  # drawn for args that changed since: nothing recorded, redraw that card
             current = await self._store.get_approval(approval.id)
             await self._resync(current or approval, p)
-            return PressOutcome(PressResult.STALE, current or approval)
+            return await self._marked(p, PressOutcome(PressResult.STALE, current or approval))
         except ValidationError as exc:  # a bad edit, or a reject without the reason the policy requires
-            return PressOutcome(PressResult.INVALID, approval, error=exc.message)
+            return await self._marked(p, PressOutcome(PressResult.INVALID, approval, error=exc.message))
         except Conflict:
-            return PressOutcome(PressResult.BUSY, approval)
+            return await self._marked(p, PressOutcome(PressResult.BUSY, approval))
         result = (
             PressResult.ALREADY_DECIDED if done.event is None else _RESULT.get(done.event, PressResult.ALREADY_DECIDED)
         )
-        return PressOutcome(result, done.approval)
+        return PressOutcome(result, done.approval, redelivered=p.redelivered)
 
     async def _resync(self, approval: Approval, p: Press) -> None:
         """Redraw the card a stale approve came from, so that it shows the current args with a
@@ -385,15 +416,15 @@ class Inbound:
         await self._store.enqueue_outbox([NewOutbox(approval.id, p.channel, OutboxKind.SYNC, {"stale": True})], now)
         self._wake_outbox()
 
-    async def _adopt(self, approval: Approval, p: Press) -> str | None:
+    async def _adopt(self, approval: Approval, card: Card | None, p: Press) -> str | None:
         """A press by someone who may decide proves where a card is. If its post had no recorded
         answer (`uncertain`, or a crash mid-call), record the card now and sync it, so that it
         shows the outcome like any other card. Returns the ref recorded for the press's channel,
-        if any. A stranger's press never gets here: it could point at any message."""
+        if any. `card`: that channel's card, read with the approval. A stranger's press never gets
+        here: it could point at any message."""
         if p.card_ref is None or (p.channel not in approval.channels and p.channel not in approval.policy.escalate_to):
             return None
         store, now = self._store, self._clock.now()
-        card = await store.get_card(approval.id, p.channel)
         if card is not None and card.ref is not None:
             return card.ref
         adopted = NewEvent(approval.id, EventKind.CARD_ADOPTED, now, channel=p.channel, data={"ref": p.card_ref})

@@ -12,29 +12,37 @@ from urllib.parse import urlsplit
 
 from gateway.core.errors import ConfigError
 from gateway.store.base import (
+    ApprovalSnapshot,
     Build,
     CardUpdate,
     Creation,
     DelegationUnavailable,
     GrantUnavailable,
     NewJob,
+    OutboxResult,
     Prompt,
     RuleTrace,
+    SeenBefore,
     Store,
     TransitionWrite,
+    ViewOf,
 )
 
 __all__ = [
+    "ApprovalSnapshot",
     "Build",
     "CardUpdate",
     "Creation",
     "DelegationUnavailable",
     "GrantUnavailable",
     "NewJob",
+    "OutboxResult",
     "Prompt",
     "RuleTrace",
+    "SeenBefore",
     "Store",
     "TransitionWrite",
+    "ViewOf",
     "open_store",
     "sqlite_path",
 ]

@@ -57,6 +57,11 @@ class DelegationUnavailable(Exception):
     nothing was written."""
 
 
+class SeenBefore(Exception):
+    """An inbound delivery's de-duplication marks, written with what it commits, were recorded
+    before (its first delivery committed, or a concurrent copy of it did): nothing was written."""
+
+
 class GrantUnavailable(Exception):
     """The grant a suspend was decided by was revoked or expired before its transaction: nothing
     was written; the suspend is planned again without it."""
@@ -88,6 +93,21 @@ class CardUpdate:
 
 
 @dataclass(frozen=True, slots=True)
+class OutboxResult:
+    """A delivery's result, as `finish_outbox` records it (`finish_outboxes`: many at once)."""
+
+    item_id: int
+    owner: str
+    now: datetime
+    status: DeliveryStatus
+    next_attempt_at: datetime | None = None
+    error: str | None = None
+    card: CardUpdate | None = None
+    events: Sequence[NewEvent] = ()
+    count_attempt: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Prompt:
     """A question the gateway asked someone (e.g. "why reject?"), waiting for their reply."""
 
@@ -111,6 +131,24 @@ class TransitionWrite:
     job: NewJob | None = None
     grant: Grant | None = None  # a standing grant the approve made (gateway.core.grants)
     delegation: DelegationEvent | None = None  # the use of the delegation it was decided through
+    marks: Sequence[str] = ()  # the inbound de-duplication marks of the press that made it
+
+
+class ViewOf(NamedTuple):
+    """What `approval_views` reads of one approval: it, its card on the address `card` (when
+    given) and its events (when asked)."""
+
+    approval_id: str
+    card: str | None = None
+    events: bool = False
+
+
+class ApprovalSnapshot(NamedTuple):
+    """An approval with what a caller needs of it, read in one snapshot (`approval_views`)."""
+
+    approval: Approval | None
+    card: Card | None = None
+    events: list[Event] | None = None
 
 
 class LifecyclePort(Protocol):
@@ -180,6 +218,11 @@ class ApprovalPort(Protocol):
 
     async def get_approval(self, approval_id: str) -> Approval | None: ...
 
+    async def approval_views(self, wanted: Sequence[ViewOf]) -> list[ApprovalSnapshot]:
+        """What each `ViewOf` asks of its approval, in order, all in one snapshot: one
+        transaction instead of one per read (a press; a batch of deliveries)."""
+        ...
+
     async def list_approvals_by_age(
         self,
         *,
@@ -215,10 +258,12 @@ class ApprovalPort(Protocol):
         job: NewJob | None = None,
         grant: Grant | None = None,
         delegation: DelegationEvent | None = None,
+        marks: Sequence[str] = (),
     ) -> bool:
         """Compare-and-set on `version`: write everything (and `grant`, made by the approve;
         `delegation`, the use of the delegation it was decided through, DelegationUnavailable
-        if that is no longer in force), or nothing and return False."""
+        if that is no longer in force; `marks`, the inbound de-duplication marks of the press
+        that made it, SeenBefore if one was recorded before), or nothing and return False."""
         ...
 
     async def save_policy_transitions(self, writes: Sequence[TransitionWrite]) -> list[bool]:
@@ -290,6 +335,11 @@ class DeliveryPort(Protocol):
         count_attempt: bool = True,
     ) -> bool:
         """Record a delivery result. `pending` with `next_attempt_at` schedules a retry."""
+        ...
+
+    async def finish_outboxes(self, results: Sequence[OutboxResult]) -> list[bool]:
+        """Record many delivery results in one transaction (deliveries that finished together),
+        each only if its owner still holds the row; which were recorded."""
         ...
 
     async def enqueue_outbox(self, items: Sequence[NewOutbox], now: datetime) -> None: ...
@@ -460,6 +510,11 @@ class HousekeepingPort(Protocol):
 
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         """True the first time `key` is seen; False for a redelivery."""
+        ...
+
+    async def remember_delivery(self, keys: Sequence[str], now: datetime, events: Sequence[NewEvent] = ()) -> bool:
+        """Record the de-duplication marks of one inbound delivery in one transaction: True if
+        none was seen before, and then the events too; False (no event) for a redelivery."""
         ...
 
     async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:

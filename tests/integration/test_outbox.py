@@ -143,3 +143,93 @@ async def test_a_delivery_slower_than_half_its_lease_is_cut_and_retried(runtime:
     assert row.status.value == "pending" and row.last_error == "delivery timed out" and row.attempts == 1
     assert await runtime.store.list_cards(a.id) == []
     assert "delivery_retry" in [e.kind for e in await runtime.store.list_events(a.id)]
+
+
+async def test_deliveries_that_finish_together_commit_together(runtime: Runtime) -> None:
+    """Eight posts claimed together: each reads its approval, card and events in one snapshot;
+    once all have read (held until then, so that they go on together), their `post_attempt`
+    markers commit in a few transactions, and their results too, each before its delivery went
+    on: not five store calls per post."""
+    import asyncio
+    from collections import Counter
+
+    channel = scripted(runtime)
+    requests = [SuspendRequest(run_id="r", step=f"s{i}", title="t") for i in range(8)]
+    approvals = [(await runtime.service.suspend(r))[0] for r in requests]
+    calls = Counter[str]()
+    store = runtime.store
+    all_read = asyncio.Event()
+    for name in ("approval_views", "get_approval", "get_card", "list_events", "append_events", "finish_outboxes"):
+        method = getattr(store, name)
+
+        async def counted(*args: Any, _name: str = name, _method: Any = method, **kwargs: Any) -> Any:
+            calls[_name] += 1
+            result = await _method(*args, **kwargs)
+            if _name == "approval_views":
+                if calls[_name] == len(approvals):
+                    all_read.set()
+                await all_read.wait()
+            return result
+
+        setattr(store, name, counted)
+
+    assert await runtime.outbox.run_once() == 8
+
+    assert len(channel.calls) == 8
+    assert set(calls) == {"approval_views", "append_events", "finish_outboxes"} and calls["approval_views"] == 8
+    # the first to go on commits alone, the others join the next commit (or the one after)
+    assert calls["append_events"] < 8 and calls["finish_outboxes"] < 8
+    for a in approvals:
+        kinds = [e.kind for e in await runtime.store.list_events(a.id)]
+        assert kinds.count("post_attempt") == 1 and kinds.count("card_posted") == 1
+        [card] = await runtime.store.list_cards(a.id)
+        assert card.ref == f"msg-{a.id}"
+
+
+async def test_a_group_commit_gives_each_caller_its_result_or_the_commits_error() -> None:
+    import asyncio
+
+    from gateway.service.groupcommit import GroupCommit
+
+    batches: list[list[int]] = []
+
+    async def commit(items: Sequence[int]) -> list[int]:
+        batches.append(list(items))
+        await asyncio.sleep(0)
+        if 13 in items:
+            raise ValueError("the transaction failed")
+        return [i * 2 for i in items]
+
+    group = GroupCommit(commit)
+    assert await asyncio.gather(*(group.submit(i) for i in range(5))) == [0, 2, 4, 6, 8]
+    assert batches == [[0, 1, 2, 3, 4]]  # one commit for what arrived together
+    outcomes = await asyncio.gather(group.submit(13), group.submit(1), return_exceptions=True)
+    assert [type(o) for o in outcomes] == [ValueError, ValueError]  # nothing of that transaction committed
+    assert await group.submit(3) == 6  # the next commit goes on
+
+
+async def test_results_recorded_together_commit_in_one_transaction(runtime: Runtime) -> None:
+    import asyncio
+
+    from gateway.core.models import DeliveryStatus
+
+    scripted(runtime)
+    requests = [SuspendRequest(run_id="r", step=f"s{i}", title="t") for i in range(8)]
+    for r in requests:
+        await runtime.service.suspend(r)
+    store, now = runtime.store, runtime.clock.now()
+    items = await store.claim_outbox(now, "me", runtime.outbox.lease, 10)
+    batches: list[int] = []
+    finish = store.finish_outboxes
+
+    async def counted(results: Any) -> list[bool]:
+        batches.append(len(results))
+        return await finish(results)
+
+    store.finish_outboxes = counted  # type: ignore[method-assign]
+    deliveries = runtime.outbox.deliveries
+    done = await asyncio.gather(
+        *(deliveries.finish(i.id, "me", now=now, status=DeliveryStatus.DONE) for i in items),
+        deliveries.finish(items[0].id, "someone else", now=now, status=DeliveryStatus.DONE),
+    )
+    assert batches == [9] and done == [True] * 8 + [False]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from gateway.core.models import DeliveryStatus, NewOutbox, OutboxKind
@@ -59,3 +60,51 @@ async def test_a_suspend_on_replica_a_wakes_the_outbox_of_replica_b(pg_url: str)
     finally:
         await rt_a.stop()
         await rt_b.stop()
+
+
+async def _heard(got: asyncio.Queue[tuple[str, str, float]], within: float) -> set[str]:
+    """The topics heard within `within` seconds (until the first one, if any)."""
+    with contextlib.suppress(TimeoutError):
+        return {(await asyncio.wait_for(got.get(), within))[0]}
+    return set()
+
+
+async def test_a_replica_alone_notifies_nobody_until_another_is_seen(pg_url: str) -> None:
+    """A claiming replica whose heartbeat saw no other live replica sends no NOTIFY (nobody
+    would act on it); from the heartbeat that sees another one, it does again, and a replica
+    that stopped is not notified past the next heartbeat."""
+    a, b = open_store(pg_url), open_store(pg_url)
+    await a.open()
+    await b.open()
+    got: asyncio.Queue[tuple[str, str, float]] = asyncio.Queue()
+    sent: list[str] = []
+    notifier = a._notifier  # type: ignore[attr-defined]
+    send = notifier.send
+
+    def counted(channel: str, payload: str = "") -> None:
+        sent.append(channel)
+        send(channel, payload)
+
+    notifier.send = counted
+    try:
+        await b.subscribe(lambda topic, payload: got.put_nowait((topic, payload, time.perf_counter())))
+        await a.take_over("A", NOW)  # alone: B listens but claims nothing
+        first = make_approval(wake_at=NOW)
+        await a.create_approval(first, [], [NewOutbox(first.id, "web", OutboxKind.POST)])
+        assert await _heard(got, 0.3) == set() and sent == []
+
+        await b.take_over("B", NOW)
+        await a.reap("A", NOW)  # A's next heartbeat (every half second) sees B
+        second = make_approval(wake_at=NOW)
+        await a.create_approval(second, [], [NewOutbox(second.id, "web", OutboxKind.POST)])
+        assert sent and await _heard(got, 2)
+
+        await b.release_claims("B", NOW)  # B stops: unregistered
+        await a.reap("A", NOW)
+        sent.clear()
+        third = make_approval(wake_at=NOW)
+        await a.create_approval(third, [], [NewOutbox(third.id, "web", OutboxKind.POST)])
+        assert sent == []
+    finally:
+        await a.close()
+        await b.close()

@@ -67,8 +67,9 @@ async def test_an_approve_reads_once_and_authorizes_once(counted_tg: tuple[TG, C
 
     assert (await tg.rt.service.get(approval_id)).status.value == "approved"
     store.calls["get_approval"] -= 1  # the line above
-    # two de-duplication marks (the update, the callback), the read, the card's ref, the commit
-    assert dict(store.calls) == {"remember_inbound": 2, "get_approval": 1, "get_card": 1, "save_transition": 1}
+    # one read (the approval and the card's ref, one snapshot), one commit (with both
+    # de-duplication marks, the update's and the callback's): two transactions
+    assert +store.calls == {"approval_views": 1, "save_transition": 1}
     assert checks == {"approver": 1}
 
 
@@ -100,5 +101,37 @@ async def test_a_lost_compare_and_set_reads_and_authorizes_once_more(
     store.calls["get_approval"] -= 1  # the line above
     # Alice: read, lose, read again, win (Bob's own vote reads and writes once, inside her first write)
     assert store.calls["save_transition"] == 2 + 1
-    assert store.calls["get_approval"] == 2 + 1
+    assert store.calls["approval_views"] + store.calls["get_approval"] == 2 + 1
     assert checks == {"approver": 2 + 1}
+
+
+async def test_a_press_that_died_before_its_commit_is_decided_and_answered_on_redelivery(
+    counted_tg: tuple[TG, Counted, Counter[str]],
+) -> None:
+    """The de-duplication marks commit with the decision: a delivery cut short before that commit
+    left nothing behind, so Telegram's redelivery of the update is a first delivery: it decides,
+    and the presser gets their answer (marks recorded first would make it a silent duplicate)."""
+    tg, store, _ = counted_tg
+    approval_id, message_id = await tg.posted()
+    save = store.inner.save_transition
+    died = False
+
+    async def crash_once(*args: Any, **kwargs: Any) -> bool:
+        nonlocal died
+        if not died:
+            died = True
+            raise ConnectionError("the process died here")  # nothing of this transaction committed
+        return await save(*args, **kwargs)
+
+    store.inner.save_transition = crash_once  # type: ignore[method-assign]
+    update = tg.press(ALICE, tg.data(message_id, "Approve"), message_id)
+    assert await tg.send(update) == 500  # no 2xx: Telegram delivers the update again
+    assert (await tg.rt.service.get(approval_id)).status.value == "waiting_approval"
+    answered = len(tg.api.calls_to("answerCallbackQuery"))
+
+    assert await tg.send(update) == 200  # the redelivery
+
+    assert (await tg.rt.service.get(approval_id)).status.value == "approved"
+    assert len(tg.api.calls_to("answerCallbackQuery")) == answered + 1
+    assert await tg.send(update) == 200  # once committed, a redelivery is a duplicate: no second answer
+    assert len(tg.api.calls_to("answerCallbackQuery")) == answered + 1

@@ -16,6 +16,11 @@ Why both proofs:
 After its own connection was re-made (a database restart drops every lock at once), a replica
 waits `REJOIN_GRACE` before reaping anyone: the others are reconnecting too.
 
+The heartbeat also counts the other replicas that renewed within `STALE`: with none, this one's
+wake-up NOTIFYs would reach nobody, and the Notifier skips them (`others`). A replica that just
+started is seen at the others' next beat (within `BEAT`); until then it finds their work by
+polling, as it would a lost NOTIFY.
+
 `store.lease` keeps its meaning: the longest a claim is held without renewal. It still frees the
 claims of an owner that has no `replicas` row (a CLI command, a gateway of an older version in a
 rolling upgrade) or that holds its lock but is hung.
@@ -61,6 +66,8 @@ class Liveness:
         self.key = 0
         self._conn: asyncpg.Connection | None = None
         self._reap_after = 0.0
+        # other live replicas at the last heartbeat; None: not known (not claiming, or rejoining)
+        self.others: int | None = None
 
     @property
     def held(self) -> bool:
@@ -93,11 +100,13 @@ class Liveness:
             return None
         if self._conn is None or self._conn.is_closed():
             self._conn = None
+            self.others = None
             await self._connect()
             self._reap_after = time.monotonic() + REJOIN_GRACE
             log.warning("liveness connection re-made; reaping resumes in %.0fs", REJOIN_GRACE)
             return None
-        if await self._conn.fetchval(Q.replica_heartbeat, self.owner, self.key) is None:
+        self.others = await self._conn.fetchval(Q.replica_heartbeat, self.owner, self.key, STALE)
+        if self.others is None:
             await self._conn.execute(Q.register_replica, self.owner, self.key)  # we were reaped: rejoin
             log.warning("this replica was taken for gone (its claims were released); registered again")
         return self._conn if time.monotonic() >= self._reap_after else None
@@ -118,7 +127,7 @@ class Liveness:
         """Stop proving this process alive: close the lock's connection (the lock goes with it).
         The `replicas` row is not deleted here: only the hand-back that left no claim deletes it
         (handover.py), in its own transaction; a row left behind is reaped by the others."""
-        self.owner = None
+        self.owner, self.others = None, None
         conn, self._conn = self._conn, None
         if conn is not None and not conn.is_closed():
             await _close(conn)

@@ -75,16 +75,23 @@ class Notifier:
     concurrent suspend throughput by about 3x here (docs/postgres.md). After the commit, a
     notify-only transaction with `synchronous_commit = off` holds that lock for microseconds,
     and bursts of commits share one notify per channel. A wake-up is a hint: if this process
-    dies between the commit and the notify, the other replicas' polling picks the work up."""
+    dies between the commit and the notify, the other replicas' polling picks the work up.
 
-    def __init__(self, url: str) -> None:
+    `wanted` says whether anyone may listen: a claiming replica that saw no other live replica
+    at its last heartbeat (liveness.py) sends nothing, a round trip and a transaction saved per
+    commit; it sends again from the heartbeat that sees another one."""
+
+    def __init__(self, url: str, wanted: Callable[[], bool] = lambda: True) -> None:
         self.url = url
+        self.wanted = wanted
         self._pending: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
         self._conn: asyncpg.Connection | None = None
 
     def committed(self, *, outbox: bool = False, jobs: bool = False, wake_at: float | None = None) -> None:
         """Wake the other replicas' loops for what was just committed (`wake_at`: epoch seconds)."""
+        if not self.wanted():
+            return
         if outbox:
             self.send("hitl_outbox")
         if jobs:

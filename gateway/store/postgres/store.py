@@ -46,8 +46,9 @@ class PostgresStore(Handover, SQLStore):
         self.url = url
         self._db = Pool(url, min_size=min_size, max_size=max_size)
         self._listener = Listener(url)
-        self._notifier = Notifier(url)
         self._liveness = Liveness(url)
+        # a replica alone (its heartbeat saw no other) wakes nobody; any other process notifies
+        self._notifier = Notifier(url, wanted=lambda: self._liveness.others != 0)
 
     # ---------------------------------------------------------------- the shared use cases' backend
     async def fetch_all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:

@@ -13,8 +13,18 @@ from gateway.core.delegation import DelegationEvent
 from gateway.core.grants import Grant
 from gateway.core.models import Approval, Event, NewEvent, NewOutbox, Status
 from gateway.core.rules import CounterKey
-from gateway.store.base import Build, Creation, DelegationUnavailable, GrantUnavailable, NewJob, TransitionWrite
-from gateway.store.rows import approval_from_row, approval_values, event_from_row, policy_values
+from gateway.store.base import (
+    ApprovalSnapshot,
+    Build,
+    Creation,
+    DelegationUnavailable,
+    GrantUnavailable,
+    NewJob,
+    SeenBefore,
+    TransitionWrite,
+    ViewOf,
+)
+from gateway.store.rows import approval_from_row, approval_values, card_from_row, event_from_row, policy_values
 from gateway.store.shared.backend import Backend, Tx
 from gateway.store.shared.delegations import delegation_event_values
 from gateway.store.shared.grants import grant_values
@@ -100,6 +110,28 @@ class ApprovalsSQL(Backend):
         row = await self.fetch_one(self.Q.get_approval, (approval_id,))
         return approval_from_row(row) if row else None
 
+    async def approval_views(self, wanted: Sequence[ViewOf]) -> list[ApprovalSnapshot]:
+        Q = self.Q
+        if len(wanted) == 1 and wanted[0].card is None and not wanted[0].events:
+            return [ApprovalSnapshot(await self.get_approval(wanted[0].approval_id))]  # one statement: one snapshot
+
+        async def view(tx: Tx, w: ViewOf) -> ApprovalSnapshot:
+            row = await tx.fetch_one(Q.get_approval, (w.approval_id,))
+            if row is None:
+                return ApprovalSnapshot(None)
+            card_row = None if w.card is None else await tx.fetch_one(Q.get_card, (w.approval_id, w.card))
+            event_rows = await tx.fetch_all(Q.list_events, (w.approval_id,)) if w.events else None
+            return ApprovalSnapshot(
+                approval_from_row(row),
+                card_from_row(card_row) if card_row else None,
+                None if event_rows is None else [event_from_row(r) for r in event_rows],
+            )
+
+        async def op(tx: Tx) -> list[ApprovalSnapshot]:
+            return [await view(tx, w) for w in wanted]
+
+        return await self.read(op) if wanted else []
+
     async def list_approvals(
         self,
         *,
@@ -133,6 +165,7 @@ class ApprovalsSQL(Backend):
         job: NewJob | None = None,
         grant: Grant | None = None,
         delegation: DelegationEvent | None = None,
+        marks: Sequence[str] = (),
     ) -> bool:
         Q = self.Q
         values = (*approval_values(approval)[1:], approval.id, expected_version)
@@ -148,6 +181,10 @@ class ApprovalsSQL(Backend):
                     raise DelegationUnavailable(delegation.delegation_id)  # revoked or ended: roll it all back
                 await tx.execute(Q.insert_delegation_event, delegation_event_values(delegation))
             now = time.time()
+            # the press's marks commit with its decision: a crash before this commit leaves the
+            # delivery unseen, so its redelivery decides (and is answered) like the first
+            if marks and not await tx.insert_marks(marks, now):
+                raise SeenBefore(marks[0])  # another delivery of this press committed: roll it all back
             await tx.insert_events(encoded)
             await tx.insert_outbox(outbox, now)
             await tx.insert_jobs([job] if job is not None else [], now)

@@ -20,7 +20,7 @@ from gateway.core.models import (
     StepRecord,
 )
 from gateway.core.webhooks import Backlog, webhook_name
-from gateway.store.base import CardUpdate
+from gateway.store.base import CardUpdate, OutboxResult
 from gateway.store.rows import approval_from_row, card_from_row, job_from_row, outbox_from_row, step_from_row
 from gateway.store.shared.backend import Backend, Tx
 from gateway.store.shared.tx import encode_events
@@ -51,22 +51,30 @@ class DeliveriesSQL(Backend):
         events: Sequence[NewEvent] = (),
         count_attempt: bool = True,
     ) -> bool:
-        t, Q = to_ts(now), self.Q
-        values = (status.value, int(count_attempt), to_ts(next_attempt_at), error, t, item_id, owner)
-        encoded = encode_events(events)
+        result = OutboxResult(item_id, owner, now, status, next_attempt_at, error, card, events, count_attempt)
+        return (await self.finish_outboxes([result]))[0]
 
-        async def op(tx: Tx) -> bool:
-            if card is None:
-                if await tx.execute(Q.finish_outbox, values) != 1:
-                    return False
-            elif (row := await tx.written(Q.finish_outbox, values, Q.outbox_approval, (item_id,))) is None:
+    async def finish_outboxes(self, results: Sequence[OutboxResult]) -> list[bool]:
+        Q = self.Q
+        encoded = [encode_events(r.events) for r in results]  # before the transaction: it holds the chain heads
+
+        async def finish(tx: Tx, r: OutboxResult) -> bool:
+            t = to_ts(r.now)
+            values = (r.status.value, int(r.count_attempt), to_ts(r.next_attempt_at), r.error, t, r.item_id, r.owner)
+            if r.card is None:
+                return await tx.execute(Q.finish_outbox, values) == 1
+            if (row := await tx.written(Q.finish_outbox, values, Q.outbox_approval, (r.item_id,))) is None:
                 return False
-            else:
-                await tx.upsert_card(row[0], card, t)
-            await tx.insert_events(encoded)
+            await tx.upsert_card(row[0], r.card, t)
             return True
 
-        return await self.transact(op)
+        async def op(tx: Tx) -> list[bool]:
+            done = [await finish(tx, r) for r in results]
+            # the events of those recorded, their chains extended at once
+            await tx.insert_events([e for ok, enc in zip(done, encoded, strict=True) if ok for e in enc])
+            return done
+
+        return await self.transact(op) if results else []
 
     async def list_outbox(self, approval_id: str) -> list[OutboxItem]:
         return [outbox_from_row(r) for r in await self.fetch_all(self.Q.list_outbox, (approval_id,))]

@@ -3,15 +3,17 @@ once over the named SQL (backend.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import time
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
-from gateway.core.models import StepRecord
+from gateway.core.models import NewEvent, StepRecord
 from gateway.store.base import Prompt
 from gateway.store.rows import Row, dumps, step_from_row
 from gateway.store.shared.backend import Backend, Tx
+from gateway.store.shared.tx import encode_events
 
 __all__ = ["HousekeepingSQL", "JournalSQL"]
 
@@ -58,6 +60,17 @@ class JournalSQL(Backend):
 class HousekeepingSQL(Backend):
     async def remember_inbound(self, key: str, now: datetime) -> bool:
         return await self.changed(self.Q.remember_inbound, (key, to_ts(now)))
+
+    async def remember_delivery(self, keys: Sequence[str], now: datetime, events: Sequence[NewEvent] = ()) -> bool:
+        t, encoded = to_ts(now), encode_events(events)
+
+        async def op(tx: Tx) -> bool:
+            if not await tx.insert_marks(keys, t or time.time()):
+                return False  # the marks not seen yet are kept: they are this delivery's too
+            await tx.insert_events(encoded)
+            return True
+
+        return await self.transact(op)
 
     async def prune(self, now: datetime, inbound_before: datetime, limit: int) -> int:
         Q = self.Q

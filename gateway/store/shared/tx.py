@@ -138,6 +138,13 @@ class Tx:
         if queued:
             await self.insert_queued(queued)
 
+    async def insert_marks(self, keys: Sequence[str], now: float) -> bool:
+        """The inbound de-duplication marks of one delivery: True if none was recorded before."""
+        inserted = 0
+        for key in keys:
+            inserted += await self.execute(self.Q.remember_inbound, (key, now))
+        return inserted == len(keys)
+
     async def insert_jobs(self, jobs: Sequence[NewJob], now: float) -> None:
         """Resume jobs of decided approvals (one per approval: a second is ignored)."""
         if jobs:

@@ -159,9 +159,11 @@ ON CONFLICT (owner) DO UPDATE SET lock_key = excluded.lock_key, seen_at = exclud
 
 -- name: replica_heartbeat
 -- 0 rows: another replica found this one gone meanwhile (its connection was lost) and
--- released its claims; it registers again.
+-- released its claims; it registers again. Else how many other replicas renewed within $3
+-- seconds: with none, nobody needs this one's wake-up NOTIFYs (notify.py).
 UPDATE replicas SET seen_at = extract(epoch FROM clock_timestamp()) WHERE owner = $1 AND lock_key = $2
-RETURNING 1;
+RETURNING (SELECT count(*) FROM replicas o
+           WHERE o.owner <> $1 AND o.seen_at >= extract(epoch FROM clock_timestamp()) - $3);
 
 -- name: gone_replicas
 -- Replicas that are gone: their advisory lock is free (the connection that held it closed: a
