@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from telegram.error import NetworkError
+from telegram.error import NetworkError, TelegramError
 
 from adapters.telegram.request import AiohttpRequest
 
@@ -58,7 +58,18 @@ class BotApi:
         self.request, self.base_url = request, base_url  # base_url holds the token: never logged
 
     async def call(self, method: str, **params: object) -> object:
-        return await self.request.call(f"{self.base_url}/{method}", form(params))
+        """The answer's `result`. A success status whose body is not the Bot API's JSON (a proxy's
+        page, no `result`) is a NetworkError caused by a ValueError, so that a post stays uncertain:
+        PTB raises a bare TelegramError for it, which `errors.unsent` takes for a refusal."""
+        body = form(params)  # outside the try: an unencodable parameter is our bug, not an answer
+        try:
+            return await self.request.call(f"{self.base_url}/{method}", body)
+        except (KeyError, TypeError) as exc:  # `post` read `["result"]` of a JSON without one
+            raise NetworkError(f"{method}: the Bot API's answer has no result") from ValueError(repr(exc))
+        except TelegramError as exc:
+            if type(exc) is not TelegramError:  # PTB's mapping of an error answer or a transport failure
+                raise
+            raise NetworkError(f"{method}: {exc.message}") from ValueError("a success status with an unreadable body")
 
     async def send_message(
         self, chat: Chat, text: str, *, reply_markup: Markup | None = None, reply_parameters: Markup | None = None

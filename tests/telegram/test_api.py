@@ -201,3 +201,28 @@ async def test_a_full_cycle_builds_no_ptb_message(tg: TG, monkeypatch: pytest.Mo
     assert "Approved" in tg.api.message(CHAT, mid)["text"] and tg.api.message(CHAT, mid).get("reply_markup") is None
     hot = [c.method for c in tg.api.calls if c.method != "getMe"]  # the Bot's, at start-up
     assert hot == ["sendMessage", "sendMessage", "answerCallbackQuery", "editMessageText"]
+
+
+@pytest.mark.parametrize("body", [b"<html>502</html>", b'{"ok": true}', b"[1, 2]"])
+async def test_an_unreadable_success_answer_leaves_the_post_uncertain(
+    aiohttp_server: Callable[..., Any], body: bytes
+) -> None:
+    """A 200 whose body is not the Bot API's JSON (a proxy's page, no `result`): Telegram may have
+    posted the card, so it is not sent again on its own (PTB's own error for it says unsent)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/bot{token}/{method}", handle)
+    server = await aiohttp_server(app)
+    request = AiohttpRequest(1, 5.0)
+    await request.initialize()
+    try:
+        with pytest.raises(NetworkError) as info:
+            await BotApi(request, str(server.make_url(f"/bot{TOKEN}"))).send_message(CHAT, "hi")
+    finally:
+        await request.shutdown()
+    failure = delivery_error(info.value)
+    assert failure.uncertain and not failure.unsent
+    assert "sendMessage" in str(failure)
