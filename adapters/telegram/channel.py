@@ -1,4 +1,7 @@
-"""The one I/O class: a python-telegram-bot `Bot` (base_url from config) behind the Channel protocol.
+"""The one I/O class: the Bot API (base_url from config) behind the Channel protocol.
+
+Cards, syncs, reminders and press answers go through `api.BotApi` (answers read as JSON); a
+python-telegram-bot `Bot` on the same connection pool does the rest (getMe, the CLI's calls).
 
 Telegram errors become `DeliveryError`s for the outbox (`errors.py`). The outbox writes the
 attempt markers and decides what a post with an unknown outcome becomes; this class only talks
@@ -13,11 +16,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from aiohttp import web
-from telegram import Bot, ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters
-from telegram.constants import ParseMode
+from telegram import Bot
 from telegram.error import BadRequest, ChatMigrated, TelegramError
 
 from adapters.telegram import render
+from adapters.telegram.api import BotApi, Chat, reply_to
 from adapters.telegram.callback import CallbackTooLong
 from adapters.telegram.errors import delivery_error, not_modified
 from adapters.telegram.parse import card_ref, chat_id, parse_ref
@@ -29,7 +32,6 @@ from gateway.plugin import Attempt, ChannelContext, DeliveryError, OutgoingCard
 
 log = logging.getLogger("adapters.telegram")
 T = TypeVar("T")
-Chat = int | str
 WEBHOOK_PATH = "/webhooks/telegram"
 ALLOWED_UPDATES = ("callback_query", "message")
 START_TIMEOUT = 5.0  # getMe at start-up: a slow Bot API must not hold the gateway's start
@@ -45,14 +47,16 @@ class TelegramChannel:
     def __init__(self, ctx: ChannelContext) -> None:
         self.ctx = ctx
         self.settings: TelegramSettings = ctx.settings
+        # A sendMessage cut short by a timeout may have posted the card, which is then never
+        # posted again (`uncertain`): wait long for Telegram's answer (PTB's default is 5 s).
+        request = AiohttpRequest(POOL_SIZE, READ_TIMEOUT)
         self.bot = Bot(
             self.settings.bot_token,
             base_url=self.settings.base_url,
-            # A sendMessage cut short by a timeout may have posted the card, which is then never
-            # posted again (`uncertain`): wait long for Telegram's answer (PTB's default is 5 s).
-            request=AiohttpRequest(POOL_SIZE, READ_TIMEOUT),
+            request=request,
             get_updates_request=AiohttpRequest(1, 40),
         )
+        self.api = BotApi(request, self.bot.base_url)  # initialized and shut down with the bot
         self.updates = TelegramUpdates(ctx, self)
         self._moved: dict[Chat, int] = {}  # chats that became supergroups: old id -> new id
 
@@ -108,11 +112,11 @@ class TelegramChannel:
         except CallbackTooLong as exc:
             raise DeliveryError(f"telegram: {exc}", transient=False, unsent=True) from None
 
-        async def send(chat: Chat) -> Message:
-            return await self.bot.send_message(chat, text, parse_mode=ParseMode.HTML, reply_markup=markup)
+        async def send(chat: Chat) -> tuple[Chat, int]:
+            return await self.api.send_message(chat, text, reply_markup=markup)
 
-        message, _ = await self._call(lambda: self.follow(chat_id(card.target), send))
-        return card_ref(message.chat.id, message.message_id)
+        (where, message_id), _ = await self._call(lambda: self.follow(chat_id(card.target), send))
+        return card_ref(where, message_id)
 
     async def update_card(self, card: OutgoingCard) -> None:
         assert card.ref is not None
@@ -123,9 +127,7 @@ class TelegramChannel:
 
         async def edit(to: Chat) -> None:
             try:
-                await self.bot.edit_message_text(
-                    text, chat_id=to, message_id=message_id, parse_mode=ParseMode.HTML, reply_markup=markup
-                )
+                await self.api.edit_message_text(to, message_id, text, markup)
             except BadRequest as exc:
                 if not not_modified(exc):  # identical content: the card already shows it
                     raise
@@ -136,11 +138,11 @@ class TelegramChannel:
 
     async def send_reminder(self, card: OutgoingCard) -> None:
         chat, reply = (chat_id(card.target), None) if card.ref is None else parse_ref(card.ref)
-        params = None if reply is None else ReplyParameters(reply, allow_sending_without_reply=True)
+        params = None if reply is None else reply_to(reply)
         text = render.render_reminder(card.approval, card.now)
 
-        async def send(to: Chat) -> Message:
-            return await self.bot.send_message(to, text, parse_mode=ParseMode.HTML, reply_parameters=params)
+        async def send(to: Chat) -> tuple[Chat, int]:
+            return await self.api.send_message(to, text, reply_parameters=params)
 
         _, where = await self._call(lambda: self.follow(chat, send))
         if where != chat and reply is not None:
@@ -150,30 +152,27 @@ class TelegramChannel:
     async def answer(self, query_id: str, text: str, *, alert: bool = False) -> None:
         """Answer a press; a failure (e.g. 'query is too old') must not stop anything."""
         try:
-            await self.bot.answer_callback_query(query_id, text=render.cut(text, 200), show_alert=alert)
+            await self.api.answer_callback_query(query_id, render.cut(text, 200), alert)
         except TelegramError as exc:
             log.warning("telegram: answerCallbackQuery failed: %s", exc.message)
 
     async def send_edit_link(self, user_id: int, approval: Approval, url: str) -> None:
         """The presser's one-time edit link, in their private chat with the bot (never the group:
         whoever opens the link acts as the presser). TelegramError if they never started the bot."""
-        markup = InlineKeyboardMarkup([[InlineKeyboardButton("Open the edit form", url=url)]])
-        await self.bot.send_message(
-            user_id, render.edit_link_text(approval), parse_mode=ParseMode.HTML, reply_markup=markup
-        )
+        markup = render.markup([[render.url_button("Open the edit form", url)]])
+        await self.api.send_message(user_id, render.edit_link_text(approval), reply_markup=markup)
 
     async def ask_reason(self, chat: int, card_message_id: int, user_id: int, who: str) -> tuple[Chat, int]:
         """Ask the presser why, with ForceReply so their client opens a reply box; returns where
         the question went (the chat, if it moved, and the message id)."""
 
-        async def send(to: Chat) -> Message:
-            return await self.bot.send_message(
+        async def send(to: Chat) -> tuple[Chat, int]:
+            return await self.api.send_message(
                 to,
                 render.reason_prompt(user_id, who),
-                parse_mode=ParseMode.HTML,
-                reply_markup=ForceReply(selective=True, input_field_placeholder="Reason for rejecting"),
-                reply_parameters=ReplyParameters(card_message_id, allow_sending_without_reply=True),
+                reply_markup=render.reason_markup(),
+                reply_parameters=reply_to(card_message_id),
             )
 
-        message, where = await self.follow(chat, send)
-        return where, message.message_id
+        (_, message_id), where = await self.follow(chat, send)
+        return where, message_id

@@ -2,7 +2,7 @@
 
 Read straight from the JSON, not through `telegram.Update.de_json`: a webhook update needs six
 fields, and building python-telegram-bot's whole object tree for each one cost a tenth of a
-cycle (bench/telegram_parse.py). The Bot API client (python-telegram-bot) still makes every call.
+cycle (bench/telegram_parse.py). The Bot API calls of a cycle are read the same way (api.py).
 """
 
 from __future__ import annotations

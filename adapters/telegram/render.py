@@ -2,6 +2,9 @@
 
 A card must fit 4096 characters after entity parsing; we measure the HTML source (always at
 least as long), and shrink long values, then the summary, until it fits.
+
+Keyboards are the Bot API's JSON (`{"inline_keyboard": [[button, ...], ...]}`), keys in the order
+python-telegram-bot writes them, not PTB objects: `api.py` sends them as they are.
 """
 
 from __future__ import annotations
@@ -9,11 +12,8 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
-
-from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
 from adapters.telegram import callback
 from gateway.core import extend as extend_rules
@@ -163,7 +163,23 @@ def _plain_fallback(text: str) -> str:
     return "".join(out)
 
 
-def keyboard(approval: Approval, signer: rounds.Macs, decides: bool = True) -> InlineKeyboardMarkup | None:
+Button = dict[str, str]
+Keyboard = dict[str, list[list[Button]]]
+
+
+def button(text: str, callback_data: str) -> Button:
+    return {"callback_data": callback_data, "text": text}
+
+
+def url_button(text: str, url: str) -> Button:
+    return {"text": text, "url": url}
+
+
+def markup(rows: list[list[Button]]) -> Keyboard:
+    return {"inline_keyboard": rows}
+
+
+def keyboard(approval: Approval, signer: rounds.Macs, decides: bool = True) -> Keyboard | None:
     """Approve (bound to this round's args) and Reject while waiting; no keyboard once decided,
     nor where nobody may decide."""
     if approval.status.final or not decides:
@@ -171,36 +187,30 @@ def keyboard(approval: Approval, signer: rounds.Macs, decides: bool = True) -> I
     approve = "✅ Approve"
     if approval.policy.quorum > 1:
         approve += f" ({approval.approvals_count}/{approval.policy.quorum})"
-    buttons: Iterable[InlineKeyboardButton] = (
-        InlineKeyboardButton(
-            approve, callback_data=callback.build(signer, approval.id, Outcome.APPROVE, rounds.tag(signer, approval))
-        ),
-        InlineKeyboardButton("❌ Reject", callback_data=callback.build(signer, approval.id, Outcome.REJECT)),
-    )
-    rows = [list(buttons)]
+    rows = [
+        [
+            button(approve, callback.build(signer, approval.id, Outcome.APPROVE, rounds.tag(signer, approval))),
+            button("❌ Reject", callback.build(signer, approval.id, Outcome.REJECT)),
+        ]
+    ]
     if offered := [g for g in grants.offers(approval.policy) if len(g) <= callback.MAX_DURATION]:
         tag = rounds.tag(signer, approval)  # "Approve · 1h": approve, and allow the same for 1h
         rows.append(
             [
-                InlineKeyboardButton(
-                    f"✅ Approve · {grants.label(g)}", callback_data=callback.build_grant(signer, approval.id, g, tag)
-                )
+                button(f"✅ Approve · {grants.label(g)}", callback.build_grant(signer, approval.id, g, tag))
                 for g in offered
             ]
         )
     if approval.editable:  # the form is a web page: the presser gets a one-time link to it
-        rows.append([InlineKeyboardButton("✏️ Edit", callback_data=callback.build_action(signer, approval.id, "e"))])
+        rows.append([button("✏️ Edit", callback.build_action(signer, approval.id, "e"))])
     extend = [
-        InlineKeyboardButton(
-            f"⏳ {extend_rules.label(d)}",
-            callback_data=callback.build_action(signer, approval.id, "x" + format_duration(d)),
-        )
+        button(f"⏳ {extend_rules.label(d)}", callback.build_action(signer, approval.id, "x" + format_duration(d)))
         for d in extend_rules.choices(approval)
         if len(format_duration(d)) <= callback.MAX_DURATION
     ]
     if extend:
         rows.append(extend)
-    return InlineKeyboardMarkup(rows)
+    return markup(rows)
 
 
 def edit_link_text(approval: Approval) -> str:
@@ -226,3 +236,8 @@ def answer_text(verdict: PressOutcome, *, asks_reason: bool = False) -> str:
     if verdict.result is PressResult.REJECTED and asks_reason:
         return "Rejected. Reply to my question with a reason, if you like."
     return cut(verdict.text(), 200)
+
+
+def reason_markup() -> dict[str, object]:
+    """ForceReply, selective: the presser's client (only theirs) opens a reply box."""
+    return {"force_reply": True, "input_field_placeholder": "Reason for rejecting", "selective": True}

@@ -3,7 +3,14 @@
 aiohttp is already a core dependency. Under the full-cycle load (bench b) a third of the
 gateway's Python time went to httpx/httpcore/anyio connection-pool bookkeeping for three Bot
 API calls per card; this class is PTB's documented extension point (`BaseRequest`): it only
-moves bytes. PTB still builds every request and parses every answer and error.
+moves bytes. PTB still maps every error answer to its exceptions (`BaseRequest.post`).
+
+`call` is the light path for the calls made per card and per press (`api.py`): a form encoded
+as PTB encodes it, through the same `post` (so the same errors), and the answer's JSON `result`
+back, without `Bot` turning it into PTB objects. PTB's `RequestData` cannot be built outside PTB
+(its parameters are a class of the private `telegram.request._requestparameter`), so the form
+travels beside `post`, in a context variable that only `call` sets, to our own `do_request`:
+`post` awaits `do_request` in the caller's context, so each call sees its own form.
 
 Errors keep their cause (`raise ... from err`) so that `once.unsent` can tell a call that never
 left (no connection) from one whose outcome is unknown (a read timeout, a dropped connection).
@@ -11,9 +18,13 @@ left (no connection) from one whose outcome is unknown (a read timeout, a droppe
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import aiohttp
 from telegram.error import NetworkError, TimedOut
 from telegram.request import BaseRequest, RequestData
+
+_FORM: ContextVar[dict[str, str] | None] = ContextVar("telegram_form", default=None)
 
 
 def _seconds(value: object, default: float | None) -> float | None:
@@ -43,6 +54,15 @@ class AiohttpRequest(BaseRequest):
         if self._session is not None and not self._session.closed:
             await self._session.close()
 
+    async def call(self, url: str, form: dict[str, str]) -> object:
+        """POST `form` (application/x-www-form-urlencoded, as PTB sends it) to `url`: the answer's
+        decoded `result`, or PTB's TelegramError for an error answer or a transport failure."""
+        token = _FORM.set(form)
+        try:
+            return await self.post(url)
+        finally:
+            _FORM.reset(token)
+
     async def do_request(
         self,
         url: str,
@@ -61,7 +81,7 @@ class AiohttpRequest(BaseRequest):
             sock_connect=_seconds(connect_timeout, self._connect),
             sock_read=_seconds(read_timeout, self._read),
         )
-        body: aiohttp.FormData | dict[str, str] | None = None
+        body: aiohttp.FormData | dict[str, str] | None = _FORM.get() if request_data is None else None
         if request_data is not None:
             body = dict(request_data.json_parameters)
             if request_data.contains_files:  # PTB's multipart: {field: (filename, bytes, mime type)}

@@ -65,7 +65,7 @@ def test_quorum_progress() -> None:
     text = render.render_card(approval(policy=Policy(quorum=2), votes=votes), NOW)
     assert "1 of 2 approvals" in text
     markup = render.keyboard(approval(policy=Policy(quorum=2), votes=votes), SIGNER)
-    assert markup is not None and markup.inline_keyboard[0][0].text == "✅ Approve (1/2)"
+    assert markup is not None and markup["inline_keyboard"][0][0]["text"] == "✅ Approve (1/2)"
 
 
 def test_decided_card_shows_outcome_who_when_comment_and_no_keyboard() -> None:
