@@ -12,8 +12,8 @@ What a request gets, in order:
    next request's first byte once this one is answered);
 2. a request id: the caller's `X-Request-Id` if sane, else a new one, for every log line of the
    request and on every answer (a JSON error, a 408, an `HTTPException` such as a redirect);
-3. on /v1/*: a Bearer API key (401 without a valid one), except on the public `/v1/resume*` and
-   on `/v1/runs/*` with a resume token (the journal checks that token);
+3. on /v1/*: a Bearer API key (401 without a valid one), except on the public `/v1/resume` and
+   under `/v1/resume/`, and on `/v1/runs/*` with a resume token (the journal checks that token);
 4. the handler, under the body deadline while a body is still arriving (408, connection closed);
 5. errors as JSON: a GatewayError its own status, aiohttp's 404, 405 and 413 in the API's words,
    a crash a 500 that points to the log's request id.

@@ -39,9 +39,8 @@ def authenticate(request: web.Request, principals: Principals) -> None:
     request for the handlers to scope what it sees and may do (gateway.http.scope). Unauthorized
     (401) without one; `/v1/resume` and `/v1/resume/...` are public (the resume token is the
     credential), and a `/v1/runs/` request that carries a resume token is checked by the journal
-    against that run.
-    `request.path` is the decoded path the router matches (`/%761/x` is `/v1/x`; an encoded `/`
-    cannot move a path from one of these prefixes into another)."""
+    against that run. `request.path` is the decoded path the router matches (`/%761/x` is
+    `/v1/x`; an encoded `/` cannot move a path from one of these prefixes into another)."""
     path = request.path
     if not path.startswith("/v1/"):
         return
