@@ -40,9 +40,9 @@ def _suspend_body(service: Service, approval: Approval) -> dict[str, Any]:
 async def suspend(request: web.Request) -> web.Response:
     service = _service(request)
     req = schemas.parse_suspend(await schemas.read_json(request))
-    if req.trace is None:  # the body's context first, else the standard header's (malformed: ignored)
-        headers = request.headers
-        req = replace(req, trace=parse_traceparent(headers.get("traceparent"), headers.get("tracestate")))
+    if req.trace is None and "traceparent" in request.headers:  # the body's context first, else the header's
+        headers = request.headers  # (malformed: ignored; `replace` only when there is one: it costs ~5 us)
+        req = replace(req, trace=parse_traceparent(headers["traceparent"], headers.get("tracestate")))
     approval, created = await service.suspend(req, principal(request))
     # The same idempotency key (from the same principal) gets the same approval, token and
     # deadline, with its current status. Another principal's key is a 409: never another

@@ -11,9 +11,9 @@ from aiohttp import web
 from gateway.core.clock import Clock
 from gateway.http import api, audit, batch, delegations, grants, jobs, openapi, rules, runs
 from gateway.http import usecases as uses
+from gateway.http.front import front
 from gateway.http.keys import RUNTIME
-from gateway.http.middleware import MAX_BODY, api_keys_auth, errors, request_ids
-from gateway.http.transport import deadlines
+from gateway.http.middleware import MAX_BODY
 from gateway.http.web import subapp
 from gateway.http.web.sessions import SessionCookies
 from gateway.runtime import Runtime
@@ -35,12 +35,8 @@ def create_app(
     rt = runtime or Runtime(settings, clock=clock)
     app = web.Application(
         client_max_size=settings.server.max_body_bytes,
-        middlewares=[
-            deadlines(settings.server.body_timeout.total_seconds()),  # head and body deadlines (transport.py)
-            request_ids,
-            errors,
-            api_keys_auth(settings.security.principals()),
-        ],
+        # one middleware for the deadlines, the request id, auth and the JSON errors (front.py)
+        middlewares=[front(settings.server.body_timeout.total_seconds(), settings.security.principals())],
     )
     # Handlers get the use cases, never the runtime. RUNTIME stays for the tests and the handlers
     # not converted yet (http/runs.py, http/jobs.py): no handler should read it.

@@ -39,7 +39,7 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     try:
         body = _loads_plain(raw)
         if body is _NOT_PLAIN:
-            body = json.loads(raw, parse_constant=_no_constant)
+            body = _loads(_STRICT, raw)
             # What Python parses but cannot be hashed, encoded as UTF-8 or stored: refuse it here.
             json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except RecursionError:
@@ -81,13 +81,22 @@ def _loads_plain(raw: bytes) -> Any:
     if raw.count(b"[") + raw.count(b"{") >= 500:
         return _NOT_PLAIN
     try:
-        return json.loads(raw, parse_constant=_no_constant, parse_float=_finite)
+        return _loads(_PLAIN, raw)
     except _NotFinite:
         return _NOT_PLAIN
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _loads(decoder: json.JSONDecoder, raw: bytes) -> Any:
+    """json.loads(raw, **options) exactly, without building a decoder (and its scanner) per body."""
+    return decoder.decode(raw.decode(json.detect_encoding(raw), "surrogatepass"))
+
+
+_PLAIN = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite)
+_STRICT = json.JSONDecoder(parse_constant=_no_constant)  # \u escapes (ensure_ascii senders), odd encodings
 
 
 def text(body: dict[str, Any], name: str, *, required: bool = True, max_len: int = 200, default: str = "") -> str:

@@ -7,12 +7,12 @@ keep-alive connections, which must outlive a load balancer's idle timeout. So:
   protocol) notes when its request head began (the connection opened, or the first byte of a
   later request on it), and `sweep` closes every connection whose head is not complete this long
   after (checked every min(1 s, timeout / 4): a timer per request cost ~5 us). A head pipelined
-  behind a request still being handled is left to keepalive_timeout. The `deadlines` middleware, the first
-  to run once aiohttp has parsed a head, tells the connection; when the handler is done the next
-  byte starts the clock again.
-- `server.body_timeout`: the same middleware runs the handler under this deadline until the body
-  has fully arrived (aiohttp's public `StreamReader.is_eof` and `wait_eof`), answering 408 and
-  closing the connection at once when it runs out.
+  behind a request still being handled is left to keepalive_timeout. The front middleware
+  (gateway.http.front), the first code of ours to run once aiohttp has parsed a head, tells the
+  connection; when the handler is done the next byte starts the clock again.
+- `server.body_timeout`: the same middleware runs the handler under this deadline (`body_within`)
+  until the body has fully arrived (aiohttp's public `StreamReader.is_eof` and `wait_eof`),
+  answering 408 and closing the connection at once when it runs out.
 - `server.keepalive_timeout`: aiohttp's own, for idle connections between requests.
 `serve` runs the application like `web.run_app`, with these connections.
 """
@@ -30,11 +30,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
 
 from gateway.core.errors import RequestTimeout
 from gateway.http.middleware import error_response
 from gateway.settings import Settings
+from gateway.telemetry.logs import request_id
 
 log = logging.getLogger("gateway.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -85,34 +85,15 @@ async def sweep(manager: web.Server, header_timeout: float) -> None:
                 connection.force_close()
 
 
-def deadlines(body_timeout: float) -> Middleware:
-    """The first middleware, run once aiohttp has a complete request head: it stops the
-    connection's head clock (`HeadDeadline`), and bounds the time the body may take to arrive to
-    `body_timeout` seconds from the head.
+async def body_within(request: web.Request, handler: Handler, seconds: float) -> web.StreamResponse:
+    """`handler(request)` under a deadline of `seconds` for the rest of the body to arrive (the
+    front middleware calls this only while a body is still arriving).
 
     The body is still read by the handler, where it reads it (so a webhook checks its secret
     header before reading a byte), but the handler runs under a deadline that is lifted as soon as
-    the last byte of the body is in (at once for the usual small body that came with its head). A
-    body still arriving when it runs out cancels the handler (then still waiting for that body:
-    nothing was done yet) and gets a 408, and the connection is closed at once."""
-
-    @web.middleware
-    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-        connection = request.protocol if isinstance(request.protocol, HeadDeadline) else None
-        if connection is not None:
-            connection.head_received()
-        try:
-            if not request.body_exists or request.content.is_eof():  # no body, or all of it is in
-                return await handler(request)
-            return await _body_within(request, handler, body_timeout)
-        finally:
-            if connection is not None:
-                connection.request_done()
-
-    return middleware
-
-
-async def _body_within(request: web.Request, handler: Handler, seconds: float) -> web.StreamResponse:
+    the last byte of the body is in. A body still arriving when it runs out cancels the handler
+    (then still waiting for that body: nothing was done yet) and gets a 408, and the connection is
+    closed at once."""
     finished = False
     try:
         async with asyncio.timeout(seconds) as deadline:
@@ -132,6 +113,7 @@ async def _body_within(request: web.Request, handler: Handler, seconds: float) -
         if not deadline.expired():
             raise  # the handler's own timeout, not the body's
         resp = error_response(RequestTimeout(f"the request body did not arrive within {seconds:g}s"))
+        resp.headers["X-Request-Id"] = request_id.get()  # the front middleware's, before it is sent
         resp.force_close()
         await resp.prepare(request)  # sent now, then the connection closes: no lingering
         await resp.write_eof()  # read of a body that is still trickling in
@@ -217,4 +199,4 @@ def run(
         loop.close()
 
 
-__all__ = ["ACCESS_LOG_FORMAT", "HeadDeadline", "deadlines", "exit_after", "run", "serve", "sweep"]
+__all__ = ["ACCESS_LOG_FORMAT", "HeadDeadline", "body_within", "exit_after", "run", "serve", "sweep"]

@@ -417,3 +417,21 @@ async def test_a_replay_after_the_decision_reports_the_current_status(client: An
     assert replay["status"] == "approved" and replay["id"] == first["id"]
     doc = await (await client.get(f"/v1/resume/{replay['resume_token']}")).json()
     assert doc["decision"]["outcome"] == "approve"
+
+
+async def test_suspend_reads_the_trace_headers_only_when_sent(client: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The headers' context when the body has none; no copy of the request when there is none."""
+    from gateway.http import api
+
+    copies: list[Any] = []
+    real = api.replace
+    monkeypatch.setattr(api, "replace", lambda *a, **kw: copies.append(kw) or real(*a, **kw))
+    plain = await suspend(client, run_id="no-trace")
+    assert copies == [] and (await rt_of(client).store.get_approval(plain["id"])).trace is None
+    tid, sid = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    headers = AUTH | {"traceparent": f"00-{tid}-{sid}-01", "tracestate": "rojo=1"}
+    resp = await client.post("/v1/suspend", json=suspend_body(run_id="traced"), headers=headers)
+    assert resp.status == 201, await resp.text()
+    trace = (await rt_of(client).store.get_approval((await resp.json())["id"])).trace
+    assert trace is not None and (trace.trace_id, trace.span_id, trace.tracestate) == (tid, sid, "rojo=1")
+    assert len(copies) == 1

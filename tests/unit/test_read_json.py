@@ -101,3 +101,19 @@ def test_random_bodies_decode_exactly_as_before(value: Any, ascii_only: bool, cu
     for at, piece in cuts:  # damage it: the errors must match too
         raw = raw[:at] + piece + raw[at:]
     assert _outcome(decode_body, raw) == _outcome(_reference, raw)
+
+
+def test_a_body_builds_no_decoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """json.loads with options builds a decoder and its scanner for every body: one is kept."""
+    built: list[object] = []
+    real = json.JSONDecoder.__init__
+
+    def counting(self: json.JSONDecoder, *args: Any, **kwargs: Any) -> None:
+        built.append(self)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(json.JSONDecoder, "__init__", counting)
+    assert decode_body(b'\xef\xbb\xbf{"a": [1.5, "\xc3\xa9"]}') == {"a": [1.5, "\u00e9"]}  # a UTF-8 BOM too
+    assert decode_body(b'{"a": "\\u00e9"}') == {"a": "\u00e9"}  # json.dumps' default (ensure_ascii)
+    assert decode_body('{"a": 1}'.encode("utf-16")) == {"a": 1}
+    assert built == []
