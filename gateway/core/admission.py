@@ -45,7 +45,7 @@ class Admission:
 class Gate:
     """The `Admission` the worker updates, and the waits of the suspends and new card posts.
 
-    A waiter sleeps until the backlog changes or its bound passes (then it re-reads `hold` with
+    A waiter sleeps until the backlog clears or its bound passes (then it re-reads `hold` with
     the clock's `now`). `held` is told the seconds each held suspend waited (the metric)."""
 
     def __init__(self, clock: Clock, bound: float, held: Callable[[float], None] | None = None) -> None:
@@ -83,11 +83,19 @@ class Gate:
         self.state.unlaunched.clear()
         self._pulse()
 
+    def recheck(self) -> None:
+        """Wake the waiters to read the clock again (a clock moved by hand: tests)."""
+        self._wake_all()
+
     def _pulse(self) -> None:
-        # Only when someone waits: the worker's path pays nothing otherwise.
-        if self._waiters:
-            self._changed.set()
-            self._changed = asyncio.Event()
+        # Only a backlog that cleared releases a waiter (its own timeout handles the bound):
+        # waking every waiter at each claim and launch cost more CPU than it saved.
+        if self._waiters and not self.state.backlog:
+            self._wake_all()
+
+    def _wake_all(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     # ---------------------------------------------------------------- waits
     async def wait(self) -> float | None:

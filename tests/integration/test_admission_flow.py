@@ -67,7 +67,7 @@ async def test_a_held_suspend_is_admitted_after_the_bound(runtime: Runtime, cloc
     task = asyncio.create_task(runtime.service.suspend(_request()))
     assert await _still_pending(task)
     clock.advance(runtime.settings.scheduler.admission_wait.total_seconds())
-    runtime.gate.queued()
+    runtime.gate.recheck()
     await asyncio.wait_for(task, 5)
     assert _held(runtime) == (1.0, pytest.approx(0.25))
 

@@ -65,10 +65,11 @@ async def test_a_held_suspend_goes_once_the_bound_passes() -> None:
     task = asyncio.create_task(gate.admit())
     assert await _pending(task)
     clock.advance(0.1)
-    gate.queued()  # the backlog changed but did not clear: it waits on
+    gate.claimed(["apr_2"], more=True)  # the backlog changed but did not clear: it waits on
+    gate.recheck()
     assert await _pending(task)
     clock.advance(0.15)
-    gate.claimed(["apr_2"], more=True)  # still a backlog, but the bound has passed
+    gate.recheck()  # still a backlog, but the bound has passed
     await asyncio.wait_for(task, 1)
     assert held == [pytest.approx(0.25)]
     assert gate.backlog
