@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 
+from gateway.core.admission import Gate
 from gateway.core.channels import Channel, WebChannel
 from gateway.core.clock import Clock, SystemClock, from_ts
 from gateway.core.errors import ConfigError
@@ -151,6 +152,11 @@ class Runtime:
         self.maintenance = Maintenance(self.store)
         self.rule_ops = RuleOps(settings, self.store, self.clock)
         self.webhooks = Webhooks(self.store, settings.events)  # the dashboard's view of the outbound events
+        # Decided approvals first: while their resume jobs wait to launch, suspends and new
+        # cards' posts wait, at most `[scheduler] admission_wait` (gateway/core/admission.py).
+        bound = settings.scheduler.admission_wait.total_seconds()
+        self.gate = Gate(self.clock, bound, held=self.metrics.suspend_held)
+        self.service.gate = self.gate
         self.outbox = OutboxRunner(
             self.deliveries,
             self.channels,
@@ -160,10 +166,17 @@ class Runtime:
             observer=self.observers,
             webhooks=self._webhook_sender(),
             tracer=self.tracer,
+            gate=self.gate,
         )
         self.loops: list[Callable[[], Coroutine[Any, Any, None]]] = [self.outbox.run_forever]
         self.worker = WorkerRunner(
-            self.jobs, self.service, self.clock, self.owner, lease=settings.store.lease, tracer=self.tracer
+            self.jobs,
+            self.service,
+            self.clock,
+            self.owner,
+            lease=settings.store.lease,
+            tracer=self.tracer,
+            gate=self.gate,
         )
         self.loops.append(self.worker.run_forever)
         self.scheduler = SlaScheduler(

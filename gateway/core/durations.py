@@ -42,15 +42,19 @@ def _bounded(seconds: float) -> timedelta:
 
 
 def format_duration(delta: timedelta) -> str:
-    """Render a duration compactly: 5400s -> '1h30m'."""
-    seconds = int(delta.total_seconds())
-    if seconds <= 0:
+    """Render a duration compactly: 5400s -> '1h30m', 0.25s -> '250ms' (a sub-second setting
+    is not shown as 0s)."""
+    millis = int(delta.total_seconds() * 1000)
+    if millis <= 0:
         return "0s"
+    seconds, millis = divmod(millis, 1000)
     out = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         if seconds >= size:
             out.append(f"{seconds // size}{unit}")
             seconds %= size
+    if millis:
+        out.append(f"{millis}ms")
     return "".join(out)
 
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 
 from gateway.core import loops, traces
+from gateway.core.admission import Gate
 from gateway.core.clock import Clock, parse_iso
 from gateway.core.events import EventKind
 from gateway.core.models import DeliveryStatus, Event, NewEvent, OutboxItem, OutboxKind
@@ -76,8 +77,10 @@ class OutboxRunner:
         observer: Observer | None = None,
         webhooks: WebhookSender | None = None,
         tracer: Tracer | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.deliveries, self.channels, self.clock, self.owner = deliveries, channels, clock, owner
+        self.gate = gate  # new cards' posts wait (bounded) while decided approvals' jobs wait to launch
         self.lease, self.batch, self.poll_interval = lease, batch, poll_interval
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -101,8 +104,22 @@ class OutboxRunner:
         groups: dict[tuple[str, str], list[OutboxItem]] = defaultdict(list)
         for item in items:
             groups[(item.approval_id, item.channel)].append(item)
-        await asyncio.gather(*(self._deliver_group(g) for g in groups.values()))
+        hold = self.gate is not None and self.gate.backlog
+        await asyncio.gather(
+            *(
+                self._after_jobs(g) if hold and g[0].kind is OutboxKind.POST else self._deliver_group(g)
+                for g in groups.values()
+            )
+        )
         return len(items)
+
+    async def _after_jobs(self, items: list[OutboxItem]) -> None:
+        """A new card's post yields to the resume jobs waiting to launch, at most
+        `[scheduler] admission_wait` (a quarter of the lease at most: it is claimed already);
+        syncs, reminders and events go at once."""
+        if self.gate is not None:
+            await self.gate.wait()
+        await self._deliver_group(items)
 
     async def drain(self, max_rounds: int = 100) -> int:
         """Run until nothing is due (for tests and `burst` use)."""

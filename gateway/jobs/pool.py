@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable
 
 from gateway.jobs.launch import TRACE_VARS, AttemptOutcome, AttemptResult, Launch, exit_error, kill_group, reap
 from gateway.settings import WorkerSettings
@@ -22,6 +23,9 @@ class EntrypointPool:
         self._idle: list[Proc] = []
         self._live: set[Proc] = set()
         self._freed = asyncio.Condition()
+        # Told the approval id when a process takes its job: until then the job queues here, and
+        # the admission (gateway.core.admission) counts it as waiting to launch.
+        self.on_start: Callable[[str], None] | None = None
 
     async def _spawn(self) -> Proc:
         proc = await asyncio.create_subprocess_exec(
@@ -62,6 +66,8 @@ class EntrypointPool:
 
     async def run(self, launch: Launch) -> AttemptResult:
         proc = await self._acquire()
+        if self.on_start is not None:
+            self.on_start(launch.approval_id)
         try:
             return await self._ask(proc, launch)
         finally:

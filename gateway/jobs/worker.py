@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from asyncio import FIRST_COMPLETED
 from datetime import timedelta
 
 from gateway.core import loops, traces
+from gateway.core.admission import Gate
 from gateway.core.clock import Clock
 from gateway.core.effects import effect_key
 from gateway.core.events import EventKind
@@ -67,8 +69,11 @@ class WorkerRunner:
         poll_interval: float = 1.0,
         redactor: Redactor | None = None,
         tracer: Tracer | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.jobs, self.service, self.clock, self.owner = jobs, service, clock, owner
+        # Told which claimed jobs wait to launch: suspends and new card posts wait for them (bounded).
+        self.gate = gate
         self.lease, self.concurrency, self.poll_interval = lease, concurrency, poll_interval
         self.redactor = redactor or service.redactor
         self.tracer = tracer or Tracer()  # a span per launch, in its approval's trace; the worker continues it
@@ -76,9 +81,12 @@ class WorkerRunner:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._finish_by: float | None = None  # loop time: running jobs are cut at this point
+        self._looping = False  # run_forever claims: only then does a backlog hold other work
 
     def notify(self) -> None:
         self._wake.set()
+        if self.gate is not None and self._looping and not self._stopping.is_set():
+            self.gate.queued()  # due jobs no claim has taken yet: new work waits for them (bounded)
 
     def stop(self, finish_by: float) -> None:
         """Stop claiming; the jobs running now may finish until `finish_by` (the event loop's
@@ -89,7 +97,10 @@ class WorkerRunner:
 
     def launcher(self, cfg: WorkerSettings) -> Launcher:
         if cfg.name not in self.launchers:
-            self.launchers[cfg.name] = build_launcher(cfg, self.service.settings.security.secret_keys[-1])
+            launcher = build_launcher(cfg, self.service.settings.security.secret_keys[-1])
+            if isinstance(launcher, EntrypointPool) and self.gate is not None:
+                launcher.on_start = self.gate.launched
+            self.launchers[cfg.name] = launcher
         return self.launchers[cfg.name]
 
     # ---------------------------------------------------------------- loops
@@ -107,6 +118,7 @@ class WorkerRunner:
         """Keep up to `concurrency` jobs running: a long job does not hold back the others. Once
         stopped, claim no more and let the running jobs finish until `finish_by`."""
         running: set[asyncio.Task[None]] = set()
+        self._looping = True
         try:
             while not self._stopping.is_set():
                 claimed = await self._claim(self.concurrency - len(running))
@@ -114,6 +126,8 @@ class WorkerRunner:
                     task = asyncio.create_task(self._guarded(job), name=f"resume-job-{job.id}")
                     running.add(task)
                     task.add_done_callback(running.discard)
+                    if self.gate is not None:  # a job that ended before its launch waits no more
+                        task.add_done_callback(functools.partial(self._ended, job.approval_id))
                 if claimed and len(running) < self.concurrency:
                     continue  # more may be due right now
                 waiter = asyncio.create_task(self._wake.wait())
@@ -124,12 +138,17 @@ class WorkerRunner:
                     with contextlib.suppress(asyncio.CancelledError):
                         await waiter
                 self._wake.clear()
+            if self.gate is not None:  # stopping: nothing waits for this worker's claims any more
+                self.gate.clear()
             if running and self._finish_by is not None:
                 left = self._finish_by - asyncio.get_running_loop().time()
                 log.info("stopping: waiting up to %.1fs for %d running resume jobs", max(left, 0), len(running))
                 if left > 0:
                     await asyncio.wait(set(running), timeout=left)
         finally:
+            self._looping = False
+            if self.gate is not None:
+                self.gate.clear()
             for task in list(running):  # cut: their process groups are killed; the runtime hands them back
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
@@ -138,10 +157,24 @@ class WorkerRunner:
         if free <= 0:
             return []
         try:
-            return await self.jobs.claim(self.clock.now(), self.owner, self.lease, free)
+            jobs = await self.jobs.claim(self.clock.now(), self.owner, self.lease, free)
         except Exception:
             log.exception("claiming resume jobs failed")
             return []
+        if self.gate is not None:
+            # Only a pool queues a job until one of its processes is free; the other kinds
+            # launch it at once. A full claim may have left more due.
+            queueing = [j.approval_id for j in jobs if self._queues(j.worker)]
+            self.gate.claimed(queueing, more=len(jobs) >= free)
+        return jobs
+
+    def _queues(self, worker: str) -> bool:
+        cfg = self.service.settings.workers.get(worker)
+        return cfg is not None and cfg.kind == "entrypoint"
+
+    def _ended(self, approval_id: str, _task: asyncio.Task[None]) -> None:
+        if self.gate is not None:
+            self.gate.launched(approval_id)
 
     async def close(self) -> None:
         for launcher in self.launchers.values():

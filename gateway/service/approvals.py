@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from gateway.core import policy as rules
 from gateway.core import traces
+from gateway.core.admission import Gate
 from gateway.core.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
 from gateway.core.clock import Clock, iso
 from gateway.core.depth import MAX_DEPTH, text_too_deep
@@ -134,6 +135,8 @@ class Service:
         self._grants_on = any(p.grants for p in settings.policies.values())
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
         self.channels: Mapping[str, Channel] = {}
+        # Set by the Runtime: a suspend waits (bounded) while decided approvals' jobs wait to launch.
+        self.gate: Gate | None = None
 
     # ---------------------------------------------------------------- suspend
     def resolve_policy(
@@ -208,6 +211,8 @@ class Service:
     async def _suspend(
         self, req: SuspendRequest, principal: Principal | None, trace: TraceContext | None
     ) -> tuple[Approval, bool]:
+        if self.gate is not None:
+            await self.gate.admit()
         now = self.clock.now()
         checked = self._validate(req, principal, now)
         terms = await service_edits.parse_terms(req.args_schema, req.editable, req.args)  # off the loop

@@ -139,7 +139,7 @@ def check(settings: Settings) -> None:
     """The checks across values, each component's own, in the order a reader fixes them."""
     server.check_server(settings.server)
     server.check_store(settings.store)
-    scheduler.check_scheduler(settings.scheduler)
+    scheduler.check_scheduler(settings.scheduler, settings.store.lease)
     security.check_security(settings.security, settings.policies)
     policies.check_escalations(settings.policies, settings.enabled_channels())
     audit.check_redaction(settings.redaction)

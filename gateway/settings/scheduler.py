@@ -1,4 +1,4 @@
-"""`[scheduler]`: the SLA timers."""
+"""`[scheduler]`: the SLA timers, and how long new work yields to decided approvals' jobs."""
 
 from __future__ import annotations
 
@@ -11,20 +11,27 @@ from gateway.settings.coerce import Coerce, duration, integer
 
 @dataclass(frozen=True, slots=True)
 class SchedulerSettings:
-    """SLA timers: a safety poll in case another process moved a deadline, and the batch size."""
+    """SLA timers: a safety poll in case another process moved a deadline, and the batch size.
+    `admission_wait`: while decided approvals' resume jobs wait to launch, a suspend and the post
+    of a new card wait for them at most this long (gateway/core/admission.py); 0 turns it off."""
 
     poll_interval: timedelta = timedelta(seconds=30)
     batch: int = 500
+    admission_wait: timedelta = timedelta(milliseconds=250)
 
 
-KEYS: dict[str, Coerce] = {"poll_interval": duration, "batch": integer}
+KEYS: dict[str, Coerce] = {"poll_interval": duration, "batch": integer, "admission_wait": duration}
+MAX_ADMISSION_WAIT = timedelta(seconds=5)
 
 
-def check_scheduler(scheduler: SchedulerSettings) -> None:
+def check_scheduler(scheduler: SchedulerSettings, lease: timedelta) -> None:
     if scheduler.batch < 1:
         raise ConfigError("scheduler.batch", "must be at least 1")
     if scheduler.poll_interval.total_seconds() < 0.1:
         raise ConfigError("scheduler.poll_interval", "must be at least 100ms")
+    # A held post is already claimed: it must still be sent well inside its lease.
+    if not timedelta(0) <= scheduler.admission_wait <= min(MAX_ADMISSION_WAIT, lease / 4):
+        raise ConfigError("scheduler.admission_wait", "must be between 0 and 5s, and at most a quarter of store.lease")
 
 
-__all__ = ["KEYS", "SchedulerSettings", "check_scheduler"]
+__all__ = ["KEYS", "MAX_ADMISSION_WAIT", "SchedulerSettings", "check_scheduler"]

@@ -24,6 +24,8 @@ from gateway.service.queries import Gauges
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: 1s .. 1 week. Human decisions take minutes to days.
 DECISION_BUCKETS = (1, 5, 15, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400, 7 * 86400)
+# Seconds a suspend was held for the resume jobs ([scheduler] admission_wait: 5 s at most).
+HELD_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 _FINAL_EVENTS = FINAL
 _DELIVERY_RESULTS: dict[str, str] = {
     EventKind.CARD_POSTED: "ok",
@@ -102,6 +104,12 @@ class Metrics(Observer):
         self.attempt_seconds = Histogram(
             "hitl_worker_attempt_duration_seconds", "Worker attempt durations", ["worker"], registry=r
         )
+        self.suspends_held = Histogram(
+            "hitl_suspend_held_seconds",
+            "Suspends held while decided approvals' resume jobs waited to launch, and how long",
+            buckets=HELD_BUCKETS,
+            registry=r,
+        )
         self._snapshot = _StoreSnapshot()
         r.register(self._snapshot)
 
@@ -132,6 +140,10 @@ class Metrics(Observer):
     def attempt(self, worker: str, result: str, seconds: float) -> None:
         self.attempts.labels(worker, result).inc()
         self.attempt_seconds.labels(worker).observe(max(seconds, 0.0))
+
+    def suspend_held(self, seconds: float) -> None:
+        """A suspend waited for the resume jobs before it was admitted (gateway.core.admission)."""
+        self.suspends_held.observe(max(seconds, 0.0))
 
     # ---------------------------------------------------------------- scrape
     def render(self, gauges: Gauges) -> bytes:
