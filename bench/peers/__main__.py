@@ -51,6 +51,8 @@ def run_one(name: str, python: str, seconds: float, concurrency: int) -> dict[st
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{name} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(lines[-1])
+    if result.get("pg_cycles"):  # the whole run's transactions (start-up and stop included) per cycle
+        result["pg_xacts_per_cycle"] = round(result["pg_xacts"] / result["pg_cycles"], 1)
     result["cpu_us"] = round(sum(result.get(f"{part}_cpu_us") or 0.0 for part in parts), 1)
     result["load_avg"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
     return result
@@ -73,9 +75,9 @@ def _ms(value: Any) -> str:
 def table(medians: dict[str, dict[str, Any]], concurrency: int) -> str:
     head = (
         f"| system | cycles/s at c={concurrency} (runs) | decision -> step done p50 | decision -> worker start p50 "
-        "| cycle p50 | decision -> worker start p50, one at a time | CPU per cycle (parts) |"
+        "| cycle p50 | decision -> worker start p50, one at a time | CPU per cycle (parts) | PG xacts per cycle |"
     )
-    rows = [head, "|---|---|---|---|---|---|---|"]
+    rows = [head, "|---|---|---|---|---|---|---|---|"]
     for name, m in medians.items():
         parts = ", ".join(f"{p} {m.get(f'{p}_cpu_us', 0) / 1000:,.1f}" for p in SYSTEMS[name][3])
         runs = ", ".join(f"{r:g}" for r in m["rate_per_run"])
@@ -83,7 +85,7 @@ def table(medians: dict[str, dict[str, Any]], concurrency: int) -> str:
             f"| {LABELS[name]} | {m['rate']:,.1f} ({runs}) | {_ms(m.get('step_done_p50_ms'))} ms "
             f"| {_ms(m.get('worker_p50_ms'))} ms | {_ms(m.get('cycle_p50_ms'))} ms "
             f"| {_ms(m.get('alone_worker_p50_ms'))} ms "
-            f"| {m['cpu_us'] / 1000:,.1f} ms ({parts}) |"
+            f"| {m['cpu_us'] / 1000:,.1f} ms ({parts}) | {m.get('pg_xacts_per_cycle', '-')} |"
         )
     return "\n".join(rows)
 

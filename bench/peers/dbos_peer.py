@@ -109,7 +109,7 @@ async def bench(db_url: str, seconds: float, concurrency: int) -> dict[str, Any]
 
             cycles = harness.PeerCycles(api, finished, udp_port, start, press)
             app_pid = proc.pid
-            return await harness.measure(
+            result = await harness.measure(
                 cycles,
                 seconds,
                 concurrency,
@@ -119,6 +119,26 @@ async def bench(db_url: str, seconds: float, concurrency: int) -> dict[str, Any]
         await harness.stop(proc)
         transport.close()
         await runner.cleanup()
+    return {**result, **await pg_counts(db_url)}
+
+
+async def pg_counts(url: str) -> dict[str, Any]:
+    """As `bench.cycle.pg_counts`, after the application has exited: the transactions PostgreSQL
+    counted on this database over the whole run, and the cycles whose workflow succeeded."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        await asyncio.sleep(1.0)  # a backend flushes its counters as it exits: let the last ones land
+        cycles = await conn.fetchval(
+            "SELECT COUNT(*) FROM dbos.workflow_status WHERE status = 'SUCCESS' AND name LIKE '%cycle'"
+        )
+        xacts = await conn.fetchval(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+        )
+    finally:
+        await conn.close()
+    return {"pg_cycles": cycles, "pg_xacts": xacts}
 
 
 def main() -> int:
