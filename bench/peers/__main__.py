@@ -65,6 +65,7 @@ def median(runs: list[dict[str, Any]]) -> dict[str, Any]:
         if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
             out[key] = round(statistics.median(values), 2)  # type: ignore[type-var]
     out["rate_per_run"] = [r["rate"] for r in runs]
+    out["runs"] = len(runs)
     return out
 
 
@@ -119,11 +120,17 @@ def main() -> int:
     if unknown:
         p.error(f"unknown system(s): {', '.join(sorted(unknown))}")
     runs: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    failed = 0
     for round_ in range(args.rounds):
         for name in names:  # interleaved: a round of every system, then the next round
             python = args.peers_python if SYSTEMS[name][2] else sys.executable
             t0 = time.monotonic()
-            result = run_one(name, python, args.seconds, args.concurrency)
+            try:
+                result = run_one(name, python, args.seconds, args.concurrency)
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:  # one failed run: the others still count
+                print(f"round {round_ + 1}/{args.rounds} {name}: FAILED {exc}", file=sys.stderr, flush=True)
+                failed += 1
+                continue
             runs[name].append(result)
             print(
                 f"round {round_ + 1}/{args.rounds} {name}: {result['rate']} cycles/s, "
@@ -132,13 +139,13 @@ def main() -> int:
                 file=sys.stderr,
                 flush=True,
             )
-    medians = {n: median(r) for n, r in runs.items()}
+    medians = {n: median(r) for n, r in runs.items() if r}
     print(table(medians, args.concurrency))
     for line in ratios(medians):
         print(line)
     report = {"seconds": args.seconds, "concurrency": args.concurrency, "rounds": args.rounds}
-    args.output.write_text(json.dumps({**report, "medians": medians, "runs": runs}, indent=1) + "\n")
-    return 0
+    args.output.write_text(json.dumps({**report, "medians": medians, "runs": runs, "failed": failed}, indent=1) + "\n")
+    return 1 if failed else 0  # --quick is a smoke test: a failed run fails it
 
 
 if __name__ == "__main__":
