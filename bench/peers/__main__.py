@@ -70,7 +70,7 @@ def median(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _ms(value: Any) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+    return "-" if value is None else f"{value:,.1f} ms"
 
 
 def table(medians: dict[str, dict[str, Any]], concurrency: int) -> str:
@@ -83,9 +83,9 @@ def table(medians: dict[str, dict[str, Any]], concurrency: int) -> str:
         parts = ", ".join(f"{p} {m.get(f'{p}_cpu_us', 0) / 1000:,.1f}" for p in SYSTEMS[name][3])
         runs = ", ".join(f"{r:g}" for r in m["rate_per_run"])
         rows.append(
-            f"| {LABELS[name]} | {m['rate']:,.1f} ({runs}) | {_ms(m.get('step_done_p50_ms'))} ms "
-            f"| {_ms(m.get('worker_p50_ms'))} ms | {_ms(m.get('cycle_p50_ms'))} ms "
-            f"| {_ms(m.get('alone_worker_p50_ms'))} ms "
+            f"| {LABELS[name]} | {m['rate']:,.1f} ({runs}) | {_ms(m.get('step_done_p50_ms'))} "
+            f"| {_ms(m.get('worker_p50_ms'))} | {_ms(m.get('cycle_p50_ms'))} "
+            f"| {_ms(m.get('alone_worker_p50_ms'))} "
             f"| {m['cpu_us'] / 1000:,.1f} ms ({parts}) | {m.get('pg_xacts_per_cycle', '-')} |"
         )
     return "\n".join(rows)
