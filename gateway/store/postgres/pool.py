@@ -24,7 +24,7 @@ def affected(status: str) -> int:
     return int(count) if count.isdigit() else 0  # a DDL statement's tag ('CREATE TABLE') counts none
 
 
-class _Connection(asyncpg.Connection):
+class _Connection(asyncpg.Connection):  # type: ignore[misc]  # asyncpg ships no types
     """A pooled connection released without asyncpg's reset query (`SELECT
     pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL`): on a pool connection we take no
     session-level lock, open no cursor outside a transaction, LISTEN on none and SET nothing
