@@ -166,18 +166,19 @@ class Cycles:
         latencies: list[float] = []
         to_worker: list[float] = []
         to_done: list[float] = []
-        ended = errors = 0
+        ended = errors = completed = 0
         measure_from = time.perf_counter() + warmup
         stop_at = measure_from + seconds
 
         async def client(http: aiohttp.ClientSession, gw: Gateway) -> None:
-            nonlocal errors, ended
+            nonlocal errors, ended, completed
             while (t0 := time.perf_counter()) < stop_at:
                 try:
                     took, wait, done = await self.one(http, gw)
                 except (RuntimeError, TimeoutError, aiohttp.ClientError):
                     errors += 1
                     continue
+                completed += 1
                 if measure_from <= t0 + took <= stop_at:
                     ended += 1
                     if t0 >= measure_from:
@@ -195,6 +196,7 @@ class Cycles:
         return {
             "rate": round(ended / seconds, 1),
             "cycles": ended,
+            "completed": completed,  # warm-up and tail too: what the CPU over the whole load paid for
             "errors": errors,
             "samples": len(latencies),
             "cycle_p50_ms": pct(latencies, 50),
@@ -237,14 +239,14 @@ async def _run(
         cycles = Cycles(gws, api, finished, {"port": udp_port})
         cpu0 = sum(gw.cpu_seconds() for gw in gws)
         alone = await cycles.load(1, min(3.0, seconds), warmup=1.0)  # also warms the worker pool up
-        alone_cpu = (sum(gw.cpu_seconds() for gw in gws) - cpu0) / max(1, alone["cycles"])
+        alone_cpu = (sum(gw.cpu_seconds() for gw in gws) - cpu0) / max(1, alone["completed"])
         before, bench0 = cpu_split(gws), time.process_time()
         spy = _py_spy(gws[0], profile, seconds + 2) if profile else None
         loaded = await cycles.load(concurrency, seconds, warmup=3.0)
         after, bench1 = cpu_split(gws), time.process_time()
         if spy is not None:
             await asyncio.to_thread(spy.wait, 60)
-        per = max(1, loaded["cycles"])
+        per = max(1, loaded["completed"])  # the CPU is read around the whole load, warm-up and tail included
         loaded["server_cpu_us"] = round((after["gateway"] - before["gateway"]) / per * 1e6, 1)
         loaded["worker_cpu_us"] = round((after["workers"] - before["workers"]) / per * 1e6, 1)
         loaded["postgres_cpu_us"] = round((after["postgres"] - before["postgres"]) / per * 1e6, 1)

@@ -101,7 +101,7 @@ async def measure(
     before, bench0 = {k: f() for k, f in cpu.items()}, time.process_time()
     loaded = await cycles.load(concurrency, seconds, warmup=3.0)
     after, bench1 = {k: f() for k, f in cpu.items()}, time.process_time()
-    per = max(1, loaded["cycles"])
+    per = max(1, loaded["completed"])  # the CPU is read around the whole load, warm-up and tail included
     for key in cpu:
         loaded[f"{key}_cpu_us"] = round((after[key] - before[key]) / per * 1e6, 1)
     loaded["bench_cpu_us"] = round((bench1 - bench0) / per * 1e6, 1)
