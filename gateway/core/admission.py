@@ -52,7 +52,8 @@ class Gate:
     """The `Admission` the worker updates, and the waits of the suspends and new card posts.
 
     A waiter sleeps until the backlog clears or its bound passes, measured on the event loop's
-    monotonic time (or the clock's, when that has moved further: a clock moved by hand). `held` is told the seconds each held suspend waited (the metric)."""
+    monotonic time (or the clock's, when that has moved further: a clock moved by hand).
+    `held` is told the seconds each held suspend waited (the metric)."""
 
     def __init__(self, clock: Clock, bound: float, held: Callable[[float], None] | None = None) -> None:
         self.clock = clock
@@ -77,6 +78,13 @@ class Gate:
         self.state.unlaunched.update(approvals)
         self.state.due = more
         self._pulse()
+
+    def full(self) -> None:
+        """The worker has no free slot: the jobs still due wait for one, not for a claim, so
+        new work does not wait for them (it would only pay the whole bound)."""
+        if self.state.due:
+            self.state.due = False
+            self._pulse()
 
     def launched(self, approval_id: str) -> None:
         """The approval's job left the queue: its worker runs it (or it ended without a launch)."""
