@@ -39,14 +39,21 @@ class Admission:
         """Seconds that work which arrived at `since` still waits at `now` (0: it goes)."""
         if self.bound <= 0 or not self.backlog:
             return 0.0
-        return max(0.0, self.bound - (now - since).total_seconds())
+        return self.left((now - since).total_seconds())
+
+    def left(self, waited: float) -> float:
+        """Seconds that work which has waited `waited` seconds still waits (0: it goes)."""
+        if self.bound <= 0 or not self.backlog:
+            return 0.0
+        return max(0.0, self.bound - waited)
 
 
 class Gate:
     """The `Admission` the worker updates, and the waits of the suspends and new card posts.
 
-    A waiter sleeps until the backlog clears or its bound passes (then it re-reads `hold` with
-    the clock's `now`). `held` is told the seconds each held suspend waited (the metric)."""
+    A waiter sleeps until the backlog clears or its bound passes, measured on the event loop's
+    monotonic time (or the clock's, when that has moved further: a clock moved by hand).
+    `held` is told the seconds each held suspend waited (the metric)."""
 
     def __init__(self, clock: Clock, bound: float, held: Callable[[float], None] | None = None) -> None:
         self.clock = clock
@@ -71,6 +78,13 @@ class Gate:
         self.state.unlaunched.update(approvals)
         self.state.due = more
         self._pulse()
+
+    def full(self) -> None:
+        """The worker has no free slot: the jobs still due wait for one, not for a claim, so
+        new work does not wait for them (it would only pay the whole bound)."""
+        if self.state.due:
+            self.state.due = False
+            self._pulse()
 
     def launched(self, approval_id: str) -> None:
         """The approval's job left the queue: its worker runs it (or it ended without a launch)."""
@@ -104,9 +118,11 @@ class Gate:
         since = self.clock.now()
         if self.state.hold(since, since) <= 0:
             return None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         self._waiters += 1
         try:
-            while (left := self.state.hold(since, self.clock.now())) > 0:
+            while (left := self.state.left(self._waited(since, started, loop))) > 0:
                 changed = self._changed
                 try:
                     async with asyncio.timeout(left):
@@ -115,7 +131,16 @@ class Gate:
                     pass
         finally:
             self._waiters -= 1
-        return (self.clock.now() - since).total_seconds()
+        # The seconds reported (the metric) are the clock's, as the rest of the gateway's
+        # times are, unless it went back meanwhile: then only the monotonic time is right.
+        by_clock = (self.clock.now() - since).total_seconds()
+        return by_clock if by_clock >= 0 else loop.time() - started
+
+    def _waited(self, since: datetime, started: float, loop: asyncio.AbstractEventLoop) -> float:
+        # The loop's monotonic time bounds the wait: a wall clock stepped back would otherwise
+        # hold a request for as long as the step. The clock's own elapsed time still counts,
+        # so a clock moved by hand (tests) ends the wait as before.
+        return max(loop.time() - started, (self.clock.now() - since).total_seconds())
 
     async def admit(self) -> None:
         """A suspend's turn: after the backlog, or the bound (a held suspend counts in the metric)."""

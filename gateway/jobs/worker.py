@@ -82,11 +82,15 @@ class WorkerRunner:
         self._stopping = asyncio.Event()
         self._finish_by: float | None = None  # loop time: running jobs are cut at this point
         self._looping = False  # run_forever claims: only then does a backlog hold other work
+        self._running: set[asyncio.Task[None]] = set()  # run_forever's jobs now running
 
     def notify(self) -> None:
         self._wake.set()
-        if self.gate is not None and self._looping and not self._stopping.is_set():
-            self.gate.queued()  # due jobs no claim has taken yet: new work waits for them (bounded)
+        if self.gate is not None and self._looping and not self._stopping.is_set() and self._free() > 0:
+            # Due jobs no claim has taken yet: new work waits for them (bounded). Not while every
+            # slot is taken: no claim comes until a long job ends, and holding new work would
+            # then only cost each suspend the whole bound.
+            self.gate.queued()
 
     def stop(self, finish_by: float) -> None:
         """Stop claiming; the jobs running now may finish until `finish_by` (the event loop's
@@ -117,7 +121,7 @@ class WorkerRunner:
     async def run_forever(self) -> None:
         """Keep up to `concurrency` jobs running: a long job does not hold back the others. Once
         stopped, claim no more and let the running jobs finish until `finish_by`."""
-        running: set[asyncio.Task[None]] = set()
+        running = self._running
         self._looping = True
         try:
             while not self._stopping.is_set():
@@ -153,8 +157,13 @@ class WorkerRunner:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
 
+    def _free(self) -> int:
+        return self.concurrency - len(self._running)
+
     async def _claim(self, free: int) -> list[ResumeJob]:
         if free <= 0:
+            if self.gate is not None:  # full: what is due waits for a slot, not new work for it
+                self.gate.full()
             return []
         try:
             jobs = await self.jobs.claim(self.clock.now(), self.owner, self.lease, free)
@@ -163,9 +172,10 @@ class WorkerRunner:
             return []
         if self.gate is not None:
             # Only a pool queues a job until one of its processes is free; the other kinds
-            # launch it at once. A full claim may have left more due.
+            # launch it at once. A full claim may have left more due, but it also took every
+            # free slot: those wait for a slot, and new work does not wait for them.
             queueing = [j.approval_id for j in jobs if self._queues(j.worker)]
-            self.gate.claimed(queueing, more=len(jobs) >= free)
+            self.gate.claimed(queueing, more=False)
         return jobs
 
     def _queues(self, worker: str) -> bool:

@@ -5,7 +5,9 @@ about the same time).
 
 A caller's await returns once its own write is committed, or raises what the commit raised: a
 write is as durable when its caller goes on as it was when each write was its own transaction.
-A caller cancelled while it waits does not cancel the commit (the others in it still want it)."""
+A caller cancelled while it waits does not cancel the commit (the others in it still want it).
+When a commit of many fails, each is committed again on its own, so one bad write fails only its
+own caller; and no caller is left waiting, whatever the commit does (a wrong count of results)."""
 
 from __future__ import annotations
 
@@ -38,14 +40,37 @@ class GroupCommit(Generic[T, R]):
         while self._queue:
             batch, self._queue = self._queue, []
             try:
-                results = await self._commit([item for item, _ in batch])
-            except BaseException as exc:  # each caller learns it failed (and retries as it would)
+                await self._settle(batch)
+            finally:
+                # Whatever escaped (a cancellation, a bug): no caller of this batch waits forever.
                 for _, fut in batch:
                     if not fut.done():
-                        fut.set_exception(exc)
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            for (_, fut), result in zip(batch, results, strict=True):
-                if not fut.done():
-                    fut.set_result(result)
+                        fut.set_exception(RuntimeError("the group commit stopped before this write finished"))
+
+    async def _settle(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
+        try:
+            results = await self._commit([item for item, _ in batch])
+        except Exception as exc:
+            if len(batch) == 1:  # each caller learns it failed (and retries as it would)
+                _fail(batch, exc)
+                return
+            # One bad item must not fail the others: nothing of the failed transaction was
+            # committed, so each item is committed alone and its caller gets its own outcome.
+            for one in batch:
+                await self._settle([one])
+            return
+        except BaseException as exc:
+            _fail(batch, exc)
+            raise
+        if len(results) != len(batch):  # checked before any caller is told it committed
+            _fail(batch, RuntimeError(f"group commit returned {len(results)} results for {len(batch)} items"))
+            return
+        for (_, fut), result in zip(batch, results, strict=True):
+            if not fut.done():
+                fut.set_result(result)
+
+
+def _fail(batch: Sequence[tuple[object, asyncio.Future[R]]], exc: BaseException) -> None:
+    for _, fut in batch:
+        if not fut.done():
+            fut.set_exception(exc)

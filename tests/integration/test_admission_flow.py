@@ -153,3 +153,44 @@ async def test_without_the_worker_loop_nothing_is_held(make_rt: MakeRt) -> None:
     await rt.service.decide(first.id, Outcome.APPROVE, "operator:ops", authority=Authority.OPERATOR)
     assert not rt.gate.backlog
     await asyncio.wait_for(rt.service.suspend(_request("pool")), 5)
+
+
+class _LongPool(_BusyPool):
+    """A pool whose process is taken at once and whose job runs until `free` is set."""
+
+    async def _acquire(self) -> Any:
+        return _Proc()
+
+    async def _ask(self, proc: Any, launch: Launch) -> AttemptResult:
+        await self.free.wait()
+        return AttemptResult(AttemptOutcome.SUCCEEDED)
+
+
+async def test_a_full_worker_does_not_hold_suspends_for_jobs_it_cannot_claim(
+    make_rt: MakeRt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every slot runs a long job and another job is queued: no claim can take it until a slot
+    frees, so a new suspend must not pay the whole bound waiting for it."""
+    pools: list[_LongPool] = []
+
+    def build(cfg: WorkerSettings, secret: str) -> Launcher:
+        pools.append(_LongPool(cfg))
+        return pools[-1]
+
+    monkeypatch.setattr(worker_module, "build_launcher", build)
+    rt = await make_rt(pool={"entrypoint": "tests.fakes.entry:handle", "pool_size": 1})
+    rt.worker.concurrency = 1
+    loop = asyncio.create_task(rt.worker.run_forever())
+    try:
+        first, _ = await rt.service.suspend(_request("pool"))
+        second, _ = await rt.service.suspend(_request("pool"))
+        await rt.service.decide(first.id, Outcome.APPROVE, "operator:ops", authority=Authority.OPERATOR)
+        await _until(lambda: bool(pools) and not rt.gate.backlog)  # claimed and launched: the slot is taken
+        await rt.service.decide(second.id, Outcome.APPROVE, "operator:ops", authority=Authority.OPERATOR)
+        third = asyncio.create_task(rt.service.suspend(_request("pool")))
+        assert not await _still_pending(third)  # not held: the queued job waits for a slot, not for it
+        assert _held(rt) == (0.0, 0.0)
+        pools[0].free.set()
+    finally:
+        rt.worker.stop(asyncio.get_running_loop().time() + 1)
+        await asyncio.wait_for(loop, 5)

@@ -110,3 +110,19 @@ def test_a_sub_second_duration_is_shown_as_it_is() -> None:
     assert format_duration(timedelta(seconds=61.5)) == "1m1s500ms"
     assert parse_duration(format_duration(timedelta(seconds=61.5))) == timedelta(seconds=61.5)
     assert format_duration(timedelta(seconds=90)) == "1m30s"
+
+
+async def test_a_clock_stepped_back_does_not_stretch_the_wait() -> None:
+    """The bound is measured on the event loop's monotonic time: a wall clock set back an hour
+    while a suspend is held must not hold it for an hour."""
+    clock = FakeClock()
+    gate = Gate(clock, 0.1)
+    gate.queued()
+    task = asyncio.create_task(gate.wait())
+    assert await _pending(task)
+    clock.advance(-3600)  # the wall clock steps back
+    gate.recheck()
+    started = asyncio.get_running_loop().time()
+    waited = await asyncio.wait_for(task, 2)
+    assert waited is not None and waited == pytest.approx(0.1, abs=0.1)
+    assert asyncio.get_running_loop().time() - started < 1
