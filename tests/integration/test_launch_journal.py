@@ -220,3 +220,19 @@ async def test_an_http_journal_from_a_document_makes_no_get(
     async with DurableRun("r-http", HttpJournal(client), client, document=_doc("r-http", [])) as run:
         assert await run.step("work", lambda: {"ok": True}) == {"ok": True}
     assert seen == ["PUT"]
+
+
+async def test_a_big_journal_is_left_out_of_the_document_and_the_sdk_gets_it() -> None:
+    """A URL worker's receiver may limit a POST body: above the cap the launch document has no
+    `journal`, and the SDK reads the steps from its journal instead."""
+    from gateway.jobs.worker import LAUNCH_JOURNAL_MAX, launch_journal
+
+    big = StepRecord("r-big", "research", StepStatus.SUCCEEDED, {"blob": "x" * LAUNCH_JOURNAL_MAX}, 1, T0, T0)
+    small = StepRecord("r-big", "research", StepStatus.SUCCEEDED, {"rows": 3}, 1, T0, T0)
+    assert launch_journal([small.to_api()]) == {"journal": [small.to_api()]}
+    fields = launch_journal([big.to_api()])
+    assert "journal" not in fields
+    spy = SpyJournal({"research": big})
+    run = DurableRun("r-big", spy, document={"run_id": "r-big"} | fields, launch_journal=True)
+    assert await run.step("research", lambda: {"blob": ""}) == {"blob": "x" * LAUNCH_JOURNAL_MAX}
+    assert spy.loads == 1
