@@ -18,7 +18,7 @@ from typing import Any, TypeGuard
 
 from telegram.error import NetworkError, TelegramError
 
-from adapters.telegram.request import AiohttpRequest
+from adapters.telegram.request import AiohttpRequest, scrub
 
 Chat = int | str
 Markup = Mapping[str, Any]  # a reply_markup as the Bot API's JSON ({"inline_keyboard": [...]})
@@ -61,12 +61,15 @@ class BotApi:
         """The answer's `result`. A success status whose body is not the Bot API's JSON (a proxy's
         page, no `result`) is a NetworkError caused by a ValueError, so that a post stays uncertain:
         PTB raises a bare TelegramError for it, which `errors.unsent` takes for a refusal."""
-        body = form(params)  # outside the try: an unencodable parameter is our bug, not an answer
+        body, url = form(params), f"{self.base_url}/{method}"  # an unencodable parameter is our bug
         try:
-            return await self.request.call(f"{self.base_url}/{method}", body)
+            return await self.request.call(url, body)
         except (KeyError, TypeError) as exc:  # `post` read `["result"]` of a JSON without one
-            raise NetworkError(f"{method}: the Bot API's answer has no result") from ValueError(repr(exc))
+            raise NetworkError(f"{method}: the Bot API's answer has no result") from ValueError(type(exc).__name__)
         except TelegramError as exc:
+            # A proxy's answer may echo the URL, and with it the token, into the message that the
+            # outbox stores and audits: PTB's `message` is its public attribute.
+            exc.message = scrub(exc.message, url)
             if type(exc) is not TelegramError:  # PTB's mapping of an error answer or a transport failure
                 raise
             raise NetworkError(f"{method}: {exc.message}") from ValueError("a success status with an unreadable body")

@@ -12,6 +12,10 @@ back, without `Bot` turning it into PTB objects. PTB's `RequestData` cannot be b
 travels beside `post`, in a context variable that only `call` sets, to our own `do_request`:
 `post` awaits `do_request` in the caller's context, so each call sees its own form.
 
+A transport error's message names only its type and what the server said, never the URL: the
+URL holds the bot token, and this message reaches the outbox's stored errors, the audit chain and
+the logs (`describe`, `scrub`).
+
 Errors keep their cause (`raise ... from err`) so that `once.unsent` can tell a call that never
 left (no connection) from one whose outcome is unknown (a read timeout, a dropped connection).
 """
@@ -33,6 +37,27 @@ def _seconds(value: object, default: float | None) -> float | None:
     if value is BaseRequest.DEFAULT_NONE:
         return default
     return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def scrub(text: str, url: str) -> str:
+    """`text` without the Bot API URL `url` (`<base>/bot<token>/<method>`), its base or its token:
+    whatever a server, a proxy or a library echoed back."""
+    base = url.rsplit("/", 1)[0]
+    for secret in (url, base, base.rsplit("/bot", 1)[-1] if "/bot" in base else ""):
+        if len(secret) >= 8:  # a short fragment would be no secret and would mangle the text
+            text = text.replace(secret, "<bot api>")
+    return text
+
+
+def describe(err: aiohttp.ClientError, url: str) -> str:
+    """A transport error for a message: its type and the server's status line, never its URL.
+    `ClientResponseError` and `InvalidURL` put the URL in their str(); the others are scrubbed."""
+    name = f"aiohttp.{type(err).__name__}"
+    if isinstance(err, aiohttp.InvalidURL):
+        return f"{name}: an invalid Bot API URL"
+    if isinstance(err, aiohttp.ClientResponseError):
+        return scrub(f"{name}: {err.status}, {err.message}", url)
+    return scrub(f"{name}: {err}", url)
 
 
 class AiohttpRequest(BaseRequest):
@@ -99,4 +124,4 @@ class AiohttpRequest(BaseRequest):
         except TimeoutError as err:
             raise TimedOut from err
         except aiohttp.ClientError as err:
-            raise NetworkError(f"aiohttp.{type(err).__name__}: {err}") from err
+            raise NetworkError(describe(err, url)) from err

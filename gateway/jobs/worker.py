@@ -14,7 +14,9 @@ why: the attempt was taken, then refused before any launch.
 A launch reads its approval and its run's journal in one snapshot (`Jobs.launch`), and the
 rehydration document carries that journal (`journal`, as GET /v1/runs/{run_id}/steps gives its
 `items`): a worker's SDK starts from it instead of a GET, and its token opens the run's journal
-without an approval read, so a launch reads the approval once.
+without an approval read, so a launch reads the approval once. Above `LAUNCH_JOURNAL_MAX` bytes
+of JSON the journal is left out (a URL worker's receiver may limit a POST body's size): the SDKs
+then GET it.
 Every read and write goes through `gateway.service.jobs.Jobs`, which also holds an operator's
 `RetryJob`.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import time
 from asyncio import FIRST_COMPLETED
@@ -223,7 +226,8 @@ class WorkerRunner:
             launch = Launch(
                 approval_id=approval.id,
                 document=self.service.rehydration_document(approval)
-                | {"idempotency_key": key, "journal": [step.to_api() for step in journal]},
+                | {"idempotency_key": key}
+                | launch_journal([step.to_api() for step in journal]),
                 token=self.service.worker_token(approval),
                 gateway_url=self.service.settings.server.public_url,
                 idempotency_key=key,
@@ -302,3 +306,14 @@ class WorkerRunner:
             return
         level = logging.INFO if status is not JobStatus.FAILED else logging.ERROR
         log.log(level, "resume job %s %s: %s", job.id, kind, result.error or "ok")
+
+
+# The most encoded JSON of a run's journal a launch document carries: a URL worker gets the
+# document as a POST body, and its receiver may refuse a big one. Above it the SDK GETs the steps.
+LAUNCH_JOURNAL_MAX = 256 * 1024
+
+
+def launch_journal(steps: list[dict[str, object]]) -> dict[str, object]:
+    """The document's `journal` field: the steps, or nothing when they exceed the cap."""
+    size = len(json.dumps(steps, separators=(",", ":"), default=str).encode())
+    return {"journal": steps} if size <= LAUNCH_JOURNAL_MAX else {}

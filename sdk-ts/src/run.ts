@@ -76,6 +76,9 @@ export interface RunOptions {
   codeVersion?: string | null;
   /** The gateway's key for the decided step's effect ($HITL_IDEMPOTENCY_KEY). */
   effectKey?: string | null;
+  /** Whether `journal` is the gateway's, where the document's `journal` was read (default: an
+   * HttpJournal). A caller's own journal stores its steps elsewhere: it is read instead. */
+  launchJournal?: boolean;
 }
 
 export interface OpenOptions {
@@ -129,7 +132,10 @@ export class DurableRun {
     this.retryBaseMs = options.retryBaseMs ?? 500;
     // A launched worker's document carries its run's journal as the gateway read it with the
     // approval (one snapshot): the first step needs no GET. `refresh()` still reads it again.
-    this.cache = launchJournal(runId, this.document);
+    // Only with the gateway's journal: starting a caller's own journal from the gateway's copy
+    // would run again a step that journal already holds.
+    const gateways = options.launchJournal ?? journal instanceof HttpJournal;
+    this.cache = gateways ? launchJournal(runId, this.document) : null;
   }
 
   /** A run started by the agent itself; its journal goes over HTTP unless `journal` is given. */
@@ -144,7 +150,7 @@ export class DurableRun {
    * suspend again; HITL_IDEMPOTENCY_KEY as `effectKey`) from the environment, the rehydration
    * document from stdin (or `document`). The journal goes over HTTP with the resume token; the
    * run starts from the document's `journal` (the steps as the gateway launched it) without
-   * reading it. */
+   * reading it, unless `journal` is given: that one is read, being where the steps are. */
   static async fromEnv(options: FromEnvOptions = {}): Promise<DurableRun> {
     const env = options.env ?? process.env;
     const url = env.HITL_GATEWAY_URL;
@@ -155,6 +161,7 @@ export class DurableRun {
     return new DurableRun(String(document.run_id), options.journal ?? new HttpJournal(client), client, {
       document,
       effectKey: env.HITL_IDEMPOTENCY_KEY ?? null,
+      launchJournal: options.journal === undefined,
     });
   }
 

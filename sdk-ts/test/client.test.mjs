@@ -83,3 +83,18 @@ test("a worker starts from its document's journal: no GET of the steps, refresh(
   await other.steps();
   assert.deepEqual(seen.slice(count).map((r) => r.method), ["GET"]);
 });
+
+test("a caller's own journal is read, not the document's: its done steps do not run again", async () => {
+  const mine = { runId: "r/own", name: "charge", status: "succeeded", output: { charged: 1 }, attempts: 1,
+    startedAt: new Date(), finishedAt: new Date() };
+  let loads = 0;
+  const journal = {
+    load: async () => { loads += 1; return new Map([["charge", mine]]); },
+    record: async (rec) => rec,
+    close: async () => {},
+  };
+  const env = { HITL_GATEWAY_URL: url, HITL_RESUME_TOKEN: "tok" };
+  const run = await DurableRun.fromEnv({ env, document: { run_id: "r/own", journal: [] }, journal });
+  assert.deepEqual(await run.step("charge", () => assert.fail("charged again")), { charged: 1 });
+  assert.equal(loads, 1);
+});

@@ -85,6 +85,7 @@ class DurableRun:
         code_version: str | None = None,
         effect_key: str | None = None,
         trace_parent: Mapping[str, str] | None = None,
+        launch_journal: bool | None = None,
     ) -> None:
         self.run_id, self.journal, self.client = run_id, journal, client
         # Recorded on every suspend: a worker declaring `accepts` resumes only matching code.
@@ -96,7 +97,11 @@ class DurableRun:
         self.max_attempts, self.retry_base = max_attempts, retry_base
         # A launched worker's document carries its run's journal as the gateway read it with the
         # approval (one snapshot): the first step needs no GET. `refresh()` still reads it again.
-        self._steps: dict[str, StepRecord] | None = _launch_journal(run_id, document)
+        # Only when `journal` is the gateway's (`launch_journal`; default: an HttpJournal): a
+        # caller's own journal stores its steps elsewhere, and starting from the gateway's copy
+        # would run again a step that journal already holds.
+        gateways = isinstance(journal, HttpJournal) if launch_journal is None else launch_journal
+        self._steps: dict[str, StepRecord] | None = _launch_journal(run_id, document) if gateways else None
         # Inside a launched worker: the gateway's job launch span (TRACEPARENT, TRACESTATE), the
         # parent of this run's step spans when no span of the worker's own is current.
         self.trace_parent: Mapping[str, str] = dict(trace_parent or {})
@@ -142,11 +147,13 @@ class DurableRun:
         `effect_key`) from the environment, the
         rehydration document from stdin (or `document`). The journal goes over HTTP with the
         resume token unless `journal` is given; the run starts from the document's `journal`
-        (the steps as the gateway launched it) without reading it."""
+        (the steps as the gateway launched it) without reading it, unless `journal` is given:
+        that one is read, being where this run's steps are."""
         env = os.environ if env is None else env
         if document is None:
             document = json.loads(await asyncio.to_thread(sys.stdin.read))
         client = GatewayClient(env["HITL_GATEWAY_URL"], env.get("HITL_API_KEY"), resume_token=env["HITL_RESUME_TOKEN"])
+        gateways = journal is None  # HTTP or HITL_DB_URL: the store the document's journal came from
         if journal is None and env.get("HITL_DB_URL"):  # the run of the approval's agent
             agent = (document.get("approval") or {}).get("agent")
             journal = await cls.open_db_journal(env["HITL_DB_URL"], agent)
@@ -157,6 +164,7 @@ class DurableRun:
             document=document,
             effect_key=env.get("HITL_IDEMPOTENCY_KEY"),
             trace_parent=traces.carrier_from_env(env),
+            launch_journal=gateways,
         )
 
     @classmethod

@@ -163,11 +163,29 @@ async def test_the_sdk_starts_from_the_documents_journal_and_refresh_reads_it_ag
     done = StepRecord("r-doc", "research", StepStatus.SUCCEEDED, {"rows": 3}, 1, T0, T0)
     later = StepRecord("r-doc", "other", StepStatus.SUCCEEDED, {"x": 1}, 1, T0, T0)
     spy = SpyJournal({"research": done, "other": later})
-    run = DurableRun("r-doc", spy, document=_doc("r-doc", [done.to_api()]))
+    run = DurableRun("r-doc", spy, document=_doc("r-doc", [done.to_api()]), launch_journal=True)
     assert await run.step("research", lambda: {"rows": 99}) == {"rows": 3}  # no call, no load
     assert spy.loads == 0 and "other" not in await run.steps()
     assert await run.step("new", lambda: 7) == 7 and spy.loads == 0
     assert set(await run.refresh()) == {"research", "other", "new"} and spy.loads == 1
+
+
+async def test_a_callers_own_journal_is_read_not_the_documents() -> None:
+    """A worker's own journal stores its steps elsewhere: the gateway's copy in the document does
+    not hold them, and starting from it would run a step that journal already holds again."""
+    mine = StepRecord("r-own", "charge", StepStatus.SUCCEEDED, {"charged": 1}, 1, T0, T0)
+    calls: list[str] = []
+    env = {"HITL_GATEWAY_URL": "http://127.0.0.1:9", "HITL_RESUME_TOKEN": "t"}
+    for make in (
+        lambda spy: DurableRun("r-own", spy, document=_doc("r-own", [])),
+        lambda spy: DurableRun.from_env(env=env, document=_doc("r-own", []), journal=spy),
+    ):
+        spy = SpyJournal({"charge": mine})
+        made = make(spy)
+        run = await made if not isinstance(made, DurableRun) else made
+        assert await run.step("charge", lambda: calls.append("charged again")) == {"charged": 1}
+        assert spy.loads == 1 and calls == []
+        await run.close()
 
 
 async def test_a_document_without_a_journal_or_of_another_run_is_loaded() -> None:
@@ -202,3 +220,19 @@ async def test_an_http_journal_from_a_document_makes_no_get(
     async with DurableRun("r-http", HttpJournal(client), client, document=_doc("r-http", [])) as run:
         assert await run.step("work", lambda: {"ok": True}) == {"ok": True}
     assert seen == ["PUT"]
+
+
+async def test_a_big_journal_is_left_out_of_the_document_and_the_sdk_gets_it() -> None:
+    """A URL worker's receiver may limit a POST body: above the cap the launch document has no
+    `journal`, and the SDK reads the steps from its journal instead."""
+    from gateway.jobs.worker import LAUNCH_JOURNAL_MAX, launch_journal
+
+    big = StepRecord("r-big", "research", StepStatus.SUCCEEDED, {"blob": "x" * LAUNCH_JOURNAL_MAX}, 1, T0, T0)
+    small = StepRecord("r-big", "research", StepStatus.SUCCEEDED, {"rows": 3}, 1, T0, T0)
+    assert launch_journal([small.to_api()]) == {"journal": [small.to_api()]}
+    fields = launch_journal([big.to_api()])
+    assert "journal" not in fields
+    spy = SpyJournal({"research": big})
+    run = DurableRun("r-big", spy, document={"run_id": "r-big"} | fields, launch_journal=True)
+    assert await run.step("research", lambda: {"blob": ""}) == {"blob": "x" * LAUNCH_JOURNAL_MAX}
+    assert spy.loads == 1
