@@ -136,6 +136,9 @@ class Cycles:
 
     def __init__(self, gws: list[Gateway], api: CardWatch, finished: Finished, state: dict[str, Any]) -> None:
         self.gws, self.api, self.finished, self.state = gws, api, finished, state
+        # 0: press the moment the fake Bot API answered, often before the gateway recorded the
+        # post, so the press adopts the card (a transaction and a sync more than a person causes)
+        self.press_delay = 0.0
         self.update_ids = itertools.count(1)
         self.tag = uuid.uuid4().hex[:8]
         self.n = itertools.count()
@@ -151,6 +154,8 @@ class Cycles:
                 raise RuntimeError(f"suspend: {resp.status} {await resp.text()}")
             approval_id = (await resp.json())["id"]
         message_id, data = await self.api.cards.get(approval_id)
+        if self.press_delay:  # a person reads the card first: the post's answer is recorded by then
+            await asyncio.sleep(self.press_delay)
         update = json.dumps(press(next(self.update_ids), message_id, data))
         async with http.post(f"{gw.url}/webhooks/telegram", data=update, headers=HOOK_HEADERS) as resp:
             await resp.read()
@@ -216,6 +221,7 @@ async def _run(
     profile: Path | None = None,
     replicas: int = 1,
     tree: Path | None = None,
+    press_delay: float = 0.0,
 ) -> dict[str, Any]:
     if replicas > 1 and store_url is None:
         raise ValueError("replicas share one database: PostgreSQL only")
@@ -237,6 +243,7 @@ async def _run(
         await asyncio.to_thread(gw.start)
     try:
         cycles = Cycles(gws, api, finished, {"port": udp_port})
+        cycles.press_delay = press_delay
         cpu0 = sum(gw.cpu_seconds() for gw in gws)
         alone = await cycles.load(1, min(3.0, seconds), warmup=1.0)  # also warms the worker pool up
         alone_cpu = (sum(gw.cpu_seconds() for gw in gws) - cpu0) / max(1, alone["completed"])
@@ -358,9 +365,10 @@ def run(
     profile: Path | None = None,
     replicas: int = 1,
     tree: Path | None = None,
+    press_delay: float = 0.0,
 ) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile, replicas, tree))
+    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile, replicas, tree, press_delay))
 
 
 def main() -> int:
@@ -377,6 +385,7 @@ def main() -> int:
     p.add_argument("--profile", action="store_true", help="py-spy --gil on the gateway: bench/profile-cycle.txt")
     p.add_argument("--pg", action="store_true", help="on a fresh PostgreSQL database (HITL_TEST_POSTGRES_URL)")
     p.add_argument("--replicas", type=int, default=1, help="gateway processes on the one database (with --pg)")
+    p.add_argument("--press-delay", type=float, default=0.0, help="seconds between the card and its press")
     p.add_argument("--tree", type=Path, help="run another checkout's gateway (an A/B: `git worktree add`)")
     args = p.parse_args()
     out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
@@ -394,6 +403,7 @@ def main() -> int:
                     store_url=url,
                     replicas=args.replicas,
                     tree=args.tree,
+                    press_delay=args.press_delay,
                 )
             with pg.database() as url:  # what a start and a stop cost alone, taken off the per-cycle figures
                 idle = asyncio.run(_idle(Path(tmp) / "idle", url))
@@ -410,6 +420,7 @@ def main() -> int:
                 pool_size=args.pool_size,
                 profile=out,
                 tree=args.tree,
+                press_delay=args.press_delay,
             )
     print(json.dumps(result))
     if out is not None and out.exists():
