@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -280,11 +281,8 @@ def _proc_cpu(stat: str) -> tuple[int, float]:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_split(gws: list[Gateway]) -> dict[str, float]:
-    """CPU seconds so far of the gateway processes, of their children (the entrypoint pool's
-    workers), and of every PostgreSQL process on the machine (quiet machine: this run's)."""
-    out = {"gateway": 0.0, "workers": 0.0, "postgres": 0.0}
-    pids = {gw.proc.pid for gw in gws if gw.proc is not None}
+def processes() -> Iterator[tuple[int, int, float, str]]:
+    """(pid, parent pid, CPU seconds so far, its /proc stat line) of every process now."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -293,7 +291,16 @@ def cpu_split(gws: list[Gateway]) -> dict[str, float]:
         except OSError:
             continue  # gone meanwhile
         parent, cpu = _proc_cpu(stat)
-        if int(entry.name) in pids:
+        yield int(entry.name), parent, cpu, stat
+
+
+def cpu_split(gws: list[Gateway]) -> dict[str, float]:
+    """CPU seconds so far of the gateway processes, of their children (the entrypoint pool's
+    workers), and of every PostgreSQL process on the machine (quiet machine: this run's)."""
+    out = {"gateway": 0.0, "workers": 0.0, "postgres": 0.0}
+    pids = {gw.proc.pid for gw in gws if gw.proc is not None}
+    for pid, parent, cpu, stat in processes():
+        if pid in pids:
             out["gateway"] += cpu
         elif parent in pids:
             out["workers"] += cpu
@@ -390,21 +397,25 @@ def main() -> int:
     args = p.parse_args()
     out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
     with tempfile.TemporaryDirectory(prefix="hitl-cycle-") as tmp:
+
+        def one(store_url: str | None = None) -> dict[str, Any]:
+            return run(
+                Path(tmp),
+                seconds=args.seconds,
+                concurrency=args.concurrency,
+                pool_size=args.pool_size,
+                profile=out,
+                store_url=store_url,
+                replicas=args.replicas,
+                tree=args.tree,
+                press_delay=args.press_delay,
+            )
+
         if args.pg:
             from bench import pg
 
             with pg.database() as url:
-                result = run(
-                    Path(tmp),
-                    seconds=args.seconds,
-                    concurrency=args.concurrency,
-                    pool_size=args.pool_size,
-                    profile=out,
-                    store_url=url,
-                    replicas=args.replicas,
-                    tree=args.tree,
-                    press_delay=args.press_delay,
-                )
+                result = one(url)
             with pg.database() as url:  # what a start and a stop cost alone, taken off the per-cycle figures
                 idle = asyncio.run(_idle(Path(tmp) / "idle", url))
             n = max(1, result["pg_cycles"])
@@ -413,15 +424,7 @@ def main() -> int:
                 (result["pg_approval_scans"] - args.replicas * idle["pg_approval_scans"]) / n, 1
             )
         else:
-            result = run(
-                Path(tmp),
-                seconds=args.seconds,
-                concurrency=args.concurrency,
-                pool_size=args.pool_size,
-                profile=out,
-                tree=args.tree,
-                press_delay=args.press_delay,
-            )
+            result = one()
     print(json.dumps(result))
     if out is not None and out.exists():
         print(summarize(out, 30))

@@ -75,21 +75,14 @@ class PeerCycles(Cycles):
 def tree_cpu(roots: Iterable[int], name: str | None = None) -> float:
     """CPU seconds so far of the processes `roots`, their children, and (with `name`) every
     process of that name on the machine (PostgreSQL's backends: a quiet machine's are this run's)."""
-    from bench.cycle import _proc_cpu
+    from bench.cycle import processes
 
     roots = set(roots)
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # gone meanwhile
-        parent, cpu = _proc_cpu(stat)
-        if int(entry.name) in roots or parent in roots or (name is not None and f"({name})" in stat):
-            total += cpu
-    return total
+    return sum(
+        cpu
+        for pid, parent, cpu, stat in processes()
+        if pid in roots or parent in roots or (name is not None and f"({name})" in stat)
+    )
 
 
 async def measure(
