@@ -223,6 +223,7 @@ async def _run(
     replicas: int = 1,
     tree: Path | None = None,
     press_delay: float = 0.0,
+    extra: str = "",
 ) -> dict[str, Any]:
     if replicas > 1 and store_url is None:
         raise ValueError("replicas share one database: PostgreSQL only")
@@ -235,7 +236,7 @@ async def _run(
     for i in range(replicas):
         home = work if replicas == 1 else work / f"replica{i}"
         await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
-        gw = Gateway(home, home / "gateway.db", extra_config=config(api.base_url, pool_size))
+        gw = Gateway(home, home / "gateway.db", extra_config=config(api.base_url, pool_size, extra=extra))
         gw.store_url = store_url
         if tree is not None:  # another checkout's gateway (and worker side): an A/B of two trees
             gw.root = tree
@@ -373,9 +374,12 @@ def run(
     replicas: int = 1,
     tree: Path | None = None,
     press_delay: float = 0.0,
+    extra: str = "",
 ) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
-    return asyncio.run(_run(work, store_url, seconds, concurrency, pool_size, profile, replicas, tree, press_delay))
+    return asyncio.run(
+        _run(work, store_url, seconds, concurrency, pool_size, profile, replicas, tree, press_delay, extra)
+    )
 
 
 def main() -> int:
@@ -393,9 +397,12 @@ def main() -> int:
     p.add_argument("--pg", action="store_true", help="on a fresh PostgreSQL database (HITL_TEST_POSTGRES_URL)")
     p.add_argument("--replicas", type=int, default=1, help="gateway processes on the one database (with --pg)")
     p.add_argument("--press-delay", type=float, default=0.0, help="seconds between the card and its press")
+    p.add_argument("--resume-concurrency", type=int, help="[scheduler] resume_concurrency (default: the gateway's)")
     p.add_argument("--tree", type=Path, help="run another checkout's gateway (an A/B: `git worktree add`)")
     args = p.parse_args()
     out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
+    slots = args.resume_concurrency
+    scheduler = "" if slots is None else f"[scheduler]\nresume_concurrency = {slots}\n"
     with tempfile.TemporaryDirectory(prefix="hitl-cycle-") as tmp:
 
         def one(store_url: str | None = None) -> dict[str, Any]:
@@ -409,6 +416,7 @@ def main() -> int:
                 replicas=args.replicas,
                 tree=args.tree,
                 press_delay=args.press_delay,
+                extra=scheduler,
             )
 
         if args.pg:

@@ -177,6 +177,7 @@ class Runtime:
             lease=settings.store.lease,
             tracer=self.tracer,
             gate=self.gate,
+            concurrency=settings.scheduler.resume_concurrency,
         )
         self.loops.append(self.worker.run_forever)
         self.scheduler = SlaScheduler(

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from gateway.core.models import Approval, Outcome
+from gateway.core.errors import ConfigError
+from gateway.core.models import Approval, JobStatus, Outcome
 from gateway.jobs import worker as worker_module
 from gateway.jobs.launch import AttemptOutcome, AttemptResult, Launch, Launcher
 from gateway.jobs.pool import EntrypointPool
@@ -18,7 +19,7 @@ from gateway.runtime import Runtime
 from gateway.service import SuspendRequest, new_id
 from gateway.service.commands import Authority
 from gateway.settings import WorkerSettings
-from gateway.testing import FakeClock
+from gateway.testing import FakeClock, make_settings
 from tests.integration.conftest import MakeRt
 from tests.integration.test_outbox import scripted
 
@@ -194,3 +195,61 @@ async def test_a_full_worker_does_not_hold_suspends_for_jobs_it_cannot_claim(
     finally:
         rt.worker.stop(asyncio.get_running_loop().time() + 1)
         await asyncio.wait_for(loop, 5)
+
+
+class _CountingPool(_BusyPool):
+    """Every launch is taken at once and runs until `free` is set; `running` counts them."""
+
+    running = 0
+
+    async def _acquire(self) -> Any:
+        return _Proc()
+
+    async def _ask(self, proc: Any, launch: Launch) -> AttemptResult:
+        type(self).running += 1
+        await self.free.wait()
+        return AttemptResult(AttemptOutcome.SUCCEEDED)
+
+
+async def test_resume_concurrency_bounds_the_jobs_one_process_holds(
+    settings_factory: Callable[..., Any], clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[scheduler] resume_concurrency` jobs run at once, however many are due: the rest stay
+    queued in the store for a slot (or another replica), not claimed into this process."""
+    pools: list[_CountingPool] = []
+
+    def build(cfg: WorkerSettings, secret: str) -> Launcher:
+        pools.append(_CountingPool(cfg))
+        return pools[-1]
+
+    monkeypatch.setattr(worker_module, "build_launcher", build)
+    monkeypatch.setattr(_CountingPool, "running", 0)
+    pool = {"entrypoint": "tests.fakes.entry:handle", "pool_size": 1}
+    rt = Runtime(settings_factory(workers={"pool": pool}, scheduler={"resume_concurrency": 3}), clock=clock, owner="t")
+    await rt.start(background=False)
+    loop = asyncio.create_task(rt.worker.run_forever())
+    try:
+        for _ in range(5):
+            made, _ = await rt.service.suspend(_request("pool"))
+            await rt.service.decide(made.id, Outcome.APPROVE, "operator:ops", authority=Authority.OPERATOR)
+        await _until(lambda: _CountingPool.running == 3)
+        for _ in range(20):  # room for a fourth claim, were it allowed
+            await asyncio.sleep(0.005)
+        assert _CountingPool.running == 3
+        queued = await rt.store.list_jobs(JobStatus.QUEUED, 10)
+        assert len(queued) == 2
+        pools[0].free.set()
+        await _until(lambda: _CountingPool.running == 5)
+    finally:
+        rt.worker.stop(asyncio.get_running_loop().time() + 1)
+        await asyncio.wait_for(loop, 5)
+        await rt.stop()
+
+
+def test_resume_concurrency_setting() -> None:
+    url = "sqlite:///:memory:"
+    assert make_settings(url).scheduler.resume_concurrency == 16
+    assert make_settings(url, {"scheduler": {"resume_concurrency": 64}}).scheduler.resume_concurrency == 64
+    for bad in (0, 1001):
+        with pytest.raises(ConfigError, match=r"scheduler\.resume_concurrency"):
+            make_settings(url, {"scheduler": {"resume_concurrency": bad}})
