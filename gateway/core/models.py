@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from enum import StrEnum
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from hitl_sdk.models import Decision, Outcome, Source, StepRecord, StepStatus
 
@@ -23,6 +23,7 @@ __all__ = [
     "PRUNED",
     "Approval",
     "Card",
+    "ClaimedJob",
     "Decision",
     "DeliveryStatus",
     "EditTerms",
@@ -501,3 +502,12 @@ class ResumeJob:
             "created_at": iso(self.created_at),
             "updated_at": iso(self.updated_at),
         }
+
+
+class ClaimedJob(NamedTuple):
+    """A resume job just leased, with what it launches with, read in the claim's transaction:
+    its approval (None if gone) and the journal of the approval's run in its namespace."""
+
+    job: ResumeJob
+    approval: Approval | None
+    journal: list[StepRecord]

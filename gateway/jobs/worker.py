@@ -11,7 +11,8 @@ made after the claim (the approval is gone, the worker is not configured, the ru
 is not accepted, the attempts are exhausted) also follow a job_started, then a job_failed that says
 why: the attempt was taken, then refused before any launch.
 
-A launch reads its approval and its run's journal in one snapshot (`Jobs.launch`), and the
+The claim also reads each job's approval and its run's journal (the store's `claim_launches`:
+the claim's transaction, no other per launch), and the
 rehydration document carries that journal (`journal`, as GET /v1/runs/{run_id}/steps gives its
 `items`): a worker's SDK starts from it instead of a GET, and its token opens the run's journal
 without an approval read, so a launch reads the approval once. Above `LAUNCH_JOURNAL_MAX` bytes
@@ -37,7 +38,7 @@ from gateway.core.admission import Gate
 from gateway.core.clock import Clock
 from gateway.core.effects import effect_key
 from gateway.core.events import EventKind
-from gateway.core.models import Approval, JobStatus, NewEvent, ResumeJob
+from gateway.core.models import Approval, ClaimedJob, JobStatus, NewEvent, ResumeJob
 from gateway.core.redact import Redactor
 from gateway.core.retry import backoff
 from gateway.core.traces import Tracer
@@ -114,7 +115,7 @@ class WorkerRunner:
     async def run_once(self) -> int:
         """Run every due job (up to `concurrency` at once); return how many were claimed."""
         jobs = await self.jobs.claim(self.clock.now(), self.owner, self.lease, self.concurrency)
-        await asyncio.gather(*(self._guarded(job) for job in jobs))
+        await asyncio.gather(*(self._guarded(claimed) for claimed in jobs))
         return len(jobs)
 
     async def drain(self, max_rounds: int = 100) -> int:
@@ -129,8 +130,9 @@ class WorkerRunner:
         try:
             while not self._stopping.is_set():
                 claimed = await self._claim(self.concurrency - len(running))
-                for job in claimed:
-                    task = asyncio.create_task(self._guarded(job), name=f"resume-job-{job.id}")
+                for launch in claimed:
+                    job = launch.job
+                    task = asyncio.create_task(self._guarded(launch), name=f"resume-job-{job.id}")
                     running.add(task)
                     task.add_done_callback(running.discard)
                     if self.gate is not None:  # a job that ended before its launch waits no more
@@ -163,7 +165,7 @@ class WorkerRunner:
     def _free(self) -> int:
         return self.concurrency - len(self._running)
 
-    async def _claim(self, free: int) -> list[ResumeJob]:
+    async def _claim(self, free: int) -> list[ClaimedJob]:
         if free <= 0:
             if self.gate is not None:  # full: what is due waits for a slot, not new work for it
                 self.gate.full()
@@ -177,7 +179,7 @@ class WorkerRunner:
             # Only a pool queues a job until one of its processes is free; the other kinds
             # launch it at once. A full claim may have left more due, but it also took every
             # free slot: those wait for a slot, and new work does not wait for them.
-            queueing = [j.approval_id for j in jobs if self._queues(j.worker)]
+            queueing = [c.job.approval_id for c in jobs if self._queues(c.job.worker)]
             self.gate.claimed(queueing, more=False)
         return jobs
 
@@ -196,15 +198,16 @@ class WorkerRunner:
         self.launchers.clear()
 
     # ---------------------------------------------------------------- one job
-    async def _guarded(self, job: ResumeJob) -> None:
+    async def _guarded(self, claimed: ClaimedJob) -> None:
+        job = claimed.job
         try:
-            await self._run(job)
+            await self._run(claimed)
         except Exception:
             log.exception("resume job %s crashed; it will be retried", job.id)
             await self._record(job, None, AttemptResult(AttemptOutcome.TRANSIENT, "internal error"))
 
-    async def _run(self, job: ResumeJob) -> None:
-        approval, journal = await self.jobs.launch(job.approval_id)
+    async def _run(self, claimed: ClaimedJob) -> None:
+        job, approval, journal = claimed
         cfg = self.service.settings.workers.get(job.worker)
         if approval is None or cfg is None:
             why = "approval not found" if approval is None else f"worker {job.worker!r} is not configured"

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound
 from gateway.core.events import EventKind
-from gateway.core.models import Approval, JobStatus, NewEvent, NewOutbox, ResumeJob, StepRecord
+from gateway.core.models import Approval, ClaimedJob, JobStatus, NewEvent, NewOutbox, ResumeJob
 from gateway.core.observers import Observer
 from gateway.core.webhooks import kind_of
 from gateway.service.events import Announcer
@@ -48,8 +48,11 @@ class Jobs:
         self.announcer = announcer  # job.succeeded and job.failed to the webhooks that want them
 
     # ---------------------------------------------------------------- the worker's loop
-    async def claim(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
-        return await self.store.claim_jobs(now, owner, lease, limit)
+    async def claim(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ClaimedJob]:
+        """Lease the due jobs, each with what it launches with (its approval and its run's
+        journal), read in the claim's transaction: the only approval read of a launch (the
+        worker's journal calls read none)."""
+        return await self.store.claim_launches(now, owner, lease, limit)
 
     async def extend_lease(self, job_id: int, owner: str, until: datetime) -> bool:
         """False once `owner` lost the job (its lease ran out and another runner took it)."""
@@ -99,11 +102,6 @@ class Jobs:
             if approval is not None:
                 out += self.announcer.rows(kind, approval, e.at, e.data)
         return out
-
-    async def launch(self, approval_id: str) -> tuple[Approval | None, list[StepRecord]]:
-        """A job's approval (None if gone) and its run's journal, in one read of one snapshot:
-        the only approval read of a launch (the worker's journal calls read none)."""
-        return await self.store.get_launch(approval_id)
 
     # ---------------------------------------------------------------- operators
     async def find(

@@ -16,6 +16,7 @@ from gateway.core.grants import Grant
 from gateway.core.models import (
     Approval,
     Card,
+    ClaimedJob,
     Decision,
     DeliveryStatus,
     Event,
@@ -387,9 +388,10 @@ class JobPort(Protocol):
         `owner`, data `{"attempt": N}`) in the same transaction."""
         ...
 
-    async def get_launch(self, approval_id: str) -> tuple[Approval | None, list[StepRecord]]:
-        """What a resume job launches with, in one snapshot: its approval (None if gone) and the
-        journal of the approval's run, in the approval's namespace (`get_steps`)."""
+    async def claim_launches(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ClaimedJob]:
+        """`claim_jobs`, and in the same transaction what each job launches with: its approval
+        and its run's journal (`get_steps` in the approval's namespace). One transaction for
+        the claim and the launches' reads, not one more per job."""
         ...
 
     async def finish_job(

@@ -182,7 +182,7 @@ async def _dashboard(web: Any) -> str:
 async def test_a_job_failure_follows_the_decision(rt: Runtime, receiver: Receiver, clock: FakeClock) -> None:
     approval_id = await _suspend(rt, worker="agent")
     await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
-    (job,) = await rt.jobs.claim(clock.now(), "w1", timedelta(minutes=1), 10)
+    ((job, _, _),) = await rt.jobs.claim(clock.now(), "w1", timedelta(minutes=1), 10)
     event = NewEvent(
         approval_id, EventKind.JOB_FAILED, clock.now(), "w1", data={"attempt": 1, "worker": "agent", "error": "exit 3"}
     )

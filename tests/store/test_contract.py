@@ -375,18 +375,29 @@ async def test_a_claim_starts_each_job_it_takes_and_nothing_else(store: Store) -
     assert {aid for aid, evs in started.items() if evs[0][0] == "A"} == {j.approval_id for j in claimed}
 
 
-async def test_a_launch_reads_the_approval_and_its_runs_journal(store: Store) -> None:
-    a = make_approval()
-    await store.create_approval(a, [], [])
+async def test_a_claimed_launch_carries_the_approval_and_its_runs_journal(store: Store) -> None:
+    aid = await _decide_with_job(store)
+    a = await store.get_approval(aid)
+    assert a is not None
     step = StepRecord(a.run_id, "research", StepStatus.SUCCEEDED, {"rows": 3}, 1, NOW, NOW + timedelta(seconds=1))
     await store.record_step(step, namespace=a.namespace)
     other_ns = "agent:else" if a.namespace != "agent:else" else ""
     await store.record_step(StepRecord(a.run_id, "theirs", StepStatus.SUCCEEDED, 1, 1, NOW, NOW), namespace=other_ns)
     await store.record_step(StepRecord("other-run", "x", StepStatus.SUCCEEDED, 1, 1, NOW, NOW), namespace=a.namespace)
-    approval, steps = await store.get_launch(a.id)
-    assert approval is not None and approval.id == a.id
+    b = make_approval(run_id="run-bare")  # a run with no journal yet
+    await store.create_approval(b, [], [])
+    assert await store.save_transition(_decided(b), b.version, [], [], NewJob(b.id, "agent"))
+    bare = b.id
+    launches = {c.job.approval_id: c for c in await store.claim_launches(NOW, "A", LEASE, 5)}
+    assert set(launches) == {aid, bare}
+    job, approval, steps = launches[aid]
+    assert (job.status, job.claimed_by, job.attempts) == (JobStatus.RUNNING, "A", 1)
+    assert approval == a
     assert [(s.name, s.output) for s in steps] == [("research", {"rows": 3})]  # its run, in its namespace only
-    assert await store.get_launch("no-such-approval") == (None, [])
+    assert launches[bare].journal == [] and launches[bare].approval is not None
+    # the same lease as claim_jobs: another claimer gets nothing, each job has its job_started
+    assert await store.claim_launches(NOW, "B", LEASE, 5) == []
+    assert [(e.actor, e.data) for e in await store.list_events(aid)] == [("A", {"attempt": 1})]
 
 
 async def test_finished_job_is_not_claimed_again(store: Store) -> None:

@@ -43,6 +43,7 @@ OWN = {
     "claim_due",
     "claim_outbox",
     "claim_jobs",
+    "claim_launches",
     "audit_approvals",
     "audit_events",
     "audit_chains",

@@ -9,21 +9,21 @@ from datetime import datetime
 
 from gateway.core.clock import from_ts, to_ts
 from gateway.core.models import (
-    Approval,
     Card,
+    ClaimedJob,
     DeliveryStatus,
     JobStatus,
     NewEvent,
     NewOutbox,
     OutboxItem,
     ResumeJob,
-    StepRecord,
 )
 from gateway.core.webhooks import Backlog, webhook_name
 from gateway.store.base import CardUpdate, OutboxResult
 from gateway.store.rows import approval_from_row, card_from_row, job_from_row, outbox_from_row, step_from_row
 from gateway.store.shared.backend import Backend, Tx
 from gateway.store.shared.tx import encode_events
+from gateway.store.sql import Queries
 
 __all__ = ["DeliveriesSQL", "JobsSQL"]
 
@@ -130,19 +130,6 @@ class DeliveriesSQL(Backend):
 
 
 class JobsSQL(Backend):
-    async def get_launch(self, approval_id: str) -> tuple[Approval | None, list[StepRecord]]:
-        Q = self.Q
-
-        async def op(tx: Tx) -> tuple[Approval | None, list[StepRecord]]:
-            row = await tx.fetch_one(Q.get_approval, (approval_id,))
-            if row is None:
-                return None, []
-            approval = approval_from_row(row)
-            steps = await tx.fetch_all(Q.get_steps, (approval.run_id, approval.namespace))
-            return approval, [step_from_row(r) for r in steps]
-
-        return await self.read(op)
-
     async def finish_job(
         self,
         job_id: int,
@@ -192,3 +179,13 @@ class JobsSQL(Backend):
             return False
         self.committed(jobs=True)
         return True
+
+
+async def launch_of(Q: Queries, tx: Tx, job: ResumeJob) -> ClaimedJob:
+    """What `job` launches with, read through `tx` (the claim's): its approval and its run's journal."""
+    row = await tx.fetch_one(Q.get_approval, (job.approval_id,))
+    if row is None:
+        return ClaimedJob(job, None, [])
+    approval = approval_from_row(row)
+    steps = await tx.fetch_all(Q.get_steps, (approval.run_id, approval.namespace))
+    return ClaimedJob(job, approval, [step_from_row(r) for r in steps])

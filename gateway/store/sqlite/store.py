@@ -12,8 +12,9 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Approval, OutboxItem, ResumeJob
+from gateway.core.models import Approval, ClaimedJob, OutboxItem, ResumeJob
 from gateway.store.shared import SQLStore, Transaction, run_at_once
+from gateway.store.shared.deliveries import launch_of
 from gateway.store.shared.lifecycle import release
 from gateway.store.sql import Dialect, queries
 from gateway.store.sqlite import claims
@@ -114,6 +115,15 @@ class SQLiteStore(SQLStore):
     async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
         until = to_ts(now + lease)
         return await self._engine.write(lambda c: claims.claim_jobs(c, now, owner, until, limit))
+
+    async def claim_launches(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ClaimedJob]:
+        until = to_ts(now + lease)
+
+        def op(conn: sqlite3.Connection) -> list[ClaimedJob]:  # the writer's transaction: one for all
+            tx, jobs = SQLiteTx(conn), claims.claim_jobs(conn, now, owner, until, limit)
+            return [run_at_once(functools.partial(launch_of, self.Q, job=job), tx) for job in jobs]
+
+        return await self._engine.write(op)
 
     # ---------------------------------------------------------------- what differs from the shared use cases
     async def create_approval(self, approval: Approval, *args: Any, **kw: Any) -> tuple[Approval, bool]:
