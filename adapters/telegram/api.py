@@ -65,14 +65,17 @@ class BotApi:
         try:
             return await self.request.call(url, body)
         except (KeyError, TypeError) as exc:  # `post` read `["result"]` of a JSON without one
-            raise NetworkError(f"{method}: the Bot API's answer has no result") from ValueError(type(exc).__name__)
+            message, why = f"{method}: the Bot API's answer has no result", type(exc).__name__
         except TelegramError as exc:
             # A proxy's answer may echo the URL, and with it the token, into the message that the
             # outbox stores and audits: PTB's `message` is its public attribute.
             exc.message = scrub(exc.message, url)
             if type(exc) is not TelegramError:  # PTB's mapping of an error answer or a transport failure
                 raise
-            raise NetworkError(f"{method}: {exc.message}") from ValueError("a success status with an unreadable body")
+            message, why = f"{method}: {exc.message}", "a success status with an unreadable body"
+        # Out of the except blocks: PTB's error is not the context of ours, nor is what it hangs on
+        # to (the parser's error keeps the whole answer, which a proxy's page may echo the URL into).
+        raise NetworkError(message) from ValueError(why)
 
     async def send_message(
         self, chat: Chat, text: str, *, reply_markup: Markup | None = None, reply_parameters: Markup | None = None

@@ -24,7 +24,7 @@ from adapters.telegram.api import BotApi, Chat, reply_to
 from adapters.telegram.callback import CallbackTooLong
 from adapters.telegram.errors import delivery_error, not_modified
 from adapters.telegram.parse import card_ref, chat_id, parse_ref
-from adapters.telegram.request import AiohttpRequest
+from adapters.telegram.request import AiohttpRequest, scrub
 from adapters.telegram.spec import TelegramSettings
 from adapters.telegram.updates import TelegramUpdates
 from gateway.core.models import Approval
@@ -71,7 +71,9 @@ class TelegramChannel:
             async with asyncio.timeout(START_TIMEOUT):
                 await self.bot.initialize()
         except (TelegramError, TimeoutError) as exc:  # cards are retried by the outbox; do not block start-up
-            why = exc.message if isinstance(exc, TelegramError) else "timed out"
+            # The Bot, unlike BotApi, leaves the message as PTB built it: an error answer's body
+            # (a proxy's page may echo the URL, so the token) is in it.
+            why = scrub(exc.message, f"{self.bot.base_url}/getMe") if isinstance(exc, TelegramError) else "timed out"
             log.warning("telegram: getMe failed at start-up (%s); deliveries will retry", why)
 
     async def close(self) -> None:

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from telegram.error import InvalidToken, TelegramError
 
 from adapters.telegram.channel import ALLOWED_UPDATES, WEBHOOK_PATH, TelegramChannel
+from adapters.telegram.request import scrub
 from adapters.telegram.spec import TelegramSettings, check_webhook
 from gateway.plugin import Channel
 
@@ -72,5 +73,6 @@ async def poll(args: argparse.Namespace, channel: Channel) -> int:
         try:
             offset = await poll_once(channel, offset, args.timeout)
         except TelegramError as exc:
-            log.warning("telegram: getUpdates failed (%s); retrying in 5 s", exc.message)
+            why = scrub(exc.message, f"{channel.bot.base_url}/getUpdates")  # an error answer's body may echo the URL
+            log.warning("telegram: getUpdates failed (%s); retrying in 5 s", why)
             await asyncio.sleep(5)

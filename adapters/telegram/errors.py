@@ -43,6 +43,23 @@ _NOT_SENT = (
 )
 
 
+class TransportFailure(Exception):
+    """The cause our transport (request.py) gives PTB's NetworkError or TimedOut, in place of the
+    client library's error. That one holds the Bot API URL, and with it the bot token, in its str()
+    (aiohttp's ConnectionTimeoutError, InvalidURL), its args, its attributes (`request_info`) or its
+    own causes, and a logged traceback or an error reporter walking `__cause__` and `__context__`
+    would print it. This stand-in keeps only the library's type name, a scrubbed message, and
+    whether the call certainly never left (decided from the original error when it is raised)."""
+
+    def __init__(self, kind: str, message: str, *, unsent: bool) -> None:
+        super().__init__(message)
+        self.kind, self.unsent = kind, unsent
+
+    @classmethod
+    def of(cls, err: BaseException, kind: str, message: str) -> TransportFailure:
+        return cls(kind, message, unsent=isinstance(err, _NOT_SENT))
+
+
 def unsent(exc: TelegramError) -> bool:
     """Whether Telegram certainly did not act on the call that raised `exc`.
 
@@ -53,6 +70,8 @@ def unsent(exc: TelegramError) -> bool:
     if not isinstance(exc, NetworkError):  # BadRequest is a NetworkError, tested below
         return True
     cause = exc.__cause__
+    if isinstance(cause, TransportFailure):
+        return cause.unsent
     if isinstance(cause, aiohttp.ClientError | httpx.HTTPError | TimeoutError):
         return isinstance(cause, _NOT_SENT)
     if isinstance(exc, TimedOut):

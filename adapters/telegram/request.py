@@ -14,19 +14,24 @@ travels beside `post`, in a context variable that only `call` sets, to our own `
 
 A transport error's message names only its type and what the server said, never the URL: the
 URL holds the bot token, and this message reaches the outbox's stored errors, the audit chain and
-the logs (`describe`, `scrub`).
-
-Errors keep their cause (`raise ... from err`) so that `once.unsent` can tell a call that never
-left (no connection) from one whose outcome is unknown (a read timeout, a dropped connection).
+the logs (`describe`, `scrub`). Nor is the library's own error reachable from what is raised (not
+its `__cause__`, not its `__context__`): that one holds the URL, so a logged traceback would print
+the token. Its cause is an `errors.TransportFailure` instead, which says whether the call never
+left (no connection: `errors.unsent`) or may have reached Telegram (a read timeout, a dropped
+connection).
 """
 
 from __future__ import annotations
 
+import json
 from contextvars import ContextVar
+from typing import Any
 
 import aiohttp
-from telegram.error import NetworkError, TimedOut
+from telegram.error import NetworkError, TelegramError, TimedOut
 from telegram.request import BaseRequest, RequestData
+
+from adapters.telegram.errors import TransportFailure
 
 _FORM: ContextVar[dict[str, str] | None] = ContextVar("telegram_form", default=None)
 
@@ -49,15 +54,36 @@ def scrub(text: str, url: str) -> str:
     return text
 
 
-def describe(err: aiohttp.ClientError, url: str) -> str:
+def describe(err: BaseException, url: str) -> str:
     """A transport error for a message: its type and the server's status line, never its URL.
     `ClientResponseError` and `InvalidURL` put the URL in their str(); the others are scrubbed."""
-    name = f"aiohttp.{type(err).__name__}"
+    name = _kind(err)
     if isinstance(err, aiohttp.InvalidURL):
         return f"{name}: an invalid Bot API URL"
     if isinstance(err, aiohttp.ClientResponseError):
         return scrub(f"{name}: {err.status}, {err.message}", url)
     return scrub(f"{name}: {err}", url)
+
+
+def _kind(err: BaseException) -> str:
+    return f"aiohttp.{type(err).__name__}" if isinstance(err, aiohttp.ClientError) else type(err).__qualname__
+
+
+def failure(err: Exception, url: str) -> NetworkError:
+    """PTB's error for a request that failed with `err` (TimedOut for a timeout, else NetworkError,
+    as PTB's own transport maps them), caused by a scrubbed `TransportFailure` instead of `err`."""
+    message = describe(err, url)
+    exc: NetworkError
+    if isinstance(err, aiohttp.ConnectionTimeoutError):
+        exc = TimedOut("Connect or pool timeout: the request was *not* sent to Telegram")
+    elif isinstance(err, TimeoutError):
+        exc = TimedOut()
+    elif isinstance(err, aiohttp.ClientError):
+        exc = NetworkError(message)
+    else:  # what PTB's `post` wraps in a NetworkError, with PTB's words but a scrubbed message
+        exc = NetworkError(f"Unknown error in HTTP implementation: {message}")
+    exc.__cause__ = TransportFailure.of(err, _kind(err), message)
+    return exc
 
 
 class AiohttpRequest(BaseRequest):
@@ -78,6 +104,18 @@ class AiohttpRequest(BaseRequest):
     async def shutdown(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
+
+    @staticmethod
+    def parse_json_payload(payload: bytes) -> dict[str, Any]:
+        """PTB's parsing (its documented override point) and PTB's error, except that an answer
+        that is not JSON is neither logged (PTB logs it whole, at ERROR) nor kept on the error's
+        cause (`JSONDecodeError.doc`): a proxy's error page may echo the URL, and so the token."""
+        try:
+            parsed: dict[str, Any] = json.loads(payload.decode("utf-8", "replace"))
+            return parsed
+        except json.JSONDecodeError as exc:
+            why = exc.msg  # only what the parser expected, never the text
+        raise TelegramError("Invalid server response") from ValueError(why)
 
     async def call(self, url: str, form: dict[str, str]) -> object:
         """POST `form` (application/x-www-form-urlencoded, as PTB sends it) to `url`: the answer's
@@ -119,9 +157,8 @@ class AiohttpRequest(BaseRequest):
                 method, url, data=body, timeout=timeout, headers={"User-Agent": self.USER_AGENT}
             ) as resp:
                 return resp.status, await resp.read()
-        except aiohttp.ConnectionTimeoutError as err:
-            raise TimedOut("Connect or pool timeout: the request was *not* sent to Telegram") from err
-        except TimeoutError as err:
-            raise TimedOut from err
-        except aiohttp.ClientError as err:
-            raise NetworkError(describe(err, url)) from err
+        except Exception as err:  # a CancelledError is no failure of the call: it goes through as is
+            error = failure(err, url)
+        # Raised out of the except block, so that `err` is not its __context__ either: nothing the
+        # library built (the URL, so the token) can be reached from the error PTB passes on.
+        raise error
