@@ -224,6 +224,7 @@ async def _run(
     tree: Path | None = None,
     press_delay: float = 0.0,
     extra: str = "",
+    log_level: str = "WARNING",
 ) -> dict[str, Any]:
     if replicas > 1 and store_url is None:
         raise ValueError("replicas share one database: PostgreSQL only")
@@ -237,6 +238,7 @@ async def _run(
         home = work if replicas == 1 else work / f"replica{i}"
         await asyncio.to_thread(home.mkdir, parents=True, exist_ok=True)
         gw = Gateway(home, home / "gateway.db", extra_config=config(api.base_url, pool_size, extra=extra))
+        gw.log_level = log_level
         gw.store_url = store_url
         if tree is not None:  # another checkout's gateway (and worker side): an A/B of two trees
             gw.root = tree
@@ -375,10 +377,11 @@ def run(
     tree: Path | None = None,
     press_delay: float = 0.0,
     extra: str = "",
+    log_level: str = "WARNING",
 ) -> dict[str, Any]:
     work.mkdir(parents=True, exist_ok=True)
     return asyncio.run(
-        _run(work, store_url, seconds, concurrency, pool_size, profile, replicas, tree, press_delay, extra)
+        _run(work, store_url, seconds, concurrency, pool_size, profile, replicas, tree, press_delay, extra, log_level)
     )
 
 
@@ -398,6 +401,7 @@ def main() -> int:
     p.add_argument("--replicas", type=int, default=1, help="gateway processes on the one database (with --pg)")
     p.add_argument("--press-delay", type=float, default=0.0, help="seconds between the card and its press")
     p.add_argument("--resume-concurrency", type=int, help="[scheduler] resume_concurrency (default: the gateway's)")
+    p.add_argument("--log-level", default="WARNING", help="the gateway's [server] log_level (its default is INFO)")
     p.add_argument("--tree", type=Path, help="run another checkout's gateway (an A/B: `git worktree add`)")
     args = p.parse_args()
     out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
@@ -417,6 +421,7 @@ def main() -> int:
                 tree=args.tree,
                 press_delay=args.press_delay,
                 extra=scheduler,
+                log_level=args.log_level,
             )
 
         if args.pg:
