@@ -23,6 +23,23 @@ async def table_counts(rt: Runtime) -> dict[str, Any]:
     }
 
 
+class CommitDiesOnce:
+    """The store's next decision commit fails as if the process died in it (nothing of that
+    transaction is written); the ones after commit as usual. `died`: whether it happened."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.died = False
+        self._store = rt.store
+        self._save = rt.store.save_transition
+        rt.store.save_transition = self._once  # type: ignore[method-assign]
+
+    async def _once(self, *args: Any, **kwargs: Any) -> bool:
+        if not self.died:
+            self.died = True
+            raise ConnectionError("the process died here")
+        return await self._save(*args, **kwargs)
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

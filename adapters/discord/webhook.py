@@ -2,7 +2,9 @@
 
 The signature (Ed25519 over `timestamp + raw body`) and the timestamp's freshness are checked
 first: a bad one gets 401 and nothing happens (Discord probes this when the endpoint is saved). An
-interaction id is taken once: a replay within the window is refused the same way. PING → PONG.
+interaction id is taken once: a replay within the window is refused the same way. A decision's
+id is recorded with the decision, in its transaction (one cut short before that commit left
+nothing, and its replay decides like the first); anything else's before it. PING → PONG.
 
 A press must be answered within Discord's 3 s. A decision (Approve, Reject, a modal's submit) is
 committed through `Inbound.press`, waited for at most `ACK_BUDGET`, and answered with a deferred
@@ -15,6 +17,7 @@ presser may decide. A press from a guild outside `discord.guild_ids` is denied l
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable
 from typing import Any, Protocol
@@ -51,6 +54,7 @@ _REPLIES = {
     PressResult.BUSY: "Too many people pressed at once; please press again.",
     PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals.",
 }
+_VOTES = frozenset({CardVerb.APPROVE, CardVerb.REJECT, CardVerb.GRANT})
 # A press whose verdict changed (or re-checked) the card: it is redrawn through @original.
 _REDRAW = frozenset(
     {
@@ -89,6 +93,16 @@ def reply_text(verdict: PressOutcome) -> str | None:
     return _REPLIES.get(verdict.result)
 
 
+def _decides(i: ButtonPress | ModalSubmit | NotOurs) -> bool:
+    """A vote (its mark commits with it); the modal asks and the extends decide nothing."""
+    return isinstance(i, ModalSubmit) or (isinstance(i, ButtonPress) and i.verb in _VOTES)
+
+
+def _replayed() -> web.Response:
+    log.warning("discord: interaction refused: replayed")
+    return error_response(InvalidInteraction("this interaction was already received"))
+
+
 def ephemeral(text: str) -> dict[str, Any]:
     return {"type": MESSAGE, "data": {"content": render.cut(text, render.CONTENT_MAX), "flags": EPHEMERAL}}
 
@@ -120,12 +134,16 @@ class DiscordInteractions:
         if isinstance(interaction, Ping):
             return web.json_response({"type": PONG})
         seen = interaction.interaction_id if isinstance(interaction, NotOurs) else interaction.origin.interaction_id
-        if seen and not await self._ctx.inbound.first_time(f"discord:interaction:{seen}"):
-            log.warning("discord: interaction refused: replayed")
-            return error_response(InvalidInteraction("this interaction was already received"))
+        marks = (f"discord:interaction:{seen}",) if seen else ()
+        if not _decides(interaction) and marks:  # decides nothing: its mark first
+            if not await self._ctx.inbound.first_time(*marks):
+                return _replayed()
+            marks = ()
         if isinstance(interaction, NotOurs):
             return web.json_response(ephemeral("This button is not one of the gateway's."))
-        answer, after = await self.interact(interaction)
+        answer, after = await self.interact(interaction, marks)
+        if answer is None:  # a decision's mark was recorded before
+            return _replayed()
         response = web.json_response(answer)
         await response.prepare(request)
         await response.write_eof()  # the answer is on its way before the follow-ups start
@@ -133,18 +151,21 @@ class DiscordInteractions:
             self._out.spawn(after)
         return response
 
-    async def interact(self, i: ButtonPress | ModalSubmit) -> tuple[dict[str, Any], Awaitable[None] | None]:
-        """The answer to send now, and the work to do once it is sent."""
+    async def interact(
+        self, i: ButtonPress | ModalSubmit, marks: tuple[str, ...] = ()
+    ) -> tuple[dict[str, Any] | None, Awaitable[None] | None]:
+        """The answer to send now (None: a replay of a decision, refused), and the work to do once
+        it is sent. `marks`: a decision's de-duplication keys, committed with it."""
         if why := self._outsider(i.origin):
-            await self._ctx.inbound.press(self._press(i, Outcome.REJECT, outsider=why))
-            return ephemeral(NOT_AUTHORISED), None
+            denied = await self._ctx.inbound.press(self._press(i, Outcome.REJECT, outsider=why, marks=marks))
+            return (None, None) if denied.redelivered else (ephemeral(NOT_AUTHORISED), None)
         if isinstance(i, ModalSubmit):
-            return await self._deferred(self._submitted(i), i.origin)
+            return await self._deferred(self._submitted(i, marks), i.origin)
         if i.verb is CardVerb.REASON:
             return await self._ask(i, edit=False), None
         if i.verb is CardVerb.EDIT:
             return await self._ask(i, edit=True), None
-        return await self._deferred(self._decide(i), i.origin)
+        return await self._deferred(self._decide(i, marks), i.origin)
 
     def _outsider(self, origin: Origin) -> str | None:
         if not origin.guild_id:
@@ -177,25 +198,34 @@ class DiscordInteractions:
             return ephemeral(reply_text(verdict) or verdict.text())
         return ephemeral(f"Edit and approve on this one-time page: {url}")
 
-    async def _submitted(self, sub: ModalSubmit) -> PressOutcome:
+    async def _submitted(self, sub: ModalSubmit, marks: tuple[str, ...]) -> PressOutcome:
         if sub.verb is CardVerb.REASON:
             comment = sub.values.get(modals.REASON_INPUT, "").strip()
             if not comment:
-                return PressOutcome(PressResult.INVALID, error="Please write a reason")
-            return await self._ctx.inbound.press(self._press(sub, Outcome.REJECT, comment=comment))
+                return await self._unpressed(PressOutcome(PressResult.INVALID, error="Please write a reason"), marks)
+            return await self._ctx.inbound.press(self._press(sub, Outcome.REJECT, comment=comment, marks=marks))
         approval = await self._ctx.inbound.approval(sub.approval_id)
         if approval is None:
-            return PressOutcome(PressResult.UNKNOWN)
+            return await self._unpressed(PressOutcome(PressResult.UNKNOWN), marks)
         try:
             args = modals.edited(approval, sub.values)
         except GatewayError as exc:
-            return PressOutcome(PressResult.INVALID, approval, error=exc.message)
+            return await self._unpressed(PressOutcome(PressResult.INVALID, approval, error=exc.message), marks)
         if args is None:
-            return PressOutcome(PressResult.INVALID, approval, error="This approval does not allow edits")
-        return await self._ctx.inbound.press(self._press(sub, Outcome.APPROVE, args=args, seen=sub.arg or None))
+            refused = PressOutcome(PressResult.INVALID, approval, error="This approval does not allow edits")
+            return await self._unpressed(refused, marks)
+        press = self._press(sub, Outcome.APPROVE, args=args, seen=sub.arg or None, marks=marks)
+        return await self._ctx.inbound.press(press)
+
+    async def _unpressed(self, verdict: PressOutcome, marks: tuple[str, ...]) -> PressOutcome:
+        """A submit refused before it became a press (nothing else recorded): its marks on their
+        own, so that a replay of it is refused as a replay, like any other."""
+        if marks and not await self._ctx.inbound.first_time(*marks):
+            return dataclasses.replace(verdict, redelivered=True)
+        return verdict
 
     # ---------------------------------------------------------------- decisions
-    async def _decide(self, p: ButtonPress) -> PressOutcome:
+    async def _decide(self, p: ButtonPress, marks: tuple[str, ...]) -> PressOutcome:
         if p.verb is CardVerb.EXTEND:
             try:
                 duration = parse_duration(p.arg)
@@ -204,16 +234,22 @@ class DiscordInteractions:
             return await self._ctx.inbound.extend(self._press(p, Outcome.APPROVE), duration)
         if p.verb is CardVerb.GRANT:  # "Approve · 1h": the policy checks the offer, as the API's
             offer, _, tag = p.arg.partition(".")
-            return await self._ctx.inbound.press(self._press(p, Outcome.APPROVE, seen=tag or None, grant=offer))
+            press = self._press(p, Outcome.APPROVE, seen=tag or None, grant=offer, marks=marks)
+            return await self._ctx.inbound.press(press)
         if p.verb is CardVerb.APPROVE:
-            return await self._ctx.inbound.press(self._press(p, Outcome.APPROVE, seen=p.arg or None))
-        return await self._ctx.inbound.press(self._press(p, Outcome.REJECT))
+            return await self._ctx.inbound.press(self._press(p, Outcome.APPROVE, seen=p.arg or None, marks=marks))
+        return await self._ctx.inbound.press(self._press(p, Outcome.REJECT, marks=marks))
 
-    async def _deferred(self, work: Awaitable[PressOutcome], origin: Origin) -> tuple[dict[str, Any], Awaitable[None]]:
+    async def _deferred(
+        self, work: Awaitable[PressOutcome], origin: Origin
+    ) -> tuple[dict[str, Any] | None, Awaitable[None] | None]:
         """Commit within the budget if it can (usually milliseconds); answer "deferred update"
-        either way, and redraw the card and tell the presser once the verdict is in."""
+        either way, and redraw the card and tell the presser once the verdict is in. None: a
+        replay, known within the budget (refused, nothing after)."""
         task = asyncio.ensure_future(work)
         await asyncio.wait({task}, timeout=ACK_BUDGET)
+        if task.done() and not task.cancelled() and task.exception() is None and task.result().redelivered:
+            return None, None
         return {"type": DEFERRED_UPDATE}, self._after(task, origin)
 
     async def _after(self, task: asyncio.Future[PressOutcome], origin: Origin) -> None:
@@ -222,6 +258,8 @@ class DiscordInteractions:
         except Exception:
             log.exception("discord: a press failed")
             await self._out.follow_up(origin.token, "Something went wrong; nothing changed. Please press again.")
+            return
+        if verdict.redelivered:  # a replay, known after the answer: nothing more
             return
         if verdict.result in _REDRAW and verdict.approval is not None:
             await self._out.edit_original(origin.token, self._out.card(verdict.approval))

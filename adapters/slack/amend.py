@@ -44,9 +44,12 @@ async def extend(ctx: ChannelContext, p: SlackPress) -> PressOutcome:
     return await ctx.inbound.extend(_press(p), duration)
 
 
-async def submit_edit(ctx: ChannelContext, sub: EditSubmission) -> tuple[dict[str, Any] | None, PressOutcome | None]:
+async def submit_edit(
+    ctx: ChannelContext, sub: EditSubmission, marks: tuple[str, ...] = ()
+) -> tuple[dict[str, Any] | None, PressOutcome | None]:
     """The modal's ack: `response_action: errors` on the field's block when the edit is refused
-    (nothing changes), else None (an empty ack closes it), with the verdict."""
+    (nothing changes), else None (an empty ack closes it), with the verdict. `marks`: the
+    delivery's de-duplication keys, committed with the vote."""
     approval = await ctx.inbound.approval(sub.approval_id)
     if approval is None:
         return _errors({"": "This approval no longer exists."}), None
@@ -56,7 +59,7 @@ async def submit_edit(ctx: ChannelContext, sub: EditSubmission) -> tuple[dict[st
         return _errors(edit.errors(exc.details.get("field"), exc.message, approval)), None
     where = f"slack:{sub.channel_id}" if sub.channel_id else "slack"
     verdict = await ctx.inbound.press(
-        Press(approval.id, Outcome.APPROVE, f"slack:{sub.user_id}", where, args=args, seen=sub.seen)
+        Press(approval.id, Outcome.APPROVE, f"slack:{sub.user_id}", where, args=args, seen=sub.seen, marks=marks)
     )
     if verdict.result is PressResult.INVALID:
         field = (verdict.error or "").split(":", 1)[0]

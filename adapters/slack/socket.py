@@ -7,9 +7,11 @@ webhook (`InteractionHandler.interact`): the ack is sent only after the decision
 and it carries the handler's answer (a modal's errors). An envelope that fails before its
 commit is not acked, so Slack shows the presser that nothing happened.
 
-Envelopes are de-duplicated by `envelope_id` in the store (`Inbound.first_time`), so a redelivery
-after a lost ack records nothing twice, on whichever replica it lands: every replica may hold a
-connection (Slack sends each envelope to one of the app's open connections), see docs/slack.md.
+Envelopes are de-duplicated by `envelope_id` in the store, so a redelivery after a lost ack
+records nothing twice, on whichever replica it lands: every replica may hold a connection (Slack
+sends each envelope to one of the app's open connections), see docs/slack.md. A vote's mark
+commits with the vote (`InteractionHandler.interact`): an envelope that died before that commit
+is not acked, and its redelivery decides like the first.
 """
 
 from __future__ import annotations
@@ -95,9 +97,8 @@ class SocketMode:
         except BadPayload as exc:  # acked: the same envelope would fail the same way
             log.warning("slack: unreadable interaction: %s", exc)
             return ack
-        fresh = await self._ctx.inbound.first_time(f"slack:envelope:{req.envelope_id}")
         try:
-            body = await self._handler.interact(interaction, redelivered=not fresh)
+            body = await self._handler.interact(interaction, marks=(f"slack:envelope:{req.envelope_id}",))
         except Exception:  # not committed: no ack, so the presser sees that it did not work
             log.exception("slack: an interaction failed before its commit; not acked")
             return None

@@ -44,6 +44,7 @@ _REPLIES = {
     PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals.",
 }
 Ack = dict[str, Any] | None  # the ack's body (a modal's errors), or None for an empty ack
+_VOTES = frozenset({CardVerb.APPROVE, CardVerb.REJECT, CardVerb.GRANT})  # the buttons that decide
 
 
 class Responder(Protocol):
@@ -93,18 +94,25 @@ class InteractionHandler:
         ack = await self.interact(interaction)
         return web.Response(status=200) if ack is None else web.json_response(ack)
 
-    async def interact(self, interaction: Interaction, *, redelivered: bool = False) -> Ack:
+    async def interact(self, interaction: Interaction, *, marks: tuple[str, ...] = ()) -> Ack:
         """Decide on one interaction; return the ack's body once the decision is committed.
-        A `redelivered` one (Socket Mode sends an envelope again when its ack was lost) records
-        nothing twice and says nothing about the presser's own decision again."""
+        `marks`: the delivery's de-duplication keys (Socket Mode's envelope id; the webhook has
+        none, Slack does not send an interaction there twice). A vote commits them with itself,
+        so that an envelope that died before that commit decides on its redelivery; anything
+        else records them first. A redelivered one (Slack sends an envelope again when its ack
+        was lost) records nothing twice and says nothing about the presser's own decision again."""
         if not isinstance(interaction, Ignored) and (why := await self._outsider(interaction)):
-            return await self._refuse(interaction, why, redelivered)
-        if isinstance(interaction, SlackPress):
-            return await self._press(interaction, redelivered)
+            return await self._refuse(interaction, why, marks)
+        if isinstance(interaction, SlackPress) and interaction.verb in _VOTES:
+            return await self._press(interaction, marks, redelivered=False)
         if isinstance(interaction, Submission):
-            return await self._submission(interaction, redelivered)
+            return await self._submission(interaction, marks)
         if isinstance(interaction, EditSubmission):  # the card, synced, shows the change
-            return (await amend.submit_edit(self._ctx, interaction))[0]
+            return (await amend.submit_edit(self._ctx, interaction, marks))[0]
+        # decides nothing: the marks first (an extend must not happen twice)
+        redelivered = bool(marks) and not await self._ctx.inbound.first_time(*marks)
+        if isinstance(interaction, SlackPress):
+            return await self._press(interaction, (), redelivered=redelivered)
         return None
 
     async def _outsider(self, interaction: SlackPress | Submission | EditSubmission) -> str | None:
@@ -113,16 +121,19 @@ class InteractionHandler:
             return None
         return outsider(await self._workspaces.pinned(), interaction.teams)
 
-    async def _refuse(self, interaction: SlackPress | Submission | EditSubmission, why: str, redelivered: bool) -> Ack:
+    async def _refuse(
+        self, interaction: SlackPress | Submission | EditSubmission, why: str, marks: tuple[str, ...]
+    ) -> Ack:
         """A press from another workspace: denied like a stranger's (on the record, bounded per
-        person and approval), whatever its button or modal; the presser reads why not."""
+        person and approval, its marks with it), whatever its button or modal; the presser reads
+        why not."""
         press = Press(
             interaction.approval_id,
             Outcome.REJECT,
             f"slack:{interaction.user_id}",
             _where(interaction.channel_id),
-            redelivered=redelivered,
             outsider=why,
+            marks=marks,
         )
         await self._ctx.inbound.press(press)
         if isinstance(interaction, SlackPress):
@@ -131,7 +142,8 @@ class InteractionHandler:
         return _modal_error(NOT_AUTHORISED)
 
     # ---------------------------------------------------------------- buttons
-    async def _press(self, press: SlackPress, redelivered: bool) -> Ack:
+    async def _press(self, press: SlackPress, marks: tuple[str, ...], *, redelivered: bool) -> Ack:
+        """A button; a vote's `marks` commit with it, the others' were recorded (`redelivered`)."""
         if press.verb == CardVerb.REASON:
             reply = await self._open_reason(press)
         elif press.verb == CardVerb.EDIT:
@@ -147,16 +159,14 @@ class InteractionHandler:
                 Outcome.APPROVE,
                 press.user_id,
                 press.channel_id,
-                redelivered,
+                marks,
                 seen=tag or None,
                 grant=offer,
             )
         else:
             outcome = Outcome.APPROVE if press.verb == CardVerb.APPROVE else Outcome.REJECT
             seen = (press.arg or None) if outcome is Outcome.APPROVE else None  # the round tag
-            reply = await self._decide(
-                press.approval_id, outcome, press.user_id, press.channel_id, redelivered, seen=seen
-            )
+            reply = await self._decide(press.approval_id, outcome, press.user_id, press.channel_id, marks, seen=seen)
         if reply:  # the commit is done: the reply is slow work, after the ack
             self._out.spawn(self._out.respond(press.response_url, reply))
         return None
@@ -173,12 +183,10 @@ class InteractionHandler:
         return None
 
     # ---------------------------------------------------------------- the modal
-    async def _submission(self, sub: Submission, redelivered: bool) -> Ack:
-        if not sub.comment:
+    async def _submission(self, sub: Submission, marks: tuple[str, ...]) -> Ack:
+        if not sub.comment:  # nothing recorded: a redelivery is answered the same
             return _modal_error("Please write a reason.")
-        reply = await self._decide(
-            sub.approval_id, Outcome.REJECT, sub.user_id, sub.channel_id, redelivered, sub.comment
-        )
+        reply = await self._decide(sub.approval_id, Outcome.REJECT, sub.user_id, sub.channel_id, marks, sub.comment)
         return None if not reply else _modal_error(reply)  # an empty ack closes the modal
 
     # ---------------------------------------------------------------- the decision
@@ -188,13 +196,14 @@ class InteractionHandler:
         outcome: Outcome,
         user_id: str,
         channel_id: str,
-        redelivered: bool,
+        marks: tuple[str, ...],
         comment: str | None = None,
         *,
         seen: str | None = None,
         grant: str | None = None,
     ) -> str | None:
-        """Commit the vote; return what to tell the presser, or None when the card says it all."""
+        """Commit the vote, with the delivery's `marks`; return what to tell the presser, or None
+        when the card says it all."""
         actor = f"slack:{user_id}"
         press = Press(
             approval_id,
@@ -202,12 +211,12 @@ class InteractionHandler:
             actor,
             _where(channel_id),
             comment=comment,
-            redelivered=redelivered,
             seen=seen,
             grant=grant,
+            marks=marks,
         )
         verdict = await self._ctx.inbound.press(press)
-        if redelivered:  # the first delivery's own vote or decision: answer as it would have
+        if verdict.redelivered:  # the first delivery's own vote or decision: answer as it would have
             d = verdict.approval.decision if verdict.approval else None
             if verdict.result is PressResult.ALREADY_DECIDED and d is not None and d.decided_by == actor:
                 return None

@@ -5,7 +5,9 @@ In order, before anything is read from or written to the gateway:
 2. its bearer token is the Bot Framework's, for this bot and this activity (`auth.py`): 401;
 3. the activity is one of our `adaptiveCard/action` invokes with an authentic reference
    (`parse.py`); anything else is acknowledged and ignored;
-4. its id was not seen before (`Inbound.first_time`): a replayed activity changes nothing;
+4. its id was not seen before: a replayed activity changes nothing. A decision records the id with
+   itself, in its transaction (an activity cut short before that commit left nothing, and its
+   redelivery decides like the first); anything else records it first (`Inbound.first_time`);
 5. its tenant is one of `teams.tenant_ids`: a press from another tenant is denied like a
    stranger's (on the record, bounded per person and approval).
 Then a press goes through `Inbound.press` (the one authorization, the one commit), and the answer
@@ -35,6 +37,7 @@ log = logging.getLogger("adapters.teams")
 PATH = "/webhooks/teams"
 NOT_AUTHORISED = "You are not authorised to decide this approval; nothing changed."
 REPLAYED = "This action was already received; nothing changed."
+_VOTES = frozenset({"approve", "reject", "grant", "edit"})  # the verbs that decide
 _CARD_RESULTS = frozenset(
     {
         PressResult.APPROVED,
@@ -77,14 +80,16 @@ class ActivityHandler:
 
     async def execute(self, e: Execute) -> dict[str, Any]:
         """The invoke's answer, once whatever it decided is committed."""
-        if not e.activity_id or not await self._ctx.inbound.first_time(f"teams:activity:{e.activity_id}"):
-            log.warning("teams: activity %r replayed: ignored", e.activity_id[:80])
-            return render.message_response(REPLAYED)
+        marks = await self._marks(e)
+        if marks is None:
+            return _replayed(e)
         actor = _actor(e)
         if e.tenant not in self._tenants:
             why = f"tenant {e.tenant or '(none)'} is not in teams.tenant_ids"
             if e.verb != "refresh":
-                await self._ctx.inbound.press(self._press(e, Outcome.REJECT, outsider=why))
+                denied = await self._ctx.inbound.press(self._press(e, Outcome.REJECT, outsider=why, marks=marks))
+                if denied.redelivered:
+                    return _replayed(e)
             log.warning("teams: a press refused: %s", why)
             return render.message_response(NOT_AUTHORISED)
         if e.mri:
@@ -95,28 +100,45 @@ class ActivityHandler:
                 return render.message_response("This approval no longer exists.")
             return render.card_response(await self._view(approval, actor, e))
         if e.verb == "edit":
-            return await self._edit(e)
+            return await self._edit(e, marks)
         if e.verb == "extend":
             return await self._extend(e)
         if e.verb == "grant":  # "Approve · 1h": the policy checks the offer, as the API's
-            press = self._press(e, Outcome.APPROVE, seen=e.seen, grant=e.arg or None)
+            press = self._press(e, Outcome.APPROVE, seen=e.seen, grant=e.arg or None, marks=marks)
             return await self._answer(await self._ctx.inbound.press(press), actor, e)
         outcome = Outcome.APPROVE if e.verb == "approve" else Outcome.REJECT
         comment = (e.reason or None) if outcome is Outcome.REJECT else None
         seen = e.seen if outcome is Outcome.APPROVE else None
-        verdict = await self._ctx.inbound.press(self._press(e, outcome, comment=comment, seen=seen))
+        verdict = await self._ctx.inbound.press(self._press(e, outcome, comment=comment, seen=seen, marks=marks))
         return await self._answer(verdict, actor, e)
 
-    async def _edit(self, e: Execute) -> dict[str, Any]:
+    async def _marks(self, e: Execute) -> tuple[str, ...] | None:
+        """The marks a decision commits with itself; () once recorded here, for an activity that
+        decides nothing (an extend must not happen twice); None: a replay."""
+        if not e.activity_id:
+            return None
+        marks = (f"teams:activity:{e.activity_id}",)
+        if e.verb in _VOTES:
+            return marks
+        return () if await self._ctx.inbound.first_time(*marks) else None
+
+    async def _edit(self, e: Execute, marks: tuple[str, ...]) -> dict[str, Any]:
         approval = await self._ctx.inbound.approval(e.approval_id)
         if approval is None:
-            return render.message_response("This approval no longer exists.")
+            return await self._unpressed(e, marks, "This approval no longer exists.")
         try:
             args = argsform.read(approval, e.inputs)
         except GatewayError as exc:
-            return render.message_response(exc.message.rstrip(".") + "; nothing changed.")
-        verdict = await self._ctx.inbound.press(self._press(e, Outcome.APPROVE, args=args, seen=e.seen))
-        return await self._answer(verdict, _actor(e), e)
+            return await self._unpressed(e, marks, exc.message.rstrip(".") + "; nothing changed.")
+        press = self._press(e, Outcome.APPROVE, args=args, seen=e.seen, marks=marks)
+        return await self._answer(await self._ctx.inbound.press(press), _actor(e), e)
+
+    async def _unpressed(self, e: Execute, marks: tuple[str, ...], text: str) -> dict[str, Any]:
+        """An edit refused before it became a press (nothing else recorded): its mark on its own,
+        so that a replay of it is answered as a replay, like any other."""
+        if marks and not await self._ctx.inbound.first_time(*marks):
+            return _replayed(e)
+        return render.message_response(text)
 
     async def _extend(self, e: Execute) -> dict[str, Any]:
         try:
@@ -134,6 +156,8 @@ class ActivityHandler:
         return Press(e.approval_id, outcome, _actor(e), where, card_ref=card_ref, name=e.name or None, **more)
 
     async def _answer(self, verdict: PressOutcome, actor: str, e: Execute) -> dict[str, Any]:
+        if verdict.redelivered:  # its mark was recorded before: answered the first time
+            return _replayed(e)
         if verdict.result is PressResult.DENIED:
             return render.message_response(NOT_AUTHORISED)
         if verdict.result not in _CARD_RESULTS or verdict.approval is None:
@@ -143,6 +167,11 @@ class ActivityHandler:
     async def _view(self, approval: Approval, actor: str, e: Execute, notice: str | None = None) -> dict[str, Any]:
         view = await self._channel.view(approval, e.conversation, for_actor=actor, notice=notice)
         return render.fitted(approval, view, actor)
+
+
+def _replayed(e: Execute) -> dict[str, Any]:
+    log.warning("teams: activity %r replayed: ignored", e.activity_id[:80])
+    return render.message_response(REPLAYED)
 
 
 def _actor(e: Execute) -> str:
