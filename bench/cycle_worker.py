@@ -3,9 +3,10 @@
 `step(document)` notes `time.time()` as its very first line (c: decision -> worker start), then
 runs one journaled SDK step, then tells the bench over UDP: `approval_id t_start t_done`.
 
-The journal goes over HTTP with the resume token (the documented worker path: `GET` then `PUT
-/v1/runs/{run_id}/steps/...`) on one aiohttp session kept for the life of the pool process (the
-pool runs every request on the same event loop).
+The journal is the documented worker path (`DurableRun.from_env`): in a gateway's pool process,
+the socket the gateway gave it (no HTTP request per step); the run starts from the document's
+journal (no GET). The charge of the chaos soak goes over one aiohttp session kept for the life of
+the pool process (the pool runs every request on the same event loop).
 
 With `state["pay"]` (the chaos soak) the step charges the fake payment API with the SDK's
 idempotency key and journals the charge id: a worker killed between the charge and its journal
@@ -21,7 +22,7 @@ from typing import Any
 
 import aiohttp
 
-from gateway.sdk import DurableRun, GatewayClient, HttpJournal
+from gateway.sdk import DurableRun
 
 _udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 _session: aiohttp.ClientSession | None = None
@@ -45,10 +46,7 @@ async def step(doc: dict[str, Any]) -> None:
     if _session is None:
         _session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
     state = doc.get("state") or {}
-    client = GatewayClient(
-        os.environ["HITL_GATEWAY_URL"], resume_token=os.environ["HITL_RESUME_TOKEN"], session=_session
-    )
-    run = DurableRun(str(doc["run_id"]), HttpJournal(client), client, document=doc)
+    run = await DurableRun.from_env(document=doc)  # the documented worker path: the pool's journal socket
     try:
         if state.get("pay") and doc["status"] == "approved":
             key = run.idempotency_key("charge", doc["args"])

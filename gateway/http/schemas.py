@@ -18,6 +18,7 @@ from gateway.core.models import Outcome, StepRecord
 from gateway.core.rules import Facts, facts_from_body
 from gateway.core.traces import parse_traceparent
 from gateway.service import SuspendRequest
+from gateway.service.journal import step_from_body
 
 _SUSPEND_FIELDS = contract.allowed(contract.SuspendBody)
 
@@ -199,14 +200,4 @@ def parse_token_decision(body: dict[str, Any]) -> tuple[str, Outcome, str | None
 def parse_step(body: dict[str, Any], run_id: str, name: str) -> StepRecord:
     """`PUT /v1/runs/{run_id}/steps/{name}`: the path names the step (a body's own name and
     run_id are ignored)."""
-    m = contract.validate(contract.StepBody, body)
-    return StepRecord(
-        run_id=run_id,
-        name=name,
-        status=m.status,
-        output=m.output,
-        attempts=m.attempts,
-        started_at=m.started_at,
-        finished_at=m.finished_at,
-        error=m.error,
-    )
+    return step_from_body(body, run_id, name)

@@ -1,6 +1,10 @@
 """The `entrypoint` worker kind: a pool of long-lived processes that import the code once and
 serve many resumes (one at a time each). A pool process that dies mid-request counts as a
-transient failure and is replaced; a timeout kills its process group."""
+transient failure and is replaced; a timeout kills its process group.
+
+With `journal` set (the worker loop sets it), each process also gets a socket for its journal
+calls (gateway.jobs.journal_pipe): the SDK's `DurableRun.from_env` uses it instead of HTTP, and
+this side answers for the launch the process runs now, with that launch's token."""
 
 from __future__ import annotations
 
@@ -8,13 +12,17 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from gateway.jobs.launch import TRACE_VARS, AttemptOutcome, AttemptResult, Launch, exit_error, kill_group, reap
 from gateway.settings import WorkerSettings
 
 Proc = asyncio.subprocess.Process
+# A pool process's journal call (one JSON line) and the token of the launch it runs (None: none
+# now) -> the answer line (gateway.jobs.journal_pipe.answer, bound to the run journal).
+JournalCall = Callable[[str | None, bytes], Awaitable[bytes]]
 
 
 class EntrypointPool:
@@ -26,23 +34,53 @@ class EntrypointPool:
         # Told the approval id when a process takes its job: until then the job queues here, and
         # the admission (gateway.core.admission) counts it as waiting to launch.
         self.on_start: Callable[[str], None] | None = None
+        self.journal: JournalCall | None = None
+        self._serving: dict[int, str] = {}  # pid -> the resume token of the launch it runs now
+        self._sockets: dict[int, asyncio.Task[None]] = {}  # pid -> the task answering its journal calls
 
     async def _spawn(self) -> Proc:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "gateway.jobs.pool_child",
-            self.cfg.entrypoint,
-            str(os.getpid()),  # the child dies with this process (gateway.jobs.orphans)
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=2**24,
-            # each job's TRACEPARENT is set for its call (pool_child): never the gateway's own
-            env={k: v for k, v in os.environ.items() if k not in TRACE_VARS},
-        )
+        ours, theirs = socket.socketpair() if self.journal is not None else (None, None)
+        argv = [self.cfg.entrypoint, str(os.getpid())]  # the child dies with this process (gateway.jobs.orphans)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "gateway.jobs.pool_child",
+                *argv,
+                *([] if theirs is None else [str(theirs.fileno())]),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=2**24,
+                # each job's TRACEPARENT is set for its call (pool_child): never the gateway's own
+                env={k: v for k, v in os.environ.items() if k not in TRACE_VARS},
+                pass_fds=() if theirs is None else (theirs.fileno(),),
+            )
+        except BaseException:
+            if ours is not None:
+                ours.close()
+            raise
+        finally:
+            if theirs is not None:
+                theirs.close()  # the child's end is the child's
         self._live.add(proc)
+        if ours is not None:
+            task = asyncio.create_task(self._answer(proc.pid, ours), name=f"pool-journal-{proc.pid}")
+            self._sockets[proc.pid] = task
         return proc
+
+    async def _answer(self, pid: int, sock: socket.socket) -> None:
+        """Answer process `pid`'s journal calls, one line each, until it closes its end."""
+        assert self.journal is not None
+        reader, writer = await asyncio.open_connection(sock=sock, limit=2**24)
+        try:
+            while line := await reader.readline():
+                writer.write(await self.journal(self._serving.get(pid), line))
+                await writer.drain()
+        except (ConnectionError, ValueError):  # the process died mid-call, or sent a line past the limit
+            pass
+        finally:
+            writer.close()
 
     async def _acquire(self) -> Proc:
         async with self._freed:
@@ -51,7 +89,7 @@ class EntrypointPool:
                     proc = self._idle.pop()
                     if proc.returncode is None:
                         return proc
-                    self._live.discard(proc)
+                    self._forget(proc)
                 if len(self._live) < self.cfg.pool_size:
                     return await self._spawn()
                 await self._freed.wait()
@@ -61,8 +99,14 @@ class EntrypointPool:
             if healthy:
                 self._idle.append(proc)
             else:
-                self._live.discard(proc)
+                self._forget(proc)
             self._freed.notify()
+
+    def _forget(self, proc: Proc) -> None:
+        self._live.discard(proc)
+        task = self._sockets.pop(proc.pid, None)
+        if task is not None:
+            task.cancel()
 
     async def run(self, launch: Launch) -> AttemptResult:
         proc = await self._acquire()
@@ -71,11 +115,13 @@ class EntrypointPool:
         try:
             return await self._ask(proc, launch)
         finally:
+            self._serving.pop(proc.pid, None)
             await self._release(proc, proc.returncode is None)
 
     async def _ask(self, proc: Proc, launch: Launch) -> AttemptResult:
         assert proc.stdin is not None and proc.stdout is not None
         request = json.dumps({"document": launch.document, "env": launch.env()}) + "\n"
+        self._serving[proc.pid] = launch.token  # its journal calls reach this launch's run only
         try:
             async with asyncio.timeout(self.cfg.timeout.total_seconds()):
                 proc.stdin.write(request.encode("utf-8"))
@@ -108,5 +154,9 @@ class EntrypointPool:
             kill_group(proc.pid)
             if proc.returncode is None:
                 await proc.wait()
+        for task in self._sockets.values():
+            task.cancel()
+        await asyncio.gather(*self._sockets.values(), return_exceptions=True)
+        self._sockets.clear()
         self._live.clear()
         self._idle.clear()

@@ -1,10 +1,12 @@
 """One long-lived process of an `entrypoint` worker pool (run as `python -m gateway.jobs.pool_child
-pkg.mod:func`). It imports the function once, then serves requests, one JSON line each, on stdin;
-it answers one JSON line each on the original stdout (the function's own prints are captured and
-returned as the job's output tail).
+pkg.mod:func PARENT_PID [JOURNAL_FD]`). It imports the function once, then serves requests, one
+JSON line each, on stdin; it answers one JSON line each on the original stdout (the function's own
+prints are captured and returned as the job's output tail).
 
 The function gets the rehydration document; `HITL_*` variables are set while it runs, so
-`DurableRun.from_env(document=...)` works. Returning means success. `SystemExit(75)` or an
+`DurableRun.from_env(document=...)` works; with JOURNAL_FD (the gateway's socket for this
+process's journal calls, gateway.jobs.journal_pipe) also HITL_JOURNAL_FD, and its journal needs
+no HTTP. Returning means success. `SystemExit(75)` or an
 exception whose class has `transient = True` (e.g. `gateway.sdk.TransientError`) is transient;
 any other exception or exit code is terminal.
 """
@@ -51,15 +53,18 @@ def _call(fn: Callable[..., Any], document: Any, loop: asyncio.AbstractEventLoop
     return AttemptOutcome.SUCCEEDED, None
 
 
-def serve(fn: Callable[..., Any], requests: TextIO, replies: TextIO) -> None:
+def serve(fn: Callable[..., Any], requests: TextIO, replies: TextIO, journal_fd: int | None = None) -> None:
     loop = asyncio.new_event_loop()
+    # The journal socket is this process's only: a program the step starts inherits neither the
+    # socket (not inheritable) nor its use (the variable names this pid; its SDK goes over HTTP).
+    journal = {} if journal_fd is None else {"HITL_JOURNAL_FD": f"{journal_fd}:{os.getpid()}"}
     for line in requests:
         req = json.loads(line)
         captured = io.StringIO()
-        os.environ.update(req["env"])
+        os.environ.update(req["env"] | journal)
         with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
             verdict, error = _call(fn, req["document"], loop)
-        for name in req["env"]:
+        for name in req["env"] | journal:
             os.environ.pop(name, None)
         reply = {"verdict": verdict.value, "error": error, "output": captured.getvalue()[-TAIL_BYTES:] or None}
         replies.write(json.dumps(reply) + "\n")
@@ -73,8 +78,11 @@ def main() -> None:
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything the code prints outside a request goes to stderr, not the protocol
     sys.stdout = sys.stderr
+    journal_fd = int(sys.argv[3]) if len(sys.argv) > 3 else None  # the gateway's journal socket
+    if journal_fd is not None:
+        os.set_inheritable(journal_fd, False)
     fn = load(sys.argv[1])
-    serve(fn, sys.stdin, replies)
+    serve(fn, sys.stdin, replies, journal_fd)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from gateway import contract
 from gateway.core.errors import Unauthorized
 from gateway.core.models import StepRecord
 from gateway.core.principals import NO_AGENT, Principal
@@ -25,7 +26,7 @@ from gateway.service.approvals import Service
 from gateway.service.namespaces import run_namespace
 from gateway.store import Store, open_store
 
-__all__ = ["RecordStep", "RunCaller", "RunJournal", "StoreJournal"]
+__all__ = ["RecordStep", "RunCaller", "RunJournal", "StoreJournal", "step_from_body"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,22 @@ class RecordStep:
 
     step: StepRecord
     caller: RunCaller
+
+
+def step_from_body(body: dict[str, Any], run_id: str, name: str) -> StepRecord:
+    """The step `name` of run `run_id` from a recording's body (`PUT /v1/runs/{run_id}/steps/{name}`,
+    or a pool process's journal socket): validated; a body's own name and run_id are ignored."""
+    m = contract.validate(contract.StepBody, body)
+    return StepRecord(
+        run_id=run_id,
+        name=name,
+        status=m.status,
+        output=m.output,
+        attempts=m.attempts,
+        started_at=m.started_at,
+        finished_at=m.finished_at,
+        error=m.error,
+    )
 
 
 class RunJournal:

@@ -25,7 +25,7 @@ import aiohttp
 
 from hitl_sdk import keys, traces
 from hitl_sdk.client import GatewayClient, GatewayHTTPError, SuspendOptions
-from hitl_sdk.journal import HttpJournal, Journal
+from hitl_sdk.journal import HttpJournal, Journal, PipeJournal, pipe_fd
 from hitl_sdk.models import Decision, Source, StepRecord, StepStatus
 from hitl_sdk.retry import backoff
 
@@ -146,7 +146,8 @@ class DurableRun:
         to suspend again; HITL_DB_URL as `db_url` for `open`; HITL_IDEMPOTENCY_KEY as
         `effect_key`) from the environment, the
         rehydration document from stdin (or `document`). The journal goes over HTTP with the
-        resume token unless `journal` is given; the run starts from the document's `journal`
+        resume token unless `journal` is given (in a gateway's `entrypoint` pool process, over the
+        socket the gateway gave it: `PipeJournal`); the run starts from the document's `journal`
         (the steps as the gateway launched it) without reading it, unless `journal` is given:
         that one is read, being where this run's steps are."""
         env = os.environ if env is None else env
@@ -157,6 +158,8 @@ class DurableRun:
         if journal is None and env.get("HITL_DB_URL"):  # the run of the approval's agent
             agent = (document.get("approval") or {}).get("agent")
             journal = await cls.open_db_journal(env["HITL_DB_URL"], agent)
+        elif journal is None and (fd := pipe_fd(env)) is not None:  # a gateway's pool process
+            journal = PipeJournal(fd)
         return cls(
             str(document["run_id"]),
             journal or HttpJournal(client),
