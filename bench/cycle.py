@@ -90,6 +90,7 @@ class CardWatch(FakeTelegramAPI):
                         self.cards.put(data.split("|")[1], (result["message_id"], data))
                         self.posts.setdefault(data.split("|")[1], []).append((result["message_id"], data))
         self.calls.clear()  # the bench keeps no call history (memory); messages are kept for edits
+        self.answered.clear()  # nor the callback ids answered (each press has its own)
         return result
 
     async def serve(self) -> web.AppRunner:
@@ -157,12 +158,16 @@ class Cycles:
         message_id, data = await self.api.cards.get(approval_id)
         if self.press_delay:  # a person reads the card first: the post's answer is recorded by then
             await asyncio.sleep(self.press_delay)
-        update = json.dumps(press(next(self.update_ids), message_id, data))
-        async with http.post(f"{gw.url}/webhooks/telegram", data=update, headers=HOOK_HEADERS) as resp:
-            await resp.read()
+        update = press(next(self.update_ids), message_id, data)
+        async with http.post(f"{gw.url}/webhooks/telegram", data=json.dumps(update), headers=HOOK_HEADERS) as resp:
+            body = await resp.read()
             decided = time.time()
             if resp.status != 200:
                 raise RuntimeError(f"webhook: {resp.status}")
+        # Telegram runs the method the 200 carries (the press's answer), as if the gateway had called it
+        call = await self.api.apply_webhook_reply(json.loads(body), update)
+        if call is not None and call.error is not None:
+            raise RuntimeError(f"webhook reply {call.method}: {call.error}")
         started, done = await self.finished.done.get(approval_id)
         return time.perf_counter() - t0, started - decided, done - decided
 

@@ -24,6 +24,7 @@ from adapters.telegram.api import BotApi, Chat, reply_to
 from adapters.telegram.callback import CallbackTooLong
 from adapters.telegram.errors import delivery_error, not_modified
 from adapters.telegram.parse import card_ref, chat_id, parse_ref
+from adapters.telegram.reply import WebhookReply
 from adapters.telegram.request import AiohttpRequest, scrub
 from adapters.telegram.spec import TelegramSettings
 from adapters.telegram.updates import TelegramUpdates
@@ -151,10 +152,14 @@ class TelegramChannel:
             await self._card_moved(card, where, reply)
 
     # ---------------------------------------------------------------- used by the update handler
-    async def answer(self, query_id: str, text: str, *, alert: bool = False) -> None:
-        """Answer a press; a failure (e.g. 'query is too old') must not stop anything."""
+    async def answer(self, query_id: str, text: str, *, alert: bool = False, reply: WebhookReply | None = None) -> None:
+        """Answer a press: in the webhook's reply when it has room (`reply.py`), else by a call,
+        whose failure (e.g. 'query is too old') must not stop anything."""
+        text = render.cut(text, 200)
+        if reply is not None and reply.answer(query_id, text, alert):
+            return
         try:
-            await self.api.answer_callback_query(query_id, render.cut(text, 200), alert)
+            await self.api.answer_callback_query(query_id, text, alert)
         except TelegramError as exc:
             log.warning("telegram: answerCallbackQuery failed: %s", exc.message)
 

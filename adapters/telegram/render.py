@@ -20,7 +20,7 @@ from gateway.core import extend as extend_rules
 from gateway.core import grants, rounds
 from gateway.core.durations import format_duration, humanize
 from gateway.core.models import Approval, OnTimeout, Outcome, Source, Status
-from gateway.plugin import INFO_ONLY, PressOutcome, PressResult, shown_deadline
+from gateway.plugin import INFO_ONLY, PressOutcome, PressResult, already_text, shown_deadline
 
 MAX_TEXT = 4096
 MAX_TITLE = 256
@@ -236,6 +236,29 @@ def answer_text(verdict: PressOutcome, *, asks_reason: bool = False) -> str:
     if verdict.result is PressResult.REJECTED and asks_reason:
         return "Rejected. Reply to my question with a reason, if you like."
     return cut(verdict.text(), 200)
+
+
+_OWN = {Status.APPROVED: PressResult.APPROVED, Status.REJECTED: PressResult.REJECTED}
+
+
+def again_text(verdict: PressOutcome, actor: str) -> str:
+    """A redelivered vote's answer: what its first delivery said when this presser's vote decided
+    ("Approved"), else what is true now ("Already approved by @bob", "You already approved…")."""
+    a = verdict.approval
+    d = a.decision if a is not None else None
+    if verdict.result is PressResult.ALREADY_DECIDED and a is not None and d is not None and d.decided_by == actor:
+        return PressOutcome(_OWN[a.status]).text() if a.status in _OWN else answer_text(verdict)
+    return answer_text(verdict)
+
+
+def state_text(approval: Approval | None, now: datetime) -> str:
+    """The approval as it is now, for a press answered again (a redelivery): 'Already approved by
+    @alice', 'Waiting for a decision · auto-reject in 30 min'."""
+    if approval is None:
+        return PressOutcome(PressResult.UNKNOWN).text()
+    if approval.status.final:
+        return cut(already_text(approval), 200)
+    return cut(f"Waiting for a decision · {timeout_words(approval, now)}", 200)
 
 
 def reason_markup() -> dict[str, object]:

@@ -4,8 +4,16 @@ A press: authenticate (webhook secret), verify the signed callback_data, then th
 (`Inbound.press`: adopt the card, check who may decide, vote, close a second copy of the card)
 and answer with what was committed. Its de-duplication marks (update id and callback id) commit
 with the decision, in its transaction: a crash before that commit leaves the update unseen, and
-its redelivery decides and is answered like the first. A redelivered press is not answered
+its redelivery decides and is answered like the first. A redelivered press records nothing
 again, but the use case finishes what its first delivery may have left undone.
+
+The answer to a press (answerCallbackQuery) rides in the webhook's reply (`reply.py`), not in a
+request of its own; polling answers by request. Telegram redelivers an update only when it got
+no 2xx, so it never ran that reply: a redelivery through the webhook is answered there too (it
+costs no request; Telegram drops a second answer to one press), with what the first delivery
+said when this person's vote decided, else what is true now (`_again`), as a toast, never an
+alert: the person may have moved on. A redelivery from polling is not answered again (its first
+answer was a request).
 
 Reject with a reason: the reject is recorded at once (a veto must never wait on a person
 typing), then the presser is asked why with ForceReply; a reply within 10 minutes becomes the
@@ -24,6 +32,7 @@ from aiohttp import web
 from telegram.error import TelegramError
 
 from adapters.telegram import callback, parse, render
+from adapters.telegram.reply import WebhookReply
 from gateway.core.depth import too_deep
 from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError
@@ -35,6 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("adapters.telegram")
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+INVALID = "This button is not valid"
 
 
 def secret_ok(given: str | None, expected: str) -> bool:
@@ -52,6 +62,7 @@ class TelegramUpdates:
         self.ctx, self.channel = ctx, channel
 
     async def webhook(self, request: web.Request) -> web.Response:
+        """Handle one update; the 200 carries the press's answer for Telegram to run (`reply.py`)."""
         if not secret_ok(request.headers.get(SECRET_HEADER), self.channel.settings.webhook_secret):
             return _error(401, "unauthorized", f"missing or wrong {SECRET_HEADER}")
         try:
@@ -61,15 +72,17 @@ class TelegramUpdates:
             data = None
         if not isinstance(data, dict):
             return _error(400, "bad_request", "not a Telegram update: expected a JSON object")
+        reply = WebhookReply()
         try:
-            await self.handle(data)
+            await self.handle(data, reply)
         except parse.NotAnUpdate as exc:
             return _error(400, "bad_request", f"not a Telegram update: {exc}")
-        return web.json_response({"ok": True})
+        return web.json_response(reply.body())
 
-    async def handle(self, data: dict[str, Any]) -> str:
+    async def handle(self, data: dict[str, Any], reply: WebhookReply | None = None) -> str:
         """Process one update (the Bot API's JSON) exactly once; returns what happened (for logs
-        and tests). NotAnUpdate, before anything is recorded, if a field we read is malformed."""
+        and tests). NotAnUpdate, before anything is recorded, if a field we read is malformed.
+        `reply`: the webhook's, which carries the press's answer; None (polling): answered by a call."""
         item = parse.read_update(data)
         uid = parse.update_id(data)
         key = f"telegram:update:{uid}"
@@ -77,7 +90,7 @@ class TelegramUpdates:
         fresh = isinstance(item, parse.TelegramPress) or await self.ctx.inbound.first_time(key)
         try:
             if isinstance(item, parse.TelegramPress):
-                return await self._press(item, key)
+                return await self._press(item, key, reply)
             if isinstance(item, parse.TelegramReply) and fresh:
                 return await self._reply(item)
         except GatewayError as exc:
@@ -85,16 +98,17 @@ class TelegramUpdates:
             return exc.code
         return "ignored" if fresh else "duplicate"
 
-    async def _press(self, p: parse.TelegramPress, update_key: str) -> str:
+    async def _press(self, p: parse.TelegramPress, update_key: str, reply: WebhookReply | None) -> str:
         inbound = self.ctx.inbound
         marks = (update_key, f"telegram:callback:{p.query_id}")
         button = callback.parse(self.ctx.signer, p.data)
         if button is None:
             fresh = await inbound.first_time(*marks)
-            if fresh:
-                await self.channel.answer(p.query_id, "This button is not valid", alert=True)
-                log.warning("telegram: refused a forged or unknown callback from user %s", p.user_id)
-            return "forged" if fresh else "duplicate"
+            if not fresh:
+                return await self._again(p, reply, text=INVALID)
+            await self.channel.answer(p.query_id, INVALID, alert=True, reply=reply)
+            log.warning("telegram: refused a forged or unknown callback from user %s", p.user_id)
+            return "forged"
         press = Press(
             approval_id=button.approval_id,
             outcome=button.outcome,
@@ -107,12 +121,15 @@ class TelegramUpdates:
         )
         if button.action is not callback.ButtonAction.VOTE or await self._reason_first(press):
             fresh = await inbound.first_time(*marks)  # these commit nothing before the answer
-            return await self._other(button, dataclasses.replace(press, redelivered=not fresh), p, fresh)
+            if not fresh:  # nothing to finish: these commit nothing before the answer
+                return await self._again(p, reply, button.approval_id)
+            return await self._other(button, press, p, reply)
         verdict = await inbound.press(dataclasses.replace(press, marks=marks))  # the marks commit with the vote
-        if verdict.redelivered:
-            return "duplicate"  # answered the first time
+        if verdict.redelivered:  # the use case finished what the first delivery left undone
+            return await self._again(p, reply, text=render.again_text(verdict, press.actor))
         ask = verdict.result is PressResult.REJECTED and p.chat_id is not None and p.message_id is not None
-        await self.channel.answer(p.query_id, render.answer_text(verdict, asks_reason=ask), alert=verdict.refused)
+        text = render.answer_text(verdict, asks_reason=ask)
+        await self.channel.answer(p.query_id, text, alert=verdict.refused, reply=reply)
         if ask:
             await self._ask_reason(verdict, press.actor, p)
         return verdict.result.value
@@ -124,36 +141,48 @@ class TelegramUpdates:
         approval = await self.ctx.inbound.approval(press.approval_id)
         return approval is not None and approval.policy.require_reason
 
-    async def _other(self, button: callback.Button, press: Press, p: parse.TelegramPress, fresh: bool) -> str:
+    async def _again(
+        self, p: parse.TelegramPress, reply: WebhookReply | None, approval_id: str = "", text: str = ""
+    ) -> str:
+        """A redelivered press: through the webhook, answered (free, in the reply) with `text`,
+        else with the approval's state now; from polling, not answered again."""
+        if reply is not None:
+            if not text:
+                approval = await self.ctx.inbound.approval(approval_id)
+                text = render.state_text(approval, self.ctx.clock.now())
+            await self.channel.answer(p.query_id, text, reply=reply)
+        return "duplicate"
+
+    async def _other(
+        self, button: callback.Button, press: Press, p: parse.TelegramPress, reply: WebhookReply | None
+    ) -> str:
         """Edit (a one-time link in the presser's private chat), extend, or a reject that must
         say why (the question first; the reply decides)."""
-        if not fresh:
-            return "duplicate"  # nothing to finish: these commit nothing before the answer
         inbound = self.ctx.inbound
         if button.action is callback.ButtonAction.EXTEND:
             verdict = await inbound.extend(press, parse_duration(button.duration or ""))
-            await self.channel.answer(p.query_id, render.answer_text(verdict), alert=verdict.refused)
+            await self.channel.answer(p.query_id, render.answer_text(verdict), alert=verdict.refused, reply=reply)
             return verdict.result.value
         if button.action is callback.ButtonAction.EDIT:
             verdict, url = await inbound.edit_link(press)
             if url is None or verdict.approval is None:
-                await self.channel.answer(p.query_id, render.answer_text(verdict), alert=True)
+                await self.channel.answer(p.query_id, render.answer_text(verdict), alert=True, reply=reply)
                 return verdict.result.value
             try:
                 await self.channel.send_edit_link(p.user_id, verdict.approval, url)
             except TelegramError as exc:
                 log.warning("telegram: could not send an edit link: %s", exc.message)
                 await self.channel.answer(
-                    p.query_id, "Start a private chat with me first, then press Edit again", alert=True
+                    p.query_id, "Start a private chat with me first, then press Edit again", alert=True, reply=reply
                 )
                 return "no_private_chat"
-            await self.channel.answer(p.query_id, "I sent you a private link to the edit form")
+            await self.channel.answer(p.query_id, "I sent you a private link to the edit form", reply=reply)
             return "edit_link"
         verdict = await inbound.may_ask_reason(press)
         if verdict.result is not PressResult.ASK or p.chat_id is None or p.message_id is None:
-            await self.channel.answer(p.query_id, render.answer_text(verdict), alert=True)
+            await self.channel.answer(p.query_id, render.answer_text(verdict), alert=True, reply=reply)
             return verdict.result.value
-        await self.channel.answer(p.query_id, "Reply to my question with your reason to reject")
+        await self.channel.answer(p.query_id, "Reply to my question with your reason to reject", reply=reply)
         await self._ask_reason(verdict, press.actor, p, purpose=REJECT_PURPOSE)
         return "ask"
 

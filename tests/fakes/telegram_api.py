@@ -8,6 +8,14 @@ parses HTML as strictly as Telegram and refuses a text over 4096 characters afte
 group upgraded to a supergroup (`migrate`: every later call on the old chat id is refused with
 `migrate_to_chat_id`, as Telegram does).
 The REAL python-telegram-bot client talks to it through `base_url`.
+
+A webhook's 200 may carry one method for Telegram to run (`{"method": "answerCallbackQuery",
+...}`): a test playing Telegram hands that body to `apply_webhook_reply`, which runs it through the
+same handlers, checks and faults as a call, and records it in `calls` with `via="reply"`. A reply
+no Telegram could run (no method of the Bot API, or parameters it refuses) lands in `bad_replies`
+for the test to see. A press is answered once: a second answer to the same callback query is
+refused with "query is too old ... or query ID is invalid" (what third parties report Telegram
+answering; unverified), as is an answer of an earlier press in another update's reply.
 """
 
 from __future__ import annotations
@@ -31,10 +39,16 @@ NOT_MODIFIED = (
 )
 
 
-@dataclass(frozen=True)
+QUERY_INVALID = "Bad Request: query is too old and response timeout expired or query ID is invalid"
+
+
+@dataclass
 class Call:
     method: str
     params: dict[str, Any]
+    via: str = "http"  # "reply": run by Telegram from a webhook's answer (`apply_webhook_reply`)
+    error: str | None = None  # the description of the failure Telegram answered (None: it worked)
+    injected: bool = False  # that failure was a fault the test asked for (`fail`)
 
 
 @dataclass
@@ -54,6 +68,8 @@ class FakeTelegramAPI:
         self.migrated: dict[int, int] = {}  # old chat id -> the supergroup's id
         self.holds: dict[str, asyncio.Event] = {}
         self.answer_holds: dict[str, asyncio.Event] = {}
+        self.answered: set[str] = set()  # callback query ids answered once already
+        self.bad_replies: list[Call] = []  # webhook replies Telegram could not have run
         self.base_url = ""  # set by the test once the server listens
         self._ids = itertools.count(100)
         self._changed = asyncio.Event()
@@ -85,16 +101,43 @@ class FakeTelegramAPI:
         the returned event is set: the caller cannot know that Telegram acted."""
         return self.answer_holds.setdefault(method, asyncio.Event())
 
-    async def wait_for_call(self, method: str, within: float = 10.0) -> list[Call]:
-        """Wait (bounded) until `method` has been called; for tests driving a real subprocess."""
+    async def wait_for_call(self, method: str, within: float = 10.0, count: int = 1) -> list[Call]:
+        """Wait (bounded) until `method` has been called (`count` times); for tests driving a real subprocess."""
         async with asyncio.timeout(within):
-            while not self.calls_to(method):
+            while len(self.calls_to(method)) < count:
                 self._changed.clear()
                 await self._changed.wait()
         return self.calls_to(method)
 
     def calls_to(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
+
+    def http_calls_to(self, method: str) -> list[Call]:
+        """The calls the bot made itself (requests), not the methods run from webhook replies."""
+        return [c for c in self.calls_to(method) if c.via == "http"]
+
+    async def apply_webhook_reply(self, body: Any, update: dict[str, Any] | None = None) -> Call | None:
+        """Run the method the 200 of a webhook delivery carries, as Telegram does, as if the bot had
+        called it (recorded, faults and checks included); None when it carries none. `update`: the
+        update that 200 answered; an answerCallbackQuery in its reply must be for its own press."""
+        if not isinstance(body, dict) or "method" not in body:
+            return None
+        method = body["method"]
+        call = Call(str(method), {k: v for k, v in body.items() if k != "method"}, via="reply")
+        self.calls.append(call)
+        self._changed.set()
+        query = (update or {}).get("callback_query", {}).get("id")
+        if not isinstance(method, str) or not method:
+            call.error = "Bad Request: method is not a string"
+        elif method == "answerCallbackQuery" and update is not None and call.params.get("callback_query_id") != query:
+            call.error = "the reply answers another update's callback query"  # the bot's bug, whatever Telegram did
+        else:
+            await self._run(call, hold=False)
+            if call.error == QUERY_INVALID or call.injected:
+                return call  # Telegram refused a call it could run: the bot never learns it
+        if call.error is not None:
+            self.bad_replies.append(call)
+        return call
 
     def message(self, chat_id: int, message_id: int) -> dict[str, Any]:
         return self.messages[(chat_id, message_id)]
@@ -104,28 +147,37 @@ class FakeTelegramAPI:
         if request.match_info["token"] != self.token:
             return _error(401, "Unauthorized")
         method = request.match_info["method"]
-        params = await _params(request)
-        self.calls.append(Call(method, params))
+        call = Call(method, await _params(request))
+        self.calls.append(call)
         self._changed.set()
         if method in self.holds:
             await self.holds[method].wait()
+        return await self._run(call)
+
+    async def _run(self, call: Call, *, hold: bool = True) -> web.Response:
+        """One call's effect and answer; a failure's description goes in `call.error`."""
+        method, params = call.method, call.params
         if self.faults[method]:
             fault = self.faults[method].pop(0)
+            call.error, call.injected = fault.description, True
             return _error(fault.status, fault.description, fault.parameters)
         moved = self.migrated.get(_int(params.get("chat_id")))
-        if moved is not None:
-            return _error(400, UPGRADED, {"migrate_to_chat_id": moved})
         handler = getattr(self, f"_m_{method}", None)
-        if handler is None:
-            return _error(404, "Not Found: method not found")
-        result: Any = handler(params)
-        if asyncio.iscoroutine(result):
-            result = await result
-        if method in self.answer_holds:
-            await self.answer_holds[method].wait()
-        if isinstance(result, web.Response):
-            return result
-        return web.json_response({"ok": True, "result": result})
+        if moved is not None:
+            response = _error(400, UPGRADED, {"migrate_to_chat_id": moved})
+        elif handler is None:
+            response = _error(404, "Not Found: method not found")
+        else:
+            result: Any = handler(params)
+            if asyncio.iscoroutine(result):
+                result = await result
+            if hold and method in self.answer_holds:
+                await self.answer_holds[method].wait()
+            response = result if isinstance(result, web.Response) else web.json_response({"ok": True, "result": result})
+        if response.status != 200:
+            assert isinstance(response.body, bytes)
+            call.error = json.loads(response.body)["description"]
+        return response
 
     def _m_getMe(self, params: dict[str, Any]) -> Any:
         return BOT_USER
@@ -161,6 +213,16 @@ class FakeTelegramAPI:
         return _public(msg)
 
     def _m_answerCallbackQuery(self, params: dict[str, Any]) -> Any:
+        query, text = params.get("callback_query_id"), params.get("text", "")
+        if not isinstance(query, str) or not query:
+            return _error(400, "Bad Request: parameter callback_query_id is required")
+        if not isinstance(text, str) or len(text) > 200:
+            return _error(400, "Bad Request: MESSAGE_TOO_LONG")
+        if params.get("show_alert", False) not in (True, False, "true", "false"):
+            return _error(400, "Bad Request: can't parse show_alert")
+        if query in self.answered:
+            return _error(400, QUERY_INVALID)
+        self.answered.add(query)
         return True
 
     def _m_setWebhook(self, params: dict[str, Any]) -> Any:

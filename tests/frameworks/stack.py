@@ -131,6 +131,8 @@ class Stack:
         update = helper.press(ALICE, helper.data(message_id, verb), message_id)
         async with self.http.post(f"{self.url}/webhooks/telegram", data=json.dumps(update), headers=HEADERS) as r:
             assert r.status == 200, await r.text()
+            await self.tg_api.apply_webhook_reply(await r.json(), update)  # Telegram runs the answer the 200 carries
+            assert not self.tg_api.bad_replies, self.tg_api.bad_replies
 
     async def job(self, approval_id: str, status: str = "succeeded", within: float = 60) -> dict[str, Any]:
         """The approval's resume job once it reached `status` (fails fast if it failed instead)."""

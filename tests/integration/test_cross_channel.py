@@ -126,6 +126,8 @@ async def test_slack_press_syncs_telegram_and_web_cards(env: dict[str, Any]) -> 
         "/webhooks/telegram", data=json.dumps(update), headers={"X-Telegram-Bot-Api-Secret-Token": TG_SECRET}
     )
     assert resp.status == 200
+    await tg.apply_webhook_reply(await resp.json(), update)  # Telegram runs the answer the 200 carries
+    assert not tg.bad_replies
     answer = tg.calls_to("answerCallbackQuery")[-1].params["text"]
     assert "lready" in answer
     decisions = [e for e in await rt.store.list_events(approval_id) if e.kind in ("approved", "rejected")]

@@ -100,6 +100,8 @@ class Stack:
         update = helper.press(user, helper.data(mid, verb), mid)
         async with self.http.post(f"{self.url}/webhooks/telegram", data=json.dumps(update), headers=HEADERS) as r:
             assert r.status == 200, await r.text()
+            await self.tg.apply_webhook_reply(await r.json(), update)  # Telegram runs the answer the 200 carries
+            assert not self.tg.bad_replies, self.tg.bad_replies
 
     async def decide(self, approval_id: str, outcome: str, comment: str | None = None) -> None:
         """An operator decides through the API (with a comment, which a button press cannot give)."""

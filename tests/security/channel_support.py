@@ -109,13 +109,16 @@ class Stack:
     async def send(self, update: dict[str, Any]) -> int:
         headers = {"X-Telegram-Bot-Api-Secret-Token": HOOK_SECRET}
         async with self.http.post(f"{self.url}/webhooks/telegram", data=json.dumps(update), headers=headers) as resp:
+            if resp.status == 200:  # Telegram runs the method the 200 carries (the press's answer)
+                await self.telegram.apply_webhook_reply(await resp.json(), update)
+                assert not self.telegram.bad_replies, self.telegram.bad_replies
             return resp.status
 
     def answer(self, update: dict[str, Any]) -> str | None:
+        """The answer the presser saw (Telegram refuses a second answer to one press)."""
         query = update["callback_query"]["id"]
-        found = [c.params.get("text") for c in self.telegram.calls_to("answerCallbackQuery")]
-        ids = [c.params.get("callback_query_id") for c in self.telegram.calls_to("answerCallbackQuery")]
-        return next((t for t, q in zip(found, ids, strict=True) if q == query), None)
+        answers = [c for c in self.telegram.calls_to("answerCallbackQuery") if c.error is None]
+        return next((c.params.get("text") for c in answers if c.params.get("callback_query_id") == query), None)
 
     # ---------------------------------------------------------------- Slack
     async def slack_press(self, user: str, verb: str, approval_id: str) -> int:

@@ -1,9 +1,10 @@
 """kill -9 while a press is being handled: Telegram redelivers the update, and it must count once.
 
 The webhook remembers an update id before it decides (to drop Telegram's redeliveries), and
-answers the press after the decision's commit (so the answer tells what was committed). A gateway
-killed before its 2xx gets the same update again: a redelivery after the commit changes nothing
-more, and one whose first delivery died between the mark and the commit must still decide.
+answers the press after the decision's commit (so the answer tells what was committed), in its
+2xx. A gateway killed before its 2xx gets the same update again: a redelivery after the commit
+changes nothing more (it is answered, in its own 2xx, since the first answer never left), and one
+whose first delivery died between the mark and the commit must still decide.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from gateway.core.models import Status
 from gateway.http.app import create_app
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock, make_settings
-from tests.fakes.telegram_api import FakeTelegramAPI
+from tests.fakes.telegram_api import QUERY_INVALID, FakeTelegramAPI
 from tests.procs import AUTH, Gateway, free_port, run_cli, write_config
 from tests.telegram.conftest import ALICE, CHAT, HEADERS, SECRET, TG, TOKEN
 
@@ -52,17 +53,19 @@ async def test_a_press_killed_mid_flight_is_decided_on_redelivery(
     gw = _gateway(tmp_path, tg_api, f"approvers = [{ALICE}]\n").start()
     db = f"sqlite:///{tmp_path / 'crash.db'}"
     helper = TG(None, None, tg_api, None)  # type: ignore[arg-type]
-    release = tg_api.hold("answerCallbackQuery")  # the press hangs after its commit, before its 2xx
+    release = asyncio.Event()
     try:
         async with aiohttp.ClientSession() as http:
             approval_id = await _suspend(http, gw)
             await tg_api.wait_for_call("sendMessage")
             mid = max(m for (_, m) in tg_api.messages)
-            update = helper.press(ALICE, helper.data(mid, "Approve"), mid)
+            # a reject asks why (sendMessage) after its commit, before its 2xx: the press hangs there
+            release = tg_api.hold("sendMessage")
+            update = helper.press(ALICE, helper.data(mid, "Reject"), mid)
             press = asyncio.create_task(
                 http.post(f"{gw.url}/webhooks/telegram", data=json.dumps(update), headers=HEADERS)
             )
-            await tg_api.wait_for_call("answerCallbackQuery")
+            await tg_api.wait_for_call("sendMessage", 30, count=2)
             gw.kill9()
             with contextlib.suppress(aiohttp.ClientError):
                 await press  # Telegram got no 2xx: it will redeliver the same update
@@ -84,12 +87,18 @@ async def test_a_press_killed_mid_flight_is_decided_on_redelivery(
     )
     rt = Runtime(settings, clock=FakeClock(datetime.now(UTC)), owner="restarted")
     client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
-    assert (await rt.service.get(approval_id)).status is Status.APPROVED  # committed before the answer
-    answered = len(tg_api.calls_to("answerCallbackQuery"))
-    for _ in range(2):  # redeliveries after the commit change nothing more, and are not answered again
-        assert (await client.post("/webhooks/telegram", data=json.dumps(update), headers=HEADERS)).status == 200
-    decided = [e for e in await rt.store.list_events(approval_id) if e.kind == "approved"]
-    assert len(decided) == 1 and len(tg_api.calls_to("answerCallbackQuery")) == answered
+    assert (await rt.service.get(approval_id)).status is Status.REJECTED  # committed before the answer
+    assert tg_api.calls_to("answerCallbackQuery") == []  # its 2xx, which carried the answer, never left
+    for _ in range(2):  # redeliveries after the commit change nothing more
+        resp = await client.post("/webhooks/telegram", data=json.dumps(update), headers=HEADERS)
+        assert resp.status == 200
+        await tg_api.apply_webhook_reply(await resp.json(), update)
+    decided = [e for e in await rt.store.list_events(approval_id) if e.kind == "rejected"]
+    assert len(decided) == 1 and not tg_api.bad_replies
+    # the first redelivery's 2xx answers the press (what it said the first time); the second is refused
+    answers = [(c.params["text"], c.error) for c in tg_api.calls_to("answerCallbackQuery")]
+    assert answers == [("Rejected", None), ("Rejected", QUERY_INVALID)]
+    assert tg_api.http_calls_to("answerCallbackQuery") == []
 
     # A first delivery that died between its de-duplication marks and the commit: its redelivery decides.
     resp = await client.post("/v1/suspend", json={**_BODY, "step": "pay-2"}, headers=AUTH)
