@@ -14,7 +14,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -61,6 +61,10 @@ class Launch:
     # The job launch span's context: the worker continues the approval's trace from it
     # (TRACEPARENT and TRACESTATE; for a `url` worker, the W3C headers).
     trace: TraceContext | None = None
+    # Whether the job's lease is still this runner's, asked by a pool once a process is free: a
+    # job that waited for one may have lost its lease meanwhile, and then another runner may
+    # already be running it (the other kinds launch at once, inside the claim's lease).
+    still_held: Callable[[], Awaitable[bool]] | None = None
 
     def env(self) -> dict[str, str]:
         return {

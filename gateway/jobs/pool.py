@@ -66,6 +66,14 @@ class EntrypointPool:
 
     async def run(self, launch: Launch) -> AttemptResult:
         proc = await self._acquire()
+        try:
+            held = launch.still_held is None or await launch.still_held()
+        except BaseException:
+            await self._release(proc, True)
+            raise
+        if not held:  # another runner may be running it now: not a second launch beside it
+            await self._release(proc, True)
+            return AttemptResult(AttemptOutcome.TRANSIENT, "not launched: lease lost while waiting for a process")
         if self.on_start is not None:
             self.on_start(launch.approval_id)
         try:
