@@ -11,7 +11,16 @@ import os
 import sys
 from collections.abc import Callable
 
-from gateway.jobs.launch import TRACE_VARS, AttemptOutcome, AttemptResult, Launch, exit_error, kill_group, reap
+from gateway.jobs.launch import (
+    TRACE_VARS,
+    AttemptOutcome,
+    AttemptResult,
+    Launch,
+    NotLaunched,
+    exit_error,
+    kill_group,
+    reap,
+)
 from gateway.settings import WorkerSettings
 
 Proc = asyncio.subprocess.Process
@@ -67,13 +76,13 @@ class EntrypointPool:
     async def run(self, launch: Launch) -> AttemptResult:
         proc = await self._acquire()
         try:
-            held = launch.still_held is None or await launch.still_held()
+            held = launch.may_start is None or await launch.may_start()
         except BaseException:
             await self._release(proc, True)
             raise
-        if not held:  # another runner may be running it now: not a second launch beside it
+        if not held:  # another runner may be running it now, or this one is stopping
             await self._release(proc, True)
-            return AttemptResult(AttemptOutcome.TRANSIENT, "not launched: lease lost while waiting for a process")
+            raise NotLaunched(launch.approval_id)
         if self.on_start is not None:
             self.on_start(launch.approval_id)
         try:

@@ -44,7 +44,15 @@ from gateway.core.redact import Redactor
 from gateway.core.retry import backoff
 from gateway.core.traces import Tracer
 from gateway.core.versions import version_mismatch
-from gateway.jobs.launch import AttemptOutcome, AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher
+from gateway.jobs.launch import (
+    AttemptOutcome,
+    AttemptResult,
+    CommandLauncher,
+    Launch,
+    Launcher,
+    NotLaunched,
+    UrlLauncher,
+)
 from gateway.jobs.pool import EntrypointPool
 from gateway.service import Service
 from gateway.service.jobs import Jobs
@@ -248,10 +256,14 @@ class WorkerRunner:
         # slow write after a long step must not let another runner claim the job meanwhile.
         held = _Held(job.lease_until or self.clock.now() + self.lease)
         renew = asyncio.create_task(self._renew(job, held))
-        launch = dataclasses.replace(launch, still_held=functools.partial(self._still_held, job, held))
+        launch = dataclasses.replace(launch, may_start=functools.partial(self._may_start, job, held))
         started = time.monotonic()
         try:
-            result = await self.launcher(cfg).run(launch)
+            try:
+                result = await self.launcher(cfg).run(launch)
+            except NotLaunched:  # not ours any more, or stopping: the claim's holder (or the hand-back) has it
+                log.info("resume job %s: not launched (lease lost or stopping)", job.id)
+                return AttemptResult(AttemptOutcome.TRANSIENT, "not launched")
             self.service.observer.attempt(cfg.name, result.verdict.value, time.monotonic() - started)
             result = AttemptResult(  # an exception's message or an output tail can carry PII or the token
                 result.verdict,
@@ -286,10 +298,10 @@ class WorkerRunner:
         log.warning("resume job %s: lost its lease", job.id)
         return False
 
-    async def _still_held(self, job: ResumeJob, held: _Held) -> bool:
-        """Before a launch that waited: the lease is still this runner's (renewed in time, or
-        renewed now, which fails once another runner took the job)."""
-        if held.lost:
+    async def _may_start(self, job: ResumeJob, held: _Held) -> bool:
+        """Before a launch that waited: the runner is not stopping, and the lease is still its own
+        (renewed in time, or renewed now, which fails once another runner took the job)."""
+        if held.lost or self._stopping.is_set():  # stopping: it would be cut mid-step; handed back instead
             return False
         return self.clock.now() < held.until or await self._extend(job, held)
 

@@ -137,3 +137,24 @@ async def test_a_failed_lease_renewal_does_not_end_the_renewals(
         assert pools[0].launched == [approval_id]
     finally:
         await rt.stop()
+
+
+async def test_a_stopping_worker_launches_no_queued_job_and_hands_it_back(
+    settings_factory: Callable[..., Any], clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopped while a job waits for a pool process: a process freed within the grace period does
+    not start it (it would be cut at the deadline, mid-step); it is handed back, due as it was."""
+    rt, pools, approval_id = await _queued_job(settings_factory, clock, monkeypatch)
+    loop = asyncio.create_task(rt.worker.run_forever())
+    try:
+        await _until(lambda: bool(pools) and pools[0].waiting == 1)
+        rt.worker.stop(asyncio.get_running_loop().time() + 5)
+        pools[0].free.set()
+        await asyncio.wait_for(loop, 5)
+        assert pools[0].launched == []
+        job = await rt.store.get_job(approval_id)
+        assert job is not None and job.status is JobStatus.RUNNING and job.claimed_by == "holder"
+        events = [e.kind for e in await rt.store.list_events(approval_id)]
+        assert "job_retrying" not in events and "job_failed" not in events  # nothing ran: nothing recorded
+    finally:
+        await rt.stop()
