@@ -22,6 +22,11 @@ from gateway.settings import WorkerSettings
 from gateway.testing import FakeClock
 
 
+@pytest.fixture
+def db_url(store_url: str) -> str:
+    return store_url  # SQLite and PostgreSQL: the lease is the store's
+
+
 class _OneBusyProcess(EntrypointPool):
     """A pool whose one process is busy until `free` is set; `launched`, what it was given."""
 
