@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from gateway.core.clock import iso
 from gateway.core.models import Status
 from tests.conftest import OPERATOR
@@ -18,6 +20,11 @@ from tests.teams.conftest import MALLORY as MALLORY_TEAMS
 from tests.teams.conftest import MRIS, TeamsEnv, fake_teams, teams, teams_settings
 
 __all__ = ["discord", "discord_settings", "fake_discord", "fake_teams", "teams", "teams_settings"]  # the fixtures
+
+
+@pytest.fixture
+def db_url(store_url: str) -> str:
+    return store_url  # SQLite and PostgreSQL: the refusal mark is the store's
 
 
 async def test_a_replayed_denied_discord_press_decides_nothing_after_a_delegation(discord: DiscordEnv) -> None:
