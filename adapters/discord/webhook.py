@@ -220,7 +220,7 @@ class DiscordInteractions:
     async def _unpressed(self, verdict: PressOutcome, marks: tuple[str, ...]) -> PressOutcome:
         """A submit refused before it became a press (nothing else recorded): its marks on their
         own, so that a replay of it is refused as a replay, like any other."""
-        if marks and not await self._ctx.inbound.first_time(*marks):
+        if not await self._ctx.inbound.refused(marks):
             return dataclasses.replace(verdict, redelivered=True)
         return verdict
 

@@ -136,7 +136,7 @@ class ActivityHandler:
     async def _unpressed(self, e: Execute, marks: tuple[str, ...], text: str) -> dict[str, Any]:
         """An edit refused before it became a press (nothing else recorded): its mark on its own,
         so that a replay of it is answered as a replay, like any other."""
-        if marks and not await self._ctx.inbound.first_time(*marks):
+        if not await self._ctx.inbound.refused(marks):
             return _replayed(e)
         return render.message_response(text)
 

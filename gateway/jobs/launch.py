@@ -14,7 +14,7 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -40,6 +40,11 @@ class AttemptOutcome(StrEnum):
     TERMINAL = "terminal"
 
 
+class NotLaunched(Exception):
+    """A queued launch withdrawn before it started (`Launch.may_start` said no): its job's lease
+    is gone, or its runner is stopping. Nothing ran, so there is no outcome to record."""
+
+
 @dataclass(frozen=True, slots=True)
 class AttemptResult:
     verdict: AttemptOutcome
@@ -61,6 +66,10 @@ class Launch:
     # The job launch span's context: the worker continues the approval's trace from it
     # (TRACEPARENT and TRACESTATE; for a `url` worker, the W3C headers).
     trace: TraceContext | None = None
+    # Whether the job may still start, asked by a pool once a process is free: a job that waited
+    # for one may have lost its lease meanwhile (another runner may be running it), or its runner
+    # may be stopping (it would be cut mid-step). The other kinds launch at once, inside the claim.
+    may_start: Callable[[], Awaitable[bool]] | None = None
 
     def env(self) -> dict[str, str]:
         return {

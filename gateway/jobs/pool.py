@@ -16,7 +16,16 @@ import socket
 import sys
 from collections.abc import Awaitable, Callable
 
-from gateway.jobs.launch import TRACE_VARS, AttemptOutcome, AttemptResult, Launch, exit_error, kill_group, reap
+from gateway.jobs.launch import (
+    TRACE_VARS,
+    AttemptOutcome,
+    AttemptResult,
+    Launch,
+    NotLaunched,
+    exit_error,
+    kill_group,
+    reap,
+)
 from gateway.settings import WorkerSettings
 
 Proc = asyncio.subprocess.Process
@@ -110,6 +119,14 @@ class EntrypointPool:
 
     async def run(self, launch: Launch) -> AttemptResult:
         proc = await self._acquire()
+        try:
+            held = launch.may_start is None or await launch.may_start()
+        except BaseException:
+            await self._release(proc, True)
+            raise
+        if not held:  # another runner may be running it now, or this one is stopping
+            await self._release(proc, True)
+            raise NotLaunched(launch.approval_id)
         if self.on_start is not None:
             self.on_start(launch.approval_id)
         try:

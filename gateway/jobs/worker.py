@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
 import time
 from asyncio import FIRST_COMPLETED
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from gateway.core import loops, traces
 from gateway.core.admission import Gate
@@ -44,7 +45,15 @@ from gateway.core.retry import backoff
 from gateway.core.traces import Tracer
 from gateway.core.versions import version_mismatch
 from gateway.jobs import journal_pipe
-from gateway.jobs.launch import AttemptOutcome, AttemptResult, CommandLauncher, Launch, Launcher, UrlLauncher
+from gateway.jobs.launch import (
+    AttemptOutcome,
+    AttemptResult,
+    CommandLauncher,
+    Launch,
+    Launcher,
+    NotLaunched,
+    UrlLauncher,
+)
 from gateway.jobs.pool import EntrypointPool
 from gateway.service import Service
 from gateway.service.jobs import Jobs
@@ -253,10 +262,16 @@ class WorkerRunner:
         """One launch, scrubbed and recorded, its lease renewed all along; the recorded result."""
         # The lease is renewed until the result is recorded, not only while the worker runs: a
         # slow write after a long step must not let another runner claim the job meanwhile.
-        renew = asyncio.create_task(self._renew(job))
+        held = _Held(job.lease_until or self.clock.now() + self.lease)
+        renew = asyncio.create_task(self._renew(job, held))
+        launch = dataclasses.replace(launch, may_start=functools.partial(self._may_start, job, held))
         started = time.monotonic()
         try:
-            result = await self.launcher(cfg).run(launch)
+            try:
+                result = await self.launcher(cfg).run(launch)
+            except NotLaunched:  # not ours any more, or stopping: the claim's holder (or the hand-back) has it
+                log.info("resume job %s: not launched (lease lost or stopping)", job.id)
+                return AttemptResult(AttemptOutcome.TRANSIENT, "not launched")
             self.service.observer.attempt(cfg.name, result.verdict.value, time.monotonic() - started)
             result = AttemptResult(  # an exception's message or an output tail can carry PII or the token
                 result.verdict,
@@ -273,13 +288,30 @@ class WorkerRunner:
     def _scrub(self, text: str | None, token: str) -> str | None:
         return None if text is None else self.redactor.text(text.replace(token, "[resume token]"))
 
-    async def _renew(self, job: ResumeJob) -> None:
+    async def _renew(self, job: ResumeJob, held: _Held) -> None:
         every = max(0.05, self.lease.total_seconds() / 3)
-        while True:
+        while not held.lost:
             await asyncio.sleep(every)
-            if not await self.jobs.extend_lease(job.id, self.owner, self.clock.now() + self.lease):
-                log.warning("resume job %s: lost its lease", job.id)
-                return
+            try:
+                await self._extend(job, held)
+            except Exception as exc:  # a store error once must not end the renewals: the next one may pass
+                log.warning("resume job %s: renewing its lease failed (%s)", job.id, type(exc).__name__)
+
+    async def _extend(self, job: ResumeJob, held: _Held) -> bool:
+        until = self.clock.now() + self.lease
+        if await self.jobs.extend_lease(job.id, self.owner, until):
+            held.until = until
+            return True
+        held.lost = True
+        log.warning("resume job %s: lost its lease", job.id)
+        return False
+
+    async def _may_start(self, job: ResumeJob, held: _Held) -> bool:
+        """Before a launch that waited: the runner is not stopping, and the lease is still its own
+        (renewed in time, or renewed now, which fails once another runner took the job)."""
+        if held.lost or self._stopping.is_set():  # stopping: it would be cut mid-step; handed back instead
+            return False
+        return self.clock.now() < held.until or await self._extend(job, held)
 
     async def _record(
         self, job: ResumeJob, cfg: WorkerSettings | None, result: AttemptResult, approval: Approval | None = None
@@ -317,6 +349,14 @@ class WorkerRunner:
             return
         level = logging.INFO if status is not JobStatus.FAILED else logging.ERROR
         log.log(level, "resume job %s %s: %s", job.id, kind, result.error or "ok")
+
+
+@dataclasses.dataclass(slots=True)
+class _Held:
+    """A job's lease as this runner last wrote it; `lost` once a renewal found it taken."""
+
+    until: datetime
+    lost: bool = False
 
 
 # The most encoded JSON of a run's journal a launch document carries: a URL worker gets the

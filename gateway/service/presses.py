@@ -39,6 +39,7 @@ from gateway.service.decisions import Decisions
 from gateway.store import Prompt, SeenBefore, Store, ViewOf
 
 log = logging.getLogger("gateway.presses")
+ALREADY_RECEIVED = "This press was already received; nothing changed"
 REASON_WINDOW = timedelta(minutes=10)  # how long a "why reject?" question waits for its reply
 REASON_PURPOSE = "reject_reason"  # the reason for a reject already recorded
 REJECT_PURPOSE = "reject_with_reason"  # `require_reason`: the reply is the reject (asked before it)
@@ -210,6 +211,12 @@ class Inbound:
             return await self._store.remember_delivery((key, *more), self._clock.now())
         return await self._store.remember_inbound(key, self._clock.now())
 
+    async def refused(self, marks: tuple[str, ...]) -> bool:
+        """Record the marks of a delivery refused before it became a press (a form that does not
+        pass), as a refused one: a replay of it decides nothing later (`_refused_before`). True
+        the first time."""
+        return not marks or await self._store.remember_delivery((*marks, _refusal(marks)), self._clock.now())
+
     async def approval(self, approval_id: str) -> Approval | None:
         """The approval as it is now (e.g. to show it on a confirmation page)."""
         return await self._store.get_approval(approval_id)
@@ -358,15 +365,27 @@ class Inbound:
     async def _marked(self, p: Press, verdict: PressOutcome) -> PressOutcome:
         """A verdict that commits no decision: the press's marks recorded on their own (one
         transaction for all), and the verdict `redelivered` if they were seen before."""
-        if p.redelivered or (p.marks and not await self._store.remember_delivery(p.marks, self._clock.now())):
+        if p.redelivered or not await self.refused(p.marks):
             return replace(verdict, redelivered=True)
         return verdict
+
+    async def _refused_before(self, p: Press) -> bool:
+        """Whether the marks `p` met were recorded by a refusal (`refused`): that delivery decided
+        nothing, and a copy of it decides nothing either, even one that would pass now (a
+        delegation made since): its presser was told that nothing changed, and a platform's
+        signed request may be replayed by whoever captured it. Marks recorded without that (by
+        an older version, before its decision and a crash) let the copy decide. A check that
+        writes: when absent, the refusal mark is recorded, harmless (this copy decides, or is
+        refused now)."""
+        return bool(p.marks) and not await self._store.remember_delivery((_refusal(p.marks),), self._clock.now())
 
     async def _vote(self, approval: Approval, actor: str, p: Press, via: Delegation | None) -> PressOutcome:
         if approval.status.final:
             return await self._marked(p, PressOutcome(PressResult.ALREADY_DECIDED, approval))
         if p.redelivered and any(v.approver == actor and v.outcome is p.outcome for v in approval.votes):
             return PressOutcome(PressResult.DUPLICATE_VOTE, approval, redelivered=True)  # its first delivery committed
+        if p.redelivered and await self._refused_before(p):
+            return PressOutcome(PressResult.INVALID, approval, error=ALREADY_RECEIVED, redelivered=True)
         try:
             cmd = CastVote(
                 approval.id,
@@ -386,7 +405,7 @@ class Inbound:
             # them without a decision): nothing was written; finish as a redelivery, which
             # decides what is still undone and records nothing twice
             now = await self._store.get_approval(approval.id) or approval
-            again = replace(p, redelivered=True, marks=())
+            again = replace(p, redelivered=True)  # its marks: only to tell a refused one (`_refused_before`)
             _, denied, via = await self._check(now, again)
             return denied or await self._vote(now, actor, again, via)
         except AlreadyDecided:  # lost the race: tell the truth about the winner
@@ -471,3 +490,8 @@ __all__ = [
     "Reply",
     "already_text",
 ]
+
+
+def _refusal(marks: tuple[str, ...]) -> str:
+    """The mark that says a delivery (its first mark) was refused, recorded with its marks."""
+    return f"{marks[0]}:refused"
