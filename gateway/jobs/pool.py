@@ -132,13 +132,18 @@ class EntrypointPool:
         try:
             return await self._ask(proc, launch)
         finally:
-            self._serving.pop(proc.pid, None)
             await self._release(proc, proc.returncode is None)
 
     async def _ask(self, proc: Proc, launch: Launch) -> AttemptResult:
+        self._serving[proc.pid] = launch.token  # its journal calls reach this launch's run only
+        try:
+            return await self._exchange(proc, launch)
+        finally:
+            self._serving.pop(proc.pid, None)
+
+    async def _exchange(self, proc: Proc, launch: Launch) -> AttemptResult:
         assert proc.stdin is not None and proc.stdout is not None
         request = json.dumps({"document": launch.document, "env": launch.env()}) + "\n"
-        self._serving[proc.pid] = launch.token  # its journal calls reach this launch's run only
         try:
             async with asyncio.timeout(self.cfg.timeout.total_seconds()):
                 proc.stdin.write(request.encode("utf-8"))
