@@ -20,6 +20,7 @@ from gateway.service import SuspendRequest, new_id
 from gateway.service.commands import Authority
 from gateway.settings import WorkerSettings
 from gateway.testing import FakeClock
+from tests.integration.test_admission_flow import _until
 
 
 @pytest.fixture
@@ -51,14 +52,6 @@ class _OneBusyProcess(EntrypointPool):
 
 class _Proc:
     returncode = None
-
-
-async def _until(cond: Callable[[], bool]) -> None:
-    for _ in range(1000):
-        if cond():
-            return
-        await asyncio.sleep(0.005)
-    raise AssertionError("condition not met within 5 s")
 
 
 async def _queued_job(

@@ -59,6 +59,17 @@ async def garbage_base_url() -> AsyncIterator[str]:
         await server.wait_closed()
 
 
+def _telegram(base_url: str) -> dict[str, Any]:
+    """The Telegram section of a gateway whose Bot API is `base_url`."""
+    return {
+        "bot_token": TOKEN,
+        "webhook_secret": "hook_secret-0123456789",
+        "base_url": base_url,
+        "approvers": [111],
+        "chats": [CHAT],
+    }
+
+
 async def test_a_garbage_answer_stores_no_bot_token(
     aiohttp_client: Callable[..., Any],
     settings_factory: Callable[..., Settings],
@@ -66,14 +77,7 @@ async def test_a_garbage_answer_stores_no_bot_token(
     clock: FakeClock,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    telegram = {
-        "bot_token": TOKEN,
-        "webhook_secret": "hook_secret-0123456789",
-        "base_url": garbage_base_url,
-        "approvers": [111],
-        "chats": [CHAT],
-    }
-    settings = settings_factory(telegram=telegram)
+    settings = settings_factory(telegram=_telegram(garbage_base_url))
     rt = Runtime(settings, clock=clock, owner="test")
     client = await aiohttp_client(create_app(settings, runtime=rt, background=False))
     resp = await client.post("/v1/suspend", json=suspend_body(channels=[f"telegram:{CHAT}"]), headers=AUTH)
@@ -281,14 +285,7 @@ async def test_a_proxy_page_at_start_up_logs_no_bot_token(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """getMe at start-up goes through PTB's Bot, whose message carries the error answer's body."""
-    telegram = {
-        "bot_token": TOKEN,
-        "webhook_secret": "hook_secret-0123456789",
-        "base_url": proxy_error_url,
-        "approvers": [111],
-        "chats": [CHAT],
-    }
-    settings = settings_factory(telegram=telegram)
+    settings = settings_factory(telegram=_telegram(proxy_error_url))
     rt = Runtime(settings, clock=clock, owner="test")
     await aiohttp_client(create_app(settings, runtime=rt, background=False))
     assert "getMe failed at start-up" in caplog.text
