@@ -19,7 +19,7 @@ import json
 import logging
 from typing import Any
 
-from gateway.core.errors import BadRequest, Conflict, GatewayError
+from gateway.core.errors import BadRequest, Conflict, GatewayError, PayloadTooLarge
 from gateway.service.journal import RecordStep, RunCaller, RunJournal, step_from_body
 
 log = logging.getLogger("gateway.worker")
@@ -27,10 +27,13 @@ log = logging.getLogger("gateway.worker")
 __all__ = ["answer"]
 
 
-async def answer(journal: RunJournal, token: str | None, line: bytes) -> bytes:
+async def answer(journal: RunJournal, max_bytes: int, token: str | None, line: bytes) -> bytes:
     """The answer line to one request `line` of a pool process whose launch holds `token` (None:
-    it runs no launch now)."""
+    it runs no launch now). A line longer than `max_bytes` (the HTTP body limit, `[server]
+    max_body_bytes`) is refused as the route refuses that body: 413."""
     try:
+        if len(line) > max_bytes:
+            raise PayloadTooLarge(f"the journal call is larger than the {max_bytes}-byte limit")
         return _line({"ok": await _call(journal, token, line)})
     except GatewayError as exc:
         return _line({"error": {"status": exc.status, "code": exc.code, "message": exc.message}})

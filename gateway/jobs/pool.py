@@ -32,6 +32,7 @@ Proc = asyncio.subprocess.Process
 # A pool process's journal call (one JSON line) and the token of the launch it runs (None: none
 # now) -> the answer line (gateway.jobs.journal_pipe.answer, bound to the run journal).
 JournalCall = Callable[[str | None, bytes], Awaitable[bytes]]
+JOURNAL_LINE_MAX = 2**28  # the longest journal call read (it is then refused past the body limit)
 
 
 class EntrypointPool:
@@ -81,13 +82,19 @@ class EntrypointPool:
     async def _answer(self, pid: int, sock: socket.socket) -> None:
         """Answer process `pid`'s journal calls, one line each, until it closes its end."""
         assert self.journal is not None
-        reader, writer = await asyncio.open_connection(sock=sock, limit=2**24)
+        # Lines are read whole (the 413 past the HTTP body limit is the journal call's): one
+        # past even this bound leaves the two sides out of step, so the process is replaced.
+        reader, writer = await asyncio.open_connection(sock=sock, limit=JOURNAL_LINE_MAX)
         try:
             while line := await reader.readline():
                 writer.write(await self.journal(self._serving.get(pid), line))
                 await writer.drain()
-        except (ConnectionError, ValueError):  # the process died mid-call, or sent a line past the limit
+        except ConnectionError:  # the process died mid-call
             pass
+        except ValueError:  # a line past JOURNAL_LINE_MAX: its journal cannot go on
+            proc = next((p for p in self._live if p.pid == pid and p.returncode is None), None)
+            if proc is not None:
+                kill_group(proc.pid)
         finally:
             writer.close()
 

@@ -124,7 +124,8 @@ class WorkerRunner:
             if isinstance(launcher, EntrypointPool) and self.gate is not None:
                 launcher.on_start = self.gate.launched
             if isinstance(launcher, EntrypointPool) and self.journal is not None:
-                launcher.journal = functools.partial(journal_pipe.answer, self.journal)
+                limit = self.service.settings.server.max_body_bytes
+                launcher.journal = functools.partial(journal_pipe.answer, self.journal, limit)
             self.launchers[cfg.name] = launcher
         return self.launchers[cfg.name]
 

@@ -90,7 +90,7 @@ class _Pipe:
         async with self.lock:
             if self.streams is None:
                 sock = socket.socket(fileno=os.dup(self.fd))
-                self.streams = await asyncio.open_connection(sock=sock, limit=2**24)
+                self.streams = await asyncio.open_connection(sock=sock, limit=2**28)  # a run's whole journal
             reader, writer = self.streams
             try:
                 writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")

@@ -21,7 +21,8 @@ def _out(doc: dict[str, Any], line: dict[str, Any]) -> None:
 async def journaled(doc: dict[str, Any]) -> None:
     """One step through `DurableRun.from_env`, as a worker writes it; a second run of it replays."""
     async with await DurableRun.from_env(document=doc) as run:
-        result = await run.step("work", lambda: {"done": doc["args"]["amount"], "pid": os.getpid()})
+        pad = {"pad": "x" * doc["state"]["pad"]} if doc["state"].get("pad") else {}  # an output this much bigger
+        result = await run.step("work", lambda: {"done": doc["args"]["amount"], "pid": os.getpid()} | pad)
         _out(doc, {"journal": type(run.journal).__name__, "result": result, "pid": os.getpid()})
     crashed = Path(doc["state"]["out"]) / "crashed"
     if doc["state"].get("crash_once") and not crashed.exists():  # after the journal: the relaunch replays

@@ -12,6 +12,7 @@ import pytest
 from hitl_sdk.journal import pipe_fd
 
 from gateway.core.models import JobStatus
+from gateway.jobs import pool as pool_module
 from gateway.testing import FakeClock
 from tests.integration.conftest import MakeRt
 from tests.integration.test_worker import decided, job
@@ -55,6 +56,21 @@ async def test_a_relaunch_replays_the_step_it_journaled_through_the_socket(
     assert first["pid"] != second["pid"]  # a new process, with its own socket
     assert second["result"] == first["result"] == {"done": 42, "pid": first["pid"]}  # replayed, not run again
     assert len(await rt.store.get_steps(a.run_id, namespace=a.namespace)) == 1
+
+
+@pytest.mark.subprocess
+async def test_a_journal_call_too_long_to_read_replaces_the_process(
+    make_rt: MakeRt, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the longest line the gateway reads, the two sides are out of step: the process is
+    killed (a transient failure, retried in a new one), not left with a journal that cannot work."""
+    monkeypatch.setattr(pool_module, "JOURNAL_LINE_MAX", 4096)
+    rt = await make_rt(pool=_pool("journaled"))
+    a = await decided(rt, "pool", state={"out": str(tmp_path), "pad": 8192})
+    await rt.worker.drain()
+    failed = await job(rt, a)
+    assert failed.status is JobStatus.QUEUED and "pool process died" in (failed.last_error or "")
+    assert await rt.store.get_steps(a.run_id, namespace=a.namespace) == []
 
 
 def test_the_socket_is_the_pool_process_own() -> None:

@@ -49,7 +49,7 @@ async def test_a_pool_process_cannot_reach_another_run_through_its_socket(foreig
 
 
 async def _answer(rt: Runtime, token: str | None, line: bytes) -> dict[str, object]:
-    reply = json.loads(await answer(rt.journal, token, line))
+    reply = json.loads(await answer(rt.journal, rt.settings.server.max_body_bytes, token, line))
     assert isinstance(reply, dict)
     return reply
 
@@ -74,5 +74,10 @@ async def test_the_socket_answers_no_call_between_launches_and_no_malformed_call
     forged = await _answer(runtime, token[:-2] + "xx", json.dumps(record).encode())
     assert forged["error"]["status"] == 401, forged  # type: ignore[index]
     assert await runtime.store.get_steps(a.run_id, namespace=a.namespace) == []  # nothing written by any
+    limit = runtime.settings.server.max_body_bytes
+    huge = record | {"body": STEP | {"output": {"pad": "x" * limit}}}
+    too_big = await _answer(runtime, token, json.dumps(huge).encode())  # as the route's 413
+    assert too_big["error"]["status"] == 413  # type: ignore[index]
+    assert await runtime.store.get_steps(a.run_id, namespace=a.namespace) == []
     ok = await _answer(runtime, token, json.dumps(record).encode())
     assert ok["ok"]["name"] == "s"  # type: ignore[index]
