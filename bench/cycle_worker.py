@@ -43,12 +43,12 @@ def _work(args: dict[str, Any]) -> dict[str, Any]:
 async def step(doc: dict[str, Any]) -> None:
     started = time.time()
     global _session
-    if _session is None:
-        _session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
     state = doc.get("state") or {}
     run = await DurableRun.from_env(document=doc)  # the documented worker path: the pool's journal socket
     try:
         if state.get("pay") and doc["status"] == "approved":
+            if _session is None:  # the chaos soak's payment API only (kept for the process's life)
+                _session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
             key = run.idempotency_key("charge", doc["args"])
             await run.step("charge", _charge, state["pay"], key, int(doc["args"].get("amount", 1)), doc["run_id"])
         else:

@@ -178,8 +178,8 @@ class OutboxRunner:
         events = []
         if event:
             events.append(NewEvent(item.approval_id, event, now, channel=item.channel, data=dict(data or {})))
-            if status is DeliveryStatus.DONE:
-                log.info("approval %s %s on %s", item.approval_id, event, item.channel)
+            if status is DeliveryStatus.DONE:  # in the audit trail; at INFO only what went wrong
+                log.debug("approval %s %s on %s", item.approval_id, event, item.channel)
         await self.deliveries.finish(
             item.id,
             self.owner,

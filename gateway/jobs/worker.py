@@ -239,7 +239,9 @@ class WorkerRunner:
             exhausted = AttemptResult(AttemptOutcome.TERMINAL, "attempts exhausted (leases expired)")
             await self._record(job, cfg, exhausted, approval)
             return
-        log.info("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
+        # DEBUG: at INFO an approval's life is a few lines (suspended, decided, this job's outcome);
+        # every step of it is in its audit trail (per-cycle INFO lines cost 12-19% of a cycle's CPU)
+        log.debug("resume job %s (approval %s) attempt %d on %s", job.id, job.approval_id, job.attempts, cfg.name)
         key = effect_key(self.service.settings.security.secret_keys, approval.id, approval.step, approval.run_hash)
         launched: dict[str, str | int | bool] = {"hitl.worker": cfg.name, "hitl.attempt": job.attempts}
         attrs = traces.approval_attributes(approval.id, approval.run_id, approval.step, approval.agent, **launched)
@@ -349,7 +351,16 @@ class WorkerRunner:
             log.warning("resume job %s: lease lost before recording %s", job.id, kind)
             return
         level = logging.INFO if status is not JobStatus.FAILED else logging.ERROR
-        log.log(level, "resume job %s %s: %s", job.id, kind, result.error or "ok")
+        log.log(
+            level,
+            "resume job %s (approval %s) %s on %s, attempt %d: %s",
+            job.id,
+            job.approval_id,
+            kind,
+            job.worker,
+            job.attempts,
+            result.error or "ok",
+        )
 
 
 @dataclasses.dataclass(slots=True)

@@ -450,7 +450,7 @@ class Inbound:
         if not await store.adopt_card(approval.id, p.channel, p.card_ref, now, [adopted]):
             card = await store.get_card(approval.id, p.channel)  # recorded meanwhile
             return None if card is None else card.ref
-        log.info("adopted the card of %s on %s, found by a press", approval.id, p.channel)
+        log.debug("adopted the card of %s on %s, found by a press", approval.id, p.channel)
         await store.enqueue_outbox([NewOutbox(approval.id, p.channel, OutboxKind.SYNC)], now)
         self._wake_outbox()
         return p.card_ref
