@@ -14,6 +14,7 @@ from gateway.service import SuspendRequest, new_id
 from gateway.service.commands import Authority
 
 
+@pytest.mark.subprocess  # the `agent` worker is a real command
 async def test_an_approvals_life_at_info_is_three_gateway_lines(
     runtime: Runtime, caplog: pytest.LogCaptureFixture
 ) -> None:
