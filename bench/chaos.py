@@ -305,7 +305,8 @@ def check_telegram_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, l
                 bad.append(f"{aid}: decided ({status}), its uncertain card is in the chat and was not adopted")
             continue
         if card != "done" or posted + (aid in adopted) != 1 or posts != 1 or not ref:
-            bad.append(f"{aid}: card {card}, {posted} card_posted events, {posts} post rows")
+            was = "adopted" if aid in adopted else "not adopted"
+            bad.append(f"{aid}: card {card}, {posted} card_posted events, {was}, {posts} post rows, ref {ref!r}")
             continue
         message = ledger.telegram.messages.get((CHAT, int(ref.rpartition(":")[2])))
         if message is None:

@@ -626,3 +626,31 @@ async def test_web_sessions_are_revoked_one_by_one_or_by_user(store: Store) -> N
     assert await store.session_user("s4", NOW) is None and await store.session_user("s3", NOW) == "bob"
     assert await store.prune(later, NOW - timedelta(days=2), 100) == 2  # the expired sessions go
     assert await store.session_user("s2", NOW) is None
+
+
+async def test_a_posts_answer_for_the_card_a_press_adopted_records_no_second_card_event(store: Store) -> None:
+    """The press came before the post's answer was recorded and adopted the card; the answer then
+    names the same message: the outbox item is done, the card stays the press's, and the trail has
+    its `card_adopted` only (two events would say the card was recorded twice)."""
+    address = "telegram:-100"
+    (approval_id,) = await _create(store, channels=(address,))
+    (item,) = await store.claim_outbox(NOW, "A", LEASE, 10)
+    adopted = NewEvent(approval_id, "card_adopted", NOW, None, address, {"ref": "-100:7"})
+    assert await store.adopt_card(approval_id, address, "-100:7", NOW, [adopted])
+    posted = NewEvent(approval_id, "card_posted", NOW, None, address, {"ref": "-100:7"})
+    card = CardUpdate(address, "-100:7", DeliveryStatus.DONE)
+    assert await store.finish_outbox(item.id, "A", now=NOW, status=DeliveryStatus.DONE, card=card, events=[posted])
+    (row,) = await store.list_outbox(approval_id)
+    assert row.status is DeliveryStatus.DONE
+    stored = await store.get_card(approval_id, address)
+    assert stored is not None and (stored.ref, stored.status) == ("-100:7", DeliveryStatus.DONE)
+    kinds = [e.kind for e in await store.list_events(approval_id)]
+    assert kinds.count("card_adopted") == 1 and "card_posted" not in kinds
+    # another message (a copy of an earlier attempt was pressed): the post's answer is recorded
+    (other,) = await _create(store, channels=(address,))
+    (item2,) = await store.claim_outbox(NOW, "A", LEASE, 10)
+    assert await store.adopt_card(other, address, "-100:8", NOW)
+    posted2 = NewEvent(other, "card_posted", NOW, None, address, {"ref": "-100:9"})
+    card2 = CardUpdate(address, "-100:9", DeliveryStatus.DONE)
+    assert await store.finish_outbox(item2.id, "A", now=NOW, status=DeliveryStatus.DONE, card=card2, events=[posted2])
+    assert "card_posted" in [e.kind for e in await store.list_events(other)]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from gateway.core.clock import from_ts, to_ts
+from gateway.core.events import EventKind
 from gateway.core.models import (
     Card,
     ClaimedJob,
@@ -58,21 +59,30 @@ class DeliveriesSQL(Backend):
         Q = self.Q
         encoded = [encode_events(r.events) for r in results]  # before the transaction: it holds the chain heads
 
-        async def finish(tx: Tx, r: OutboxResult) -> bool:
+        async def finish(tx: Tx, r: OutboxResult) -> tuple[bool, bool]:
+            """Whether the result was recorded, and whether its card changed (a post's answer for
+            the message a press adopted meanwhile does not: the card is the press's)."""
             t = to_ts(r.now)
             values = (r.status.value, int(r.count_attempt), to_ts(r.next_attempt_at), r.error, t, r.item_id, r.owner)
             if r.card is None:
-                return await tx.execute(Q.finish_outbox, values) == 1
+                return await tx.execute(Q.finish_outbox, values) == 1, True
             if (row := await tx.written(Q.finish_outbox, values, Q.outbox_approval, (r.item_id,))) is None:
-                return False
-            await tx.upsert_card(row[0], r.card, t)
-            return True
+                return False, True
+            return True, await tx.upsert_card(row[0], r.card, t)
 
         async def op(tx: Tx) -> list[bool]:
             done = [await finish(tx, r) for r in results]
-            # the events of those recorded, their chains extended at once
-            await tx.insert_events([e for ok, enc in zip(done, encoded, strict=True) if ok for e in enc])
-            return done
+            # the events of those recorded, their chains extended at once; an adopted card's
+            # `card_posted` is left out: its `card_adopted` recorded that message already
+            kept = [
+                e
+                for (ok, changed), enc in zip(done, encoded, strict=True)
+                if ok
+                for e in enc
+                if changed or e.kind != EventKind.CARD_POSTED
+            ]
+            await tx.insert_events(kept)
+            return [ok for ok, _ in done]
 
         return await self.transact(op) if results else []
 

@@ -150,7 +150,9 @@ class Tx:
         if jobs:
             await self.insert_many(self.Q.insert_job, [(job.approval_id, job.worker, now, now, now) for job in jobs])
 
-    async def upsert_card(self, approval_id: str, card: CardUpdate, now: float | None) -> None:
+    async def upsert_card(self, approval_id: str, card: CardUpdate, now: float | None) -> bool:
+        """False when the card was recorded as it is already: a post's answer naming the message a
+        press adopted first (the card is that press's: `card_adopted`)."""
         posted = now if card.status is DeliveryStatus.DONE else None
         values = (approval_id, card.channel, card.ref, card.status.value, card.error, posted, now)
-        await self.execute(self.Q.upsert_card, values)
+        return await self.execute(self.Q.upsert_card, values) == 1

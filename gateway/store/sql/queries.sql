@@ -171,12 +171,14 @@ INSERT INTO outbox (approval_id, channel, kind, status, attempts, next_attempt_a
 VALUES ($1, $2, 'post', 'done', 1, $3, $4, $3, $3);
 
 -- name: upsert_card
--- What a delivery learned about a card; a later update without a ref keeps the known one.
+-- What a delivery learned about a card; a later update without a ref keeps the known one. A post's
+-- answer naming the message a press already adopted (done, same ref) changes nothing: no row.
 INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (approval_id, channel) DO UPDATE SET
     ref = COALESCE(excluded.ref, cards.ref), status = excluded.status, error = excluded.error,
-    updated_at = excluded.updated_at;
+    updated_at = excluded.updated_at
+WHERE NOT (cards.status = 'done' AND excluded.status = 'done' AND cards.ref = excluded.ref);
 
 -- name: list_outbox
 SELECT * FROM outbox WHERE approval_id = $1 ORDER BY id;
