@@ -171,3 +171,15 @@ async def test_a_multipart_body_without_boundary_is_a_400_page_not_a_500(web: An
     resp = await web.post(path, data=b"x", headers={"Content-Type": "multipart/form-data"})
     assert resp.status == 400, await resp.text()
     assert "could not be read" in await resp.text()
+
+
+async def test_single_sign_on_not_configured_is_a_404_without_its_extra(
+    web: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway installed without the `oidc` extra and without [web.oidc]: /login/oidc is a page
+    that does not exist, not a crash on a library that is not there (found by `make fuzz`)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "authlib.common.security", None)  # as if not installed
+    resp = await web.get("/login/oidc", allow_redirects=False)
+    assert resp.status == 404

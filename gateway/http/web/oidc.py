@@ -223,9 +223,9 @@ def _client(request: web.Request) -> OidcClient:
 async def begin(request: web.Request) -> web.StreamResponse:
     """Send the browser to the provider, with a fresh state, nonce and PKCE verifier kept in a
     signed cookie (SameSite=Lax: it must come back on the provider's redirect)."""
+    client, settings = _client(request), request.config_dict[SETTINGS]  # 404 first: the extra may be absent
     from authlib.common.security import generate_token
 
-    client, settings = _client(request), request.config_dict[SETTINGS]
     state, nonce, verifier = generate_token(32), generate_token(32), generate_token(64)
     try:
         url = await client.authorize_url(state, nonce, verifier)
