@@ -75,25 +75,24 @@ class EntrypointPool:
                 theirs.close()  # the child's end is the child's
         self._live.add(proc)
         if ours is not None:
-            task = asyncio.create_task(self._answer(proc.pid, ours), name=f"pool-journal-{proc.pid}")
+            task = asyncio.create_task(self._answer(proc, ours), name=f"pool-journal-{proc.pid}")
             self._sockets[proc.pid] = task
         return proc
 
-    async def _answer(self, pid: int, sock: socket.socket) -> None:
-        """Answer process `pid`'s journal calls, one line each, until it closes its end."""
+    async def _answer(self, proc: Proc, sock: socket.socket) -> None:
+        """Answer `proc`'s journal calls, one line each, until it closes its end."""
         assert self.journal is not None
         # Lines are read whole (the 413 past the HTTP body limit is the journal call's): one
         # past even this bound leaves the two sides out of step, so the process is replaced.
         reader, writer = await asyncio.open_connection(sock=sock, limit=JOURNAL_LINE_MAX)
         try:
             while line := await reader.readline():
-                writer.write(await self.journal(self._serving.get(pid), line))
+                writer.write(await self.journal(self._serving.get(proc.pid), line))
                 await writer.drain()
         except ConnectionError:  # the process died mid-call
             pass
         except ValueError:  # a line past JOURNAL_LINE_MAX: its journal cannot go on
-            proc = next((p for p in self._live if p.pid == pid and p.returncode is None), None)
-            if proc is not None:
+            if proc.returncode is None:
                 kill_group(proc.pid)
         finally:
             writer.close()

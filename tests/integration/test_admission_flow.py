@@ -197,18 +197,14 @@ async def test_a_full_worker_does_not_hold_suspends_for_jobs_it_cannot_claim(
         await asyncio.wait_for(loop, 5)
 
 
-class _CountingPool(_BusyPool):
-    """Every launch is taken at once and runs until `free` is set; `running` counts them."""
+class _CountingPool(_LongPool):
+    """A `_LongPool` that counts the launches it took (`running`)."""
 
     running = 0
 
-    async def _acquire(self) -> Any:
-        return _Proc()
-
     async def _ask(self, proc: Any, launch: Launch) -> AttemptResult:
         type(self).running += 1
-        await self.free.wait()
-        return AttemptResult(AttemptOutcome.SUCCEEDED)
+        return await super()._ask(proc, launch)
 
 
 async def test_resume_concurrency_bounds_the_jobs_one_process_holds(

@@ -43,20 +43,8 @@ CHAT = -1001234567890
 @pytest.fixture
 async def garbage_base_url() -> AsyncIterator[str]:
     """A server that reads the request and answers a line that is not HTTP."""
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read(65536)
-        writer.write(b"garbage\r\n\r\n")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}/bot"
-    finally:
-        server.close()
-        await server.wait_closed()
+    async with _answering(lambda _: b"garbage\r\n\r\n")() as url:
+        yield url
 
 
 def _telegram(base_url: str) -> dict[str, Any]:

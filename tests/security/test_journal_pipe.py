@@ -46,6 +46,10 @@ async def test_a_pool_process_cannot_reach_another_run_through_its_socket(foreig
     assert seen[a.run_id] == "written"  # its own run: as over HTTP with its token
     for namespace in (a.namespace, ""):
         assert await rt.store.get_steps("other-run", namespace=namespace) == []
+    # its own run id, in its own namespace only: another agent's run of that id is untouched
+    assert [x.name for x in await rt.store.get_steps(a.run_id, namespace=a.namespace)] == ["stolen"]
+    for other in {"agent:else", ""} - {a.namespace}:
+        assert await rt.store.get_steps(a.run_id, namespace=other) == []
 
 
 async def _answer(rt: Runtime, token: str | None, line: bytes) -> dict[str, object]:
