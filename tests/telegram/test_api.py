@@ -4,6 +4,7 @@ python-telegram-bot's `Bot` methods, PTB's errors, no PTB `Message` built per ca
 from __future__ import annotations
 
 import asyncio
+import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -11,6 +12,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from hypothesis import given
+from hypothesis import strategies as st
 from telegram import Bot, ForceReply, InlineKeyboardButton, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import NetworkError, TelegramError
@@ -18,7 +21,7 @@ from telegram.error import NetworkError, TelegramError
 from adapters.telegram import render
 from adapters.telegram.api import BotApi, form, reply_to, sent
 from adapters.telegram.errors import delivery_error, unsent
-from adapters.telegram.request import AiohttpRequest
+from adapters.telegram.request import AiohttpRequest, urlencoded
 from gateway.core.models import Policy, Status
 from tests.fakes.telegram_api import BOT_USER
 from tests.telegram.conftest import ALICE, CHAT, TG, TOKEN
@@ -161,6 +164,21 @@ def test_the_form_is_ptbs_encoding() -> None:
         "d": "true",
         "e": '{"k": ["\\u00e9"]}',
     }
+
+
+@given(st.dictionaries(st.text(), st.text(), max_size=5))
+def test_the_form_is_encoded_byte_for_byte_as_urlencode(fields: dict[str, str]) -> None:
+    """The light path writes the form itself (no aiohttp FormData): the same bytes as urllib's
+    urlencode, which aiohttp's FormData and PTB's own transport use."""
+    assert urlencoded(fields) == urllib.parse.urlencode(fields).encode("ascii")
+
+
+def test_a_card_form_is_encoded_as_urlencode() -> None:
+    keyboard = render.keyboard(approval(), SIGNER)
+    fields = form(
+        {"chat_id": CHAT, "text": render.render_card(approval(), NOW) + " é 💸 \x00+&=%", "reply_markup": keyboard}
+    )
+    assert urlencoded(fields) == urllib.parse.urlencode(fields).encode("ascii")
 
 
 async def test_concurrent_calls_each_send_their_own_form(tg: TG) -> None:
