@@ -36,6 +36,7 @@ _NOT_SENT = (
     aiohttp.ClientConnectorError,
     aiohttp.ConnectionTimeoutError,
     aiohttp.InvalidURL,
+    aiohttp.NonHttpUrlClientError,  # an ftp:// (or other) base URL: refused before any connection
     httpx.ConnectError,
     httpx.ConnectTimeout,
     httpx.PoolTimeout,

@@ -39,6 +39,8 @@ class TelegramSettings:
 def _check(section: TelegramSettings) -> None:
     if section.webhook_secret and not _SECRET_RE.fullmatch(section.webhook_secret):
         raise ConfigError("telegram.webhook_secret", "1-256 characters of A-Z, a-z, 0-9, _ and -")
+    if not section.base_url.startswith(("https://", "http://")):  # a typo would fail every post, later
+        raise ConfigError("telegram.base_url", "an http(s) URL, like https://api.telegram.org/bot")
 
 
 def chat_target(text: str) -> str:

@@ -115,6 +115,7 @@ def test_config_path_from_env(tmp_path: Path) -> None:
         ({"HITL_SECURITY_SECRET_KEYS": "[]"}, "security.secret_keys"),
         ({"HITL_SECURITY_SECRET_KEYS": "short"}, "security.secret_keys[0]"),
         ({"HITL_TELEGRAM_WEBHOOK_SECRET": "has space"}, "telegram.webhook_secret"),
+        ({"HITL_TELEGRAM_BASE_URL": "ftp://127.0.0.1/bot"}, "telegram.base_url"),
         ({"HITL_POLICIES_PAYMENTS_TIMEOUT": "soon"}, "policies.payments.timeout"),
         ({"HITL_POLICIES_PAYMENTS_QUORUM": "0"}, "policies.payments.quorum"),
         ({"HITL_WORKERS_BILLING_TIMEOUT": "forever"}, "workers.billing.timeout"),
