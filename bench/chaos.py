@@ -27,7 +27,9 @@ fake lost its buttons), each worker succeeded exactly once (one `job_succeeded`,
 step), and no payment twice (one charge per approved run, none otherwise, and the journaled
 charge is the API's), and the keyed worker's effect applied once per approved approval.
 
-    python -m bench.chaos [--seconds 90] [--kills 12] [--clients 16] [--seed N]
+    python -m bench.chaos [--seconds 90] [--kills 12] [--clients 16] [--seed N] [--port N]
+
+`make test` runs a short one (15 s, 4 kills, a fixed seed): tests/integration/test_chaos_soak.py.
 """
 
 from __future__ import annotations
@@ -474,7 +476,8 @@ async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger
     tg_runner = await ledger.telegram.serve()
     pay_runner, ledger.pay_url = await _serve(ledger.payments.app())
     effects_runner, ledger.effects_url = await _serve(ledger.effects.app())
-    gw = Gateway(work, work / "gateway.db", extra_config=config(ledger.telegram.base_url, 2, "pay", _workers(ledger)))
+    extra = config(ledger.telegram.base_url, 2, "pay", _workers(ledger))
+    gw = Gateway(work, work / "gateway.db", extra_config=extra, **({"port": args.port} if args.port else {}))
     await asyncio.to_thread(gw.start)
     try:
         stop = asyncio.Event()
@@ -498,6 +501,10 @@ def main() -> int:
     p.add_argument("--clients", type=int, default=16)
     p.add_argument("--drain", type=float, default=150.0, help="max seconds to wait for the outbox and jobs after")
     p.add_argument("--seed", type=int, default=None)
+    # the suite's run (tests/integration/test_chaos_soak.py) passes a port below the kernel's
+    # ephemeral range: between a kill and the restart, another test's client socket could take a
+    # port the kernel handed out, and the restart would fail to bind it
+    p.add_argument("--port", type=int, default=0, help="the gateway's port (default: a free one)")
     args = p.parse_args()
     # the fakes' server logs a traceback for every request cut by a SIGKILLed gateway: expected here
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)

@@ -5,19 +5,18 @@ A job row is created in the decision's own transaction (`Service._commit`), for 
 A runner leases due jobs; while an attempt runs it renews the lease, so only a crashed runner's
 job is picked up again (after `lease`). Every attempt is an event: job_started, then
 job_succeeded, job_retrying (transient, with backoff and jitter, up to max_attempts) or job_failed.
-The claim itself appends each job's job_started (the store's `claim_jobs`, in the claim's own
+The claim itself appends each job's job_started (the store's `claim_launches`, in the claim's own
 transaction: one commit less per attempt, and no claimed attempt without its event). So the checks
 made after the claim (the approval is gone, the worker is not configured, the run's code_version
 is not accepted, the attempts are exhausted) also follow a job_started, then a job_failed that says
 why: the attempt was taken, then refused before any launch.
 
-The claim also reads each job's approval and its run's journal (the store's `claim_launches`:
-the claim's transaction, no other per launch), and the
-rehydration document carries that journal (`journal`, as GET /v1/runs/{run_id}/steps gives its
-`items`): a worker's SDK starts from it instead of a GET, and its token opens the run's journal
-without an approval read, so a launch reads the approval once. Above `LAUNCH_JOURNAL_MAX` bytes
-of JSON the journal is left out (a URL worker's receiver may limit a POST body's size): the SDKs
-then GET it.
+The same claim also reads each job's approval and its run's journal (in the claim's transaction,
+no other per launch), and the rehydration document carries that journal (`journal`, as
+GET /v1/runs/{run_id}/steps gives its `items`): a worker's SDK starts from it instead of a GET,
+and its token opens the run's journal without an approval read, so a launch reads the approval
+once. Above `LAUNCH_JOURNAL_MAX` bytes of JSON the journal is left out (a URL worker's receiver
+may limit a POST body's size): the SDKs then GET it.
 Every read and write goes through `gateway.service.jobs.Jobs`, which also holds an operator's
 `RetryJob`.
 """

@@ -382,16 +382,13 @@ class DeliveryPort(Protocol):
 class JobPort(Protocol):
     """Resume jobs: the worker run after a decision."""
 
-    async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
+    async def claim_launches(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ClaimedJob]:
         """Lease up to `limit` due jobs (queued and due, or running with an expired lease) to
         `owner`, one attempt more each, and append each one's `job_started` event (actor
-        `owner`, data `{"attempt": N}`) in the same transaction."""
-        ...
-
-    async def claim_launches(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ClaimedJob]:
-        """`claim_jobs`, and in the same transaction what each job launches with: its approval
-        and its run's journal (`get_steps` in the approval's namespace). One transaction for
-        the claim and the launches' reads, not one more per job."""
+        `owner`, data `{"attempt": N}`) in the same transaction; with each job, what it launches
+        with, read in that transaction too: its approval and its run's journal (`get_steps` in
+        the approval's namespace). One transaction for the claim and the launches' reads, not one
+        more per job."""
         ...
 
     async def finish_job(

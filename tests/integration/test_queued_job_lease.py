@@ -81,8 +81,8 @@ async def test_a_job_whose_lease_ran_out_while_it_queued_is_not_launched(
         attempt = asyncio.create_task(rt.worker.run_once())
         await _until(lambda: bool(pools) and pools[0].waiting == 1)  # claimed, waiting for the process
         clock.advance((rt.worker.lease + timedelta(seconds=1)).total_seconds())  # no renewal came through
-        stolen = await rt.store.claim_jobs(clock.now(), "thief", rt.worker.lease, 10)
-        assert [j.approval_id for j in stolen] == [approval_id]  # the thief launches it now
+        stolen = await rt.store.claim_launches(clock.now(), "thief", rt.worker.lease, 10)
+        assert [c.job.approval_id for c in stolen] == [approval_id]  # the thief launches it now
         pools[0].free.set()
         assert await asyncio.wait_for(attempt, 5) == 1
         assert pools[0].launched == []  # not a second launch beside the thief's

@@ -264,7 +264,7 @@ async def test_the_lease_is_held_until_the_result_is_recorded(
         for _ in range(4):  # 3.6 s of gateway time pass, well beyond the 1 s lease
             clock.advance(0.9)
             await asyncio.sleep(0.4)  # the renewal runs every lease/3
-        assert await rt.store.claim_jobs(clock.now(), "other-runner", rt.worker.lease, 10) == []
+        assert await rt.store.claim_launches(clock.now(), "other-runner", rt.worker.lease, 10) == []
         release.set()
         assert await task == 1
         done = await job(rt, approval)

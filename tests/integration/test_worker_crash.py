@@ -186,7 +186,7 @@ async def test_lease_is_renewed_while_a_long_job_runs(tmp_path: Path) -> None:
         stolen = 0
         while not running.done():
             await asyncio.sleep(0.1)
-            stolen += len(await rt.store.claim_jobs(datetime.now(UTC), "thief", timedelta(seconds=5), 10))
+            stolen += len(await rt.store.claim_launches(datetime.now(UTC), "thief", timedelta(seconds=5), 10))
         assert await running == 1
         assert stolen == 0  # renewed every lease/3, so never expired while the worker ran
         job = await rt.store.get_job(approval_id)

@@ -25,7 +25,7 @@ async def _run_of(rt: Runtime, clock: FakeClock, agent: str, secret: str) -> Any
     req = SuspendRequest(RUN, "pay", f"Pay for {agent}", args={"who": agent}, worker="agent")
     approval, _ = await rt.service.suspend(req, Principal("agent", agent))
     await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", channel="web")
-    (job,) = await rt.store.claim_jobs(clock.now(), "w1", timedelta(minutes=1), 10)
+    [job] = [c.job for c in await rt.store.claim_launches(clock.now(), "w1", timedelta(minutes=1), 10)]
     out = f"output of {agent}"
     await rt.store.finish_job(job.id, "w1", now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=out)
     return approval

@@ -333,13 +333,13 @@ async def _decide_with_job(store: Store) -> str:
 async def test_job_claim_finish_extend_requeue(store_factory: StoreFactory) -> None:
     a, b = await store_factory(), await store_factory()
     aid = await _decide_with_job(a)
-    (job,) = await a.claim_jobs(NOW, "A", LEASE, 5)
+    [job] = [c.job for c in await a.claim_launches(NOW, "A", LEASE, 5)]
     assert (job.status, job.claimed_by, job.attempts) == (JobStatus.RUNNING, "A", 1)
-    assert await b.claim_jobs(NOW + timedelta(seconds=30), "B", LEASE, 5) == []
+    assert await b.claim_launches(NOW + timedelta(seconds=30), "B", LEASE, 5) == []
     assert await a.extend_job_lease(job.id, "A", NOW + timedelta(minutes=5))
     assert not await b.extend_job_lease(job.id, "B", NOW + timedelta(minutes=5))
-    assert await b.claim_jobs(NOW + timedelta(seconds=90), "B", LEASE, 5) == []  # extended
-    (again,) = await b.claim_jobs(NOW + timedelta(minutes=6), "B", LEASE, 5)  # the lease ran out
+    assert await b.claim_launches(NOW + timedelta(seconds=90), "B", LEASE, 5) == []  # extended
+    [again] = [c.job for c in await b.claim_launches(NOW + timedelta(minutes=6), "B", LEASE, 5)]  # the lease ran out
     assert (again.claimed_by, again.attempts) == ("B", 2)
     assert not await a.finish_job(job.id, "A", now=NOW, status=JobStatus.SUCCEEDED)
     event = NewEvent(aid, "job_failed", NOW)
@@ -363,16 +363,16 @@ async def test_job_claim_finish_extend_requeue(store_factory: StoreFactory) -> N
 
 async def test_a_claim_starts_each_job_it_takes_and_nothing_else(store: Store) -> None:
     ids = [await _decide_with_job(store) for _ in range(3)]
-    claimed = await store.claim_jobs(NOW, "A", LEASE, 2)
-    assert await store.claim_jobs(NOW, "B", LEASE, 5) != []  # the third
-    assert await store.claim_jobs(NOW, "C", LEASE, 5) == []  # nothing due: no event either
+    claimed = await store.claim_launches(NOW, "A", LEASE, 2)
+    assert await store.claim_launches(NOW, "B", LEASE, 5) != []  # the third
+    assert await store.claim_launches(NOW, "C", LEASE, 5) == []  # nothing due: no event either
     started = {aid: [(e.actor, e.at, e.data) for e in await store.list_events(aid)] for aid in ids}
     assert sorted(started.values()) == [
         [("A", NOW, {"attempt": 1})],
         [("A", NOW, {"attempt": 1})],
         [("B", NOW, {"attempt": 1})],
     ]
-    assert {aid for aid, evs in started.items() if evs[0][0] == "A"} == {j.approval_id for j in claimed}
+    assert {aid for aid, evs in started.items() if evs[0][0] == "A"} == {c.job.approval_id for c in claimed}
 
 
 async def test_a_claimed_launch_carries_the_approval_and_its_runs_journal(store: Store) -> None:
@@ -395,16 +395,16 @@ async def test_a_claimed_launch_carries_the_approval_and_its_runs_journal(store:
     assert approval == a
     assert [(s.name, s.output) for s in steps] == [("research", {"rows": 3})]  # its run, in its namespace only
     assert launches[bare].journal == [] and launches[bare].approval is not None
-    # the same lease as claim_jobs: another claimer gets nothing, each job has its job_started
+    # leased: another claimer gets nothing; each job has its job_started
     assert await store.claim_launches(NOW, "B", LEASE, 5) == []
     assert [(e.actor, e.data) for e in await store.list_events(aid)] == [("A", {"attempt": 1})]
 
 
 async def test_finished_job_is_not_claimed_again(store: Store) -> None:
     aid = await _decide_with_job(store)
-    (job,) = await store.claim_jobs(NOW, "A", LEASE, 5)
+    [job] = [c.job for c in await store.claim_launches(NOW, "A", LEASE, 5)]
     assert await store.finish_job(job.id, "A", now=NOW, status=JobStatus.SUCCEEDED, output_tail="ok")
-    assert await store.claim_jobs(NOW + timedelta(days=1), "B", LEASE, 5) == []
+    assert await store.claim_launches(NOW + timedelta(days=1), "B", LEASE, 5) == []
     stored = await store.get_job(aid)
     assert stored is not None and stored.status is JobStatus.SUCCEEDED and stored.claimed_by is None
 
@@ -416,8 +416,8 @@ async def test_concurrent_job_claims_take_each_job_once(store_factory: StoreFact
     claimed: list[int] = []
 
     async def worker(i: int) -> None:
-        while batch := await stores[i].claim_jobs(NOW, f"w{i}", LEASE, 2):
-            claimed.extend(j.id for j in batch)
+        while batch := await stores[i].claim_launches(NOW, f"w{i}", LEASE, 2):
+            claimed.extend(c.job.id for c in batch)
 
     await asyncio.gather(*(worker(i) for i in range(3)))
     assert len(claimed) == len(set(claimed)) == 20

@@ -32,14 +32,14 @@ async def _hold_one_of_each(store: Store, owner: str) -> tuple[int, int, str]:
     )
     due = make_approval(wake_at=NOW)
     await store.create_approval(due, [], [])
-    (job,) = await store.claim_jobs(LATER, owner, LEASE, 5)
+    [job] = [c.job for c in await store.claim_launches(LATER, owner, LEASE, 5)]
     (row,) = await store.claim_outbox(LATER, owner, LEASE, 5)
     (wake,) = await store.claim_due(LATER, owner, LEASE, 5)
     return job.id, row.id, wake.id
 
 
 async def _claimable(store: Store, owner: str) -> tuple[list[int], list[int], list[str]]:
-    jobs = [j.id for j in await store.claim_jobs(LATER, owner, LEASE, 5)]
+    jobs = [c.job.id for c in await store.claim_launches(LATER, owner, LEASE, 5)]
     rows = [o.id for o in await store.claim_outbox(LATER, owner, LEASE, 5)]
     return jobs, rows, [a.id for a in await store.claim_due(LATER, owner, LEASE, 5)]
 

@@ -42,7 +42,6 @@ OWN = {
     "release_claims",
     "claim_due",
     "claim_outbox",
-    "claim_jobs",
     "claim_launches",
     "audit_approvals",
     "audit_events",

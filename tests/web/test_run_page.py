@@ -35,7 +35,7 @@ async def test_a_run_page_shows_approvals_steps_jobs_and_a_timeline(
     pay = await _suspend(web_rt, "inv-7", "pay", "Pay ACME 4200", AGENT_A, worker="agent", args={"amount": 4200})
     clock.advance(minutes=3)
     await web_rt.service.decide(pay.id, Outcome.APPROVE, "web:bob", channel="web")
-    (job,) = await store.claim_jobs(clock.now(), "w1", timedelta(minutes=1), 10)
+    [job] = [c.job for c in await store.claim_launches(clock.now(), "w1", timedelta(minutes=1), 10)]
     clock.advance(seconds=4)
     tail = "charging 4200...\ncharged <ok> txn=991\n"
     done = NewEvent(pay.id, EventKind.JOB_SUCCEEDED, clock.now(), "w1", data={"attempt": 1})

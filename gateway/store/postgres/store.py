@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Approval, ClaimedJob, OutboxItem, ResumeJob
+from gateway.core.models import Approval, ClaimedJob, OutboxItem
 from gateway.store.postgres.handover import Handover
 from gateway.store.postgres.liveness import Liveness
 from gateway.store.postgres.migrate import migrate
@@ -109,22 +109,12 @@ class PostgresStore(Handover, SQLStore):
         rows = await self._claim(self.Q.claim_outbox, now, owner, lease, limit)
         return sorted((outbox_from_row(r) for r in rows), key=lambda i: i.id)
 
-    async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
-        return [c.job for c in await self._claim_jobs(now, owner, lease, limit, launches=False)]
-
     async def claim_launches(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ClaimedJob]:
-        return await self._claim_jobs(now, owner, lease, limit, launches=True)
-
-    async def _claim_jobs(
-        self, now: datetime, owner: str, lease: timedelta, limit: int, *, launches: bool
-    ) -> list[ClaimedJob]:
         """Lease the due jobs, each with its `job_started` event (chained as every event is), and
-        with `launches` what each launches with, in the one transaction."""
+        what each launches with, in the one transaction."""
         async with self._db.tx() as conn:
             tx = PostgresTx(conn)
             rows = await tx.fetch_all(self.Q.claim_jobs, (to_ts(now), limit, owner, to_ts(now + lease)))
             jobs = sorted((job_from_row(r) for r in rows), key=lambda j: j.id)
             await tx.insert_events(started_events(jobs, owner, now))
-            if not launches:
-                return [ClaimedJob(job, None, []) for job in jobs]
             return [await launch_of(self.Q, tx, job) for job in jobs]

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from gateway.core.clock import to_ts
-from gateway.core.models import Approval, ClaimedJob, OutboxItem, ResumeJob
+from gateway.core.models import Approval, ClaimedJob, OutboxItem
 from gateway.store.shared import SQLStore, Transaction, run_at_once
 from gateway.store.shared.deliveries import launch_of
 from gateway.store.shared.lifecycle import release
@@ -111,10 +111,6 @@ class SQLiteStore(SQLStore):
     async def claim_outbox(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[OutboxItem]:
         t, until = to_ts(now), to_ts(now + lease)
         return await self._engine.write(lambda c: claims.claim_outbox(c, t, owner, until, limit))
-
-    async def claim_jobs(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ResumeJob]:
-        until = to_ts(now + lease)
-        return await self._engine.write(lambda c: claims.claim_jobs(c, now, owner, until, limit))
 
     async def claim_launches(self, now: datetime, owner: str, lease: timedelta, limit: int) -> list[ClaimedJob]:
         until = to_ts(now + lease)
