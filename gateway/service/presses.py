@@ -92,7 +92,7 @@ class Press:
     `name` is how the platform shows the presser. A `redelivered` press (seen before) finishes
     what its first delivery may have left undone, and records nothing twice. `marks`: the
     delivery's de-duplication keys ('<kind>:update:<id>'), when the channel leaves them to the
-    press: recorded with what the press commits (its decision, in the decision's own
+    press: recorded with what the press commits (its decision or extension, in that write's own
     transaction), so that a crash before that commit leaves the delivery unseen and its
     redelivery decides like the first; one whose marks were recorded before is redelivered
     (`PressOutcome.redelivered`)."""
