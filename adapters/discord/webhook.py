@@ -3,8 +3,8 @@
 The signature (Ed25519 over `timestamp + raw body`) and the timestamp's freshness are checked
 first: a bad one gets 401 and nothing happens (Discord probes this when the endpoint is saved). An
 interaction id is taken once: a replay within the window is refused the same way. A decision's
-id is recorded with the decision, in its transaction (one cut short before that commit left
-nothing, and its replay decides like the first); anything else's before it. PING → PONG.
+(or an extension's) id is recorded with it, in its transaction (one cut short before that commit
+left nothing, and its replay decides like the first); anything else's before it. PING → PONG.
 
 A press must be answered within Discord's 3 s. A decision (Approve, Reject, a modal's submit) is
 committed through `Inbound.press`, waited for at most `ACK_BUDGET`, and answered with a deferred
@@ -54,7 +54,7 @@ _REPLIES = {
     PressResult.BUSY: "Too many people pressed at once; please press again.",
     PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals.",
 }
-_VOTES = frozenset({CardVerb.APPROVE, CardVerb.REJECT, CardVerb.GRANT})
+_COMMITS_MARKS = frozenset({CardVerb.APPROVE, CardVerb.REJECT, CardVerb.GRANT, CardVerb.EXTEND})
 # A press whose verdict changed (or re-checked) the card: it is redrawn through @original.
 _REDRAW = frozenset(
     {
@@ -94,8 +94,9 @@ def reply_text(verdict: PressOutcome) -> str | None:
 
 
 def _decides(i: ButtonPress | ModalSubmit | NotOurs) -> bool:
-    """A vote (its mark commits with it); the modal asks and the extends decide nothing."""
-    return isinstance(i, ModalSubmit) or (isinstance(i, ButtonPress) and i.verb in _VOTES)
+    """A vote or an extend (its mark commits with what it writes, so that one that died before
+    that commit still counts on its redelivery, and never twice); the modal asks decide nothing."""
+    return isinstance(i, ModalSubmit) or (isinstance(i, ButtonPress) and i.verb in _COMMITS_MARKS)
 
 
 def _replayed() -> web.Response:
@@ -218,8 +219,8 @@ class DiscordInteractions:
         return await self._ctx.inbound.press(press)
 
     async def _unpressed(self, verdict: PressOutcome, marks: tuple[str, ...]) -> PressOutcome:
-        """A submit refused before it became a press (nothing else recorded): its marks on their
-        own, so that a replay of it is refused as a replay, like any other."""
+        """A submit or an extend refused before it became a press (nothing else recorded): its
+        marks on their own, so that a replay of it is refused as a replay, like any other."""
         if not await self._ctx.inbound.refused(marks):
             return dataclasses.replace(verdict, redelivered=True)
         return verdict
@@ -229,9 +230,11 @@ class DiscordInteractions:
         if p.verb is CardVerb.EXTEND:
             try:
                 duration = parse_duration(p.arg)
-            except ValueError:
-                return PressOutcome(PressResult.INVALID, error=f"not a duration: {p.arg!r}")
-            return await self._ctx.inbound.extend(self._press(p, Outcome.APPROVE), duration)
+            except ValueError:  # refused before it became a press: its mark on its own
+                return await self._unpressed(
+                    PressOutcome(PressResult.INVALID, error=f"not a duration: {p.arg!r}"), marks
+                )
+            return await self._ctx.inbound.extend(self._press(p, Outcome.APPROVE, marks=marks), duration)
         if p.verb is CardVerb.GRANT:  # "Approve · 1h": the policy checks the offer, as the API's
             offer, _, tag = p.arg.partition(".")
             press = self._press(p, Outcome.APPROVE, seen=tag or None, grant=offer, marks=marks)

@@ -207,11 +207,13 @@ class EmailChannel(ChannelBase):
         return _html(_STATUS.get(verdict.result, 200), verdict.text(), _after(verdict.result))
 
     async def _extend(self, link: links.Link, actor: str) -> web.Response:
-        if not await self.ctx.inbound.first_time(links.use_key(link)):
+        """The link's use is recorded with the extension (its mark commits in the same write): a
+        confirm that died before that commit leaves the link unused, and a second confirm
+        extends nothing."""
+        press = Press(link.approval_id, Outcome.APPROVE, actor, actor, marks=(links.use_key(link),))
+        verdict = await self.ctx.inbound.extend(press, parse_duration(link.extend or ""))
+        if verdict.redelivered:
             return _html(409, "This link was already used", "Each link works once.")
-        verdict = await self.ctx.inbound.extend(
-            Press(link.approval_id, Outcome.APPROVE, actor, actor), parse_duration(link.extend or "")
-        )
         status = 200 if verdict.result is PressResult.EXTENDED else _STATUS.get(verdict.result, 403)
         return _html(
             status,

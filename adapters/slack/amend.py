@@ -5,6 +5,7 @@ function returns what the handler sends (an ephemeral reply, or the modal's answ
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from adapters.slack import edit
@@ -36,12 +37,14 @@ async def open_edit(ctx: ChannelContext, out: Responder, p: SlackPress) -> Press
     return None
 
 
-async def extend(ctx: ChannelContext, p: SlackPress) -> PressOutcome:
+async def extend(ctx: ChannelContext, p: SlackPress, marks: tuple[str, ...] = ()) -> PressOutcome:
+    """'+1h'; `marks`: the delivery's de-duplication keys, committed with the extension."""
     try:
         duration = parse_duration(p.arg)
-    except ValueError:
-        return PressOutcome(PressResult.INVALID, error=f"not a duration: {p.arg!r}")
-    return await ctx.inbound.extend(_press(p), duration)
+    except ValueError:  # refused before it became a press: its marks on their own
+        refused = PressOutcome(PressResult.INVALID, error=f"not a duration: {p.arg!r}")
+        return refused if await ctx.inbound.refused(marks) else replace(refused, redelivered=True)
+    return await ctx.inbound.extend(replace(_press(p), marks=marks), duration)
 
 
 async def submit_edit(

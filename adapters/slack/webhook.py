@@ -44,7 +44,8 @@ _REPLIES = {
     PressResult.DUPLICATE_VOTE: "You already approved; waiting for more approvals.",
 }
 Ack = dict[str, Any] | None  # the ack's body (a modal's errors), or None for an empty ack
-_VOTES = frozenset({CardVerb.APPROVE, CardVerb.REJECT, CardVerb.GRANT})  # the buttons that decide
+# the buttons that decide or extend: their marks commit with what they write
+_COMMITS_MARKS = frozenset({CardVerb.APPROVE, CardVerb.REJECT, CardVerb.GRANT, CardVerb.EXTEND})
 
 
 class Responder(Protocol):
@@ -99,20 +100,22 @@ class InteractionHandler:
         `marks`: the delivery's de-duplication keys (Socket Mode's envelope id; the webhook has
         none, Slack does not send an interaction there twice). A vote commits them with itself,
         so that an envelope that died before that commit decides on its redelivery; anything
-        else records them first. A redelivered one (Slack sends an envelope again when its ack
-        was lost) records nothing twice and says nothing about the presser's own decision again."""
+        else records them first. A '+1h' commits them with its extension, like a vote: one that
+        died before that commit extends on its redelivery, never twice. A redelivered one (Slack
+        sends an envelope again when its ack was lost) records nothing twice and says nothing
+        about the presser's own decision again."""
         if not isinstance(interaction, Ignored) and (why := await self._outsider(interaction)):
             return await self._refuse(interaction, why, marks)
-        if isinstance(interaction, SlackPress) and interaction.verb in _VOTES:
-            return await self._press(interaction, marks, redelivered=False)
+        if isinstance(interaction, SlackPress) and interaction.verb in _COMMITS_MARKS:
+            return await self._press(interaction, marks)
         if isinstance(interaction, Submission):
             return await self._submission(interaction, marks)
         if isinstance(interaction, EditSubmission):  # the card, synced, shows the change
             return (await amend.submit_edit(self._ctx, interaction, marks))[0]
-        # decides nothing: the marks first (an extend must not happen twice)
-        redelivered = bool(marks) and not await self._ctx.inbound.first_time(*marks)
+        if marks:  # decides nothing (opens a modal): the marks first
+            await self._ctx.inbound.first_time(*marks)
         if isinstance(interaction, SlackPress):
-            return await self._press(interaction, (), redelivered=redelivered)
+            return await self._press(interaction, ())
         return None
 
     async def _outsider(self, interaction: SlackPress | Submission | EditSubmission) -> str | None:
@@ -142,16 +145,16 @@ class InteractionHandler:
         return _modal_error(NOT_AUTHORISED)
 
     # ---------------------------------------------------------------- buttons
-    async def _press(self, press: SlackPress, marks: tuple[str, ...], *, redelivered: bool) -> Ack:
-        """A button; a vote's `marks` commit with it, the others' were recorded (`redelivered`)."""
+    async def _press(self, press: SlackPress, marks: tuple[str, ...]) -> Ack:
+        """A button; a vote's or an extend's `marks` commit with it, the others' were recorded."""
         if press.verb == CardVerb.REASON:
             reply = await self._open_reason(press)
         elif press.verb == CardVerb.EDIT:
             verdict = await amend.open_edit(self._ctx, self._out, press)
             reply = reply_text(verdict) if verdict is not None else None
-        elif press.verb == CardVerb.EXTEND:  # at most once: a redelivered envelope must not extend twice
-            verdict = None if redelivered else await amend.extend(self._ctx, press)
-            reply = reply_text(verdict) if verdict is not None else None
+        elif press.verb == CardVerb.EXTEND:  # at most once: the marks commit with the extension
+            verdict = await amend.extend(self._ctx, press, marks)
+            reply = None if verdict.redelivered else reply_text(verdict)  # a redelivery: answered the first time
         elif press.verb == CardVerb.GRANT:  # "Approve · 1h": the policy checks the offer, as the API's
             offer, _, tag = press.arg.partition(".")
             reply = await self._decide(

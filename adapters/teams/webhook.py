@@ -5,9 +5,10 @@ In order, before anything is read from or written to the gateway:
 2. its bearer token is the Bot Framework's, for this bot and this activity (`auth.py`): 401;
 3. the activity is one of our `adaptiveCard/action` invokes with an authentic reference
    (`parse.py`); anything else is acknowledged and ignored;
-4. its id was not seen before: a replayed activity changes nothing. A decision records the id with
-   itself, in its transaction (an activity cut short before that commit left nothing, and its
-   redelivery decides like the first); anything else records it first (`Inbound.first_time`);
+4. its id was not seen before: a replayed activity changes nothing. A decision (or an extension)
+   records the id with itself, in its transaction (an activity cut short before that commit left
+   nothing, and its redelivery decides like the first); anything else records it first
+   (`Inbound.first_time`);
 5. its tenant is one of `teams.tenant_ids`: a press from another tenant is denied like a
    stranger's (on the record, bounded per person and approval).
 Then a press goes through `Inbound.press` (the one authorization, the one commit), and the answer
@@ -37,7 +38,8 @@ log = logging.getLogger("adapters.teams")
 PATH = "/webhooks/teams"
 NOT_AUTHORISED = "You are not authorised to decide this approval; nothing changed."
 REPLAYED = "This action was already received; nothing changed."
-_VOTES = frozenset({"approve", "reject", "grant", "edit"})  # the verbs that decide
+# the verbs that decide or extend: their mark commits with what they write
+_COMMITS_MARKS = frozenset({"approve", "reject", "grant", "edit", "extend"})
 _CARD_RESULTS = frozenset(
     {
         PressResult.APPROVED,
@@ -102,7 +104,7 @@ class ActivityHandler:
         if e.verb == "edit":
             return await self._edit(e, marks)
         if e.verb == "extend":
-            return await self._extend(e)
+            return await self._extend(e, marks)
         if e.verb == "grant":  # "Approve · 1h": the policy checks the offer, as the API's
             press = self._press(e, Outcome.APPROVE, seen=e.seen, grant=e.arg or None, marks=marks)
             return await self._answer(await self._ctx.inbound.press(press), actor, e)
@@ -113,12 +115,13 @@ class ActivityHandler:
         return await self._answer(verdict, actor, e)
 
     async def _marks(self, e: Execute) -> tuple[str, ...] | None:
-        """The marks a decision commits with itself; () once recorded here, for an activity that
-        decides nothing (an extend must not happen twice); None: a replay."""
+        """The marks a decision or an extension commits with itself (so that an activity that
+        died before that commit counts on its redelivery, and never twice); () once recorded
+        here, for an activity that writes nothing (a refresh); None: a replay."""
         if not e.activity_id:
             return None
         marks = (f"teams:activity:{e.activity_id}",)
-        if e.verb in _VOTES:
+        if e.verb in _COMMITS_MARKS:
             return marks
         return () if await self._ctx.inbound.first_time(*marks) else None
 
@@ -134,18 +137,18 @@ class ActivityHandler:
         return await self._answer(await self._ctx.inbound.press(press), _actor(e), e)
 
     async def _unpressed(self, e: Execute, marks: tuple[str, ...], text: str) -> dict[str, Any]:
-        """An edit refused before it became a press (nothing else recorded): its mark on its own,
-        so that a replay of it is answered as a replay, like any other."""
+        """An edit or an extend refused before it became a press (nothing else recorded): its
+        mark on its own, so that a replay of it is answered as a replay, like any other."""
         if not await self._ctx.inbound.refused(marks):
             return _replayed(e)
         return render.message_response(text)
 
-    async def _extend(self, e: Execute) -> dict[str, Any]:
+    async def _extend(self, e: Execute, marks: tuple[str, ...]) -> dict[str, Any]:
         try:
             duration = parse_duration(e.arg)
-        except ValueError:
-            return render.message_response(f"Not a duration: {e.arg[:20]!r}; nothing changed.")
-        verdict = await self._ctx.inbound.extend(self._press(e, Outcome.APPROVE), duration)
+        except ValueError:  # refused before it became a press: its mark on its own
+            return await self._unpressed(e, marks, f"Not a duration: {e.arg[:20]!r}; nothing changed.")
+        verdict = await self._ctx.inbound.extend(self._press(e, Outcome.APPROVE, marks=marks), duration)
         if verdict.result is not PressResult.EXTENDED or verdict.approval is None:
             return await self._answer(verdict, _actor(e), e)
         return render.card_response(await self._view(verdict.approval, _actor(e), e, notice=verdict.text()))

@@ -3,9 +3,10 @@
 A press: authenticate (webhook secret), verify the signed callback_data, then the press use case
 (`Inbound.press`: adopt the card, check who may decide, vote, close a second copy of the card)
 and answer with what was committed. Its de-duplication marks (update id and callback id) commit
-with the decision, in its transaction: a crash before that commit leaves the update unseen, and
-its redelivery decides and is answered like the first. A redelivered press records nothing
-again, but the use case finishes what its first delivery may have left undone.
+with the decision (or a '+1h' press's extension), in its transaction: a crash before that commit
+leaves the update unseen, and its redelivery decides and is answered like the first. A
+redelivered press records nothing again, but the use case finishes what its first delivery may
+have left undone.
 
 The answer to a press (answerCallbackQuery) rides in the webhook's reply (`reply.py`), not in a
 request of its own; polling answers by request. Telegram redelivers an update only when it got
@@ -119,6 +120,8 @@ class TelegramUpdates:
             seen=button.seen,
             grant=button.grant,
         )
+        if button.action is callback.ButtonAction.EXTEND:  # the marks commit with the extension
+            return await self._extend(dataclasses.replace(press, marks=marks), button, p, reply)
         if button.action is not callback.ButtonAction.VOTE or await self._reason_first(press):
             fresh = await inbound.first_time(*marks)  # these commit nothing before the answer
             if not fresh:  # nothing to finish: these commit nothing before the answer
@@ -132,6 +135,17 @@ class TelegramUpdates:
         await self.channel.answer(p.query_id, text, alert=verdict.refused, reply=reply)
         if ask:
             await self._ask_reason(verdict, press.actor, p)
+        return verdict.result.value
+
+    async def _extend(
+        self, press: Press, button: callback.Button, p: parse.TelegramPress, reply: WebhookReply | None
+    ) -> str:
+        """'+1h': the press's marks commit with the extension, so that an update that died before
+        that commit extends on its redelivery, and one redelivered after it extends nothing."""
+        verdict = await self.ctx.inbound.extend(press, parse_duration(button.duration or ""))
+        if verdict.redelivered:  # extended (or refused) the first time: answered with what is true now
+            return await self._again(p, reply, button.approval_id)
+        await self.channel.answer(p.query_id, render.answer_text(verdict), alert=verdict.refused, reply=reply)
         return verdict.result.value
 
     async def _reason_first(self, press: Press) -> bool:
@@ -156,13 +170,9 @@ class TelegramUpdates:
     async def _other(
         self, button: callback.Button, press: Press, p: parse.TelegramPress, reply: WebhookReply | None
     ) -> str:
-        """Edit (a one-time link in the presser's private chat), extend, or a reject that must
-        say why (the question first; the reply decides)."""
+        """Edit (a one-time link in the presser's private chat), or a reject that must say why
+        (the question first; the reply decides)."""
         inbound = self.ctx.inbound
-        if button.action is callback.ButtonAction.EXTEND:
-            verdict = await inbound.extend(press, parse_duration(button.duration or ""))
-            await self.channel.answer(p.query_id, render.answer_text(verdict), alert=verdict.refused, reply=reply)
-            return verdict.result.value
         if button.action is callback.ButtonAction.EDIT:
             verdict, url = await inbound.edit_link(press)
             if url is None or verdict.approval is None:

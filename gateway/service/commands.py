@@ -59,13 +59,15 @@ class Cancel:
 
 @dataclass(frozen=True, slots=True)
 class Extend:
-    """Push the deadline back by one of the policy's `extend` durations."""
+    """Push the deadline back by one of the policy's `extend` durations. `marks`: the inbound
+    de-duplication marks of the press it comes from, committed with the extension (as a vote's)."""
 
     approval_id: str
     duration: timedelta
     actor: str
     authority: Authority = Authority.APPROVER
     channel: str | None = None
+    marks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

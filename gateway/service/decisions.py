@@ -229,14 +229,18 @@ class Decisions:
     async def extend(self, cmd: Extend, *, current: Approval | None = None) -> Approval:
         """Push the deadline back (PolicyNotAllowed, 403, beyond what the policy allows). The new
         wake-up is committed with the `extended` event and the card syncs; the scheduler re-arms
-        on it (`observer.wake_at`). `current`: as in `cast`."""
+        on it (`observer.wake_at`). `current`: as in `cast`. The command's `marks` commit in the
+        same write: SeenBefore (nothing written) when they were recorded before, so that a
+        redelivered '+1h' never extends twice, and one whose first delivery died before this
+        commit still extends."""
         actor = self.identities.canonical(cmd.actor, "by")
         claimed = await self.authorizer.claimed(actor)
 
         async def plan(approval: Approval) -> Step:
             if approval is not current:
                 self.authorizer.authorize(cmd.authority, actor, approval, decides=False, claimed=claimed)
-            return Step(extend_rules.extend(approval, cmd.duration, actor, self.clock.now()), actor, cmd.channel)
+            transition = extend_rules.extend(approval, cmd.duration, actor, self.clock.now())
+            return Step(transition, actor, cmd.channel, marks=cmd.marks)
 
         return (await self.committer.transact(cmd.approval_id, plan, current=current)).approval
 

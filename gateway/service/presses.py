@@ -92,7 +92,7 @@ class Press:
     `name` is how the platform shows the presser. A `redelivered` press (seen before) finishes
     what its first delivery may have left undone, and records nothing twice. `marks`: the
     delivery's de-duplication keys ('<kind>:update:<id>'), when the channel leaves them to the
-    press: recorded with what the press commits (its decision, in the decision's own
+    press: recorded with what the press commits (its decision or extension, in that write's own
     transaction), so that a crash before that commit leaves the delivery unseen and its
     redelivery decides like the first; one whose marks were recorded before is redelivered
     (`PressOutcome.redelivered`)."""
@@ -274,23 +274,31 @@ class Inbound:
         return verdict, editlinks.url(self._public_url, link)
 
     async def extend(self, p: Press, duration: timedelta) -> PressOutcome:
-        """An approver's '+1h' press: the deadline moves as the policy allows (INVALID beyond it)."""
+        """An approver's '+1h' press: the deadline moves as the policy allows (INVALID beyond it).
+        The press's `marks` commit with the extension, as a vote's: a delivery that died before
+        that commit left nothing behind, and its redelivery extends like the first; a redelivery
+        of one that was committed (or refused) extends nothing and is `redelivered`."""
         approval = await self._store.get_approval(p.approval_id)
         if approval is None:
-            return PressOutcome(PressResult.UNKNOWN)
+            return await self._marked(p, PressOutcome(PressResult.UNKNOWN))
         actor, denied, _ = await self._check(approval, p)
         if denied is not None:
             return denied
+        if p.redelivered:  # an extension is no vote to recognise: never a second one
+            return _received(approval)
         try:
-            after = await self._decisions.extend(
-                Extend(approval.id, duration, actor, channel=p.channel), current=approval
-            )
+            cmd = Extend(approval.id, duration, actor, channel=p.channel, marks=p.marks)
+            after = await self._decisions.extend(cmd, current=approval)
+        except SeenBefore:  # its first delivery committed (or was refused): nothing written now
+            return _received(await self._store.get_approval(approval.id) or approval)
         except AlreadyDecided:
-            return PressOutcome(PressResult.ALREADY_DECIDED, await self._store.get_approval(approval.id))
+            return await self._marked(
+                p, PressOutcome(PressResult.ALREADY_DECIDED, await self._store.get_approval(approval.id))
+            )
         except Forbidden as exc:  # PolicyNotAllowed: beyond what the policy allows
-            return PressOutcome(PressResult.INVALID, approval, error=exc.message)
+            return await self._marked(p, PressOutcome(PressResult.INVALID, approval, error=exc.message))
         except Conflict:
-            return PressOutcome(PressResult.BUSY, approval)
+            return await self._marked(p, PressOutcome(PressResult.BUSY, approval))
         return PressOutcome(PressResult.EXTENDED, after)
 
     async def expect_reason(self, key: str, approval_id: str, actor: str, *, purpose: str = REASON_PURPOSE) -> None:
@@ -490,6 +498,13 @@ __all__ = [
     "Reply",
     "already_text",
 ]
+
+
+def _received(approval: Approval) -> PressOutcome:
+    """A redelivered press that changes nothing: what is true now, `redelivered`."""
+    if approval.status.final:
+        return PressOutcome(PressResult.ALREADY_DECIDED, approval, redelivered=True)
+    return PressOutcome(PressResult.INVALID, approval, error=ALREADY_RECEIVED, redelivered=True)
 
 
 def _refusal(marks: tuple[str, ...]) -> str:

@@ -55,6 +55,7 @@ def discord_settings(settings_factory: Callable[..., Settings], fake_discord: Fa
             "remind": {"timeout": "1h", "remind": ["10m"]},
             "strict": {"timeout": "1h", "require_reason": True},
             "stretch": {"timeout": "1h", "extend": ["1h"], "max_extensions": 1},
+            "roomy": {"timeout": "1h", "extend": ["1h"], "max_extensions": 3},  # a second extension is allowed
             "trusted": {"grants": ["1h", "run"]},
         },
         web={"approvers": ["alice"]},

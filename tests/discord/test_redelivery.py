@@ -7,6 +7,7 @@ committed, the same interaction again is a replay: refused, and it votes nothing
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -70,3 +71,28 @@ async def test_a_replayed_discord_vote_counts_once_toward_the_quorum(discord: Di
     assert approval.status is Status.WAITING and len(approval.votes) == 1
     kinds = [e.kind for e in await discord.rt.store.list_events(aid)]
     assert kinds.count("vote") == 1 and "duplicate_vote" not in kinds
+
+
+async def test_a_discord_extend_cut_short_before_its_commit_extends_once_when_sent_again(discord: DiscordEnv) -> None:
+    aid = await discord.suspend(policy="roomy")
+    mid = await discord.posted(aid)
+    before = await discord.rt.service.get(aid)
+    assert before.deadline is not None
+    payload = discord.fake.interaction(3, ALICE, custom_id=discord.button(mid, "+1h"), channel=CARDS, message=mid)
+    dies = CommitDiesOnce(discord.rt)
+
+    first = await discord.send(payload)
+    assert dies.died and first.status == 200  # deferred: the failure is told as a follow-up
+    assert (await discord.rt.service.get(aid)).extensions == 0
+
+    again = await discord.send(payload)  # the same interaction id: nothing was left behind
+    assert (again.status, again.body) == (200, {"type": 6})
+    after = await discord.rt.service.get(aid)
+    assert after.extensions == 1 and after.deadline == before.deadline + timedelta(hours=1)
+    assert discord.fake.replies(ALICE)[-1].startswith("Extended: the new deadline is")
+
+    # committed now: the same interaction once more is a replay, refused, and extends nothing (the policy allows 3)
+    counts = await table_counts(discord.rt)
+    assert (await discord.send(payload)).status == 401
+    assert await table_counts(discord.rt) == counts
+    assert (await discord.rt.service.get(aid)).extensions == 1

@@ -79,6 +79,7 @@ def mail_settings(settings_factory: Callable[..., Settings], inbox: Inbox) -> Se
             "nudge": {"timeout": "30m", "remind": ["10m"]},
             "strict": {"timeout": "1h", "require_reason": True},
             "stretch": {"timeout": "1h", "extend": ["1h"], "max_extensions": 1},
+            "roomy": {"timeout": "1h", "extend": ["1h"], "max_extensions": 3},  # a second extension is allowed
         },
     )
 

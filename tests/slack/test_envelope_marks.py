@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -108,3 +109,32 @@ async def test_a_redelivered_slack_vote_is_answered_the_same_and_counts_once(mar
     assert kinds.count("vote") == 1 and "duplicate_vote" not in kinds
     await gw.channel.settle()
     assert [r["text"] for r in gw.fake.replies("UALICE")] == ["Your approval is recorded: 1 of 2 approvals."] * 3
+
+
+async def test_a_slack_extend_envelope_cut_short_before_its_commit_extends_once_when_sent_again(
+    marks_gw: Gateway,
+) -> None:
+    gw = marks_gw
+    aid = await gw.suspend(policy="roomy")
+    before = await gw.rt.service.get(aid)
+    assert before.deadline is not None
+    socket = gw.channel.socket
+    assert socket is not None
+    envelope = SocketModeRequest("interactive", "env-extend", gw.button("UALICE", "extend.1h", aid))
+    written = _marks_on_their_own(gw)
+    dies = CommitDiesOnce(gw.rt)
+
+    assert await socket.answer(envelope) is None  # not acked: Slack sends the envelope again
+    assert dies.died and (await gw.rt.service.get(aid)).extensions == 0
+    assert not written  # no mark was left behind to make the redelivery a duplicate
+
+    for _ in range(3):  # the redelivery after the failure extends; the ones after it change nothing
+        ack = await socket.answer(envelope)
+        assert ack is not None and ack.payload is None
+    after = await gw.rt.service.get(aid)
+    assert after.extensions == 1 and after.deadline == before.deadline + timedelta(hours=1)  # the policy allows 3
+    assert (await gw.kinds(aid)).count("extended") == 1
+    assert not written  # the mark committed with the extension
+    await gw.channel.settle()
+    replies = [r["text"] for r in gw.fake.replies("UALICE")]
+    assert len(replies) == 1 and replies[0].startswith("Extended: the new deadline is")  # told once

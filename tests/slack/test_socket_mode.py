@@ -56,7 +56,7 @@ class Gateway(SlackEnv):
 def socket_settings(settings_factory: Callable[..., Settings], fake: FakeSlack, **sections: Any) -> Settings:
     return settings_factory(
         slack=slack_section(fake, app_token=APP_TOKEN, signing_secret=""),
-        policies={"two": {"quorum": 2}},
+        policies={"two": {"quorum": 2}, "roomy": {"timeout": "1h", "extend": ["1h"], "max_extensions": 3}},
         **sections,
     )
 

@@ -45,6 +45,7 @@ def teams_settings(settings_factory: Callable[..., Settings], fake_teams: FakeTe
             "strict": {"timeout": "1h", "require_reason": True},
             "remind": {"timeout": "1h", "remind": ["10m"]},
             "stretch": {"timeout": "1h", "extend": ["1h"], "max_extensions": 1},
+            "roomy": {"timeout": "1h", "extend": ["1h"], "max_extensions": 3},  # a second extension is allowed
             "trusted": {"grants": ["1h", "run"]},
         },
         web={"approvers": ["alice"]},

@@ -8,12 +8,15 @@ again is answered as a replay and votes nothing twice.
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+
 import pytest
 
 from gateway.core.models import Status
 from tests.fakes.teams_api import invoke
 from tests.helpers import CommitDiesOnce, table_counts
-from tests.teams.conftest import ALICE, MRIS, TeamsEnv
+from tests.teams.conftest import ALICE, BOB, MRIS, TeamsEnv
 
 
 @pytest.fixture
@@ -72,3 +75,35 @@ async def test_a_replayed_teams_vote_counts_once_toward_the_quorum(teams: TeamsE
     assert approval.status is Status.WAITING and len(approval.votes) == 1
     kinds = await teams.event_kinds(aid)
     assert kinds.count("vote") == 1 and "duplicate_vote" not in kinds
+
+
+async def test_a_teams_extend_cut_short_before_its_commit_extends_once_when_sent_again(teams: TeamsEnv) -> None:
+    aid = await teams.suspend(policy="roomy")
+    card_id = await teams.posted(aid)
+    before = await teams.rt.service.get(aid)
+    assert before.deadline is not None
+    activity = invoke(
+        verb="extend",
+        data=await teams.data(aid, by="1h"),
+        service_url=teams.fake.service_url,
+        user=BOB,
+        mri=MRIS[BOB],
+        card_id=card_id,
+    )
+    dies = CommitDiesOnce(teams.rt)
+
+    status, _ = await teams.send(activity)
+    assert dies.died and status == 500  # no answer: the Bot Framework sends the activity again
+    assert (await teams.rt.service.get(aid)).extensions == 0
+
+    status, answer = await teams.send(activity)  # the same activity id: nothing was left behind
+    assert status == 200 and "Extended: the new deadline is" in json.dumps(answer, ensure_ascii=False)
+    after = await teams.rt.service.get(aid)
+    assert after.extensions == 1 and after.deadline == before.deadline + timedelta(hours=1)
+
+    # committed now: the same activity once more is a replay, and extends nothing (the policy allows 3)
+    counts = await table_counts(teams.rt)
+    status, answer = await teams.send(activity)
+    assert status == 200 and "already received" in answer["value"]
+    assert await table_counts(teams.rt) == counts
+    assert (await teams.rt.service.get(aid)).extensions == 1

@@ -117,6 +117,7 @@ def tg_settings(settings_factory: Callable[..., Settings], tg_api: FakeTelegramA
             "pair": {"timeout": "1h", "quorum": 2},
             "nudge": {"timeout": "30m", "remind": ["10m"]},
             "stretch": {"timeout": "1h", "extend": ["1h", "1d"], "max_extensions": 1},
+            "roomy": {"timeout": "1h", "extend": ["1h"], "max_extensions": 3},  # a second extension is allowed
             "strict": {"timeout": "1h", "require_reason": True},
         },
     )
