@@ -190,8 +190,8 @@ class EmailChannel(ChannelBase):
             return refused
         approval = await self.ctx.inbound.approval(link.approval_id)
         args = argsform.read(approval, fields) if approval and link.outcome is Outcome.APPROVE else None
-        if not await self.ctx.inbound.first_time(links.use_key(link)):
-            return _html(409, "This link was already used", "Each link works once.")
+        # The link's use commits with the vote (its mark in the same write): a confirm that died
+        # before that commit leaves the link unused, so confirming again decides.
         verdict = await self.ctx.inbound.press(
             Press(
                 approval_id=link.approval_id,
@@ -202,8 +202,11 @@ class EmailChannel(ChannelBase):
                 comment=comment or None,
                 args=args,
                 seen=link.seen,
+                marks=(links.use_key(link),),
             )
         )
+        if verdict.redelivered:
+            return _html(409, "This link was already used", "Each link works once.")
         return _html(_STATUS.get(verdict.result, 200), verdict.text(), _after(verdict.result))
 
     async def _extend(self, link: links.Link, actor: str) -> web.Response:
