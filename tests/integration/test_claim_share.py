@@ -167,6 +167,42 @@ async def test_a_replica_alone_has_a_job_read_ahead_for_each_pool_process(
         await _stop(rt, loop)
 
 
+async def test_a_job_recording_its_outcome_no_longer_counts_against_its_pool(
+    settings_factory: Callable[..., Any], clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job counts against its pool until it leaves its process, not until its outcome is
+    recorded: the record's commit holds a slot, and a slow one must not leave the next process
+    without a job read ahead."""
+    pool_cfg = POOL | {"pool_size": 1}
+    rt = Runtime(settings_factory(workers={"pool": pool_cfg}), clock=clock, owner="alone")
+    await rt.start(background=False)
+    loop = None
+    try:
+        pool = _install(rt)
+        for _ in range(4):
+            await _decided(rt)
+        loop = asyncio.create_task(rt.worker.run_forever())
+        await _until(lambda: len(pool.started) == 1 and pool.waiting == 1)
+        finish = rt.worker.jobs.finish
+        recorded = asyncio.Event()
+        recording: list[int] = []
+
+        async def slow(job_id: int, owner: str, **kw: Any) -> bool:
+            recording.append(job_id)
+            await recorded.wait()
+            return await finish(job_id, owner, **kw)
+
+        monkeypatch.setattr(rt.worker.jobs, "finish", slow)
+        pool.end()  # the first step ends; its outcome's commit is held back
+        await _until(lambda: len(recording) == 1 and len(pool.started) == 2)
+        await _until(lambda: pool.waiting == 1)  # read ahead for the process while the first records
+        recorded.set()
+        pool.end(10)
+        await _until(lambda: len(pool.started) == 4)
+    finally:
+        await _stop(rt, loop)
+
+
 async def test_with_a_worker_of_another_kind_the_slots_bound_the_claim(
     settings_factory: Callable[..., Any], clock: FakeClock
 ) -> None:
