@@ -406,12 +406,14 @@ def main() -> int:
     p.add_argument("--replicas", type=int, default=1, help="gateway processes on the one database (with --pg)")
     p.add_argument("--press-delay", type=float, default=0.0, help="seconds between the card and its press")
     p.add_argument("--resume-concurrency", type=int, help="[scheduler] resume_concurrency (default: the gateway's)")
+    p.add_argument("--resume-prefetch", type=int, help="[scheduler] resume_prefetch (default: the gateway's)")
     p.add_argument("--log-level", default="WARNING", help="the gateway's [server] log_level (its default is INFO)")
     p.add_argument("--tree", type=Path, help="run another checkout's gateway (an A/B: `git worktree add`)")
     args = p.parse_args()
     out = Path(__file__).with_name("profile-cycle.txt") if args.profile else None
-    slots = args.resume_concurrency
-    scheduler = "" if slots is None else f"[scheduler]\nresume_concurrency = {slots}\n"
+    keys = {"resume_concurrency": args.resume_concurrency, "resume_prefetch": args.resume_prefetch}
+    given = "".join(f"{key} = {value}\n" for key, value in keys.items() if value is not None)
+    scheduler = f"[scheduler]\n{given}" if given else ""
     with tempfile.TemporaryDirectory(prefix="hitl-cycle-") as tmp:
 
         def one(store_url: str | None = None) -> dict[str, Any]:

@@ -178,6 +178,7 @@ class Runtime:
             tracer=self.tracer,
             gate=self.gate,
             concurrency=settings.scheduler.resume_concurrency,
+            prefetch=settings.scheduler.resume_prefetch,
             journal=self.journal,
         )
         self.loops.append(self.worker.run_forever)

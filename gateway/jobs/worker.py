@@ -80,6 +80,7 @@ class WorkerRunner:
         *,
         lease: timedelta = timedelta(seconds=60),
         concurrency: int = 8,
+        prefetch: int = 1,
         poll_interval: float = 1.0,
         redactor: Redactor | None = None,
         tracer: Tracer | None = None,
@@ -93,6 +94,7 @@ class WorkerRunner:
         # Told which claimed jobs wait to launch: suspends and new card posts wait for them (bounded).
         self.gate = gate
         self.lease, self.concurrency, self.poll_interval = lease, concurrency, poll_interval
+        self.prefetch = prefetch  # claimed jobs per pool process that wait for it (see _pool_room)
         self.redactor = redactor or service.redactor
         self.tracer = tracer or Tracer()  # a span per launch, in its approval's trace; the worker continues it
         self.launchers: dict[str, Launcher] = {}
@@ -101,6 +103,7 @@ class WorkerRunner:
         self._finish_by: float | None = None  # loop time: running jobs are cut at this point
         self._looping = False  # run_forever claims: only then does a backlog hold other work
         self._running: set[asyncio.Task[None]] = set()  # run_forever's jobs now running
+        self._pooled: set[int] = set()  # run_forever's pool jobs not out of their process yet
 
     def notify(self) -> None:
         self._wake.set()
@@ -146,15 +149,18 @@ class WorkerRunner:
         self._looping = True
         try:
             while not self._stopping.is_set():
-                claimed = await self._claim(self.concurrency - len(running))
+                claimed = await self._claim(self._free())
                 for launch in claimed:
                     job = launch.job
                     task = asyncio.create_task(self._guarded(launch), name=f"resume-job-{job.id}")
                     running.add(task)
                     task.add_done_callback(running.discard)
+                    if self._queues(job.worker):
+                        self._pooled.add(job.id)
+                        task.add_done_callback(functools.partial(self._out_of_pool, job.id))
                     if self.gate is not None:  # a job that ended before its launch waits no more
                         task.add_done_callback(functools.partial(self._ended, job.approval_id))
-                if claimed and len(running) < self.concurrency:
+                if claimed and self._free() > 0:
                     continue  # more may be due right now
                 waiter = asyncio.create_task(self._wake.wait())
                 try:
@@ -180,7 +186,39 @@ class WorkerRunner:
             await asyncio.gather(*running, return_exceptions=True)
 
     def _free(self) -> int:
-        return self.concurrency - len(self._running)
+        """How many more jobs the next claim may take."""
+        free = self.concurrency - len(self._running)
+        room = self._pool_room()
+        return free if room is None else min(free, room)
+
+    def _pool_room(self) -> int | None:
+        """With only `entrypoint` workers: the pools' free processes plus `prefetch` per process,
+        less the claimed jobs waiting for one. None with any other kind (no bound but slots).
+
+        Several replicas share the store's due jobs, and a job claimed here waits for this
+        process's pool however idle another replica is (its lease is renewed all along): without
+        this bound one replica took up to `resume_concurrency` jobs of a burst into a pool of 2
+        while the others sat idle. The bound is taken before the claim, as the claim cannot pick
+        jobs by worker; handing back the jobs claimed past it instead would cost a write each and
+        an attempt already recorded (the claim appends `job_started`). The prefetch keeps a
+        replica alone as fast as before: a freed process takes a job already claimed and read,
+        and the claim that refills it overlaps that job's step. A job counts here until it leaves
+        its process, not until its outcome is recorded (the record holds a slot, not a process).
+        The bound is summed over the pools (a claim cannot split it by worker either), so with
+        several pools one may get more than its share of a claim. A `command` or `url` worker
+        starts its job at once, so with one of those configured the claim does not know what it
+        would queue and keeps the plain bound (the slots)."""
+        workers = self.service.settings.workers.values()
+        if not workers or any(cfg.kind != "entrypoint" for cfg in workers):
+            return None
+        return sum(cfg.pool_size for cfg in workers) * (1 + self.prefetch) - len(self._pooled)
+
+    def _out_of_pool(self, job_id: int, _task: object = None) -> None:
+        """The job left its pool process (or ended without one): one more may be claimed now."""
+        if job_id in self._pooled:
+            self._pooled.discard(job_id)
+            if self._looping:
+                self._wake.set()
 
     async def _claim(self, free: int) -> list[ClaimedJob]:
         if free <= 0:
@@ -270,7 +308,10 @@ class WorkerRunner:
         started = time.monotonic()
         try:
             try:
-                result = await self.launcher(cfg).run(launch)
+                try:
+                    result = await self.launcher(cfg).run(launch)
+                finally:  # its process is free again (or it never took one): claim the next now
+                    self._out_of_pool(job.id)
             except NotLaunched:  # not ours any more, or stopping: the claim's holder (or the hand-back) has it
                 log.info("resume job %s: not launched (lease lost or stopping)", job.id)
                 return AttemptResult(AttemptOutcome.TRANSIENT, "not launched")

@@ -220,7 +220,9 @@ async def test_resume_concurrency_bounds_the_jobs_one_process_holds(
 
     monkeypatch.setattr(worker_module, "build_launcher", build)
     monkeypatch.setattr(_CountingPool, "running", 0)
-    pool = {"entrypoint": "tests.fakes.entry:handle", "pool_size": 1}
+    # More processes than slots: the slots bound the claims here, not the pool (its own bound,
+    # tests/integration/test_claim_share.py)
+    pool = {"entrypoint": "tests.fakes.entry:handle", "pool_size": 4}
     rt = Runtime(settings_factory(workers={"pool": pool}, scheduler={"resume_concurrency": 3}), clock=clock, owner="t")
     await rt.start(background=False)
     loop = asyncio.create_task(rt.worker.run_forever())
