@@ -13,7 +13,11 @@ answer are timed (PTB's `post`, its answer decoding and error checks included on
 
     python -m bench.telegram_parse [--n 20000]
 
-Prints microseconds per update or call, best of 5 interleaved rounds (CPU time of this process,
+Forms: the card's sendMessage form as bytes, through aiohttp's FormData (what `do_request` sent
+before: `urlencode`, and a MultipartWriter it builds and never uses) against `request.urlencoded`;
+the bytes are checked equal.
+
+Prints microseconds per update, call or form, best of 5 interleaved rounds (CPU time of this process,
 so a busy machine moves both sides alike). `python -m bench.cycle` is the end-to-end measure.
 """
 
@@ -26,14 +30,15 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 from telegram import Bot, InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.constants import ParseMode
 from telegram.request import RequestData
 
 from adapters.telegram import render
-from adapters.telegram.api import BotApi
+from adapters.telegram.api import BotApi, form
 from adapters.telegram.parse import read_update
-from adapters.telegram.request import AiohttpRequest
+from adapters.telegram.request import AiohttpRequest, urlencoded
 from tests.fakes.telegram_api import BOT_USER, callback_update
 
 USER = {"id": 111, "is_bot": False, "first_name": "Alice", "username": "alice"}
@@ -142,6 +147,17 @@ async def answers(n: int) -> dict[str, list[float]]:
     return rounds
 
 
+def forms(n: int) -> dict[str, list[float]]:
+    markup = render.markup([[render.button("✅ Approve", APPROVE), render.button("❌ Reject", REJECT)]])
+    fields = form({"chat_id": CHAT, "text": CARD, "parse_mode": "HTML", "reply_markup": markup})
+    assert aiohttp.FormData(fields)().decode().encode() == urlencoded(fields)
+    rounds: dict[str, list[float]] = {"before (aiohttp FormData)": [], "after (request.urlencoded)": []}
+    for _ in range(5):
+        rounds["before (aiohttp FormData)"].append(per_call(lambda: aiohttp.FormData(fields)(), n))
+        rounds["after (request.urlencoded)"].append(per_call(lambda: urlencoded(fields), n))
+    return rounds
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--n", type=int, default=20000)
@@ -153,6 +169,8 @@ def main() -> None:
     report(rounds, "update")
     print("Bot API calls (card post, press answer, card sync), per call:")
     report(asyncio.run(answers(max(1, args.n // 10))), "call")
+    print("The card's form, encoded:")
+    report(forms(max(1, args.n // 4)), "form")
 
 
 if __name__ == "__main__":
