@@ -182,6 +182,20 @@ class StaleRound(Conflict):
         super().__init__(f"{field}: {message}", field=field)
 
 
+class ExtendedMeanwhile(Conflict):
+    """An extension asked for from a page that showed fewer extensions than there are now (a
+    second click, a page open twice, another approver first): nothing is extended."""
+
+    code = "extended_meanwhile"
+
+    def __init__(self, seen: int, now: int) -> None:
+        super().__init__(
+            f"extensions: the deadline was extended meanwhile ({now} extension(s) now, {seen} when this page"
+            " was drawn); nothing was changed: look at the new deadline",
+            field="extensions",
+        )
+
+
 class AmbiguousRun(Conflict):
     """Several agents use this run id: name one."""
 

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from gateway.core.clock import iso
 from gateway.core.durations import format_duration, parse_duration
-from gateway.core.errors import PolicyNotAllowed, ValidationError
+from gateway.core.errors import ExtendedMeanwhile, PolicyNotAllowed, ValidationError
 from gateway.core.events import EventKind
 from gateway.core.models import Approval
 from gateway.core.policy import Transition, already_decided, later, next_wake, reminder_times
@@ -44,10 +44,14 @@ def label(delta: timedelta) -> str:
     return f"+{format_duration(delta)}"
 
 
-def extend(approval: Approval, duration: timedelta, by: str, now: datetime) -> Transition:
-    """The deadline moved back by `duration`, or PolicyNotAllowed naming the policy."""
+def extend(approval: Approval, duration: timedelta, by: str, now: datetime, *, seen: int | None = None) -> Transition:
+    """The deadline moved back by `duration`, or PolicyNotAllowed naming the policy. `seen`: the
+    number of extensions the asker saw (a page's form): ExtendedMeanwhile if there are more now,
+    so that a double submit, or two approvers on one page, extend once."""
     if approval.status.final:
         raise already_decided(approval)
+    if seen is not None and approval.extensions != seen:
+        raise ExtendedMeanwhile(seen, approval.extensions)
     p = approval.policy
     allowed = ", ".join(format_duration(d) for d in p.extend)
     if duration not in p.extend:

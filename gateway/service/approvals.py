@@ -493,8 +493,9 @@ class Service:
         *,
         channel: str | None = None,
         authority: Authority = Authority.APPROVER,
+        seen: int | None = None,
     ) -> Approval:
-        return await self.decisions.extend(Extend(approval_id, duration, actor, authority, channel))
+        return await self.decisions.extend(Extend(approval_id, duration, actor, authority, channel, seen=seen))
 
     async def attach_comment(self, approval_id: str, actor: str, comment: str, channel: str | None = None) -> Approval:
         return await self.decisions.comment(AddComment(approval_id, actor, comment, channel))

@@ -60,7 +60,8 @@ class Cancel:
 @dataclass(frozen=True, slots=True)
 class Extend:
     """Push the deadline back by one of the policy's `extend` durations. `marks`: the inbound
-    de-duplication marks of the press it comes from, committed with the extension (as a vote's)."""
+    de-duplication marks of the press it comes from, committed with the extension (as a vote's).
+    `seen`: the extensions the asker's page showed (gateway.core.extend.extend)."""
 
     approval_id: str
     duration: timedelta
@@ -68,6 +69,7 @@ class Extend:
     authority: Authority = Authority.APPROVER
     channel: str | None = None
     marks: tuple[str, ...] = ()
+    seen: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

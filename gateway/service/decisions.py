@@ -239,7 +239,7 @@ class Decisions:
         async def plan(approval: Approval) -> Step:
             if approval is not current:
                 self.authorizer.authorize(cmd.authority, actor, approval, decides=False, claimed=claimed)
-            transition = extend_rules.extend(approval, cmd.duration, actor, self.clock.now())
+            transition = extend_rules.extend(approval, cmd.duration, actor, self.clock.now(), seen=cmd.seen)
             return Step(transition, actor, cmd.channel, marks=cmd.marks)
 
         return (await self.committer.transact(cmd.approval_id, plan, current=current)).approval

@@ -109,6 +109,30 @@ async def test_a_bad_edit_shows_the_error_inline_and_keeps_what_was_typed(web: A
     assert await table_counts(web_rt) == before
 
 
+async def test_a_page_submitted_twice_extends_once(web: Any, web_rt: Runtime) -> None:
+    """The form carries the extensions the page showed: its second submit (a double click, a
+    resubmit, a tab open since before another approver's extension) changes nothing, though the
+    policy allows another."""
+    approval = await _suspend(web_rt, policy="pay")
+    await sign_in(web)
+    page = await (await web.get(f"/approvals/{approval.id}")).text()
+    assert 'name="extensions" value="0"' in page
+    form = {"csrf": csrf_of(page), "duration": "+1h", "extensions": "0"}
+    assert (await web.post(f"/approvals/{approval.id}/extend", data=form)).status == 200
+    before = await table_counts(web_rt)
+    again = await web.post(f"/approvals/{approval.id}/extend", data=form)
+    text = await again.text()
+    assert again.status == 409 and "extended meanwhile (1 extension(s) now, 0 when this page was drawn)" in text
+    assert await table_counts(web_rt) == before
+    assert (await web_rt.service.get(approval.id)).extensions == 1
+    fresh = await (await web.get(f"/approvals/{approval.id}")).text()
+    assert 'name="extensions" value="1"' in fresh  # the page drawn now extends
+    assert (await web.post(f"/approvals/{approval.id}/extend", data={**form, "extensions": "1"})).status == 200
+    assert (await web_rt.service.get(approval.id)).extensions == 2
+    bad = await web.post(f"/approvals/{approval.id}/extend", data={**form, "extensions": "-1"})
+    assert bad.status == 400 and "extensions: must be the number" in await bad.text()
+
+
 async def test_extend_buttons_move_the_deadline(web: Any, web_rt: Runtime, clock: FakeClock) -> None:
     approval = await _suspend(web_rt, policy="pay")
     await sign_in(web)

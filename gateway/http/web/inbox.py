@@ -307,13 +307,25 @@ async def extend(request: web.Request, user: User) -> web.StreamResponse:
     approval_id = request.match_info["id"]
     try:
         duration = parse_extension(form.get("duration", "").lstrip("+"))
-        await service.extend(approval_id, duration, user.actor, channel="web")
+        await service.extend(approval_id, duration, user.actor, channel="web", seen=_seen_extensions(form))
     except GatewayError as exc:
         if exc.status >= 500:
             raise
         ctx = await _approval_ctx(request, await service.get(approval_id), user, error=exc.message)
         return render(request, "approval.html", ctx, status=exc.status)
     raise web.HTTPSeeOther(f"/approvals/{approval_id}")
+
+
+def _seen_extensions(form: Mapping[str, str]) -> int | None:
+    """The extensions the page showed (its hidden field): a second submit of the same page, or a
+    page drawn before another approver's extension, then extends nothing. None from a form
+    without it (a page drawn by an older gateway)."""
+    value = form.get("extensions", "")
+    if not value:
+        return None
+    if not value.isdigit() or len(value) > 4:
+        raise PageError(400, "extensions: must be the number of extensions the page showed")
+    return int(value)
 
 
 def _form_outcome(value: str, comment: str) -> tuple[Outcome, str | None]:
