@@ -213,6 +213,13 @@ class ExtendBody(RequestBody):
 
     duration: Duration  # a timedelta once valid
     by: By = None
+    extensions: int | None = Field(
+        None,
+        ge=0,
+        le=1000,
+        description="the extensions the caller saw: refused with 409 (extended_meanwhile) if there are more"
+        " now, so that a request sent again after a lost answer extends once",
+    )
 
 
 class CancelBody(RequestBody):

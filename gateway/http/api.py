@@ -121,9 +121,9 @@ async def decide(request: web.Request) -> web.Response:
 async def extend(request: web.Request) -> web.Response:
     """An operator extends the deadline as the policy's `extend` allows (403 beyond it)."""
     service, caller = _service(request), operator(request)
-    duration, by = schemas.parse_extend(await schemas.read_json(request))
+    duration, by, seen = schemas.parse_extend(await schemas.read_json(request))
     approval = await service.extend(
-        request.match_info["id"], duration, caller.identity, channel="api", authority=Authority.OPERATOR
+        request.match_info["id"], duration, caller.identity, channel="api", authority=Authority.OPERATOR, seen=seen
     )
     if by:
         log.info("approval %s extended by %s on behalf of %s", approval.id, caller.identity, by)

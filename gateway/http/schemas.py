@@ -174,10 +174,10 @@ def parse_decision(body: dict[str, Any]) -> DecisionInput:
     return DecisionInput(Outcome(m.outcome), m.by or None, m.comment, m.args, m.args_hash, m.grant)
 
 
-def parse_extend(body: dict[str, Any]) -> tuple[timedelta, str | None]:
-    """`POST /v1/approvals/{id}/extend`: (duration, on_behalf_of)."""
+def parse_extend(body: dict[str, Any]) -> tuple[timedelta, str | None, int | None]:
+    """`POST /v1/approvals/{id}/extend`: (duration, on_behalf_of, the extensions the caller saw)."""
     m = contract.validate(contract.ExtendBody, body)
-    return m.duration, m.by or None
+    return m.duration, m.by or None, m.extensions
 
 
 def parse_cancel(body: dict[str, Any]) -> tuple[str | None, str | None]:

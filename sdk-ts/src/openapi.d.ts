@@ -2111,6 +2111,11 @@ export interface components {
              * @default null
              */
             by: string | null;
+            /**
+             * @description the extensions the caller saw: refused with 409 (extended_meanwhile) if there are more now, so that a request sent again after a lost answer extends once
+             * @default null
+             */
+            extensions: number | null;
         };
         /**
          * @description An inline `policy` object (the service checks it: gateway.service.policies). Only its

@@ -35,6 +35,7 @@ async def api(
         policies={
             "pay": {"timeout": "1h", "extend": ["1h", "1d"], "max_extensions": 1, "quorum": 2},
             "strict": {"timeout": "1h", "require_reason": True},
+            "roomy": {"timeout": "1h", "extend": ["1h"], "max_extensions": 5},
         },
         web={"approvers": ["alice", "bob"]},
     )
@@ -146,6 +147,29 @@ async def test_extend_and_its_limits(api: Any, clock: FakeClock) -> None:
     clock.advance(minutes=31)
     await rt.scheduler.tick(clock.now())
     assert (await rt.service.get(a["id"])).status.value == "timed_out"
+
+
+async def test_an_extend_sent_again_with_the_extensions_seen_extends_once(api: Any) -> None:
+    """A client that lost the answer sends the same request again: with `extensions` (what it
+    saw) the second extends nothing and says why; the policy would have allowed it."""
+    rt: Runtime = api.server.app[RUNTIME]
+    a = await suspend(api, policy="roomy")
+    url, body = f"/v1/approvals/{a['id']}/extend", {"duration": "1h", "extensions": 0}
+    resp = await api.post(url, json=body, headers=OPERATOR)
+    assert resp.status == 200 and (await resp.json())["extensions"] == 1
+    before = await table_counts(rt)
+    again = await api.post(url, json=body, headers=OPERATOR)
+    error = (await again.json())["error"]
+    assert again.status == 409 and error["code"] == "extended_meanwhile" and error["details"]["field"] == "extensions"
+    assert await table_counts(rt) == before
+    for bad in (-1, "1", 1.5, True):
+        refused = await api.post(url, json={"duration": "1h", "extensions": bad}, headers=OPERATOR)
+        assert refused.status == 400 and "extensions" in (await refused.json())["error"]["message"], bad
+    assert await table_counts(rt) == before
+    resp = await api.post(url, json={"duration": "1h", "extensions": 1}, headers=OPERATOR)
+    assert resp.status == 200 and (await resp.json())["extensions"] == 2
+    resp = await api.post(url, json={"duration": "1h"}, headers=OPERATOR)  # without it: as before
+    assert resp.status == 200 and (await resp.json())["extensions"] == 3
 
 
 async def test_require_reason_applies_to_api_decisions(api: Any) -> None:
