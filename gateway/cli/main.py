@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 from gateway import __version__
-from gateway.cli import approvals, cards, channels, init, jobs, remote, rules, serve
+from gateway.cli import approvals, cards, channels, delegations, init, jobs, remote, rules, serve
 from gateway.cli import audit as audit_cli
 from gateway.cli import web as web_cli
 from gateway.cli.common import dump, program, with_runtime
@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     channels.add_parsers(sub)  # loads the channel plugins, which add their subcommands
     web_cli.register(sub)
     jobs.add_parser(sub)
+    delegations.add_parser(sub)
     cards.add_parser(sub)
     audit_cli.add_parser(sub)
     rules.add_parser(sub)
@@ -54,7 +55,8 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML config file (default: $HITL_CONFIG or ./hitl-gateway.toml)")
     parser.add_argument("--dev", action="store_true", help="a dev secret, agent key and operator under ./var")
     parser.add_argument(
-        "--url", help="act on the gateway at URL over HTTP (approvals, jobs; default: $HITL_URL), not on the store"
+        "--url",
+        help="act on the gateway at URL over HTTP (approvals, jobs, delegations; default: $HITL_URL), not on the store",
     )
     parser.add_argument("--operator-key", help="the operator key for --url (default: $HITL_OPERATOR_KEY)")
 
@@ -139,7 +141,7 @@ def _remote(args: argparse.Namespace) -> str | None:
     if args.url is None:
         return None
     if not getattr(args, "remote", False):
-        return f"--url works with `approvals` and `jobs` only, not `{args.command}`"
+        return f"--url works with `approvals`, `jobs` and `delegations` only, not `{args.command}`"
     if args.dev or args.config:
         return "--url acts on a server: --dev and --config are for the local store"
     if not args.operator_key:

@@ -1,6 +1,6 @@
 """The operator commands' one interface (`Operations`), on the local store or over HTTP.
 
-`approvals` and `jobs` are written once over it: `LocalOps` goes through the application layer
+`approvals`, `jobs` and `delegations` are written once over it: `LocalOps` goes through the application layer
 (a started Runtime, as every other command), `gateway.cli.remote.RemoteOps` through the HTTP
 API with an operator key. Both return the API's JSON shapes, so that both print the same."""
 
@@ -27,6 +27,10 @@ class Operations(Protocol):
     async def cancel(self, approval_id: str, by: str | None, reason: str | None) -> Json: ...
     async def jobs(self, status: str | None, limit: int) -> list[Json]: ...
     async def retry(self, approval_id: str, by: str | None) -> Json: ...
+    async def delegations(self, of: str | None, everything: bool) -> list[Json]: ...
+    async def delegation(self, delegation_id: str) -> Json: ...  # with its `events`
+    async def delegate(self, body: Json) -> Json: ...  # the body of `POST /v1/delegations`
+    async def revoke_delegation(self, delegation_id: str) -> Json: ...
 
 
 class LocalOps:
@@ -78,6 +82,33 @@ class LocalOps:
 
         job: Json = (await self.rt.jobs.retry(RetryJob(approval_id, CLI_OPERATOR, by))).to_api()
         return job
+
+    async def delegations(self, of: str | None, everything: bool) -> list[Json]:
+        delegations = self.rt.service.delegations
+        whose = delegations.identities.canonical(of, "of") if of is not None else None
+        return [delegations.view(d) for d in await delegations.list(live=not everything, of=whose)]
+
+    async def delegation(self, delegation_id: str) -> Json:
+        delegations = self.rt.service.delegations
+        found = await delegations.get(delegation_id)
+        events = [e.to_api() for e in await delegations.events(found.id)]
+        return {**delegations.view(found), "events": events}
+
+    async def delegate(self, body: Json) -> Json:
+        """As `POST /v1/delegations` by an operator: the same body, checked by the same contract."""
+        from gateway import contract
+        from gateway.service.delegations import Delegate
+
+        m = contract.validate(contract.DelegationBody, body)
+        delegations = self.rt.service.delegations
+        cmd = Delegate(m.delegator, m.delegate, m.until, CLI_OPERATOR, True, m.starts_at, m.reason)
+        view: Json = delegations.view(await delegations.create(cmd))
+        return view
+
+    async def revoke_delegation(self, delegation_id: str) -> Json:
+        delegations = self.rt.service.delegations
+        view: Json = delegations.view(await delegations.revoke(delegation_id, CLI_OPERATOR, operator=True))
+        return view
 
 
 async def with_ops(

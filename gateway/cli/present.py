@@ -4,7 +4,7 @@ a short summary of one approval. Pure: every function takes `now`; `--json` prin
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 Json = dict[str, Any]
@@ -103,3 +103,35 @@ def summary(view: Json, now: datetime) -> list[str]:
         if len(events) > 10:
             lines.append(f"    ({len(events) - 10} earlier: --json prints them all)")
     return lines
+
+
+def moment(when: str) -> str:
+    """An API date-time to the second, for people: "2031-07-15T00:00:00Z" (`--json` keeps it whole)."""
+    return datetime.fromisoformat(when).astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def delegation_state(d: Json, now: datetime) -> str:
+    """revoked, ended, active or scheduled (it starts later)."""
+    if d.get("revoked_at"):
+        return "revoked"
+    if datetime.fromisoformat(d["until"]) <= now:
+        return "ended"
+    return "scheduled" if datetime.fromisoformat(d["from"]) > now else "active"
+
+
+def delegation_rows(items: list[Json], now: datetime) -> tuple[list[str], list[list[str]]]:
+    """The delegate decides for the delegator from FROM until UNTIL; USES: decisions made through it."""
+    rows = [
+        [
+            d["id"],
+            d["delegator"],
+            d["delegate"],
+            delegation_state(d, now),
+            moment(d["from"]),
+            moment(d["until"]),
+            str(d.get("uses", 0)),
+            _cut((d.get("reason") or "").replace("\n", " ")),
+        ]
+        for d in items
+    ]
+    return ["ID", "DELEGATOR", "DELEGATE", "STATE", "FROM", "UNTIL", "USES", "REASON"], rows

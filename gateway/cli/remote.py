@@ -106,3 +106,19 @@ class RemoteOps:
             "POST", f"/v1/approvals/{quote(approval_id, safe='')}/retry", {"by": by} if by else {}
         )
         return job
+
+    async def delegations(self, of: str | None, everything: bool) -> list[Json]:
+        data = await self._call("GET", "/v1/delegations", query={"of": of, "all": "true" if everything else None})
+        return list(data["items"])
+
+    async def delegation(self, delegation_id: str) -> Json:
+        view: Json = await self._call("GET", f"/v1/delegations/{quote(delegation_id, safe='')}")
+        return view
+
+    async def delegate(self, body: Json) -> Json:
+        view: Json = await self._call("POST", "/v1/delegations", body)
+        return view
+
+    async def revoke_delegation(self, delegation_id: str) -> Json:
+        view: Json = await self._call("DELETE", f"/v1/delegations/{quote(delegation_id, safe='')}")
+        return view

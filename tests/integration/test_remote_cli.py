@@ -136,3 +136,59 @@ async def test_an_agent_key_a_missing_key_and_a_wrong_url_are_one_line(gateway: 
     async with aiohttp.ClientSession() as http:  # nothing was decided by the refused calls
         _, view = await call(http, "GET", f"{gateway.url}/v1/approvals/{approval_id}", headers=AUTH)
     assert view["status"] == "waiting_approval"
+
+
+async def test_delegations_add_list_revoke_over_http(gateway: Gateway) -> None:
+    url = gateway.url
+    code, out, err = await cli(
+        "--url", url, "delegations", "add", "--from", "web:alice", "--to", "web:bob", "--until", "14d"
+    )
+    assert code == 0, err
+    made_id, *rest = out.split()
+    assert rest[:4] == ["web:bob", "decides", "for", "web:alice"]
+    code, out, err = await cli(
+        "--url", url, "delegations", "add", "--from", "web:carol", "--to", "web:dan", "--until", "8h", "--json"
+    )
+    other = json.loads(out)
+    assert code == 0 and other["created_by"] == "operator:test" and other["active"], err
+
+    code, out, _ = await cli("--url", url, "delegations", "list")
+    header, *rows = out.splitlines()
+    assert header.split() == ["ID", "DELEGATOR", "DELEGATE", "STATE", "FROM", "UNTIL", "USES", "REASON"]
+    assert [r.split()[:4] for r in rows] == [
+        [other["id"], "web:carol", "web:dan", "active"],
+        [made_id, "web:alice", "web:bob", "active"],
+    ]
+    code, out, _ = await cli("--url", url, "delegations", "list", "--for", "web:bob", "--json")
+    assert [d["id"] for d in json.loads(out)["items"]] == [made_id]
+
+    # refused by the server: one line naming the option, exit 2, nothing created
+    code, out, err = await cli(
+        "--url", url, "delegations", "add", "--from", "web:alice", "--to", "web:Alice", "--until", "1d"
+    )
+    assert code == 2 and out == ""
+    assert _one_line(err) == "hitl-gateway: 400 validation_error: --to: must be another person than the delegator"
+    code, _, err = await cli("--url", url, "delegations", "add", "--from", "alice", "--to", "web:bob", "--until", "1d")
+    assert code == 2 and _one_line(err).startswith("hitl-gateway: 400 validation_error: --from: 'alice' is not an")
+    code, _, err = await cli("--url", url, "delegations", "add", "--from", "web:a", "--to", "web:b", "--until", "91d")
+    assert (
+        code == 2
+        and _one_line(err) == "hitl-gateway: 400 validation_error: --until: a delegation lasts at most 90 days"
+    )
+    code, _, err = await cli("--url", url, "delegations", "list", "--for", "bob")
+    assert code == 2 and _one_line(err).startswith("hitl-gateway: 400 validation_error: --for: 'bob' is not an")
+    code, _, err = await cli(
+        "--url", url, "delegations", "add", "--from", "web:a", "--to", "web:b", "--until", "1d", key=TEST_API_KEY
+    )
+    assert code == 2 and _one_line(err).startswith("hitl-gateway: 403 operator_required: ")
+    code, out, _ = await cli("--url", url, "delegations", "list", "--all", "--json")
+    assert [d["id"] for d in json.loads(out)["items"]] == [other["id"], made_id]
+
+    code, out, err = await cli("--url", url, "delegations", "revoke", made_id)
+    assert code == 0 and out.startswith(f"{made_id}  revoked by operator:test at "), err
+    code, _, err = await cli("--url", url, "delegations", "revoke", "nope")
+    assert code == 2 and _one_line(err) == "hitl-gateway: 404 not_found: delegation 'nope' not found"
+    code, out, _ = await cli("--url", url, "delegations", "show", made_id, "--json")
+    assert [e["kind"] for e in json.loads(out)["events"]] == ["created", "revoked"]
+    code, out, _ = await cli("--url", url, "delegations", "list", "--json")
+    assert [d["id"] for d in json.loads(out)["items"]] == [other["id"]]
