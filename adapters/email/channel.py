@@ -49,6 +49,8 @@ _STATUS = {
     PressResult.BUSY: 503,
     PressResult.STALE: 409,
 }
+# What a confirm committed itself (a redelivered press may too: see `confirm`)
+_COMMITTED = frozenset({PressResult.APPROVED, PressResult.REJECTED, PressResult.VOTE, PressResult.EDITED})
 
 
 class EmailChannel(ChannelBase):
@@ -205,8 +207,11 @@ class EmailChannel(ChannelBase):
                 marks=(links.use_key(link),),
             )
         )
-        if verdict.redelivered:
+        if verdict.redelivered and verdict.result not in _COMMITTED:
             return _html(409, "This link was already used", "Each link works once.")
+        # A used link whose vote an edit wiped stands for the current round again once the args
+        # are back to what it was mailed for (the same link is mailed again): its confirm votes,
+        # through the press's redelivered path, and the page says so.
         return _html(_STATUS.get(verdict.result, 200), verdict.text(), _after(verdict.result))
 
     async def _extend(self, link: links.Link, actor: str) -> web.Response:

@@ -31,6 +31,7 @@ import json
 import logging
 import time
 from asyncio import FIRST_COMPLETED
+from collections import Counter
 from datetime import datetime, timedelta
 
 from gateway.core import loops, traces
@@ -103,7 +104,7 @@ class WorkerRunner:
         self._finish_by: float | None = None  # loop time: running jobs are cut at this point
         self._looping = False  # run_forever claims: only then does a backlog hold other work
         self._running: set[asyncio.Task[None]] = set()  # run_forever's jobs now running
-        self._pooled: set[int] = set()  # run_forever's pool jobs not out of their process yet
+        self._pooled: dict[int, str] = {}  # run_forever's pool jobs not out of their process yet: their worker
 
     def notify(self) -> None:
         self._wake.set()
@@ -156,7 +157,7 @@ class WorkerRunner:
                     running.add(task)
                     task.add_done_callback(running.discard)
                     if self._queues(job.worker):
-                        self._pooled.add(job.id)
+                        self._pooled[job.id] = job.worker
                         task.add_done_callback(functools.partial(self._out_of_pool, job.id))
                     if self.gate is not None:  # a job that ended before its launch waits no more
                         task.add_done_callback(functools.partial(self._ended, job.approval_id))
@@ -204,19 +205,24 @@ class WorkerRunner:
         replica alone as fast as before: a freed process takes a job already claimed and read,
         and the claim that refills it overlaps that job's step. A job counts here until it leaves
         its process, not until its outcome is recorded (the record holds a slot, not a process).
-        The bound is summed over the pools (a claim cannot split it by worker either), so with
-        several pools one may get more than its share of a claim. A `command` or `url` worker
+        The claim cannot split the bound by worker either, so with several pools one may get
+        more than its share of a claim; each pool's room is then counted on its own (a pool past
+        its share has none, never less), so that a busy pool's queue cannot use up an idle
+        pool's room and hold back its due jobs for as long as the busy pool's steps run (its
+        jobs may then be claimed with the idle pool's room: at worst as before the bound, up to
+        the slots). A `command` or `url` worker
         starts its job at once, so with one of those configured the claim does not know what it
         would queue and keeps the plain bound (the slots)."""
         workers = self.service.settings.workers.values()
         if not workers or any(cfg.kind != "entrypoint" for cfg in workers):
             return None
-        return sum(cfg.pool_size for cfg in workers) * (1 + self.prefetch) - len(self._pooled)
+        waiting = Counter(self._pooled.values())
+        return sum(max(0, cfg.pool_size * (1 + self.prefetch) - waiting[cfg.name]) for cfg in workers)
 
     def _out_of_pool(self, job_id: int, _task: object = None) -> None:
         """The job left its pool process (or ended without one): one more may be claimed now."""
         if job_id in self._pooled:
-            self._pooled.discard(job_id)
+            del self._pooled[job_id]
             if self._looping:
                 self._wake.set()
 

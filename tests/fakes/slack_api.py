@@ -8,6 +8,7 @@ requests like Slack sends them.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections import defaultdict, deque
@@ -219,6 +220,9 @@ class FakeSlack:
 # ---------------------------------------------------------------- what Slack sends us
 
 
+_TRIGGERS = itertools.count(123)
+
+
 def block_actions(
     user: str, action_id: str, value: str, *, channel: str = "C0CARDS", ts: str = "1700000001.000001", **extra: Any
 ) -> dict[str, Any]:
@@ -229,7 +233,7 @@ def block_actions(
         "channel": {"id": channel},
         "container": {"type": "message", "message_ts": ts, "channel_id": channel},
         "actions": [{"type": "button", "action_id": action_id, "value": value, "block_id": "hitl_actions"}],
-        "trigger_id": "trig-123",
+        "trigger_id": f"trig-{next(_TRIGGERS)}",  # unique per interaction, as Slack's
         **extra,
     }
 

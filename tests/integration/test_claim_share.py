@@ -232,3 +232,31 @@ def test_resume_prefetch_setting() -> None:
     for bad in (-1, 101):
         with pytest.raises(ConfigError, match=r"scheduler\.resume_prefetch"):
             make_settings(url, {"scheduler": {"resume_prefetch": bad}})
+
+
+async def test_a_busy_pool_does_not_hold_back_another_pools_due_job(
+    settings_factory: Callable[..., Any], clock: FakeClock
+) -> None:
+    """Two pools of one process each: pool "slow" has a long step running and 3 jobs waiting
+    for it; a job for pool "fast" falls due. Its pool is idle, so it must start now, not once
+    the slow pool's step (maybe hours long) ends: the bound is each pool's own room, not their
+    sum (before, the slow pool's queue used up the sum and no claim came)."""
+    workers = {"slow": POOL | {"pool_size": 1}, "fast": POOL | {"pool_size": 1}}
+    rt = Runtime(settings_factory(workers=workers), clock=clock, owner="alone")
+    await rt.start(background=False)
+    loop = None
+    try:
+        slow, fast = _install(rt, "slow"), _install(rt, "fast")
+        for _ in range(4):
+            await _decided(rt, "slow")
+        loop = asyncio.create_task(rt.worker.run_forever())
+        await _until(lambda: len(slow.started) == 1 and slow.waiting >= 1)
+        quick = await _decided(rt, "fast")
+        rt.worker.notify()
+        await _until(lambda: fast.started == [quick])  # before: never, while the slow step runs
+        assert len(slow.started) == 1
+        fast.end(10)
+        slow.end(10)
+        await _until(lambda: len(slow.started) == 4)
+    finally:
+        await _stop(rt, loop)

@@ -88,7 +88,8 @@ async def test_extend_button_and_require_reason(slack: SlackEnv) -> None:
     assert (await slack.send(press)).status == 200
     approval = await slack.rt.service.get(aid)
     assert approval.extensions == 1 and approval.deadline is not None and approval.deadline.hour == 14
-    assert (await slack.send(press)).status == 200  # an old button, past max_extensions
+    again = press | {"trigger_id": "trig-again"}  # pressed again: another interaction
+    assert (await slack.send(again)).status == 200  # an old button, past max_extensions
     await slack.channel.settle()
     replies = [r["text"] for r in slack.fake.replies("bob")]
     assert replies[0].startswith("Extended: the new deadline is 2030-01-01 14:00")

@@ -69,7 +69,8 @@ def _form(payload: object) -> bytes:
 def test_parse_press_and_submission() -> None:
     signer = TokenSigner([TEST_SECRET])
     ref = make_ref(signer, "appr1")
-    press = parse(_form(block_actions("U1", f"hitl:approve:{ref}", ref, response_url="https://x/y")), signer)
+    pressed = block_actions("U1", f"hitl:approve:{ref}", ref, response_url="https://x/y", trigger_id="trig-123")
+    press = parse(_form(pressed), signer)
     assert press == SlackPress(
         "approve", "appr1", "U1", "C0CARDS", "1700000001.000001", "https://x/y", "trig-123", teams=(TEAM_ID,)
     )
@@ -77,7 +78,8 @@ def test_parse_press_and_submission() -> None:
     sub = parse(_form(view_submission("U2", meta, "  too risky  ")), signer)
     assert sub == Submission("appr1", "U2", "C0CARDS", "too risky", (TEAM_ID,))
     # a guest from another organisation in a shared channel: both workspaces are named
-    guest = block_actions("U3", f"hitl:reject:{ref}", ref) | {"user": {"id": "U3", "team_id": "t0guest"}}
+    guest = block_actions("U3", f"hitl:reject:{ref}", ref, trigger_id="trig-123")
+    guest |= {"user": {"id": "U3", "team_id": "t0guest"}}
     assert parse(_form(guest), signer) == replace(
         press, verb="reject", user_id="U3", response_url="", teams=(TEAM_ID, "T0GUEST")
     )
