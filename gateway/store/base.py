@@ -364,6 +364,11 @@ class DeliveryPort(Protocol):
         False (and nothing written) if there is no such post."""
         ...
 
+    async def requeue_events(self, ids: Sequence[int], now: datetime, events: Sequence[NewEvent]) -> int:
+        """Put the outbound events `ids` that were given up back in the queue, due at `now`, with
+        the events, in one transaction; how many were (0: none was given up, nothing written)."""
+        ...
+
     async def adopt_card(
         self, approval_id: str, channel: str, ref: str, now: datetime, events: Sequence[NewEvent] = ()
     ) -> bool:
