@@ -151,7 +151,8 @@ class Runtime:
         self.journal = RunJournal(self.store, self.service, self.service.redactor)
         self.maintenance = Maintenance(self.store)
         self.rule_ops = RuleOps(settings, self.store, self.clock)
-        self.webhooks = Webhooks(self.store, settings.events)  # the dashboard's view of the outbound events
+        # the dashboard's view of the outbound events, and an operator's "send again"
+        self.webhooks = Webhooks(self.store, settings.events, self.clock, self.observers, has_operators=operators)
         # Decided approvals first: while their resume jobs wait to launch, suspends and new
         # cards' posts wait, at most `[scheduler] admission_wait` (gateway/core/admission.py).
         bound = settings.scheduler.admission_wait.total_seconds()

@@ -111,19 +111,26 @@ def _load(args: argparse.Namespace) -> Settings:
         raise ConfigError(exc.key, f"{exc.problem}; {hint}") from None
 
 
-def _logging(settings: Settings) -> None:
-    """Every command logs through the redacting handler (libraries put tokens in messages)."""
+def log_secrets(settings: Settings) -> list[str]:
+    """Every configured secret, masked wherever it shows up in a log line: keys, the push key,
+    the channels' tokens, and the webhooks' secrets (the previous ones of a rotation too)."""
     sec = settings.security
-    secrets: list[str] = [*sec.secret_keys, *sec.keys, settings.webpush.private_key]
-    patterns: list[str] = []
-    quiet: list[str] = []
+    secrets: list[str] = [*sec.secret_keys, *sec.keys, settings.webpush.private_key, *settings.events.secrets()]
     for channel in settings.channels.values():
         for key in channel.spec.secrets:
             value = getattr(channel.section, key)
             secrets.extend([value] if isinstance(value, str) else value)
+    return secrets
+
+
+def _logging(settings: Settings) -> None:
+    """Every command logs through the redacting handler (libraries put tokens in messages)."""
+    patterns: list[str] = []
+    quiet: list[str] = []
+    for channel in settings.channels.values():
         patterns.extend(channel.spec.secret_patterns)
         quiet.extend(channel.spec.quiet_loggers)
-    setup_logging(settings.server.log_level, secrets, patterns, quiet)
+    setup_logging(settings.server.log_level, log_secrets(settings), patterns, quiet)
 
 
 async def _migrate(settings: Settings) -> int:

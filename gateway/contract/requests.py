@@ -236,6 +236,15 @@ class ResendBody(RequestBody):
     by: By = None
 
 
+class EventsResendBody(RequestBody):
+    """`POST /v1/approvals/{id}/events/resend` (operators): the body may be left out."""
+
+    webhook: Annotated[
+        str | None, text(64, "the webhook's name, as on the dashboard: its events alone (default: every webhook)")
+    ] = None
+    by: By = None
+
+
 class TokenDecisionBody(RequestBody):
     """`POST /v1/resume`: decide by holding the resume token."""
 
@@ -308,6 +317,7 @@ REQUESTS: tuple[type[RequestBody], ...] = (
     ExtendBody,
     CancelBody,
     ResendBody,
+    EventsResendBody,
     TokenDecisionBody,
     StepBody,
     DelegationBody,

@@ -39,6 +39,7 @@ class EventKind(StrEnum):
     DELIVERY_RETRY = "delivery_retry"
     DELIVERY_FAILED = "delivery_failed"
     DELIVERY_UNCERTAIN = "delivery_uncertain"  # a post that may have reached the platform
+    EVENT_RESEND = "event_resend"  # an operator's "send again" of outbound events given up (one per webhook)
     # ------------------------------------------------------------ resume jobs
     JOB_QUEUED = "job_queued"
     JOB_STARTED = "job_started"

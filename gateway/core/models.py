@@ -427,6 +427,7 @@ class OutboxItem:
     next_attempt_at: datetime
     last_error: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
+    resent_at: datetime | None = None  # an outbound event an operator sent again after it was given up
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,10 @@ The body is the event's CloudEvents document exactly as stored in its outbox row
 the transition's transaction), so each retry sends the same bytes under the same `webhook-id`;
 only `webhook-timestamp`, and so `webhook-signature`, are of the try. The signature is the
 specification's own library's (`standardwebhooks`, the extra `events`), over
-`{webhook-id}.{webhook-timestamp}.{body}` with HMAC-SHA256.
+`{webhook-id}.{webhook-timestamp}.{body}` with HMAC-SHA256. A webhook with `previous_secrets`
+(a rotation under way) gets one signature per secret, space-separated in `webhook-signature`
+as the specification allows, the current secret's first: a receiver verifies with whichever
+secret it holds.
 
 Any 2xx acknowledges the event; anything else, a timeout or a refused connection is a failed
 try, retried by the outbox (gateway/delivery/outbox.py) after the receiver's `Retry-After` or
@@ -54,8 +57,8 @@ class WebhookSender:
 
         self.clock, self.http = clock, http
         self.timeout = aiohttp.ClientTimeout(total=events.timeout.total_seconds())
-        self._hooks: dict[str, tuple[WebhookSettings, Webhook]] = {
-            w.name: (w, Webhook(w.secret)) for w in events.webhooks
+        self._hooks: dict[str, tuple[WebhookSettings, tuple[Webhook, ...]]] = {
+            w.name: (w, tuple(Webhook(s) for s in w.secrets)) for w in events.webhooks
         }
         self.events = events
 
@@ -64,13 +67,13 @@ class WebhookSender:
 
     def headers(self, name: str, event_id: str, at: datetime, body: bytes) -> dict[str, str]:
         """The Standard Webhooks headers of one try at `at`."""
-        _, signer = self._hooks[name]
+        _, signers = self._hooks[name]
         return {
             "content-type": CONTENT_TYPE,
             "user-agent": USER_AGENT,
             "webhook-id": event_id,
             "webhook-timestamp": str(int(at.timestamp())),
-            "webhook-signature": signer.sign(event_id, at, body),
+            "webhook-signature": " ".join(signer.sign(event_id, at, body) for signer in signers),
         }
 
     async def send(self, name: str, doc: Mapping[str, Any]) -> Sent:

@@ -280,7 +280,8 @@ class OutboxRunner:
             await self._finish(item, DeliveryStatus.DONE)
             return
         now = self.clock.now()
-        happened = parse_iso(str(item.data.get("time") or now.isoformat()))
+        # the window runs from the event, or from an operator's "send again" of it once given up
+        happened = item.resent_at or parse_iso(str(item.data.get("time") or now.isoformat()))
         settings = sender.events
         delay = next_try(
             item.attempts + 1,

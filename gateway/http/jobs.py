@@ -1,5 +1,6 @@
-"""Operators' repairs over HTTP: list jobs, retry a failed one, re-post a card. The use cases
-(gateway.service.jobs, gateway.service.deliveries) authorize the caller."""
+"""Operators' repairs over HTTP: list jobs, retry a failed one, re-post a card, send given-up
+outbound events again. The use cases (gateway.service.jobs, gateway.service.deliveries,
+gateway.service.events) authorize the caller."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from gateway.core.models import JobStatus
 from gateway.http import schemas
 from gateway.http.api import _int_query
 from gateway.http.scope import owner_filter, principal
-from gateway.http.usecases import DELIVERIES, JOBS
+from gateway.http.usecases import DELIVERIES, JOBS, WEBHOOKS
 from gateway.service.deliveries import ResendCard
+from gateway.service.events import ResendEvents
 from gateway.service.jobs import RetryJob
 
 routes = web.RouteTableDef()
@@ -46,3 +48,14 @@ async def resend(request: web.Request) -> web.Response:
     channel, by = schemas.parse_resend(await schemas.read_json(request))
     await request.config_dict[DELIVERIES].resend(ResendCard(request.match_info["id"], channel, caller.identity, by))
     return web.json_response({"approval_id": request.match_info["id"], "channel": channel, "status": "pending"})
+
+
+@routes.post("/v1/approvals/{id}/events/resend")
+async def resend_events(request: web.Request) -> web.Response:
+    """Send again the approval's outbound events that were given up (see docs/events.md)."""
+    caller = principal(request)
+    body = await schemas.read_json(request) if request.body_exists else {}
+    webhook, by = schemas.parse_events_resend(body)
+    cmd = ResendEvents(request.match_info["id"], caller.identity, webhook, by)
+    resent = await request.config_dict[WEBHOOKS].resend(cmd)
+    return web.json_response({"approval_id": resent.approval_id, "webhooks": resent.webhooks, "status": "pending"})

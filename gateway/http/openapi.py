@@ -43,13 +43,14 @@ def _op(
     params: list[dict[str, Any]] | None = None,
     public: bool = False,
     ok_code: str = "200",
+    body_required: bool = True,
 ) -> dict[str, Any]:
     op: dict[str, Any] = {
         "summary": summary,
         "responses": {ok_code: {"description": "OK", **_json(ok)}, **_errors(*errs)},
     }
     if body is not None:
-        op["requestBody"] = {"required": True, **_json(body)}
+        op["requestBody"] = {"required": body_required, **_json(body)}
     if params:
         op["parameters"] = params
     if public:
@@ -119,6 +120,21 @@ def _worker_paths() -> dict[str, dict[str, Any]]:
                 409,
                 params=[_ID],
                 body=ref(contract.ResendBody),
+            )
+        },
+        "/v1/approvals/{id}/events/resend": {
+            "post": _op(
+                "Send again the outbound events that were given up (operators; the body may be left out)",
+                {"type": "object"},
+                400,
+                401,
+                403,
+                404,
+                408,
+                409,
+                params=[_ID],
+                body=ref(contract.EventsResendBody),
+                body_required=False,
             )
         },
         "/v1/runs/{run_id}/steps": {"get": steps},

@@ -3,23 +3,31 @@
 The rows are written in the transition's own transaction (`Committer.write`, the suspend's
 `Creation`, a resume job's result), so an event exists if and only if its transition committed,
 and it is built there once: its id (the `webhook-id`) and body never change across retries. The
-outbox (gateway/delivery/events.py) signs and sends them; the dashboard reads `Webhooks.backlog`.
+outbox (gateway/delivery/events.py) signs and sends them; the dashboard reads `Webhooks.backlog`,
+and an operator sends given-up ones again with `Webhooks.resend`.
 """
 
 from __future__ import annotations
 
 import base64
 import secrets
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gateway.core.models import Approval, NewEvent, NewOutbox, OutboxKind
-from gateway.core.webhooks import Backlog, address, envelope, kind_of
+from gateway.core.clock import Clock
+from gateway.core.errors import Conflict, NotFound, ValidationError
+from gateway.core.events import EventKind
+from gateway.core.models import Approval, DeliveryStatus, NewEvent, NewOutbox, OutboxKind
+from gateway.core.observers import Observer
+from gateway.core.webhooks import Backlog, address, envelope, kind_of, webhook_name
+from gateway.service.operators import authorize_repair
 from gateway.settings.events import EventsSettings
 from gateway.store import Store
 
-__all__ = ["Announcer", "Webhooks", "new_event_id"]
+__all__ = ["Announcer", "ResendEvents", "Resent", "Webhooks", "new_event_id"]
 
 
 def new_event_id() -> str:
@@ -56,11 +64,34 @@ class Announcer:
         return out
 
 
-class Webhooks:
-    """What the dashboard shows of the webhooks: each configured one with its backlog."""
+@dataclass(frozen=True, slots=True)
+class ResendEvents:
+    """Send again the outbound events of `approval_id` that were given up, to every configured
+    webhook or to `webhook` alone. `by` is the identity recorded (gateway.service.operators)."""
 
-    def __init__(self, store: Store, events: EventsSettings) -> None:
-        self.store, self.events = store, events
+    approval_id: str
+    by: str
+    webhook: str | None = None
+    on_behalf_of: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Resent:
+    """What a resend queued: per webhook name, the ids of its events, in their order."""
+
+    approval_id: str
+    webhooks: dict[str, list[str]]
+
+
+class Webhooks:
+    """What the dashboard shows of the webhooks (each configured one with its backlog), and an
+    operator's "send again"."""
+
+    def __init__(
+        self, store: Store, events: EventsSettings, clock: Clock, observer: Observer, *, has_operators: bool
+    ) -> None:
+        self.store, self.events, self.clock, self.observer = store, events, clock, observer
+        self.has_operators = has_operators
 
     async def backlog(self) -> list[Backlog]:
         """Every configured webhook (an empty backlog when all is delivered), then any webhook
@@ -68,3 +99,38 @@ class Webhooks:
         found = {b.name: b for b in await self.store.webhook_backlog()}
         out = [found.pop(w.name, Backlog(w.name)) for w in self.events.webhooks]
         return out + sorted(found.values(), key=lambda b: b.name)
+
+    async def resend(self, cmd: ResendEvents) -> Resent:
+        """Queue again the approval's given-up events (API): each keeps its id and document, and
+        its place in the approval's order (the outbox sends an approval's events to a webhook one
+        after the other, by their rows' order); each gets a fresh `give_up_after`. A webhook no
+        longer configured gets nothing (its events would only be given up again). One
+        `event_resend` per webhook records who did it; the outbox is woken."""
+        authorize_repair(cmd.by, has_operators=self.has_operators)
+        configured = [w.name for w in self.events.webhooks]
+        if cmd.webhook is not None and cmd.webhook not in configured:
+            known = ", ".join(configured) or "none is configured"
+            raise ValidationError("webhook", f"not a configured webhook (known: {known})")
+        if await self.store.get_approval(cmd.approval_id) is None:
+            raise NotFound(f"approval {cmd.approval_id!r} not found")
+        wanted = {cmd.webhook} if cmd.webhook is not None else set(configured)
+        ids: list[int] = []
+        by_hook: dict[str, list[str]] = defaultdict(list)
+        for row in await self.store.list_outbox(cmd.approval_id):  # in id order: the sending order
+            name = webhook_name(row.channel)
+            if row.kind is OutboxKind.EVENT and row.status is DeliveryStatus.FAILED and name in wanted:
+                ids.append(row.id)
+                by_hook[str(name)].append(str(row.data.get("id")))
+        if not ids:
+            where = f"webhook {cmd.webhook!r}" if cmd.webhook else "any configured webhook"
+            raise Conflict(f"no event of {cmd.approval_id!r} to {where} was given up: nothing to resend")
+        now = self.clock.now()
+        extra = {"on_behalf_of": cmd.on_behalf_of} if cmd.on_behalf_of else {}
+        events = [
+            NewEvent(cmd.approval_id, EventKind.EVENT_RESEND, now, cmd.by, address(name), {"events": sent, **extra})
+            for name, sent in by_hook.items()
+        ]
+        if not await self.store.requeue_events(ids, now, events):  # another operator's resend came first
+            raise Conflict(f"the given-up events of {cmd.approval_id!r} were sent again already: nothing to resend")
+        self.observer.outbox_queued()
+        return Resent(cmd.approval_id, dict(by_hook))

@@ -2,7 +2,9 @@
 
 Each webhook gets the kinds it names (all of them by default) as CloudEvents 1.0 documents,
 signed per the Standard Webhooks specification with its `secret` (`whsec_` and the base64 of 24
-to 64 random bytes, as the specification says). `[events]` holds how deliveries retry: the cap
+to 64 random bytes, as the specification says), and with each of its `previous_secrets` while a
+rotation is under way (one signature per secret in the header: a receiver still on an old one
+keeps verifying). `[events]` holds how deliveries retry: the cap
 of the exponential backoff, how long a receiver may stay down before an event is given up, and
 the timeout of one request. Every check here raises a `ConfigError` naming the key.
 """
@@ -25,6 +27,7 @@ from gateway.settings.coerce import Coerce, coerce_all, duration, listing, strin
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = (24, 64)  # the specification's bounds for a secret's length
+MAX_PREVIOUS = 3  # old secrets still signed with: a rotation in progress, not a history
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -34,10 +37,20 @@ class WebhookSettings:
     secret: str = field(repr=False)  # masked by check-config, never logged
     kinds: tuple[str, ...] = EVENT_KINDS
     name: str = ""  # how the dashboard and the outbox name it; derived from the URL when not given
+    # the secrets being rotated out, newest first: every event is signed with these too
+    previous_secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Every secret an event is signed with: the current one, then the previous, newest first."""
+        return (self.secret, *self.previous_secrets)
 
     def shown(self) -> dict[str, Any]:
-        """For check-config: the secret masked, the URL without its query or credentials."""
-        return {"name": self.name, "url": shown_url(self.url), "secret": "***", "kinds": list(self.kinds)}
+        """For check-config: the secrets masked, the URL without its query or credentials."""
+        out: dict[str, Any] = {"name": self.name, "url": shown_url(self.url), "secret": "***"}
+        if self.previous_secrets:
+            out["previous_secrets"] = ["***"] * len(self.previous_secrets)
+        return out | {"kinds": list(self.kinds)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +59,10 @@ class EventsSettings:
     give_up_after: timedelta = timedelta(hours=24)  # an event undelivered this long after it happened
     max_backoff: timedelta = timedelta(minutes=10)  # the cap of the exponential backoff between tries
     timeout: timedelta = timedelta(seconds=10)  # one request to a receiver, connect to last byte
+
+    def secrets(self) -> list[str]:
+        """Every webhook secret, current and previous: for the log redactor."""
+        return [s for hook in self.webhooks for s in hook.secrets]
 
 
 def shown_url(url: str) -> str:
@@ -91,7 +108,23 @@ def _default_name(url: str) -> str:
     return f"{host}-{hashlib.sha256(url.encode()).hexdigest()[:8]}"
 
 
-WEBHOOK_KEYS: dict[str, Coerce] = {"url": string, "secret": string, "kinds": strings, "name": string}
+WEBHOOK_KEYS: dict[str, Coerce] = {
+    "url": string,
+    "secret": string,
+    "kinds": strings,
+    "name": string,
+    "previous_secrets": strings,
+}
+
+
+def _previous(key: str, secret: str, previous: tuple[str, ...]) -> tuple[str, ...]:
+    if len(previous) > MAX_PREVIOUS:
+        raise ConfigError(key, f"at most {MAX_PREVIOUS} (drop a secret once its receivers moved on)")
+    for i, old in enumerate(previous):
+        check_secret(f"{key}[{i}]", old)
+        if old == secret or old in previous[:i]:
+            raise ConfigError(f"{key}[{i}]", "the same secret twice (the current one goes in secret alone)")
+    return previous
 
 
 def _webhook(key: str, raw: Any) -> WebhookSettings:
@@ -101,6 +134,7 @@ def _webhook(key: str, raw: Any) -> WebhookSettings:
             raise ConfigError(f"{key}.{required}", "required")
     check_url(f"{key}.url", values["url"])
     check_secret(f"{key}.secret", values["secret"])
+    previous = _previous(f"{key}.previous_secrets", values["secret"], values.get("previous_secrets", ()))
     kinds = values.get("kinds", EVENT_KINDS)
     if not kinds:
         raise ConfigError(f"{key}.kinds", "name at least one kind (or leave it out for all)")
@@ -110,12 +144,12 @@ def _webhook(key: str, raw: Any) -> WebhookSettings:
     name = values.get("name") or _default_name(values["url"])
     if not _NAME.match(name):
         raise ConfigError(f"{key}.name", "letters, digits, '_', '.' and '-' only, at most 64")
-    return WebhookSettings(values["url"], values["secret"], tuple(dict.fromkeys(kinds)), name)
+    return WebhookSettings(values["url"], values["secret"], tuple(dict.fromkeys(kinds)), name, previous)
 
 
 def webhooks(key: str, v: Any) -> tuple[WebhookSettings, ...]:
     """`[[events.webhooks]]` in the file, or from the environment a TOML array of inline tables
-    (`HITL_EVENTS_WEBHOOKS='[{url = "...", secret = "whsec_..."}]'`)."""
+    (`HITL_EVENTS_WEBHOOKS='[{url = "...", secret = "whsec_...", previous_secrets = ["whsec_..."]}]'`)."""
     out = tuple(_webhook(f"{key}[{i}]", raw) for i, raw in enumerate(listing(key, v)))
     seen: set[str] = set()
     for i, hook in enumerate(out):
@@ -152,6 +186,7 @@ def check_events(events: EventsSettings, lease: timedelta) -> None:
 
 __all__ = [
     "KEYS",
+    "MAX_PREVIOUS",
     "SECRET_PREFIX",
     "WEBHOOK_KEYS",
     "EventsSettings",

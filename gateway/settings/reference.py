@@ -90,7 +90,9 @@ _TYPES: dict[Callable[..., Any], str] = {
     security.agents_table: 'table: NAME = "key" or { key, policies }',
     security.principals_table: 'table: NAME = "key"',
     oidc.oidc_table: "table `[web.oidc]` (below)",
-    events.webhooks: "array of tables: `url`, `secret`, `kinds`, `name` ([events.md](../events.md))",
+    events.webhooks: (
+        "array of tables: `url`, `secret`, `previous_secrets`, `kinds`, `name` ([events.md](../events.md))"
+    ),
 }
 
 

@@ -351,10 +351,6 @@ class DeliveryPort(Protocol):
 
     async def list_cards(self, approval_id: str) -> list[Card]: ...
 
-    async def webhook_backlog(self) -> list[Backlog]:
-        """Per webhook, its outbound events pending, failing and given up, with the last error."""
-        ...
-
     async def cards_needing_attention(self, limit: int = 50) -> list[Card]:
         """Cards whose post failed for good or is `uncertain`, most recently updated first."""
         ...
@@ -376,6 +372,20 @@ class DeliveryPort(Protocol):
     ) -> bool:
         """Replace the card's ref `old_ref` by `new_ref` (its chat moved); False, and nothing
         written, if the card's ref is not `old_ref`."""
+        ...
+
+
+class WebhookPort(Protocol):
+    """Outbound events (outbox rows of kind `event`): the dashboard's backlog and an operator's
+    "send again"."""
+
+    async def webhook_backlog(self) -> list[Backlog]:
+        """Per webhook, its outbound events pending, failing and given up, with the last error."""
+        ...
+
+    async def requeue_events(self, ids: Sequence[int], now: datetime, events: Sequence[NewEvent]) -> int:
+        """Put the outbound events `ids` that were given up back in the queue, due at `now`, with
+        the events, in one transaction; how many were (0: none was given up, nothing written)."""
         ...
 
 
@@ -580,6 +590,7 @@ class Store(
     ApprovalPort,
     EventPort,
     DeliveryPort,
+    WebhookPort,
     JobPort,
     JournalPort,
     HousekeepingPort,

@@ -285,6 +285,7 @@ def outbox_from_row(row: Row) -> OutboxItem:
         next_attempt_at=_ts(row, "next_attempt_at"),
         last_error=row["last_error"],
         data=json.loads(row["data"]),
+        resent_at=_ts(row, "resent_at"),
     )
 
 

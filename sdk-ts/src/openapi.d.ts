@@ -1152,6 +1152,102 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/approvals/{id}/events/resend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send again the outbound events that were given up (operators; the body may be left out) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: {
+                content: {
+                    "application/json": components["schemas"]["EventsResendBody"];
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": Record<string, never>;
+                    };
+                };
+                /** @description Bad request */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Unauthorized */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Forbidden (also operator_required, policy_not_allowed) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Not found (also: another agent's approval) */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description The body arrived too slowly (server.body_timeout) */
+                408: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+                /** @description Conflict (also idempotency_conflict naming the field; ambiguous_run naming agent) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": components["schemas"]["ErrorReply"];
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}/steps": {
         parameters: {
             query?: never;
@@ -2098,6 +2194,19 @@ export interface components {
             tracestate: string | null;
             /** @description the agent's name (or agent:NAME) the suspend would come from */
             agent: string;
+        };
+        /** @description `POST /v1/approvals/{id}/events/resend` (operators): the body may be left out. */
+        EventsResendBody: {
+            /**
+             * @description the webhook's name, as on the dashboard: its events alone (default: every webhook)
+             * @default null
+             */
+            webhook: string | null;
+            /**
+             * @description whom the operator acts for: kept as on_behalf_of, never as who decided
+             * @default null
+             */
+            by: string | null;
         };
         /** @description `POST /v1/approvals/{id}/extend`: by one of the policy's `extend` durations. */
         ExtendBody: {

@@ -6,19 +6,24 @@ the dashboard shows)."""
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
 import pytest
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from gateway.core.events import EventKind
 from gateway.core.models import JobStatus, NewEvent, NewOutbox, OutboxKind, Outcome
 from gateway.runtime import Runtime
 from gateway.service.approvals import SuspendRequest
-from gateway.testing import FakeClock, make_settings
+from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY, FakeClock, make_settings
 from tests.events.support import Receiver, types
+
+OPERATOR = {"Authorization": f"Bearer {TEST_OPERATOR_KEY}"}
+AGENT = {"Authorization": f"Bearer {TEST_API_KEY}"}
 
 
 async def _suspend(rt: Runtime, **kw: Any) -> str:
@@ -293,3 +298,118 @@ async def test_two_replicas_keep_each_approvals_order(
     for approval_id in ids:
         mine = [e for e in receiver.accepted if e["subject"] == approval_id]
         assert types(mine) == ["approval.requested", "approval.decided"]  # once each, in order
+
+
+def _secret(seed: bytes) -> str:
+    return "whsec_" + base64.b64encode(seed * (32 // len(seed))).decode()
+
+
+async def test_a_rotation_signs_with_every_secret_so_old_and_new_receivers_verify(
+    events_runtime: Callable[..., Any], receiver: Receiver
+) -> None:
+    """During a rotation a receiver holds either the new secret or an old one: both verify (the
+    specification's library, timestamp included); a secret that is neither does not."""
+    old, older, new, other = receiver.secret, _secret(b"older"), _secret(b"new!"), _secret(b"nope")
+    rt = await events_runtime(secret=new, previous_secrets=[old, older])
+    approval_id = await _suspend(rt)
+    await rt.outbox.drain()
+    (got,) = receiver.received  # the receiver, still on the old secret, accepted it
+    assert got.answered == 204 and got.event is not None and got.event["subject"] == approval_id
+    for secret in (new, old, older):
+        assert Webhook(secret).verify(got.body, got.headers)["id"] == got.headers["webhook-id"]
+    with pytest.raises(WebhookVerificationError):
+        Webhook(other).verify(got.body, got.headers)
+    # one `v1,<signature>` per secret, space-separated, the current secret's first, then newest first
+    at = datetime.fromtimestamp(int(got.headers["webhook-timestamp"]), UTC)
+    expected = [Webhook(s).sign(got.headers["webhook-id"], at, got.body) for s in (new, old, older)]
+    assert got.headers["webhook-signature"].split(" ") == expected
+
+
+async def test_after_the_rotation_only_the_new_secret_verifies(
+    events_runtime: Callable[..., Any], receiver: Receiver
+) -> None:
+    old, new = receiver.secret, _secret(b"new!")
+    receiver.secret = new  # the receiver switched, and previous_secrets was dropped
+    rt = await events_runtime(secret=new)
+    await _suspend(rt)
+    await rt.outbox.drain()
+    (got,) = receiver.received
+    assert got.answered == 204 and " " not in got.headers["webhook-signature"]
+    with pytest.raises(WebhookVerificationError):
+        Webhook(old).verify(got.body, got.headers)
+
+
+async def _give_up(rt: Runtime, clock: FakeClock, approval_id: str) -> None:
+    for _ in range(100):  # every try fails until each event is given up, one after the other
+        await rt.outbox.drain()
+        rows = [r for r in await rt.store.list_outbox(approval_id) if r.kind is OutboxKind.EVENT]
+        tried = [r for r in rows if r.status.value == "pending" and r.attempts]
+        if not any(r.status.value == "pending" for r in rows):
+            return
+        clock.set(max(clock.now(), min((r.next_attempt_at for r in tried), default=clock.now())))
+    raise AssertionError("never given up")
+
+
+async def test_an_operator_sends_a_given_up_event_again_and_it_arrives_once_in_order(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt, api = await events_runtime(events={"give_up_after": "1m", "max_backoff": "30s"}, web=True)
+    receiver.answers, receiver.fresh_only = [(500, {})] * 1000, False  # the receiver is down
+    approval_id = await _suspend(rt)
+    await rt.service.decide(approval_id, Outcome.APPROVE, "web:alice", channel="web")
+    await _give_up(rt, clock, approval_id)
+    rows = [r for r in await rt.store.list_outbox(approval_id) if r.kind is OutboxKind.EVENT]
+    assert [r.status.value for r in rows] == ["failed", "failed"] and receiver.accepted == []
+    ids = [r.data["id"] for r in rows]
+
+    receiver.answers = [(503, {})]  # back, but its first answer still fails: the window is fresh
+    clock.advance(seconds=5)
+    resp = await api.post(f"/v1/approvals/{approval_id}/events/resend", json={"by": "web:ops"}, headers=OPERATOR)
+    assert resp.status == 200, await resp.text()
+    assert await resp.json() == {"approval_id": approval_id, "webhooks": {"siem": ids}, "status": "pending"}
+    await rt.outbox.drain()
+    clock.advance(seconds=2)
+    await rt.outbox.drain()
+    assert [e["id"] for e in receiver.accepted] == ids  # each once, requested before decided
+    assert types(receiver.accepted) == ["approval.requested", "approval.decided"]
+    for _ in range(3):  # nothing more goes out
+        clock.advance(minutes=5)
+        await rt.outbox.drain()
+    assert len(receiver.accepted) == 2
+    rows = [r for r in await rt.store.list_outbox(approval_id) if r.kind is OutboxKind.EVENT]
+    assert [r.status.value for r in rows] == ["done", "done"]
+    (resend,) = [e for e in await rt.store.list_events(approval_id) if e.kind == "event_resend"]
+    assert resend.actor.startswith("operator:") and resend.channel == "webhook:siem"
+    assert resend.data == {"events": ids, "on_behalf_of": "web:ops"}
+    (backlog,) = await rt.webhooks.backlog()
+    assert (backlog.pending, backlog.failing, backlog.given_up) == (0, 0, 0)
+    # sent already: nothing left to send again
+    again = await api.post(f"/v1/approvals/{approval_id}/events/resend", headers=OPERATOR)
+    assert again.status == 409 and (await again.json())["error"]["code"] == "conflict"
+
+
+async def test_sending_events_again_needs_an_operator_and_a_good_request(
+    events_runtime: Callable[..., Any], receiver: Receiver, clock: FakeClock
+) -> None:
+    rt, api = await events_runtime(events={"give_up_after": "1m", "max_backoff": "30s"}, web=True)
+    receiver.answers, receiver.fresh_only = [(500, {})] * 1000, False
+    approval_id = await _suspend(rt)
+    await _give_up(rt, clock, approval_id)
+    url = f"/v1/approvals/{approval_id}/events/resend"
+    before = (await rt.store.list_outbox(approval_id), await rt.store.list_events(approval_id))
+    refused = [
+        (await api.post(url, json={}, headers=AGENT), 403, "operator_required"),
+        (await api.post(url, json={"webhook": "nope"}, headers=OPERATOR), 400, "validation_error"),
+        (await api.post(url, json={"webhook": 7}, headers=OPERATOR), 400, "validation_error"),
+        (await api.post(url, json={"channel": "web"}, headers=OPERATOR), 400, "validation_error"),
+        (await api.post(url, data="{", headers=OPERATOR), 400, "invalid_json"),
+        (await api.post("/v1/approvals/nope/events/resend", headers=OPERATOR), 404, "not_found"),
+    ]
+    for resp, status, code in refused:
+        assert (resp.status, (await resp.json())["error"]["code"]) == (status, code)
+    assert (await rt.store.list_outbox(approval_id), await rt.store.list_events(approval_id)) == before
+    await rt.outbox.drain()
+    assert receiver.accepted == []
+    # the webhook named: its events alone
+    resp = await api.post(url, json={"webhook": "siem"}, headers=OPERATOR)
+    assert resp.status == 200 and list((await resp.json())["webhooks"]) == ["siem"]

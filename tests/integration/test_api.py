@@ -389,6 +389,7 @@ async def test_operator_keys_split_agents_from_deciders(settings_factory: Any, a
         ("cancel", {}),
         ("retry", {}),
         ("cards/resend", {"channel": "web"}),
+        ("events/resend", {}),
     ):
         resp = await client.post(f"/v1/approvals/{a['id']}/{action}", json=body, headers=AUTH)
         err = await error_of(resp, 403)

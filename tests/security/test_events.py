@@ -135,3 +135,21 @@ async def test_a_redirect_is_not_followed(tmp_path: Path, clock: FakeClock, aioh
         assert elsewhere == [] and row.status.value == "pending" and row.last_error == "HTTP 307 Temporary Redirect"
     finally:
         await rt.stop()
+
+
+OLD = "whsec_" + base64.b64encode(b"an-old-secret-of-32-bytes-long!!").decode()
+
+
+def test_previous_secrets_are_masked_and_redacted_like_the_secret(tmp_path: Path) -> None:
+    from gateway.cli.main import log_secrets
+    from gateway.telemetry.logs import SecretFilter
+
+    settings = _settings(tmp_path, previous_secrets=[OLD])
+    (shown,) = effective_config(settings)["events"]["webhooks"]
+    assert shown["secret"] == "***" and shown["previous_secrets"] == ["***"]
+    assert OLD not in repr(effective_config(settings)) and OLD not in repr(settings)
+    redactor = SecretFilter(log_secrets(settings))
+    line = redactor.redact(f"receiver said: bad secret {OLD}, expected {SECRET}")
+    assert OLD not in line and SECRET not in line and line.count("[REDACTED]") == 2
+    # a webhook without a rotation shows no previous_secrets at all
+    assert "previous_secrets" not in effective_config(_settings(tmp_path))["events"]["webhooks"][0]

@@ -20,6 +20,7 @@ ACTIONS = (
     ("cancel", {"reason": "dup"}),
     ("retry", {}),
     ("cards/resend", {"channel": "web"}),
+    ("events/resend", {}),
 )
 
 

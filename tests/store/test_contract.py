@@ -525,6 +525,27 @@ async def test_an_uncertain_post_is_adopted_once_and_can_be_requeued(store: Stor
     assert await store.cards_needing_attention() == []
 
 
+async def test_only_given_up_events_are_requeued_once_with_their_resend_time(store: Store) -> None:
+    (approval_id,) = await _create(store, channels=())  # no card: the events alone
+    docs = [{"id": f"evt_{n}", "time": NOW.isoformat()} for n in (1, 2)]
+    await store.enqueue_outbox([NewOutbox(approval_id, "webhook:siem", OutboxKind.EVENT, d) for d in docs], NOW)
+    first, second = [r for r in await store.list_outbox(approval_id) if r.kind is OutboxKind.EVENT]
+    resend = NewEvent(approval_id, "event_resend", NOW, "operator:test", "webhook:siem", {"events": ["evt_1"]})
+    assert await store.requeue_events([first.id, second.id], NOW, [resend]) == 0  # pending: nothing, no event
+    (claimed,) = await store.claim_outbox(NOW, "A", LEASE, 10)  # the second waits for the first
+    assert claimed.id == first.id
+    assert await store.finish_outbox(first.id, "A", now=NOW, status=DeliveryStatus.FAILED, error="HTTP 500")
+    later = NOW + timedelta(hours=2)
+    assert await store.requeue_events([first.id, second.id], later, [resend]) == 1  # the given-up one alone
+    assert await store.requeue_events([first.id], later, [resend]) == 0  # pending again: once
+    again = {r.id: r for r in await store.list_outbox(approval_id)}[first.id]
+    assert (again.status, again.attempts, again.last_error, again.resent_at) == (DeliveryStatus.PENDING, 0, None, later)
+    assert again.data == docs[0] and second.resent_at is None  # the same document, never resent
+    assert [e.kind for e in await store.list_events(approval_id)].count("event_resend") == 1
+    (claimed,) = await store.claim_outbox(later, "B", LEASE, 10)  # still first, the second behind it
+    assert claimed.id == first.id
+
+
 async def test_a_press_may_adopt_a_card_before_any_card_row_exists(store: Store) -> None:
     (approval_id,) = await _create(store, channels=("telegram:-100",))
     assert await store.adopt_card(approval_id, "telegram:-100", "-100:5", NOW)

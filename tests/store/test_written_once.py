@@ -19,6 +19,7 @@ PORTS = (
     base.ApprovalPort,
     base.EventPort,
     base.DeliveryPort,
+    base.WebhookPort,
     base.JobPort,
     base.JournalPort,
     base.HousekeepingPort,

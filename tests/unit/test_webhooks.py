@@ -3,6 +3,7 @@ failed delivery is tried again (Retry-After, capped backoff) or given up; and `[
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,6 +13,7 @@ from gateway.core.errors import ConfigError
 from gateway.core.events import EventKind
 from gateway.core.models import Policy
 from gateway.core.webhooks import EVENT_KINDS, envelope, kind_of, next_try, retry_after
+from gateway.settings.events import MAX_PREVIOUS
 from gateway.testing import TEST_SECRET, make_approval
 from tests.events.support import SECRET
 
@@ -91,3 +93,29 @@ def test_webhooks_from_the_environment_and_bounds() -> None:
         load_settings(None, env=env | {"HITL_EVENTS_TIMEOUT": "1h"})
     with pytest.raises(ConfigError, match=r"half of store\.lease"):
         load_settings(None, env=env | {"HITL_EVENTS_TIMEOUT": "30s"})  # the lease is 60s
+
+
+def test_previous_secrets_from_the_environment_and_their_bounds() -> None:
+    old = "whsec_" + base64.b64encode(b"an-old-secret-of-32-bytes-long!!").decode()
+    hooks = f'[{{url = "https://siem.example/in", secret = "{SECRET}", previous_secrets = ["{old}"]}}]'
+    env = {"HITL_SECURITY_SECRET_KEYS": TEST_SECRET, "HITL_EVENTS_WEBHOOKS": hooks}
+    (hook,) = load_settings(None, env=env).events.webhooks
+    assert hook.previous_secrets == (old,) and hook.secrets == (SECRET, old)
+    assert old not in repr(hook) and SECRET not in repr(hook)
+
+    def refused(previous: str) -> ConfigError:
+        webhooks = f'[{{url = "https://siem.example/in", secret = "{SECRET}", previous_secrets = {previous}}}]'
+        with pytest.raises(ConfigError) as err:
+            load_settings(None, env=env | {"HITL_EVENTS_WEBHOOKS": webhooks})
+        return err.value
+
+    err = refused(f'["whsec_{base64.b64encode(b"short").decode()}"]')
+    assert err.key == "events.webhooks[0].previous_secrets[0]" and "24 to 64 random bytes" in err.problem
+    err = refused(f'["{old}", "not-a-secret"]')
+    assert err.key == "events.webhooks[0].previous_secrets[1]" and "whsec_" in err.problem
+    assert refused(f'["{SECRET}"]').key == "events.webhooks[0].previous_secrets[0]"  # the current one again
+    assert refused(f'["{old}", "{old}"]').key == "events.webhooks[0].previous_secrets[1]"
+    many = [f'"whsec_{base64.b64encode(bytes([i]) * 32).decode()}"' for i in range(MAX_PREVIOUS + 1)]
+    err = refused(f"[{', '.join(many)}]")
+    assert err.key == "events.webhooks[0].previous_secrets" and f"at most {MAX_PREVIOUS}" in err.problem
+    assert old not in str(err) and SECRET not in str(err)

@@ -127,6 +127,22 @@ class DeliveriesSQL(Backend):
         self.committed(outbox=True)
         return True
 
+    async def requeue_events(self, ids: Sequence[int], now: datetime, events: Sequence[NewEvent]) -> int:
+        encoded, t = encode_events(events), to_ts(now)
+
+        async def op(tx: Tx) -> int:
+            n = 0
+            for item_id in ids:  # a few rows: one approval's events
+                n += await tx.execute(self.Q.requeue_event, (t, item_id))
+            if n:
+                await tx.insert_events(encoded)
+            return n
+
+        requeued = await self.transact(op) if ids else 0
+        if requeued:
+            self.committed(outbox=True)
+        return requeued
+
     async def adopt_card(
         self, approval_id: str, channel: str, ref: str, now: datetime, events: Sequence[NewEvent] = ()
     ) -> bool:

@@ -217,6 +217,13 @@ UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = $1, update
     last_error = NULL, lease_owner = NULL, lease_until = NULL
 WHERE approval_id = $2 AND channel = $3 AND kind = 'post' AND status IN ('failed', 'uncertain');
 
+-- name: requeue_event
+-- An operator's "send again" of an outbound event given up: pending again with a fresh count of
+-- tries, and a fresh give-up window from resent_at. Its document (and webhook-id) stay the same.
+UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = $1, updated_at = $1, resent_at = $1,
+    last_error = NULL, lease_owner = NULL, lease_until = NULL
+WHERE id = $2 AND kind = 'event' AND status = 'failed';
+
 -- name: adopt_card
 -- A card found by a press on it (its post had no recorded answer): recorded unless one already is.
 INSERT INTO cards (approval_id, channel, ref, status, error, posted_at, updated_at)
