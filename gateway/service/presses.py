@@ -298,7 +298,7 @@ class Inbound:
         except Forbidden as exc:  # PolicyNotAllowed: beyond what the policy allows
             return await self._marked(p, PressOutcome(PressResult.INVALID, approval, error=exc.message))
         except Conflict:
-            return await self._marked(p, PressOutcome(PressResult.BUSY, approval))
+            return _busy(p, approval)
         return PressOutcome(PressResult.EXTENDED, after)
 
     async def expect_reason(self, key: str, approval_id: str, actor: str, *, purpose: str = REASON_PURPOSE) -> None:
@@ -426,7 +426,7 @@ class Inbound:
         except ValidationError as exc:  # a bad edit, or a reject without the reason the policy requires
             return await self._marked(p, PressOutcome(PressResult.INVALID, approval, error=exc.message))
         except Conflict:
-            return await self._marked(p, PressOutcome(PressResult.BUSY, approval))
+            return _busy(p, approval)
         result = (
             PressResult.ALREADY_DECIDED if done.event is None else _RESULT.get(done.event, PressResult.ALREADY_DECIDED)
         )
@@ -505,6 +505,14 @@ def _received(approval: Approval) -> PressOutcome:
     if approval.status.final:
         return PressOutcome(PressResult.ALREADY_DECIDED, approval, redelivered=True)
     return PressOutcome(PressResult.INVALID, approval, error=ALREADY_RECEIVED, redelivered=True)
+
+
+def _busy(p: Press, approval: Approval) -> PressOutcome:
+    """Lost to contention: nothing was committed, and its presser is told to press again. Its
+    marks stay unrecorded, unlike a refusal's: the same delivery again (an e-mail link is the same
+    link; a platform's redelivery) is that second press, and decides. Recorded, they would spend
+    the link it asked to confirm again."""
+    return PressOutcome(PressResult.BUSY, approval, redelivered=p.redelivered)
 
 
 def _refusal(marks: tuple[str, ...]) -> str:

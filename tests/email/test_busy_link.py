@@ -14,10 +14,6 @@ from tests.email.conftest import ALICE, Mail
 from tests.fakes.smtp import links_of
 
 
-# Not fixed: `Inbound` records a BUSY press's marks as refused on every channel; leaving them
-# unrecorded would let a redelivered '+1h' extend after its presser pressed again. A decision
-# for the maintainers (a link's mark could skip BUSY alone).
-@pytest.mark.xfail(strict=True, reason="a BUSY press records its marks as refused: the link is spent")
 async def test_an_email_link_refused_as_busy_decides_when_confirmed_again(
     mail: Mail, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -35,5 +31,5 @@ async def test_an_email_link_refused_as_busy_decides_when_confirmed_again(
     monkeypatch.undo()
 
     again = await mail.confirm(url)
-    assert again.status == 200, await again.text()  # today: 409, "This link was already used"
+    assert again.status == 200, await again.text()  # not 409, "This link was already used"
     assert (await mail.rt.service.get(approval_id)).status is Status.APPROVED
