@@ -406,6 +406,7 @@ class JobPort(Protocol):
         job_id: int,
         owner: str,
         *,
+        attempt: int,
         now: datetime,
         status: JobStatus,
         next_attempt_at: datetime | None = None,
@@ -418,7 +419,11 @@ class JobPort(Protocol):
         it), only if `owner` still holds the lease."""
         ...
 
-    async def extend_job_lease(self, job_id: int, owner: str, until: datetime) -> bool: ...
+    async def extend_job_lease(self, job_id: int, owner: str, until: datetime, *, attempt: int) -> bool:
+        """Renew the lease of `owner`'s claim `attempt` (the job's `attempts` when it was claimed);
+        False once that claim is over: recorded, or the lease ran out and the job was claimed again,
+        by another runner or by `owner` itself (a second claim is a second attempt)."""
+        ...
 
     async def get_job(self, approval_id: str) -> ResumeJob | None: ...
 

@@ -191,7 +191,9 @@ async def test_a_job_failure_follows_the_decision(rt: Runtime, receiver: Receive
     event = NewEvent(
         approval_id, EventKind.JOB_FAILED, clock.now(), "w1", data={"attempt": 1, "worker": "agent", "error": "exit 3"}
     )
-    assert await rt.jobs.finish(job.id, "w1", now=clock.now(), status=JobStatus.FAILED, error="exit 3", events=[event])
+    assert await rt.jobs.finish(
+        job.id, "w1", attempt=job.attempts, now=clock.now(), status=JobStatus.FAILED, error="exit 3", events=[event]
+    )
     await rt.outbox.drain()
     assert types(receiver.accepted) == ["approval.requested", "approval.decided", "job.failed"]
     assert receiver.accepted[2]["data"]["job"] == {"worker": "agent", "attempt": 1, "error": "exit 3"}

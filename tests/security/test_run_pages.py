@@ -27,7 +27,9 @@ async def _run_of(rt: Runtime, clock: FakeClock, agent: str, secret: str) -> Any
     await rt.service.decide(approval.id, Outcome.APPROVE, "web:bob", channel="web")
     [job] = [c.job for c in await rt.store.claim_launches(clock.now(), "w1", timedelta(minutes=1), 10)]
     out = f"output of {agent}"
-    await rt.store.finish_job(job.id, "w1", now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=out)
+    await rt.store.finish_job(
+        job.id, "w1", attempt=job.attempts, now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=out
+    )
     return approval
 
 

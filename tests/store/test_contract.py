@@ -336,15 +336,15 @@ async def test_job_claim_finish_extend_requeue(store_factory: StoreFactory) -> N
     [job] = [c.job for c in await a.claim_launches(NOW, "A", LEASE, 5)]
     assert (job.status, job.claimed_by, job.attempts) == (JobStatus.RUNNING, "A", 1)
     assert await b.claim_launches(NOW + timedelta(seconds=30), "B", LEASE, 5) == []
-    assert await a.extend_job_lease(job.id, "A", NOW + timedelta(minutes=5))
-    assert not await b.extend_job_lease(job.id, "B", NOW + timedelta(minutes=5))
+    assert await a.extend_job_lease(job.id, "A", NOW + timedelta(minutes=5), attempt=1)
+    assert not await b.extend_job_lease(job.id, "B", NOW + timedelta(minutes=5), attempt=1)
     assert await b.claim_launches(NOW + timedelta(seconds=90), "B", LEASE, 5) == []  # extended
     [again] = [c.job for c in await b.claim_launches(NOW + timedelta(minutes=6), "B", LEASE, 5)]  # the lease ran out
     assert (again.claimed_by, again.attempts) == ("B", 2)
-    assert not await a.finish_job(job.id, "A", now=NOW, status=JobStatus.SUCCEEDED)
+    assert not await a.finish_job(job.id, "A", attempt=1, now=NOW, status=JobStatus.SUCCEEDED)
     event = NewEvent(aid, "job_failed", NOW)
     assert await b.finish_job(
-        again.id, "B", now=NOW, status=JobStatus.FAILED, error="exit 1", output_tail="boom", events=[event]
+        again.id, "B", attempt=2, now=NOW, status=JobStatus.FAILED, error="exit 1", output_tail="boom", events=[event]
     )
     assert [j.approval_id for j in await a.list_jobs(JobStatus.FAILED)] == [aid]
     assert await a.list_jobs(JobStatus.QUEUED) == []
@@ -359,6 +359,20 @@ async def test_job_claim_finish_extend_requeue(store_factory: StoreFactory) -> N
         ("job_failed", None, {}),
         ("job_requeued", None, {}),
     ]
+
+
+async def test_a_claim_of_the_same_owner_again_fences_off_its_earlier_claim(store: Store) -> None:
+    """A runner whose lease ran out (its renewals failing) may claim the job again itself: the
+    earlier claim's task must then neither renew nor record, or both would launch the step."""
+    await _decide_with_job(store)
+    [first] = [c.job for c in await store.claim_launches(NOW, "A", LEASE, 5)]
+    [second] = [c.job for c in await store.claim_launches(NOW + LEASE + timedelta(seconds=1), "A", LEASE, 5)]
+    assert (first.id, first.attempts, second.attempts) == (second.id, 1, 2)
+    later = NOW + timedelta(minutes=5)
+    assert not await store.extend_job_lease(first.id, "A", later, attempt=first.attempts)
+    assert not await store.finish_job(first.id, "A", attempt=first.attempts, now=later, status=JobStatus.SUCCEEDED)
+    assert await store.extend_job_lease(second.id, "A", later, attempt=second.attempts)
+    assert await store.finish_job(second.id, "A", attempt=second.attempts, now=later, status=JobStatus.SUCCEEDED)
 
 
 async def test_a_claim_starts_each_job_it_takes_and_nothing_else(store: Store) -> None:
@@ -403,7 +417,9 @@ async def test_a_claimed_launch_carries_the_approval_and_its_runs_journal(store:
 async def test_finished_job_is_not_claimed_again(store: Store) -> None:
     aid = await _decide_with_job(store)
     [job] = [c.job for c in await store.claim_launches(NOW, "A", LEASE, 5)]
-    assert await store.finish_job(job.id, "A", now=NOW, status=JobStatus.SUCCEEDED, output_tail="ok")
+    assert await store.finish_job(
+        job.id, "A", attempt=job.attempts, now=NOW, status=JobStatus.SUCCEEDED, output_tail="ok"
+    )
     assert await store.claim_launches(NOW + timedelta(days=1), "B", LEASE, 5) == []
     stored = await store.get_job(aid)
     assert stored is not None and stored.status is JobStatus.SUCCEEDED and stored.claimed_by is None

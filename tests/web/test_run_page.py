@@ -39,7 +39,9 @@ async def test_a_run_page_shows_approvals_steps_jobs_and_a_timeline(
     clock.advance(seconds=4)
     tail = "charging 4200...\ncharged <ok> txn=991\n"
     done = NewEvent(pay.id, EventKind.JOB_SUCCEEDED, clock.now(), "w1", data={"attempt": 1})
-    await store.finish_job(job.id, "w1", now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=tail, events=[done])
+    await store.finish_job(
+        job.id, "w1", attempt=job.attempts, now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=tail, events=[done]
+    )
     later = await _suspend(web_rt, "inv-7", "email", "Email the receipt", AGENT_A)
     await sign_in(web)
 
