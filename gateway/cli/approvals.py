@@ -20,7 +20,8 @@ REMOTE = "With --url URL (or $HITL_URL) and an operator key, it acts on that gat
 _WHO = f"recorded as {CLI_OPERATOR}, or as the operator of the key with --url"
 
 
-def _command(actions: Any, name: str, help: str, example: str) -> argparse.ArgumentParser:
+def remote_command(actions: Any, name: str, help: str, example: str) -> argparse.ArgumentParser:
+    """A subcommand that also runs over --url, with its examples and a --json switch."""
     parser: argparse.ArgumentParser = actions.add_parser(
         name, help=help, description=f"{help[0].upper()}{help[1:]}. {REMOTE}", epilog=example, formatter_class=RAW
     )
@@ -38,7 +39,7 @@ def add_parser(sub: Any) -> None:
         formatter_class=RAW,
     )
     actions = ap.add_subparsers(dest="action", required=True)
-    ls = _command(
+    ls = remote_command(
         actions,
         "list",
         "approvals, newest first: id, status, title, age",
@@ -47,7 +48,7 @@ def add_parser(sub: Any) -> None:
     ls.add_argument("--status", choices=[s.value for s in Status])
     ls.add_argument("--run-id")
     ls.add_argument("--limit", type=int, default=50)
-    show = _command(
+    show = remote_command(
         actions,
         "show",
         "one approval: what was asked, where it stands, its cards, resume job and events",
@@ -56,7 +57,7 @@ def add_parser(sub: Any) -> None:
     )
     show.add_argument("id")
     for verb in ("approve", "reject"):
-        d = _command(
+        d = remote_command(
             actions,
             verb,
             f"{verb} an approval as an operator ({_WHO})",
@@ -66,7 +67,7 @@ def add_parser(sub: Any) -> None:
         d.add_argument("ids", nargs="+", metavar="ID", help=f"at most {BATCH_ITEMS}")
         d.add_argument("--by", help="whom you act for (kept as on_behalf_of, never as who decided; one ID only)")
         d.add_argument("--comment")
-    c = _command(
+    c = remote_command(
         actions,
         "cancel",
         f"cancel a pending approval ({_WHO})",

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from gateway.cli.approvals import RAW, REMOTE
+from gateway.cli.approvals import RAW, REMOTE, remote_command
 from gateway.cli.common import dump, table
 from gateway.cli.ops import CLI_OPERATOR, Json, Operations, with_ops
 from gateway.cli.present import delegation_rows, delegation_state, moment
@@ -50,7 +50,7 @@ def add_parser(sub: Any) -> None:
         formatter_class=RAW,
     )
     actions = dl.add_subparsers(dest="action", required=True)
-    ls = _command(
+    ls = remote_command(
         actions,
         "list",
         "delegations not over yet, newest first: id, delegator, delegate, state, window, uses",
@@ -58,14 +58,14 @@ def add_parser(sub: Any) -> None:
     )
     ls.add_argument("--for", dest="of", metavar="IDENTITY", help="only those where this person delegates or decides")
     ls.add_argument("--all", action="store_true", dest="everything", help="revoked and ended ones too")
-    show = _command(
+    show = remote_command(
         actions,
         "show",
         "one delegation with its trail: created, used, revoked",
         "example:\n  hitl-gateway delegations show ID",
     )
     show.add_argument("id")
-    add = _command(
+    add = remote_command(
         actions,
         "add",
         f"let --to decide for --from until --until (at most 90 days; created by {CLI_OPERATOR}, "
@@ -79,7 +79,7 @@ def add_parser(sub: Any) -> None:
     add.add_argument("--until", required=True, metavar="WHEN", help=f"when it ends: {_WHEN}")
     add.add_argument("--start", metavar="WHEN", help=f"when it starts (default: now): {_WHEN}")
     add.add_argument("--reason", help="why, such as 'on holiday'")
-    revoke = _command(
+    revoke = remote_command(
         actions,
         "revoke",
         "revoke a delegation: from now on the delegate decides only for themselves",
@@ -87,14 +87,6 @@ def add_parser(sub: Any) -> None:
     )
     revoke.add_argument("id")
     dl.set_defaults(handler=run, remote=True)
-
-
-def _command(actions: Any, name: str, help: str, example: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = actions.add_parser(
-        name, help=help, description=f"{help[0].upper()}{help[1:]}. {REMOTE}", epilog=example, formatter_class=RAW
-    )
-    parser.add_argument("--json", action="store_true", help="print the API's JSON (for scripts)")
-    return parser
 
 
 async def run(args: argparse.Namespace, settings: Settings | None) -> int:
