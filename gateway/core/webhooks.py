@@ -135,7 +135,7 @@ def retry_after(value: str | None, now: datetime) -> float | None:
     if value is None:
         return None
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # str.isdigit alone says yes to "²", which float() refuses
         return float(text)
     try:
         when = parsedate_to_datetime(text)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
+
 from gateway.core.models import (
     Decision,
     DeliveryStatus,
@@ -373,6 +375,27 @@ async def test_a_claim_of_the_same_owner_again_fences_off_its_earlier_claim(stor
     assert not await store.finish_job(first.id, "A", attempt=first.attempts, now=later, status=JobStatus.SUCCEEDED)
     assert await store.extend_job_lease(second.id, "A", later, attempt=second.attempts)
     assert await store.finish_job(second.id, "A", attempt=second.attempts, now=later, status=JobStatus.SUCCEEDED)
+
+
+@pytest.mark.xfail(strict=True, reason="requeue_job resets attempts to 0: a claim after it reuses an old claim's fence")
+async def test_a_stale_claim_is_fenced_off_after_an_operator_retry(store: Store) -> None:
+    """A's claim (attempt 1) stalls past its lease; B claims (attempt 2) and fails for good; an
+    operator retries the job (attempts back to 0) and A claims it again: attempt 1 once more. The
+    stale attempt-1 task, whose step was still running, must neither renew nor record the new
+    claim's outcome (else it records for a step it did not run, and the job is launched again
+    while the new claim's step still runs)."""
+    aid = await _decide_with_job(store)
+    [stale] = [c.job for c in await store.claim_launches(NOW, "A", LEASE, 5)]
+    later = NOW + LEASE + timedelta(seconds=1)
+    [b] = [c.job for c in await store.claim_launches(later, "B", LEASE, 5)]
+    assert await store.finish_job(b.id, "B", attempt=b.attempts, now=later, status=JobStatus.FAILED, error="exit 3")
+    assert await store.requeue_job(aid, later, [NewEvent(aid, "job_requeued", later)])
+    [fresh] = [c.job for c in await store.claim_launches(later, "A", LEASE, 5)]
+    assert (stale.attempts, b.attempts, fresh.claimed_by) == (1, 2, "A")
+    end = later + timedelta(seconds=10)
+    renewed = await store.extend_job_lease(stale.id, "A", end, attempt=stale.attempts)
+    recorded = await store.finish_job(stale.id, "A", attempt=stale.attempts, now=end, status=JobStatus.SUCCEEDED)
+    assert (renewed, recorded) == (False, False)
 
 
 async def test_a_claim_starts_each_job_it_takes_and_nothing_else(store: Store) -> None:

@@ -65,6 +65,14 @@ def test_retry_after(header: str | None, seconds: float | None) -> None:
     assert retry_after(header, NOW) == seconds
 
 
+@pytest.mark.parametrize("header", ["\u00b2", "1\u00b2", "\u2460", "\u0661\u0662"])
+def test_retry_after_of_digits_that_are_not_ascii_is_unreadable(header: str) -> None:
+    """A receiver's header decoded from UTF-8: '²' passes str.isdigit but float() refuses it, and
+    the exception would keep the event retried as an internal error, never given up. Only ASCII
+    digits are delay-seconds (RFC 9110); anything else is unreadable: the backoff decides."""
+    assert retry_after(header, NOW) is None
+
+
 def test_backoff_starts_within_seconds_and_stops_at_the_cap() -> None:
     first = next_try(1, NOW, NOW, max_backoff=CAP, give_up_after=GIVE_UP, rand=1.0)
     assert first == 1.0

@@ -133,6 +133,20 @@ async def test_a_page_submitted_twice_extends_once(web: Any, web_rt: Runtime) ->
     assert bad.status == 400 and "extensions: must be the number" in await bad.text()
 
 
+@pytest.mark.parametrize("seen", ["\u00b2", "\u2460", "\u0661"])
+async def test_extend_form_extensions_not_ascii_digits_is_a_400(web: Any, web_rt: Runtime, seen: str) -> None:
+    """The hidden field is digits only: a superscript or circled digit (str.isdigit says yes,
+    int says no) or another script's digit is a 400 naming the field, never a 500, and nothing
+    is extended."""
+    approval = await _suspend(web_rt, policy="pay")
+    await sign_in(web)
+    page = await (await web.get(f"/approvals/{approval.id}")).text()
+    form = {"csrf": csrf_of(page), "duration": "+1h", "extensions": seen}
+    bad = await web.post(f"/approvals/{approval.id}/extend", data=form)
+    assert bad.status == 400 and "extensions: must be the number" in await bad.text()
+    assert (await web_rt.service.get(approval.id)).extensions == 0
+
+
 async def test_extend_buttons_move_the_deadline(web: Any, web_rt: Runtime, clock: FakeClock) -> None:
     approval = await _suspend(web_rt, policy="pay")
     await sign_in(web)

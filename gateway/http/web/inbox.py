@@ -323,7 +323,8 @@ def _seen_extensions(form: Mapping[str, str]) -> int | None:
     value = form.get("extensions", "")
     if not value:
         return None
-    if not value.isdigit() or len(value) > 4:
+    # ASCII digits only: str.isdigit also says yes to '²' or '①', which int() refuses (a 500)
+    if not (value.isascii() and value.isdigit()) or len(value) > 4:
         raise PageError(400, "extensions: must be the number of extensions the page showed")
     return int(value)
 
