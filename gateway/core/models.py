@@ -487,6 +487,9 @@ class ResumeJob:
     output_tail: str | None
     created_at: datetime
     updated_at: datetime
+    # How many times it was claimed, never reset (an operator's retry resets `attempts`): a
+    # claim's number fences its lease renewals and its outcome's record (gateway/jobs/worker.py).
+    claims: int = 0
 
     def to_api(self) -> dict[str, Any]:
         return {

@@ -348,7 +348,7 @@ class WorkerRunner:
 
     async def _extend(self, job: ResumeJob, held: _Held) -> bool:
         until = self.clock.now() + self.lease
-        if await self.jobs.extend_lease(job.id, self.owner, until, attempt=job.attempts):
+        if await self.jobs.extend_lease(job.id, self.owner, until, claim=job.claims):
             held.until = until
             return True
         held.lost = True
@@ -385,7 +385,7 @@ class WorkerRunner:
         ok = await self.jobs.finish(
             job.id,
             self.owner,
-            attempt=job.attempts,  # this claim's: the job may have been claimed again since, even by this runner
+            claim=job.claims,  # this claim's: the job may have been claimed again since, even by this runner
             now=now,
             status=status,
             next_attempt_at=retry_at,

@@ -54,17 +54,17 @@ class Jobs:
         worker's journal calls read none)."""
         return await self.store.claim_launches(now, owner, lease, limit)
 
-    async def extend_lease(self, job_id: int, owner: str, until: datetime, *, attempt: int) -> bool:
-        """False once `owner`'s claim `attempt` lost the job (its lease ran out and the job was
-        claimed again, by another runner or by `owner`)."""
-        return await self.store.extend_job_lease(job_id, owner, until, attempt=attempt)
+    async def extend_lease(self, job_id: int, owner: str, until: datetime, *, claim: int) -> bool:
+        """False once `owner`'s claim number `claim` lost the job (its lease ran out and the job
+        was claimed again, by another runner or by `owner`)."""
+        return await self.store.extend_job_lease(job_id, owner, until, claim=claim)
 
     async def finish(
         self,
         job_id: int,
         owner: str,
         *,
-        attempt: int,
+        claim: int,
         now: datetime,
         status: JobStatus,
         next_attempt_at: datetime | None = None,
@@ -80,7 +80,7 @@ class Jobs:
         done = await self.store.finish_job(
             job_id,
             owner,
-            attempt=attempt,
+            claim=claim,
             now=now,
             status=status,
             next_attempt_at=next_attempt_at,

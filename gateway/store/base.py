@@ -406,7 +406,7 @@ class JobPort(Protocol):
         job_id: int,
         owner: str,
         *,
-        attempt: int,
+        claim: int,
         now: datetime,
         status: JobStatus,
         next_attempt_at: datetime | None = None,
@@ -419,10 +419,10 @@ class JobPort(Protocol):
         it), only if `owner` still holds the lease."""
         ...
 
-    async def extend_job_lease(self, job_id: int, owner: str, until: datetime, *, attempt: int) -> bool:
-        """Renew the lease of `owner`'s claim `attempt` (the job's `attempts` when it was claimed);
-        False once that claim is over: recorded, or the lease ran out and the job was claimed again,
-        by another runner or by `owner` itself (a second claim is a second attempt)."""
+    async def extend_job_lease(self, job_id: int, owner: str, until: datetime, *, claim: int) -> bool:
+        """Renew the lease of `owner`'s claim number `claim` (the job's `claims` when it was
+        claimed); False once that claim is over: recorded, or the lease ran out and the job was
+        claimed again, by another runner or by `owner` itself."""
         ...
 
     async def get_job(self, approval_id: str) -> ResumeJob | None: ...

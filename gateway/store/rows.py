@@ -315,6 +315,7 @@ def job_from_row(row: Row) -> ResumeJob:
         output_tail=row["output_tail"],
         created_at=_ts(row, "created_at"),
         updated_at=_ts(row, "updated_at"),
+        claims=row["claims"],
     )
 
 

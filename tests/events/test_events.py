@@ -192,7 +192,7 @@ async def test_a_job_failure_follows_the_decision(rt: Runtime, receiver: Receive
         approval_id, EventKind.JOB_FAILED, clock.now(), "w1", data={"attempt": 1, "worker": "agent", "error": "exit 3"}
     )
     assert await rt.jobs.finish(
-        job.id, "w1", attempt=job.attempts, now=clock.now(), status=JobStatus.FAILED, error="exit 3", events=[event]
+        job.id, "w1", claim=job.claims, now=clock.now(), status=JobStatus.FAILED, error="exit 3", events=[event]
     )
     await rt.outbox.drain()
     assert types(receiver.accepted) == ["approval.requested", "approval.decided", "job.failed"]

@@ -120,11 +120,11 @@ async def test_a_failed_lease_renewal_does_not_end_the_renewals(
     extend = rt.worker.jobs.extend_lease
     calls: list[datetime] = []
 
-    async def flaky(job_id: int, owner: str, until: datetime, *, attempt: int) -> bool:
+    async def flaky(job_id: int, owner: str, until: datetime, *, claim: int) -> bool:
         calls.append(until)
         if len(calls) == 1:
             raise ConnectionResetError("the store's connection dropped")
-        return await extend(job_id, owner, until, attempt=attempt)
+        return await extend(job_id, owner, until, claim=claim)
 
     monkeypatch.setattr(rt.worker.jobs, "extend_lease", flaky)
     try:

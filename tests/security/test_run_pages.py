@@ -28,7 +28,7 @@ async def _run_of(rt: Runtime, clock: FakeClock, agent: str, secret: str) -> Any
     [job] = [c.job for c in await rt.store.claim_launches(clock.now(), "w1", timedelta(minutes=1), 10)]
     out = f"output of {agent}"
     await rt.store.finish_job(
-        job.id, "w1", attempt=job.attempts, now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=out
+        job.id, "w1", claim=job.claims, now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=out
     )
     return approval
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-import pytest
-
 from gateway.core.models import (
     Decision,
     DeliveryStatus,
@@ -338,15 +336,15 @@ async def test_job_claim_finish_extend_requeue(store_factory: StoreFactory) -> N
     [job] = [c.job for c in await a.claim_launches(NOW, "A", LEASE, 5)]
     assert (job.status, job.claimed_by, job.attempts) == (JobStatus.RUNNING, "A", 1)
     assert await b.claim_launches(NOW + timedelta(seconds=30), "B", LEASE, 5) == []
-    assert await a.extend_job_lease(job.id, "A", NOW + timedelta(minutes=5), attempt=1)
-    assert not await b.extend_job_lease(job.id, "B", NOW + timedelta(minutes=5), attempt=1)
+    assert await a.extend_job_lease(job.id, "A", NOW + timedelta(minutes=5), claim=1)
+    assert not await b.extend_job_lease(job.id, "B", NOW + timedelta(minutes=5), claim=1)
     assert await b.claim_launches(NOW + timedelta(seconds=90), "B", LEASE, 5) == []  # extended
     [again] = [c.job for c in await b.claim_launches(NOW + timedelta(minutes=6), "B", LEASE, 5)]  # the lease ran out
     assert (again.claimed_by, again.attempts) == ("B", 2)
-    assert not await a.finish_job(job.id, "A", attempt=1, now=NOW, status=JobStatus.SUCCEEDED)
+    assert not await a.finish_job(job.id, "A", claim=1, now=NOW, status=JobStatus.SUCCEEDED)
     event = NewEvent(aid, "job_failed", NOW)
     assert await b.finish_job(
-        again.id, "B", attempt=2, now=NOW, status=JobStatus.FAILED, error="exit 1", output_tail="boom", events=[event]
+        again.id, "B", claim=2, now=NOW, status=JobStatus.FAILED, error="exit 1", output_tail="boom", events=[event]
     )
     assert [j.approval_id for j in await a.list_jobs(JobStatus.FAILED)] == [aid]
     assert await a.list_jobs(JobStatus.QUEUED) == []
@@ -371,30 +369,31 @@ async def test_a_claim_of_the_same_owner_again_fences_off_its_earlier_claim(stor
     [second] = [c.job for c in await store.claim_launches(NOW + LEASE + timedelta(seconds=1), "A", LEASE, 5)]
     assert (first.id, first.attempts, second.attempts) == (second.id, 1, 2)
     later = NOW + timedelta(minutes=5)
-    assert not await store.extend_job_lease(first.id, "A", later, attempt=first.attempts)
-    assert not await store.finish_job(first.id, "A", attempt=first.attempts, now=later, status=JobStatus.SUCCEEDED)
-    assert await store.extend_job_lease(second.id, "A", later, attempt=second.attempts)
-    assert await store.finish_job(second.id, "A", attempt=second.attempts, now=later, status=JobStatus.SUCCEEDED)
+    assert not await store.extend_job_lease(first.id, "A", later, claim=first.claims)
+    assert not await store.finish_job(first.id, "A", claim=first.claims, now=later, status=JobStatus.SUCCEEDED)
+    assert await store.extend_job_lease(second.id, "A", later, claim=second.claims)
+    assert await store.finish_job(second.id, "A", claim=second.claims, now=later, status=JobStatus.SUCCEEDED)
 
 
-@pytest.mark.xfail(strict=True, reason="requeue_job resets attempts to 0: a claim after it reuses an old claim's fence")
 async def test_a_stale_claim_is_fenced_off_after_an_operator_retry(store: Store) -> None:
     """A's claim (attempt 1) stalls past its lease; B claims (attempt 2) and fails for good; an
     operator retries the job (attempts back to 0) and A claims it again: attempt 1 once more. The
     stale attempt-1 task, whose step was still running, must neither renew nor record the new
     claim's outcome (else it records for a step it did not run, and the job is launched again
-    while the new claim's step still runs)."""
+    while the new claim's step still runs): claims are fenced by their number, which no retry
+    resets."""
     aid = await _decide_with_job(store)
     [stale] = [c.job for c in await store.claim_launches(NOW, "A", LEASE, 5)]
     later = NOW + LEASE + timedelta(seconds=1)
     [b] = [c.job for c in await store.claim_launches(later, "B", LEASE, 5)]
-    assert await store.finish_job(b.id, "B", attempt=b.attempts, now=later, status=JobStatus.FAILED, error="exit 3")
+    assert await store.finish_job(b.id, "B", claim=b.claims, now=later, status=JobStatus.FAILED, error="exit 3")
     assert await store.requeue_job(aid, later, [NewEvent(aid, "job_requeued", later)])
     [fresh] = [c.job for c in await store.claim_launches(later, "A", LEASE, 5)]
-    assert (stale.attempts, b.attempts, fresh.claimed_by) == (1, 2, "A")
+    assert (stale.attempts, b.attempts, fresh.attempts, fresh.claimed_by) == (1, 2, 1, "A")
+    assert (stale.claims, b.claims, fresh.claims) == (1, 2, 3)
     end = later + timedelta(seconds=10)
-    renewed = await store.extend_job_lease(stale.id, "A", end, attempt=stale.attempts)
-    recorded = await store.finish_job(stale.id, "A", attempt=stale.attempts, now=end, status=JobStatus.SUCCEEDED)
+    renewed = await store.extend_job_lease(stale.id, "A", end, claim=stale.claims)
+    recorded = await store.finish_job(stale.id, "A", claim=stale.claims, now=end, status=JobStatus.SUCCEEDED)
     assert (renewed, recorded) == (False, False)
 
 
@@ -440,9 +439,7 @@ async def test_a_claimed_launch_carries_the_approval_and_its_runs_journal(store:
 async def test_finished_job_is_not_claimed_again(store: Store) -> None:
     aid = await _decide_with_job(store)
     [job] = [c.job for c in await store.claim_launches(NOW, "A", LEASE, 5)]
-    assert await store.finish_job(
-        job.id, "A", attempt=job.attempts, now=NOW, status=JobStatus.SUCCEEDED, output_tail="ok"
-    )
+    assert await store.finish_job(job.id, "A", claim=job.claims, now=NOW, status=JobStatus.SUCCEEDED, output_tail="ok")
     assert await store.claim_launches(NOW + timedelta(days=1), "B", LEASE, 5) == []
     stored = await store.get_job(aid)
     assert stored is not None and stored.status is JobStatus.SUCCEEDED and stored.claimed_by is None

@@ -161,7 +161,7 @@ async def test_dashboard_views_and_retrying_a_failed_job(web: Any, web_rt: Runti
     clock.advance(minutes=10)
     await web_rt.service.decide(job_approval.id, Outcome.APPROVE, "web:alice", channel="web")
     [job] = [c.job for c in await store.claim_launches(clock.now(), "w1", timedelta(minutes=1), 10)]
-    await store.finish_job(job.id, "w1", attempt=job.attempts, now=clock.now(), status=JobStatus.FAILED, error="exit 3")
+    await store.finish_job(job.id, "w1", claim=job.claims, now=clock.now(), status=JobStatus.FAILED, error="exit 3")
     await sign_in(web)
     html = " ".join((await (await web.get("/dashboard")).text()).split())
     assert "Active runs by age" in html and "<code>run-1</code></a></td><td>1h 10m</td><td>waiting approval" in html

@@ -40,7 +40,7 @@ async def test_a_run_page_shows_approvals_steps_jobs_and_a_timeline(
     tail = "charging 4200...\ncharged <ok> txn=991\n"
     done = NewEvent(pay.id, EventKind.JOB_SUCCEEDED, clock.now(), "w1", data={"attempt": 1})
     await store.finish_job(
-        job.id, "w1", attempt=job.attempts, now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=tail, events=[done]
+        job.id, "w1", claim=job.claims, now=clock.now(), status=JobStatus.SUCCEEDED, output_tail=tail, events=[done]
     )
     later = await _suspend(web_rt, "inv-7", "email", "Email the receipt", AGENT_A)
     await sign_in(web)

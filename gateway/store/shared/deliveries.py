@@ -161,7 +161,7 @@ class JobsSQL(Backend):
         job_id: int,
         owner: str,
         *,
-        attempt: int,
+        claim: int,
         now: datetime,
         status: JobStatus,
         next_attempt_at: datetime | None = None,
@@ -170,7 +170,7 @@ class JobsSQL(Backend):
         events: Sequence[NewEvent] = (),
         outbox: Sequence[NewOutbox] = (),
     ) -> bool:
-        values = (status.value, to_ts(next_attempt_at), error, output_tail, to_ts(now), job_id, owner, attempt)
+        values = (status.value, to_ts(next_attempt_at), error, output_tail, to_ts(now), job_id, owner, claim)
         encoded = encode_events(events)
 
         async def op(tx: Tx) -> bool:
@@ -185,8 +185,8 @@ class JobsSQL(Backend):
         self.committed(jobs=status is JobStatus.QUEUED, outbox=bool(outbox))
         return True
 
-    async def extend_job_lease(self, job_id: int, owner: str, until: datetime, *, attempt: int) -> bool:
-        return await self.changed(self.Q.extend_job_lease, (to_ts(until), job_id, owner, attempt))
+    async def extend_job_lease(self, job_id: int, owner: str, until: datetime, *, claim: int) -> bool:
+        return await self.changed(self.Q.extend_job_lease, (to_ts(until), job_id, owner, claim))
 
     async def get_job(self, approval_id: str) -> ResumeJob | None:
         row = await self.fetch_one(self.Q.get_job, (approval_id,))

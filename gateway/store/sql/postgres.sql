@@ -37,7 +37,7 @@ WITH due AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE resume_jobs j SET status = 'running', claimed_by = $3, lease_until = $4, attempts = j.attempts + 1,
-    updated_at = $1
+    claims = j.claims + 1, updated_at = $1
 FROM due WHERE j.id = due.id RETURNING j.*;
 
 -- name: save_policy_transitions

@@ -246,14 +246,15 @@ VALUES ($1, $2, 'queued', 0, $3, $4, $5)
 ON CONFLICT (approval_id) DO NOTHING;
 
 -- name: finish_job
--- Only the lease holder records an attempt's result, and only for its own claim (the attempt it
--- took): the same owner may have claimed the job again after its lease ran out.
+-- Only the lease holder records an attempt's result, and only for its own claim (the job's
+-- `claims` when it took it): the same owner may have claimed the job again after its lease ran
+-- out, even after an operator's retry reset `attempts`.
 UPDATE resume_jobs SET status = $1, next_attempt_at = COALESCE($2, next_attempt_at), last_error = $3,
     output_tail = COALESCE($4, output_tail), claimed_by = NULL, lease_until = NULL, updated_at = $5
-WHERE id = $6 AND claimed_by = $7 AND attempts = $8 AND status = 'running';
+WHERE id = $6 AND claimed_by = $7 AND claims = $8 AND status = 'running';
 
 -- name: extend_job_lease
-UPDATE resume_jobs SET lease_until = $1 WHERE id = $2 AND claimed_by = $3 AND attempts = $4 AND status = 'running';
+UPDATE resume_jobs SET lease_until = $1 WHERE id = $2 AND claimed_by = $3 AND claims = $4 AND status = 'running';
 
 -- name: get_job
 SELECT * FROM resume_jobs WHERE approval_id = $1;

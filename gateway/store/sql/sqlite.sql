@@ -43,7 +43,7 @@ ORDER BY next_attempt_at, id LIMIT $2;
 
 -- name: lease_jobs
 UPDATE resume_jobs SET status = 'running', claimed_by = $1, lease_until = $2, attempts = attempts + 1,
-    updated_at = $3
+    claims = claims + 1, updated_at = $3
 WHERE id IN ({ids});
 
 -- name: claimed_jobs
