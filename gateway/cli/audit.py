@@ -74,7 +74,7 @@ def anchor_of(value: str | None) -> tuple[int, str] | None:
     if value is None:
         return None
     seq, _, digest = value.partition(":")
-    if not seq.isdigit() or re.fullmatch(r"[0-9a-f]{64}", digest) is None:
+    if not (seq.isascii() and seq.isdigit()) or re.fullmatch(r"[0-9a-f]{64}", digest) is None:
         raise ConfigError("--anchor", f"{value!r} is not SEQ:HASH (a checkpoint's number and its 64 hex digits)")
     return int(seq), digest
 

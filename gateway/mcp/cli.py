@@ -100,7 +100,7 @@ def _start(args: argparse.Namespace, settings: Settings, *, gate: bool) -> int:
 def parse_listen(value: str) -> tuple[str, int]:
     """`HOST:PORT` (or `[v6]:PORT`) of `--http`; ValueError names the problem."""
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
         raise ValueError(f"--http: expected HOST:PORT, got {value!r}")
     return host.strip("[]") or "127.0.0.1", int(port)
 
