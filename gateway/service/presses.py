@@ -509,8 +509,8 @@ def _received(approval: Approval) -> PressOutcome:
 
 def _busy(p: Press, approval: Approval) -> PressOutcome:
     """Lost to contention: nothing was committed, and its presser is told to press again. Its
-    marks stay unrecorded, unlike a refusal's: the same delivery again (an e-mail link is the same
-    link; a platform's redelivery) is that second press, and decides. Recorded, they would spend
+    marks stay unrecorded, unlike a refusal's: the same delivery again (a one-time link confirmed
+    again; a platform's redelivery) is that second press, and decides. Recorded, they would spend
     the link it asked to confirm again."""
     return PressOutcome(PressResult.BUSY, approval, redelivered=p.redelivered)
 
