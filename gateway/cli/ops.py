@@ -84,25 +84,19 @@ class LocalOps:
         return job
 
     async def delegations(self, of: str | None, everything: bool) -> list[Json]:
-        delegations = self.rt.service.delegations
-        whose = delegations.identities.canonical(of, "of") if of is not None else None
-        return [delegations.view(d) for d in await delegations.list(live=not everything, of=whose)]
+        items: list[Json] = await self.rt.service.delegations.views(live=not everything, of=of)
+        return items
 
     async def delegation(self, delegation_id: str) -> Json:
-        delegations = self.rt.service.delegations
-        found = await delegations.get(delegation_id)
-        events = [e.to_api() for e in await delegations.events(found.id)]
-        return {**delegations.view(found), "events": events}
+        view: Json = await self.rt.service.delegations.trail(delegation_id)
+        return view
 
     async def delegate(self, body: Json) -> Json:
         """As `POST /v1/delegations` by an operator: the same body, checked by the same contract."""
-        from gateway import contract
         from gateway.service.delegations import Delegate
 
-        m = contract.validate(contract.DelegationBody, body)
         delegations = self.rt.service.delegations
-        cmd = Delegate(m.delegator, m.delegate, m.until, CLI_OPERATOR, True, m.starts_at, m.reason)
-        view: Json = delegations.view(await delegations.create(cmd))
+        view: Json = delegations.view(await delegations.create(Delegate.by_operator(body, CLI_OPERATOR)))
         return view
 
     async def revoke_delegation(self, delegation_id: str) -> Json:

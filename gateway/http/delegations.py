@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway import contract
 from gateway.core.errors import ValidationError
 from gateway.http.schemas import read_json
 from gateway.http.scope import operator
@@ -20,9 +19,8 @@ routes = web.RouteTableDef()
 async def create_delegation(request: web.Request) -> web.Response:
     """`delegate` decides for `delegator` from `from` (default: now) until `until`."""
     caller = operator(request)
-    m = contract.validate(contract.DelegationBody, await read_json(request))
+    cmd = Delegate.by_operator(await read_json(request), caller.identity)
     delegations = request.config_dict[DELEGATIONS]
-    cmd = Delegate(m.delegator, m.delegate, m.until, caller.identity, True, m.starts_at, m.reason)
     return web.json_response(delegations.view(await delegations.create(cmd)), status=201)
 
 
@@ -35,21 +33,15 @@ async def list_delegations(request: web.Request) -> web.Response:
     raw = request.query.get("all", "false")
     if raw not in ("true", "false"):
         raise ValidationError("all", "must be true or false")
-    of = request.query.get("of") or None
-    if of is not None:
-        of = delegations.identities.canonical(of, "of")
-    items = await delegations.list(live=raw == "false", of=of)
-    return web.json_response({"items": [delegations.view(d) for d in items]})
+    items = await delegations.views(live=raw == "false", of=request.query.get("of") or None)
+    return web.json_response({"items": items})
 
 
 @routes.get("/v1/delegations/{id}")
 async def get_delegation(request: web.Request) -> web.Response:
     """One delegation, with its audit trail (`events`: created, used, revoked)."""
     operator(request)
-    delegations = request.config_dict[DELEGATIONS]
-    found = await delegations.get(request.match_info["id"])
-    events = [e.to_api() for e in await delegations.events(found.id)]
-    return web.json_response({**delegations.view(found), "events": events})
+    return web.json_response(await request.config_dict[DELEGATIONS].trail(request.match_info["id"]))
 
 
 @routes.delete("/v1/delegations/{id}")

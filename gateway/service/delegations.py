@@ -9,12 +9,14 @@ The pure parts (the window, who may act through one) are gateway.core.delegation
 from __future__ import annotations
 
 import base64
+import builtins
 import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from gateway import contract
 from gateway.core import delegation as core
 from gateway.core.clock import Clock
 from gateway.core.delegation import Delegation, DelegationEvent
@@ -43,6 +45,13 @@ class Delegate:
     operator: bool
     starts_at: datetime | None = None
     reason: str | None = None
+
+    @classmethod
+    def by_operator(cls, body: dict[str, Any], by: str) -> Delegate:
+        """An operator's `POST /v1/delegations` body (the API's, the CLI's), checked by the
+        contract: ValidationError names the field."""
+        m = contract.validate(contract.DelegationBody, body)
+        return cls(m.delegator, m.delegate, m.until, by, True, m.starts_at, m.reason)
 
 
 class Delegations:
@@ -76,6 +85,16 @@ class Delegations:
             me = self.identities.party(of)
             items = [d for d in items if me in (self.identities.party(d.delegator), self.identities.party(d.delegate))]
         return items
+
+    async def views(self, *, live: bool, of: str | None) -> builtins.list[dict[str, Any]]:  # `list`: the method
+        """`list` as the API shows it; `of` is canonicalised first (ValidationError naming `of`)."""
+        whose = self.identities.canonical(of, "of") if of is not None else None
+        return [self.view(d) for d in await self.list(live=live, of=whose)]
+
+    async def trail(self, delegation_id: str) -> dict[str, Any]:
+        """One delegation as the API shows it, with its audit trail (`events`)."""
+        found = await self.get(delegation_id)
+        return {**self.view(found), "events": [e.to_api() for e in await self.events(found.id)]}
 
     async def get(self, delegation_id: str) -> Delegation:
         found = await self.store.get_delegation(delegation_id)
