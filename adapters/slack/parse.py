@@ -54,6 +54,7 @@ class Submission:
     channel_id: str
     comment: str
     teams: tuple[str, ...] = ()
+    trigger_id: str = ""  # unique per interaction, as a press's (a view_submission carries one too)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,7 @@ class EditSubmission:
     values: dict[str, Any]
     seen: str | None = None  # the round tag the modal was opened on (None: an older modal)
     teams: tuple[str, ...] = ()
+    trigger_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +187,7 @@ def _submission(data: dict[str, Any], signer: TokenSigner) -> Interaction:
         raise BadPayload("view.state.values must be an object")
     if view.get("callback_id") == EDIT_CALLBACK:
         seen = _str(meta, "seen") or None
-        return EditSubmission(approval_id, user_id, _str(meta, "channel"), values, seen, teams_of(data))
+        trigger = _str(data, "trigger_id")
+        return EditSubmission(approval_id, user_id, _str(meta, "channel"), values, seen, teams_of(data), trigger)
     comment = _str(values, REASON_BLOCK, REASON_INPUT, "value").strip()
-    return Submission(approval_id, user_id, _str(meta, "channel"), comment, teams_of(data))
+    return Submission(approval_id, user_id, _str(meta, "channel"), comment, teams_of(data), _str(data, "trigger_id"))

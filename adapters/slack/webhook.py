@@ -93,17 +93,18 @@ class InteractionHandler:
             log.warning("slack: unreadable interaction: %s", exc)
             return error_response(ValidationError("payload", str(exc)))
         # Slack sends an interaction here once, but a signed request is valid for its whole
-        # window: a copy of one (a proxy's log) must extend or decide nothing more. A press's
-        # trigger_id is unique per interaction: its mark, committed as Socket Mode's envelope id.
-        trigger = interaction.trigger_id if isinstance(interaction, SlackPress) else ""
+        # window: a copy of one (a proxy's log) must extend or decide nothing more. A press's or
+        # a modal submission's trigger_id is unique per interaction: its mark, committed as
+        # Socket Mode's envelope id.
+        trigger = "" if isinstance(interaction, Ignored) else interaction.trigger_id
         ack = await self.interact(interaction, marks=(f"slack:trigger:{trigger}",) if trigger else ())
         return web.Response(status=200) if ack is None else web.json_response(ack)
 
     async def interact(self, interaction: Interaction, *, marks: tuple[str, ...] = ()) -> Ack:
         """Decide on one interaction; return the ack's body once the decision is committed.
         `marks`: the delivery's de-duplication keys (Socket Mode's envelope id; the webhook's
-        press, its trigger_id, against a replay of its signed request). A vote commits them with itself,
-        so that an envelope that died before that commit decides on its redelivery; anything
+        press or modal submission, its trigger_id, against a replay of its signed request). A
+        vote commits them with itself, so that an envelope that died before that commit decides on its redelivery; anything
         else records them first. A '+1h' commits them with its extension, like a vote: one that
         died before that commit extends on its redelivery, never twice. A redelivered one (Slack
         sends an envelope again when its ack was lost) records nothing twice and says nothing

@@ -248,6 +248,7 @@ def view_submission(user: str, private_metadata: str, comment: str) -> dict[str,
             "private_metadata": private_metadata,
             "state": {"values": {"reason": {"reason_input": {"type": "plain_text_input", "value": comment}}}},
         },
+        "trigger_id": f"trig-{next(_TRIGGERS)}",  # a view_submission carries one too (Bolt's ViewSubmitAction)
     }
 
 
@@ -307,4 +308,5 @@ def edit_submission(user: str, private_metadata: str, values: dict[str, Any]) ->
         "team": {"id": TEAM_ID, "domain": "home"},
         "user": {"id": user, "team_id": TEAM_ID},
         "view": {"callback_id": "hitl:edit", "private_metadata": private_metadata, "state": {"values": state}},
+        "trigger_id": f"trig-{next(_TRIGGERS)}",
     }

@@ -1,5 +1,6 @@
 """A signed Slack interaction captured on its way (a proxy's log, a debugging dump) and sent
 again within Slack's five-minute signature window extends nothing more and decides nothing.
+The same holds for a modal's submission (reject with a reason, edit and approve).
 
 Slack does not send an interaction twice to the request URL, so the webhook recorded no
 de-duplication mark: every channel but this one tied a '+1h' press to its delivery id, and a
@@ -9,13 +10,14 @@ they could. A press now commits its `trigger_id` (unique per interaction) as its
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
 
 from gateway.core.models import Status
 from gateway.settings import Settings
-from tests.fakes.slack_api import FakeSlack, block_actions, signed
+from tests.fakes.slack_api import FakeSlack, block_actions, edit_submission, signed, view_submission
 from tests.helpers import table_counts
 from tests.slack.conftest import PATH, SlackEnv, fake_slack, slack, slack_section  # noqa: F401 (fixtures)
 
@@ -56,3 +58,28 @@ async def test_a_replayed_signed_slack_approve_decides_nothing_more(slack: Slack
     assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
     assert (await slack.rt.service.get(aid)).status is Status.WAITING
     assert await table_counts(slack.rt) == counts  # before: a second `denied` on the record
+
+
+async def test_a_replayed_signed_slack_reason_submission_records_nothing_more(slack: SlackEnv) -> None:  # noqa: F811
+    """A stranger's reject-with-reason is refused on the record once; its replay adds nothing."""
+    aid = await slack.suspend()
+    await slack.posted(aid)
+    meta = json.dumps({"ref": slack.ref(aid), "channel": "C0CARDS"})
+    body, headers = signed(view_submission("UMALLORY", meta, "no"), slack.clock.now().timestamp())
+    assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
+    counts = await table_counts(slack.rt)
+    assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
+    assert (await slack.rt.service.get(aid)).status is Status.WAITING
+    assert await table_counts(slack.rt) == counts  # before: a second `denied` on the record
+
+
+async def test_a_replayed_signed_slack_edit_submission_records_nothing_more(slack: SlackEnv) -> None:  # noqa: F811
+    aid = await slack.suspend()
+    await slack.posted(aid)
+    meta = json.dumps({"ref": slack.ref(aid), "channel": "C0CARDS"})
+    body, headers = signed(edit_submission("UMALLORY", meta, {"amount": "1"}), slack.clock.now().timestamp())
+    assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
+    counts = await table_counts(slack.rt)
+    assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
+    assert (await slack.rt.service.get(aid)).status is Status.WAITING
+    assert await table_counts(slack.rt) == counts

@@ -75,8 +75,8 @@ def test_parse_press_and_submission() -> None:
         "approve", "appr1", "U1", "C0CARDS", "1700000001.000001", "https://x/y", "trig-123", teams=(TEAM_ID,)
     )
     meta = json.dumps({"ref": ref, "channel": "C0CARDS"})
-    sub = parse(_form(view_submission("U2", meta, "  too risky  ")), signer)
-    assert sub == Submission("appr1", "U2", "C0CARDS", "too risky", (TEAM_ID,))
+    sub = parse(_form(view_submission("U2", meta, "  too risky  ") | {"trigger_id": "trig-9"}), signer)
+    assert sub == Submission("appr1", "U2", "C0CARDS", "too risky", (TEAM_ID,), "trig-9")
     # a guest from another organisation in a shared channel: both workspaces are named
     guest = block_actions("U3", f"hitl:reject:{ref}", ref, trigger_id="trig-123")
     guest |= {"user": {"id": "U3", "team_id": "t0guest"}}
