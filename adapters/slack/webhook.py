@@ -104,11 +104,11 @@ class InteractionHandler:
         """Decide on one interaction; return the ack's body once the decision is committed.
         `marks`: the delivery's de-duplication keys (Socket Mode's envelope id; the webhook's
         press or modal submission, its trigger_id, against a replay of its signed request). A
-        vote commits them with itself, so that an envelope that died before that commit decides on its redelivery; anything
-        else records them first. A '+1h' commits them with its extension, like a vote: one that
-        died before that commit extends on its redelivery, never twice. A redelivered one (Slack
-        sends an envelope again when its ack was lost) records nothing twice and says nothing
-        about the presser's own decision again."""
+        vote commits them with itself, so that an envelope that died before that commit decides
+        on its redelivery; anything else records them first. A '+1h' commits them with its
+        extension, like a vote: one that died before that commit extends on its redelivery,
+        never twice. A redelivered one (Slack sends an envelope again when its ack was lost)
+        records nothing twice and says nothing about the presser's own decision again."""
         if not isinstance(interaction, Ignored) and (why := await self._outsider(interaction)):
             return await self._refuse(interaction, why, marks)
         if isinstance(interaction, SlackPress) and interaction.verb in _COMMITS_MARKS:
