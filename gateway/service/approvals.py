@@ -626,8 +626,9 @@ class Service:
         """What a worker resumes with: `args` are the approved args (what must run), raw;
         `original_args` what the agent asked for and `patch` the RFC 6902 change between them;
         `args_hash` binds them (the decision carries the same three, raw, for the SDK)."""
-        _, state = self.raw_args_state(approval)
-        approved, original, patch = service_edits.approved_raw(self.sealer, approval)
+        raw = service_edits.raw_sealed(self.sealer, approval)  # opened once: each opening decrypts
+        approved, original, patch = service_edits.approved_raw(self.sealer, approval, raw)
+        state = raw["state"]
         decision = approval.decision.to_api() if approval.decision else None
         if decision is not None and decision.get("args") is not None:
             decision |= {"args": approved, "original_args": original, "patch": patch}

@@ -94,7 +94,12 @@ async def test_an_edit_is_checked_recorded_and_what_runs(api: Any) -> None:
     assert approved["data"]["patch"] == d["patch"] and approved["data"]["changes"] == "amount 4200 → 3900"
     # the worker's document: the approved args, raw, the original and the patch; tokens bind them
     approval = await rt.service.get(a["id"])
+    opened = []
+    real_open = rt.service.sealer.open
+    rt.service.sealer.open = lambda sealed: opened.append(sealed) or real_open(sealed)  # type: ignore[method-assign]
     doc = rt.service.rehydration_document(approval)
+    del rt.service.sealer.open
+    assert len(opened) == 1  # each opening decrypts: a launch's document opens the sealed copy once (was 3)
     approved_args = {**ARGS, "amount": 3900}
     assert doc["args"] == approved_args and doc["original_args"] == ARGS
     assert doc["decision"]["args"] == approved_args and doc["decision"]["original_args"] == ARGS
