@@ -85,8 +85,9 @@ $(NPM_STAMP): sdk-ts/package.json sdk-ts/package-lock.json
 
 # Two workers (pytest-xdist): most of the suite waits on real subprocesses (a framework import
 # alone is 2-5 s), so two run in the time of one and a half; serially it took 14-15 min here.
+# The 15 slowest are listed at the end: the suite must stay well inside CI's 20 minutes.
 unit: $(STAMP) $(NPM_STAMP)
-	$(BIN)/pytest -q -p no:cacheprovider -n 2
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=15
 
 # The tests not marked `subprocess`; --no-subprocess fails any of them that starts a process
 # (tests/subprocess_guard.py), so the selection stays true as tests are added.

@@ -31,7 +31,7 @@ def _suspend_body(service: Service, approval: Approval) -> dict[str, Any]:
     return {
         "id": approval.id,
         "status": approval.status.value,  # a replay after a decision says so (README "Idempotency")
-        "resume_token": service.reply_token(approval),
+        "resume_token": service.resumes.reply_token(approval),
         "deadline": iso(approval.deadline),
     }
 
@@ -141,13 +141,13 @@ async def cancel(request: web.Request) -> web.Response:
 
 @routes.get("/v1/resume/{token}")
 async def rehydrate(request: web.Request) -> web.Response:
-    return web.json_response(await _service(request).rehydrate(request.match_info["token"]))
+    return web.json_response(await _service(request).resumes.rehydrate(request.match_info["token"]))
 
 
 @routes.post("/v1/resume")
 async def decide_by_token(request: web.Request) -> web.Response:
     token, outcome, comment = schemas.parse_token_decision(await schemas.read_json(request))
-    approval = await _service(request).decide_by_token(token, outcome, comment)
+    approval = await _service(request).resumes.decide_by_token(token, outcome, comment)
     return web.json_response(approval.to_api())
 
 

@@ -291,10 +291,10 @@ class WorkerRunner:
         with self.tracer.span(traces.JOB_LAUNCH, approval.trace, attrs) as span:
             launch = Launch(
                 approval_id=approval.id,
-                document=self.service.rehydration_document(approval)
+                document=self.service.resumes.rehydration_document(approval)
                 | {"idempotency_key": key}
                 | launch_journal([step.to_api() for step in journal]),
-                token=self.service.worker_token(approval),
+                token=self.service.resumes.worker_token(approval),
                 gateway_url=self.service.settings.server.public_url,
                 idempotency_key=key,
                 trace=span.context,  # the worker's spans are this span's children

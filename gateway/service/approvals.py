@@ -1,4 +1,4 @@
-"""Use cases: suspend, decide, cancel, expire, remind, rehydrate.
+"""Use cases: suspend, decide, cancel, expire, remind (rehydrate: gateway.service.resume).
 
 Handlers, the scheduler, the worker and the outbox are thin shells around this class. Each use
 case reads, asks the pure `policy` module what happens, and writes the result in one
@@ -19,13 +19,11 @@ from gateway.core import policy as rules
 from gateway.core import traces
 from gateway.core.admission import Gate
 from gateway.core.channels import Channel, check_address, parse_address, posts_inline, web_card_ref
-from gateway.core.clock import Clock, iso
+from gateway.core.clock import Clock
 from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
     AlreadyDecided,
-    Forbidden,
     IdempotencyConflict,
-    InvalidToken,
     NotFound,
     UnknownWorker,
     ValidationError,
@@ -52,7 +50,7 @@ from gateway.core.rules import NO_COUNTERS, Counters, RuleResult
 from gateway.core.rules import evaluate as evaluate_rules
 from gateway.core.sealing import Sealer
 from gateway.core.shown import audit_facts, card_posted
-from gateway.core.tokens import RESUME, TokenSigner
+from gateway.core.tokens import TokenSigner
 from gateway.core.traces import TraceContext, Tracer
 from gateway.service import edits as service_edits
 from gateway.service import grants as service_grants
@@ -64,11 +62,11 @@ from gateway.service.decisions import DENIED_KEPT, Decisions
 from gateway.service.events import Announcer
 from gateway.service.policies import PolicyValue, resolve_policy, settable
 from gateway.service.replay import check_replay
+from gateway.service.resume import Resumes
 from gateway.settings import Settings
 from gateway.store import Build, Creation, GrantUnavailable, NewJob, Store, TransitionWrite
 
 log = logging.getLogger("gateway.service")
-TOKEN_ACTOR = "token"  # who decided by holding the resume token (`decide_by_token`): no identity
 
 
 def new_id() -> str:
@@ -99,8 +97,9 @@ class SuspendRequest:
 
 
 class Service:
-    """The application's facade: suspend, the reads, the SLA clock's transitions, tokens; the
-    decisions are `self.decisions` (gateway.service.decisions), reached through the commands."""
+    """The application's facade: suspend, the reads, the SLA clock's transitions; the decisions
+    are `self.decisions` (gateway.service.decisions), reached through the commands, and the
+    tokens and the rehydration `self.resumes` (gateway.service.resume)."""
 
     def __init__(
         self,
@@ -131,6 +130,8 @@ class Service:
         self.decisions = Decisions(self.committer, self.authorizer, store, clock, self.redactor, self.sealer, signer)
         self.grants = service_grants.Grants(store, clock, self.identities)
         self.delegations = self.decisions.delegations  # who decides for whom (gateway.service.delegations)
+        # The resume side: tokens, what they open, the worker's document (gateway.service.resume).
+        self.resumes = Resumes(settings, store, clock, signer, self.sealer, self.decisions)
         # Standing grants decide suspends only while a configured policy offers them: no lookup otherwise.
         self._grants_on = any(p.grants for p in settings.policies.values())
         # The channels by kind (the Runtime fills it): the web inbox's cards are posted inline.
@@ -552,105 +553,6 @@ class Service:
     def wake_outbox(self) -> None:
         """Deliveries were queued outside a transition (e.g. a card adopted by a press)."""
         self.committer.fire(outbox=True)
-
-    # ---------------------------------------------------------------- tokens
-    def resume_token(self, approval: Approval) -> str:
-        """Deterministic for one approval and key set, bound to its id, run and args, and
-        naming its run's namespace (`n`: what opens the run's journal, see `journal_namespace`)."""
-        if approval.deadline is not None:
-            expires = approval.deadline + self.settings.security.token_grace
-        else:
-            expires = approval.created_at + self.settings.security.token_max_age
-        payload = {"a": approval.id, "r": approval.run_id, "h": approval.args_hash[:16], "n": approval.namespace}
-        return self.signer.sign(RESUME, payload, expires)
-
-    def reply_token(self, approval: Approval) -> str:
-        """The token of a suspend's reply: the same on each replay while the approval waits; once
-        decided, a fresh one as a worker's, so that a run which learns its decision on a replay
-        (an agent restarted weeks later) is not refused for the first token's age."""
-        return self.worker_token(approval) if approval.status.final else self.resume_token(approval)
-
-    def worker_token(self, approval: Approval) -> str:
-        """A fresh token for a worker run (valid for the grace period from now), bound to the
-        approved args (the edited ones, when an approver changed them)."""
-        payload = {"a": approval.id, "r": approval.run_id, "h": approval.run_hash[:16], "n": approval.namespace}
-        return self.signer.sign(RESUME, payload, self.clock.now() + self.settings.security.token_grace)
-
-    async def journal_namespace(self, token: str, run_id: str) -> str:
-        """The namespace of the run `run_id` whose journal `token` opens; InvalidToken (401) if
-        forged or another run's, TokenExpired (410) if stale.
-
-        A token that names its namespace (`n`, signed with the rest) is checked without reading
-        its approval: the signature, the expiry and its run `r` are all it takes, and it opens
-        that run in that namespace only, so neither another run nor another agent's run of the
-        same id. What changes: it keeps opening its run's journal until it expires even if the
-        approval was purged meanwhile, or if its args hash no longer matched (an edit keeps both
-        hashes valid anyway). Acceptable: it was signed for exactly that run, it is time-bound
-        (a deadline plus grace, or a worker's grace), and the journal is the run's, not the
-        approval's; the rehydration and a decision by token still read the approval. A token
-        issued before `n` existed falls back to that read."""
-        data = self.signer.verify(RESUME, token, self.clock.now())
-        namespace = data.get("n")
-        if isinstance(namespace, str):
-            if data.get("r") != run_id:
-                raise InvalidToken("the resume token belongs to another run")
-            return namespace
-        approval = await self._approval_for(data)
-        if approval.run_id != run_id:
-            raise InvalidToken("the resume token belongs to another run")
-        return approval.namespace
-
-    async def approval_for_token(self, token: str) -> Approval:
-        return await self._approval_for(self.signer.verify(RESUME, token, self.clock.now()))
-
-    async def _approval_for(self, data: dict[str, Any]) -> Approval:
-        """The approval of a verified token's payload, if it still matches it."""
-        approval = await self.store.get_approval(str(data.get("a")))
-        # Bound to the args asked for (the suspend's token) or to the approved ones (a worker's).
-        hashes = (approval.args_hash[:16], approval.run_hash[:16]) if approval else ()
-        if approval is None or approval.run_id != data.get("r") or data.get("h") not in hashes:
-            raise InvalidToken("the token does not match an approval")
-        return approval
-
-    async def rehydrate(self, token: str) -> dict[str, Any]:
-        """Everything a worker needs to resume the run."""
-        approval = await self.approval_for_token(token)
-        return self.rehydration_document(approval)
-
-    def raw_args_state(self, approval: Approval) -> tuple[dict[str, Any], Any]:
-        """The unredacted args and state (decrypted); only for resume-token holders and workers."""
-        raw = service_edits.raw_sealed(self.sealer, approval)
-        return raw["args"], raw["state"]
-
-    def rehydration_document(self, approval: Approval) -> dict[str, Any]:
-        """What a worker resumes with: `args` are the approved args (what must run), raw;
-        `original_args` what the agent asked for and `patch` the RFC 6902 change between them;
-        `args_hash` binds them (the decision carries the same three, raw, for the SDK)."""
-        _, state = self.raw_args_state(approval)
-        approved, original, patch = service_edits.approved_raw(self.sealer, approval)
-        decision = approval.decision.to_api() if approval.decision else None
-        if decision is not None and decision.get("args") is not None:
-            decision |= {"args": approved, "original_args": original, "patch": patch}
-        return {
-            "approval": approval.to_api(),
-            "status": approval.status.value,
-            "decision": decision,
-            "run_id": approval.run_id,
-            "step": approval.step,
-            "args": approved,
-            "original_args": original,
-            "patch": patch,
-            "args_hash": approval.run_hash,
-            "state": state,
-            "deadline": iso(approval.deadline),
-        }
-
-    async def decide_by_token(self, token: str, outcome: Outcome, comment: str | None) -> Approval:
-        if not self.settings.security.token_decisions:
-            raise Forbidden("deciding by token is disabled (security.token_decisions = false)")
-        approval = await self.approval_for_token(token)
-        cmd = CastVote(approval.id, outcome, TOKEN_ACTOR, Authority.TOKEN, comment, channel=TOKEN_ACTOR)
-        return (await self.decisions.cast(cmd, current=approval)).approval
 
 
 class _Checked(NamedTuple):

@@ -46,9 +46,10 @@ def raw_sealed(sealer: Sealer, approval: Approval) -> dict[str, Any]:
     return opened
 
 
-def raw_current(sealer: Sealer, approval: Approval) -> dict[str, Any]:
-    """The raw args the current round votes on (what runs if it is approved now)."""
-    raw = raw_sealed(sealer, approval)
+def raw_current(sealer: Sealer, approval: Approval, raw: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The raw args the current round votes on (what runs if it is approved now); `raw`: the
+    sealed copy when the caller opened it already (each opening decrypts)."""
+    raw = raw_sealed(sealer, approval) if raw is None else raw
     current: dict[str, Any] = raw["edited"] if approval.proposal is not None and "edited" in raw else raw["args"]
     return current
 
@@ -87,12 +88,15 @@ async def propose(
     return proposal, sealer.seal_json(canonical_json(body))
 
 
-def approved_raw(sealer: Sealer, approval: Approval) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+def approved_raw(
+    sealer: Sealer, approval: Approval, raw: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """(approved args, original args, patch), raw: what the worker runs, what the agent asked
-    for, and the RFC 6902 patch between them (empty when nothing was changed)."""
-    raw = raw_sealed(sealer, approval)
+    for, and the RFC 6902 patch between them (empty when nothing was changed). `raw`: the
+    sealed copy when the caller opened it already."""
+    raw = raw_sealed(sealer, approval) if raw is None else raw
     d = approval.decision
-    approved = raw_current(sealer, approval) if d is not None and d.args is not None else raw["args"]
+    approved = raw_current(sealer, approval, raw) if d is not None and d.args is not None else raw["args"]
     return approved, raw["args"], edits.make_patch(raw["args"], approved) if approved != raw["args"] else []
 
 

@@ -73,7 +73,7 @@ class RunJournal:
         if caller.token is not None:  # the middleware let it through without an API key: the token must fit
             # A token signs its run and namespace: checked without reading the approval (a
             # step's GET and PUT read nothing else); an older token falls back to that read.
-            return await self.service.journal_namespace(caller.token, run_id)
+            return await self.service.resumes.journal_namespace(caller.token, run_id)
         if caller.principal is None:
             raise Unauthorized("missing 'Authorization: Bearer <api key>'")
         return await run_namespace(self.store, run_id, caller.principal, caller.agent)

@@ -58,7 +58,7 @@ async def test_retention_counts_from_the_decision_and_never_serves_redacted_args
 
     def resume(current: Approval | None) -> dict[str, Any]:
         assert current is not None
-        return runtime.service.rehydration_document(current)
+        return runtime.service.resumes.rehydration_document(current)
 
     assert resume(await runtime.store.get_approval(approval.id))["args"]["iban"] == "DE89370400440532013000"
     clock.advance(days=31)

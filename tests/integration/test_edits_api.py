@@ -94,14 +94,19 @@ async def test_an_edit_is_checked_recorded_and_what_runs(api: Any) -> None:
     assert approved["data"]["patch"] == d["patch"] and approved["data"]["changes"] == "amount 4200 → 3900"
     # the worker's document: the approved args, raw, the original and the patch; tokens bind them
     approval = await rt.service.get(a["id"])
-    doc = rt.service.rehydration_document(approval)
+    opened = []
+    real_open = rt.service.sealer.open
+    rt.service.sealer.open = lambda sealed: opened.append(sealed) or real_open(sealed)  # type: ignore[method-assign]
+    doc = rt.service.resumes.rehydration_document(approval)
+    del rt.service.sealer.open
+    assert len(opened) == 1  # each opening decrypts: a launch's document opens the sealed copy once (was 3)
     approved_args = {**ARGS, "amount": 3900}
     assert doc["args"] == approved_args and doc["original_args"] == ARGS
     assert doc["decision"]["args"] == approved_args and doc["decision"]["original_args"] == ARGS
     assert doc["patch"] == d["patch"] and doc["args_hash"] == args_hash(approved_args)
-    token = rt.service.worker_token(approval)
-    assert (await rt.service.rehydrate(token))["args"] == approved_args
-    assert (await rt.service.rehydrate(a["resume_token"]))["args"] == approved_args  # the suspend's token too
+    token = rt.service.resumes.worker_token(approval)
+    assert (await rt.service.resumes.rehydrate(token))["args"] == approved_args
+    assert (await rt.service.resumes.rehydrate(a["resume_token"]))["args"] == approved_args  # the suspend's token too
     # the effect's key, as the docs say: run.idempotency_key(step, decision.args)
     assert idempotency_key("run-1", "pay", doc["decision"]["args"]) != idempotency_key("run-1", "pay", ARGS)
 
@@ -121,7 +126,7 @@ async def test_an_edit_starts_a_new_round_of_votes(api: Any) -> None:
     assert [(o.channel, o.data["edited"]) for o in asks] == [("web", 1)]  # bob is asked again
     done = await rt.service.decide(a["id"], _approve(), "web:bob", channel="web")
     assert done.status.value == "approved" and done.decision is not None and done.decision.args is not None
-    assert rt.service.rehydration_document(done)["args"]["amount"] == 3900
+    assert rt.service.resumes.rehydration_document(done)["args"]["amount"] == 3900
 
 
 async def test_extend_and_its_limits(api: Any, clock: FakeClock) -> None:

@@ -40,9 +40,9 @@ class GW:
         """What a `command` worker of this approval gets: its document and its resume token (and
         an agent key in its environment when the run may pause again)."""
         approval = await self.rt.service.get(approval_id)
-        env = {"HITL_GATEWAY_URL": self.url, "HITL_RESUME_TOKEN": self.rt.service.resume_token(approval)}
+        env = {"HITL_GATEWAY_URL": self.url, "HITL_RESUME_TOKEN": self.rt.service.resumes.resume_token(approval)}
         env |= {"HITL_API_KEY": api_key} if api_key else {}
-        return await DurableRun.from_env(env=env, document=self.rt.service.rehydration_document(approval))
+        return await DurableRun.from_env(env=env, document=self.rt.service.resumes.rehydration_document(approval))
 
     async def approve(self, approval_id: str) -> None:
         await self.rt.service.decide(approval_id, Outcome.APPROVE, "web:bob", authority=Authority.OPERATOR)

@@ -102,7 +102,7 @@ async def test_idempotency_key_is_deterministic(env: Any) -> None:
 
 async def test_journal_endpoints_accept_only_that_runs_token(env: Any) -> None:
     approval, _ = await env.rt.service.suspend(SuspendRequest(run_id="mine", step="s", title="t"))
-    token = env.rt.service.resume_token(approval)
+    token = env.rt.service.resumes.resume_token(approval)
     mine = HttpJournal(GatewayClient(env.url, resume_token=token))
     assert await mine.load("mine") == {}
     with pytest.raises(GatewayHTTPError) as err:

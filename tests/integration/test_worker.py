@@ -73,7 +73,7 @@ async def test_command_worker_gets_document_env_and_output_is_kept_redacted(make
     assert seen["doc"]["decision"]["decided_by"] == "web:bob"
     assert seen["env"]["HITL_APPROVAL_ID"] == approval.id
     assert seen["env"]["HITL_GATEWAY_URL"] == rt.settings.server.public_url
-    assert (await rt.service.approval_for_token(seen["env"]["HITL_RESUME_TOKEN"])).id == approval.id
+    assert (await rt.service.resumes.approval_for_token(seen["env"]["HITL_RESUME_TOKEN"])).id == approval.id
     done = await job(rt, approval)
     assert done.status is JobStatus.SUCCEEDED and done.attempts == 1 and done.claimed_by is None
     assert done.output_tail is not None

@@ -60,7 +60,7 @@ async def _answer(rt: Runtime, token: str | None, line: bytes) -> dict[str, obje
 
 async def test_the_socket_answers_no_call_between_launches_and_no_malformed_call(runtime: Runtime) -> None:
     a = await decided(runtime, "agent")
-    token = runtime.service.worker_token(a)
+    token = runtime.service.resumes.worker_token(a)
     record = {"op": "record", "run_id": a.run_id, "name": "s", "body": STEP}
     idle = await _answer(runtime, None, json.dumps(record).encode())  # the process runs no launch now
     assert idle["error"] == {"status": 409, "code": "conflict", "message": idle["error"]["message"]}  # type: ignore[index]

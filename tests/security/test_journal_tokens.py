@@ -96,7 +96,7 @@ async def test_a_token_opens_its_run_without_reading_the_approval(
 ) -> None:
     reply = await _suspend(http, BILLING, "ro-1")
     rt = _rt(http)
-    worker_token = rt.service.worker_token(await _approval(http, reply["id"]))
+    worker_token = rt.service.resumes.worker_token(await _approval(http, reply["id"]))
     reads: list[str] = []
     read = rt.store.get_approval
 
@@ -115,7 +115,7 @@ async def test_a_token_opens_its_run_without_reading_the_approval(
 async def test_a_token_never_opens_another_run(http: TestClient[Any, Any]) -> None:
     mine = await _suspend(http, BILLING, "ro-mine")
     await _suspend(http, BILLING, "ro-other")
-    worker_token = _rt(http).service.worker_token(await _approval(http, mine["id"]))
+    worker_token = _rt(http).service.resumes.worker_token(await _approval(http, mine["id"]))
     for token in (mine["resume_token"], worker_token):
         assert (await _get(http, "ro-other", _token(token)))[0] == 401
         assert await _put(http, "ro-other", "x", _token(token)) == 401

@@ -33,13 +33,13 @@ def settings(settings_factory: Callable[..., Settings]) -> Settings:
 async def test_a_resume_after_retention_is_refused_not_served_redacted_args(runtime: Runtime, clock: FakeClock) -> None:
     raw = {"iban": "DE89370400440532013000", "amount": 490}
     approval, _ = await runtime.service.suspend(SuspendRequest(run_id="r", step="pay", title="Pay", args=raw))
-    token = runtime.service.resume_token(approval)
+    token = runtime.service.resumes.resume_token(approval)
     await runtime.service.decide(approval.id, Outcome.APPROVE, "operator:alice", authority=Authority.OPERATOR)
-    assert (await runtime.service.rehydrate(token))["args"] == raw  # before: the raw args, to the token holder
+    assert (await runtime.service.resumes.rehydrate(token))["args"] == raw  # before: the raw args, to the token holder
     clock.advance(days=2)
     assert await Housekeeper(Pruning(runtime.store), clock, raw_after=timedelta(days=1)).prune_raw() == 1
     with pytest.raises(RawPruned) as refused:
-        await runtime.service.rehydrate(token)
+        await runtime.service.resumes.rehydrate(token)
     assert (refused.value.status, refused.value.code) == (410, "raw_pruned")
     shown = await runtime.store.get_approval(approval.id)
     assert shown is not None and shown.args["iban"] != raw["iban"]  # the redacted view stays readable
