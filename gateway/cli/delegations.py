@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from gateway.cli.approvals import RAW, REMOTE, remote_command
 from gateway.cli.common import dump, table
 from gateway.cli.ops import CLI_OPERATOR, Json, Operations, with_ops
 from gateway.cli.present import delegation_rows, delegation_state, moment
-from gateway.cli.remote import ServerRefused
+from gateway.cli.refusals import named
 from gateway.core.clock import iso
 from gateway.core.durations import parse_duration
 from gateway.core.errors import ValidationError
 from gateway.settings import Settings
-
-T = TypeVar("T")
 
 # The API's fields as this command's options, for the messages that name them.
 OPTIONS = {
@@ -99,7 +96,7 @@ async def run(args: argparse.Namespace, settings: Settings | None) -> int:
 
 async def _act(args: argparse.Namespace, ops: Operations, body: Json | None, now: datetime) -> int:
     if args.action == "list":
-        items = await _named(lambda: ops.delegations(args.of, args.everything))
+        items = await named(OPTIONS, lambda: ops.delegations(args.of, args.everything))
         if args.json:
             dump({"items": items})
         else:
@@ -109,7 +106,7 @@ async def _act(args: argparse.Namespace, ops: Operations, body: Json | None, now
         view = await ops.delegation(args.id)
     elif args.action == "add":
         assert body is not None
-        view = await _named(lambda: ops.delegate(body))
+        view = await named(OPTIONS, lambda: ops.delegate(body))
     else:
         view = await ops.revoke_delegation(args.id)
     if args.json:
@@ -141,25 +138,6 @@ def _when(value: str, option: str, now: datetime) -> str:
         return str(iso(now.replace(microsecond=0) + parse_duration(value)))
     except (ValueError, OverflowError):
         raise ValidationError(option, f"{value!r} is neither {_AT} nor {_AHEAD}") from None
-
-
-async def _named(call: Callable[[], Awaitable[T]]) -> T:
-    """`call`, its refusal naming this command's option (`--to: ...`) instead of the API's field."""
-    try:
-        return await call()
-    except ValidationError as exc:
-        raise ValidationError(OPTIONS.get(exc.field, exc.field), _problem(exc.message)) from None
-    except ServerRefused as exc:
-        if exc.code != "validation_error":
-            raise
-        field, sep, problem = exc.message.partition(": ")
-        if not sep or field not in OPTIONS:
-            raise
-        raise ServerRefused(exc.status, exc.code, f"{OPTIONS[field]}: {problem}") from None
-
-
-def _problem(message: str) -> str:
-    return message.partition(": ")[2] or message
 
 
 def _summary(view: Json, now: datetime) -> list[str]:

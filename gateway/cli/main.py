@@ -16,6 +16,7 @@ from typing import Any, cast
 from gateway import __version__
 from gateway.cli import approvals, cards, channels, delegations, init, jobs, remote, rules, serve
 from gateway.cli import audit as audit_cli
+from gateway.cli import events as events_cli
 from gateway.cli import web as web_cli
 from gateway.cli.common import dump, program, with_runtime
 from gateway.cli.dev import DEV_SECRETS, dev_defaults
@@ -42,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     web_cli.register(sub)
     jobs.add_parser(sub)
     delegations.add_parser(sub)
+    events_cli.add_parser(sub)
     cards.add_parser(sub)
     audit_cli.add_parser(sub)
     rules.add_parser(sub)
@@ -56,7 +58,8 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dev", action="store_true", help="a dev secret, agent key and operator under ./var")
     parser.add_argument(
         "--url",
-        help="act on the gateway at URL over HTTP (approvals, jobs, delegations; default: $HITL_URL), not on the store",
+        help="act on the gateway at URL over HTTP (approvals, jobs, delegations, events; default: $HITL_URL), "
+        "not on the store",
     )
     parser.add_argument("--operator-key", help="the operator key for --url (default: $HITL_OPERATOR_KEY)")
 
@@ -148,7 +151,7 @@ def _remote(args: argparse.Namespace) -> str | None:
     if args.url is None:
         return None
     if not getattr(args, "remote", False):
-        return f"--url works with `approvals`, `jobs` and `delegations` only, not `{args.command}`"
+        return f"--url works with `approvals`, `jobs`, `delegations` and `events` only, not `{args.command}`"
     if args.dev or args.config:
         return "--url acts on a server: --dev and --config are for the local store"
     if not args.operator_key:

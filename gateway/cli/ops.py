@@ -1,8 +1,8 @@
 """The operator commands' one interface (`Operations`), on the local store or over HTTP.
 
-`approvals`, `jobs` and `delegations` are written once over it: `LocalOps` goes through the application layer
-(a started Runtime, as every other command), `gateway.cli.remote.RemoteOps` through the HTTP
-API with an operator key. Both return the API's JSON shapes, so that both print the same."""
+`approvals`, `jobs`, `delegations` and `events` are written once over it: `LocalOps` goes through
+the application layer (a started Runtime, as every other command), `gateway.cli.remote.RemoteOps`
+through the HTTP API with an operator key. Both return the API's JSON shapes, so that both print the same."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from gateway.core.models import JobStatus, Outcome, Status
 from gateway.service.commands import Authority
 from gateway.settings import Settings
 
-CLI_OPERATOR = "operator:cli"  # who the local CLI's decisions, cancels, retries and re-posts are recorded as
+CLI_OPERATOR = "operator:cli"  # who the local CLI's decisions, cancels, retries and re-sends are recorded as
 Json = dict[str, Any]
 
 
@@ -31,6 +31,7 @@ class Operations(Protocol):
     async def delegation(self, delegation_id: str) -> Json: ...  # with its `events`
     async def delegate(self, body: Json) -> Json: ...  # the body of `POST /v1/delegations`
     async def revoke_delegation(self, delegation_id: str) -> Json: ...
+    async def resend_events(self, approval_id: str, body: Json) -> Json: ...  # the body of `events/resend`
 
 
 class LocalOps:
@@ -103,6 +104,15 @@ class LocalOps:
         delegations = self.rt.service.delegations
         view: Json = delegations.view(await delegations.revoke(delegation_id, CLI_OPERATOR, operator=True))
         return view
+
+    async def resend_events(self, approval_id: str, body: Json) -> Json:
+        """As `POST /v1/approvals/{id}/events/resend` by an operator: the same body, checked by
+        the same contract, sent again by the same use case."""
+        from gateway.service.events import ResendEvents
+
+        resent = await self.rt.webhooks.resend(ResendEvents.by_operator(approval_id, body, CLI_OPERATOR))
+        answer: Json = resent.to_api()
+        return answer
 
 
 async def with_ops(

@@ -122,3 +122,7 @@ class RemoteOps:
     async def revoke_delegation(self, delegation_id: str) -> Json:
         view: Json = await self._call("DELETE", f"/v1/delegations/{quote(delegation_id, safe='')}")
         return view
+
+    async def resend_events(self, approval_id: str, body: Json) -> Json:
+        answer: Json = await self._call("POST", f"/v1/approvals/{quote(approval_id, safe='')}/events/resend", body)
+        return answer

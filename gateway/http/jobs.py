@@ -55,7 +55,6 @@ async def resend_events(request: web.Request) -> web.Response:
     """Send again the approval's outbound events that were given up (see docs/events.md)."""
     caller = principal(request)
     body = await schemas.read_json(request) if request.body_exists else {}
-    webhook, by = schemas.parse_events_resend(body)
-    cmd = ResendEvents(request.match_info["id"], caller.identity, webhook, by)
+    cmd = ResendEvents.by_operator(request.match_info["id"], body, caller.identity)
     resent = await request.config_dict[WEBHOOKS].resend(cmd)
-    return web.json_response({"approval_id": resent.approval_id, "webhooks": resent.webhooks, "status": "pending"})
+    return web.json_response(resent.to_api())

@@ -192,12 +192,6 @@ def parse_resend(body: dict[str, Any]) -> tuple[str, str | None]:
     return m.channel, m.by or None
 
 
-def parse_events_resend(body: dict[str, Any]) -> tuple[str | None, str | None]:
-    """`POST /v1/approvals/{id}/events/resend`: (webhook, on_behalf_of)."""
-    m = contract.validate(contract.EventsResendBody, body)
-    return m.webhook, m.by or None
-
-
 def parse_token_decision(body: dict[str, Any]) -> tuple[str, Outcome, str | None]:
     m = contract.validate(contract.TokenDecisionBody, body)
     return m.token, Outcome(m.outcome), m.comment

@@ -451,6 +451,8 @@ class Service:
                 "attempts": o.attempts,
                 "last_error": o.last_error,
             }
+            # an outbound event also names the event it carries: the id `events/resend` answers with
+            | ({"event_id": o.data.get("id"), "event_type": o.data.get("type")} if o.kind is OutboxKind.EVENT else {})
             for o in await self.store.list_outbox(approval.id)
         ]
         job = await self.store.get_job(approval.id)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from gateway import contract
 from gateway.core.clock import Clock
 from gateway.core.errors import Conflict, NotFound, ValidationError
 from gateway.core.events import EventKind
@@ -74,6 +75,13 @@ class ResendEvents:
     webhook: str | None = None
     on_behalf_of: str | None = None
 
+    @classmethod
+    def by_operator(cls, approval_id: str, body: dict[str, Any], by: str) -> ResendEvents:
+        """An operator's `POST /v1/approvals/{id}/events/resend` body (the API's, the CLI's),
+        checked by the contract: ValidationError names the field."""
+        m = contract.validate(contract.EventsResendBody, body)
+        return cls(approval_id, by, m.webhook, m.by or None)
+
 
 @dataclass(frozen=True, slots=True)
 class Resent:
@@ -81,6 +89,10 @@ class Resent:
 
     approval_id: str
     webhooks: dict[str, list[str]]
+
+    def to_api(self) -> dict[str, Any]:
+        """The answer of `POST /v1/approvals/{id}/events/resend` (and of the CLI's `--json`)."""
+        return {"approval_id": self.approval_id, "webhooks": self.webhooks, "status": "pending"}
 
 
 class Webhooks:

@@ -7,13 +7,14 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from gateway.testing import TEST_API_KEY, TEST_OPERATOR_KEY
+from tests.events.support import Receiver, receiving
 from tests.procs import AUTH, Gateway, call, free_port, write_config
 
 pytestmark = pytest.mark.subprocess
@@ -192,3 +193,87 @@ async def test_delegations_add_list_revoke_over_http(gateway: Gateway) -> None:
     assert [e["kind"] for e in json.loads(out)["events"]] == ["created", "revoked"]
     code, out, _ = await cli("--url", url, "delegations", "list", "--json")
     assert [d["id"] for d in json.loads(out)["items"]] == [other["id"]]
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with receiving(Receiver()) as r:
+        yield r
+
+
+@pytest.fixture
+def events_gateway(tmp_path: Path, store_url: str, receiver: Receiver) -> Iterator[Gateway]:
+    """A gateway whose webhook (the receiver) gives up on an event a second after it happened."""
+    port = free_port()
+    hook = f'[[events.webhooks]]\nname = "siem"\nurl = "{receiver.url}"\nsecret = "{receiver.secret}"\n'
+    extra = f'[events]\ngive_up_after = "1s"\nmax_backoff = "1s"\ntimeout = "1s"\n{hook}'
+    gw = Gateway(write_config(tmp_path / "gw.toml", store_url, port, extra), port, tmp_path / "gw.log")
+    gw.start()
+    yield gw
+    gw.stop()
+
+
+async def _deliveries(gw: Gateway, approval_id: str) -> tuple[list[tuple[str, int]], list[str]]:
+    """The approval's event deliveries (status, attempts) and the kinds of its history."""
+    async with aiohttp.ClientSession() as http:
+        _, view = await call(http, "GET", f"{gw.url}/v1/approvals/{approval_id}", headers=AUTH)
+        _, events = await call(http, "GET", f"{gw.url}/v1/approvals/{approval_id}/events", headers=AUTH)
+    rows = [(d["status"], d["attempts"]) for d in view["deliveries"] if d["kind"] == "event"]
+    return rows, [e["kind"] for e in events["items"]]
+
+
+async def test_events_list_and_resend_over_http(events_gateway: Gateway, receiver: Receiver) -> None:
+    url = events_gateway.url
+    receiver.answers = [(500, {})] * 1000  # the receiver is down: both events are given up
+    approval_id = await _suspend(events_gateway, "r-ev", "Pay")
+    code, _, err = await cli("--url", url, "approvals", "approve", approval_id)
+    assert code == 0, err
+    for _ in range(300):
+        rows, _ = await _deliveries(events_gateway, approval_id)
+        if len(rows) == 2 and all(status == "failed" for status, _ in rows):
+            break
+        await asyncio.sleep(0.1)
+    code, out, err = await cli("--url", url, "events", "list", approval_id)
+    assert code == 0, err
+    header, *lines = out.splitlines()
+    assert header.split() == ["ROW", "WEBHOOK", "STATE", "ATTEMPTS", "EVENT", "KIND", "LAST", "ERROR"]
+    assert [(c[1], c[2], c[5]) for c in (line.split() for line in lines)] == [
+        ("siem", "given_up", "approval.requested"),
+        ("siem", "given_up", "approval.decided"),
+    ]
+    assert all("HTTP 500" in line for line in lines)
+    code, out, _ = await cli("--url", url, "events", "list", approval_id, "--json")
+    ids = [d["event_id"] for d in json.loads(out)["items"]]
+
+    # refused by the server: one line naming the problem, exit 2, nothing sent again
+    before = await _deliveries(events_gateway, approval_id)
+    code, out, err = await cli("--url", url, "events", "resend", approval_id, key=TEST_API_KEY)
+    assert code == 2 and out == "" and _one_line(err).startswith("hitl-gateway: 403 operator_required: ")
+    code, _, err = await cli("--url", url, "events", "resend", approval_id, "--webhook", "nope")
+    assert code == 2
+    assert _one_line(err) == "hitl-gateway: 400 validation_error: --webhook: not a configured webhook (known: siem)"
+    code, _, err = await cli("--url", url, "events", "resend", "nope")
+    assert code == 2 and _one_line(err) == "hitl-gateway: 404 not_found: approval 'nope' not found"
+    code, _, err = await cli("--url", url, "events", "list", "nope", key=TEST_API_KEY)
+    assert code == 2 and _one_line(err).startswith("hitl-gateway: 404 not_found: ")
+    assert await _deliveries(events_gateway, approval_id) == before and "event_resend" not in before[1]
+
+    receiver.answers = []  # back: every event is acknowledged
+    code, out, err = await cli("--url", url, "events", "resend", approval_id, "--webhook", "siem", "--by", "alice")
+    assert code == 0 and out == f"{approval_id}  siem  2 queued again: {' '.join(ids)}\n", err
+    for _ in range(300):
+        if len(receiver.accepted) == 2:
+            break
+        await asyncio.sleep(0.1)
+    assert [e["id"] for e in receiver.accepted] == ids  # each once, in order
+    code, out, _ = await cli("--url", url, "events", "list", approval_id)
+    assert [line.split()[2] for line in out.splitlines()[1:]] == ["delivered", "delivered"]
+    code, _, err = await cli("--url", url, "events", "resend", approval_id, "--json")
+    assert code == 2 and _one_line(err) == (
+        f"hitl-gateway: 409 conflict: no event of {approval_id!r} to any configured webhook was given up: "
+        "nothing to resend"
+    )
+    async with aiohttp.ClientSession() as http:
+        _, events = await call(http, "GET", f"{url}/v1/approvals/{approval_id}/events", headers=AUTH)
+    (resend,) = [e for e in events["items"] if e["kind"] == "event_resend"]
+    assert resend["actor"] == "operator:test" and resend["data"] == {"events": ids, "on_behalf_of": "alice"}
