@@ -36,7 +36,7 @@ from gateway.core.models import Approval, Outcome
 from gateway.core.tokens import TokenSigner
 from gateway.core.webpush import PushSubscription
 from gateway.service.push import PushSubscriptions
-from gateway.settings.webpush import WebPushSettings
+from gateway.settings.webpush import WebPushSettings, placeholder_subject
 
 log = logging.getLogger("gateway.webpush")
 MAX_TITLE, MAX_BODY = 120, 600  # characters
@@ -95,6 +95,14 @@ class PushingWebChannel(WebChannel):
         self.settings, self.public_url, self.signer = settings, public_url.rstrip("/"), signer
         self.subscriptions, self.http = subscriptions, http
         self._vapid = Vapid02.from_raw(settings.private_key.encode())
+        if placeholder_subject(
+            settings.subject
+        ):  # what `init` writes: pushes work, but reach no one when they go wrong
+            log.warning(
+                "webpush.subject %s names no one: push services write to it when this gateway's pushes go wrong; "
+                "set your own mailto: address or https: URL",
+                settings.subject,
+            )
 
     async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
         await self._push_all(card)

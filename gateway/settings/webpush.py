@@ -12,6 +12,7 @@ import base64
 import binascii
 from dataclasses import dataclass
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from gateway.core.errors import ConfigError
 from gateway.settings.coerce import Coerce, duration, string
@@ -76,6 +77,21 @@ def sample(installed: bool) -> str:
         f'{on}private_key = "{private}"   # a secret, like secret_keys\n'
         f'{on}subject = "mailto:admin@example.com"   # your contact: push services may write to it\n'
     )
+
+
+# Names that reach nobody (RFC 2606 and RFC 6761): `init` writes one, for the operator to replace.
+_NOBODY = frozenset({"example.com", "example.net", "example.org", "localhost"})
+_NOBODY_TLDS = (".example", ".invalid", ".test", ".localhost")
+
+
+def placeholder_subject(subject: str) -> bool:
+    """Whether `subject` names no one a push service could write to (`mailto:admin@example.com`)."""
+    if subject.startswith("mailto:"):
+        host = subject.removeprefix("mailto:").rpartition("@")[2]
+    else:
+        host = urlsplit(subject).hostname or ""
+    host = host.strip().rstrip(".").lower()
+    return host in _NOBODY or host.endswith(_NOBODY_TLDS) or any(host.endswith(f".{d}") for d in _NOBODY)
 
 
 def check_webpush(push: WebPushSettings) -> None:
