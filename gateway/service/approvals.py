@@ -390,6 +390,8 @@ class Service:
         )
         shadows = rulings.shadow_events(approval.id, result, now)
         ruled = result is not None and rulings.decides(result)
+        if not rulings.grant_may_decide(result):  # a rule's ask, or a rule that failed: a person
+            grant = None
         if ruled or grant is not None:
             if result is not None and ruled:  # a rule's deny still denies; its allow needs no grant
                 decided, event = rulings.decide(approval.evolve(channels=()), result, now)

@@ -33,6 +33,14 @@ def decides(result: RuleResult) -> bool:
     return result.outcome is not RuleOutcome.ASK
 
 
+def grant_may_decide(result: RuleResult | None) -> bool:
+    """Whether a standing grant may stand in for the person: only where the rules left the step
+    to their default `ask`. An enforced rule's `ask` (a budget crossed, a step routed to other
+    approvers or a stricter policy) wants a person each time, and a rule that could not be
+    evaluated might have denied; a grant, made on other facts, answers neither."""
+    return result is None or (result.outcome is RuleOutcome.ASK and result.rule is None and not result.failed)
+
+
 def decided_by(result: RuleResult) -> str:
     return RULE_PREFIX + (result.rule or DEFAULT_RULE)
 
@@ -88,4 +96,14 @@ def decide(approval: Approval, result: RuleResult, now: datetime) -> tuple[Appro
     return after, NewEvent(approval.id, kind, now, by, None, data)
 
 
-__all__ = ["DEFAULT_RULE", "RULE_PREFIX", "decide", "decided_by", "decides", "facts", "narrowed", "shadow_events"]
+__all__ = [
+    "DEFAULT_RULE",
+    "RULE_PREFIX",
+    "decide",
+    "decided_by",
+    "decides",
+    "facts",
+    "grant_may_decide",
+    "narrowed",
+    "shadow_events",
+]

@@ -155,7 +155,7 @@ def evaluate(ruleset: RuleSet, facts: Facts, counters: Counters, now: datetime) 
 def _failed(ruleset: RuleSet, shadow: tuple[ShadowHit, ...], errors: tuple[RuleError, ...]) -> RuleResult:
     outcome = RuleOutcome.DENY if ruleset.default is RuleOutcome.DENY else RuleOutcome.ASK
     reason = f"rule {errors[-1].rule} could not be evaluated: {errors[-1].message}"
-    return RuleResult(outcome, None, ruleset.hash, reason, shadow=shadow, errors=errors)
+    return RuleResult(outcome, None, ruleset.hash, reason, shadow=shadow, errors=errors, failed=True)
 
 
 def _cedar(ruleset: RuleSet, policies: CedarPolicies, facts: Facts) -> RuleResult:
@@ -168,7 +168,8 @@ def _cedar(ruleset: RuleSet, policies: CedarPolicies, facts: Facts) -> RuleResul
     else:  # no decision, or a permit while a policy failed (a forbid that errored might have applied)
         outcome = RuleOutcome.ASK
     rule = answer.policies[0] if answer.policies and outcome is not RuleOutcome.ASK else None
-    return RuleResult(outcome, rule, ruleset.hash, answer.reason if rule else "", errors=errors)
+    failed = outcome is RuleOutcome.ASK and bool(errors)
+    return RuleResult(outcome, rule, ruleset.hash, answer.reason if rule else "", errors=errors, failed=failed)
 
 
 __all__ = ["RULE_NAME", "RuleSet", "compile_rules", "evaluate"]

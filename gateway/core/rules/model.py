@@ -122,6 +122,9 @@ class RuleResult:
     approvers: tuple[str, ...] = ()
     shadow: tuple[ShadowHit, ...] = ()
     errors: tuple[RuleError, ...] = ()
+    # An enforced condition could not be evaluated, so a person decides: not the default's
+    # `ask`, which a standing grant may answer (a deny that failed might have applied).
+    failed: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON form (CLI `rules test`, `POST /v1/rules/evaluate`, event data)."""
