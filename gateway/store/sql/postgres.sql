@@ -211,9 +211,18 @@ DELETE FROM replicas WHERE owner = $1 AND lock_key = $2;
 -- Suspends of one agent that read a budget, one at a time across replicas, until the commit.
 SELECT pg_advisory_xact_lock(hashtextextended('hitl budget ' || $1, 0));
 
+-- name: budget_count
+-- rules' count(window): $1 the agent's namespace, $2 the window's start. What went ahead: approved,
+-- or approved by its policy at the deadline (timed_out with an approve), which the agent acts on
+-- just the same.
+SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
+    AND (status = 'approved' OR decision::jsonb ->> 'outcome' = 'approve') AND created_at >= $2;
+
 -- name: budget_spent
 -- rules' spent(field, window): $1 the namespace, $2 the field's path as a text array, $3 the
--- window's start. A value that is not a number (missing, redacted) adds nothing.
+-- window's start; what went ahead, as budget_count counts it. A value that is not a number
+-- (missing, redacted) adds nothing.
 SELECT COALESCE(SUM(CASE WHEN jsonb_typeof(args::jsonb #> $2::text[]) = 'number'
                          THEN (args::jsonb #>> $2::text[])::numeric END), 0) AS n
-FROM approvals WHERE namespace = $1 AND status = 'approved' AND created_at >= $3;
+FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
+    AND (status = 'approved' OR decision::jsonb ->> 'outcome' = 'approve') AND created_at >= $3;

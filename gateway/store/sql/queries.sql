@@ -4,10 +4,6 @@
 
 -------------------------------------------------------------------------- approvals
 
--- name: budget_count
--- rules' count(window): $1 the agent's namespace, $2 the window's start.
-SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status = 'approved' AND created_at >= $2;
-
 -- name: rule_history
 -- `rules report`: the rules' events since $1 (`suspended` names the rule that matched, `rule_shadow`
 -- what a shadow rule would have done), each with its approval as it stands now; at most $2, oldest

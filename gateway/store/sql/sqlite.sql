@@ -153,8 +153,17 @@ UNION SELECT wake_owner FROM approvals WHERE wake_at IS NOT NULL AND wake_owner 
 -- A suspend that reads a budget holds the writer already: one transaction at a time.
 SELECT $1;
 
+-- name: budget_count
+-- rules' count(window): $1 the agent's namespace, $2 the window's start. What went ahead: approved,
+-- or approved by its policy at the deadline (timed_out with an approve), which the agent acts on
+-- just the same.
+SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
+    AND (status = 'approved' OR json_extract(decision, '$.outcome') = 'approve') AND created_at >= $2;
+
 -- name: budget_spent
 -- rules' spent(field, window): $1 the namespace, $2 the field as a JSON path ('$.amount'), $3 the
--- window's start. A value that is not a number (missing, redacted) adds nothing.
+-- window's start; what went ahead, as budget_count counts it. A value that is not a number
+-- (missing, redacted) adds nothing.
 SELECT COALESCE(SUM(CASE WHEN json_type(args, $2) IN ('integer', 'real') THEN json_extract(args, $2) END), 0) AS n
-FROM approvals WHERE namespace = $1 AND status = 'approved' AND created_at >= $3;
+FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
+    AND (status = 'approved' OR json_extract(decision, '$.outcome') = 'approve') AND created_at >= $3;
