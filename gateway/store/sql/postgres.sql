@@ -221,8 +221,9 @@ SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status IN ('approve
 -- name: budget_spent
 -- rules' spent(field, window): $1 the namespace, $2 the field's path as a text array, $3 the
 -- window's start; what went ahead, as budget_count counts it. A value that is not a number
--- (missing, redacted) adds nothing.
+-- (missing, redacted) adds nothing, nor does one below zero: the agent writes the args of every
+-- step, and a budget is a cap it must not raise (a -1000000 on a step a rule allows).
 SELECT COALESCE(SUM(CASE WHEN jsonb_typeof(args::jsonb #> $2::text[]) = 'number'
-                         THEN (args::jsonb #>> $2::text[])::numeric END), 0) AS n
+                         THEN GREATEST((args::jsonb #>> $2::text[])::numeric, 0) END), 0) AS n
 FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
     AND (status = 'approved' OR decision::jsonb ->> 'outcome' = 'approve') AND created_at >= $3;

@@ -163,7 +163,9 @@ SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status IN ('approve
 -- name: budget_spent
 -- rules' spent(field, window): $1 the namespace, $2 the field as a JSON path ('$.amount'), $3 the
 -- window's start; what went ahead, as budget_count counts it. A value that is not a number
--- (missing, redacted) adds nothing.
-SELECT COALESCE(SUM(CASE WHEN json_type(args, $2) IN ('integer', 'real') THEN json_extract(args, $2) END), 0) AS n
+-- (missing, redacted) adds nothing, nor does one below zero: the agent writes the args of every
+-- step, and a budget is a cap it must not raise (a -1000000 on a step a rule allows).
+SELECT COALESCE(SUM(CASE WHEN json_type(args, $2) IN ('integer', 'real') AND json_extract(args, $2) > 0
+                         THEN json_extract(args, $2) END), 0) AS n
 FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
     AND (status = 'approved' OR json_extract(decision, '$.outcome') = 'approve') AND created_at >= $3;
