@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from gateway.core.errors import ConfigError
+from gateway.core.principals import NAME_RE, NAME_RULE
 from gateway.core.rules import Mode, Rule, RuleEngine, RuleOutcome, RuleSet, compile_rules
 from gateway.settings.coerce import Coerce, coerce_all, string, strings
 
@@ -28,8 +29,16 @@ def _choice(kind: type[E]) -> Coerce:
     return coerce
 
 
-def _lower(key: str, v: Any) -> tuple[str, ...]:
-    return tuple(name.lower() for name in strings(key, v))  # agent names are case-insensitive
+def _agents(key: str, v: Any) -> tuple[str, ...]:
+    """Agent names, case-insensitive, bare or as the CEL fact spells them (`agent:billing`): a
+    spelling that matched no agent would switch the rule off without a word, a deny included."""
+    out = []
+    for i, name in enumerate(strings(key, v)):
+        bare = name[len("agent:") :] if name[:6].lower() == "agent:" else name
+        if not NAME_RE.match(bare):
+            raise ConfigError(f"{key}[{i}]", f"{name!r}: an agent name (or agent:NAME) is {NAME_RULE}")
+        out.append(bare.lower())
+    return tuple(out)
 
 
 KEYS: dict[str, Coerce] = {
@@ -47,7 +56,7 @@ RULE_KEYS: dict[str, Coerce] = {
     "channels": strings,
     "approvers": strings,
     "mode": _choice(Mode),
-    "agents": _lower,
+    "agents": _agents,
 }
 _REQUIRED = ("name", "when", "then")
 
