@@ -24,7 +24,9 @@ from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import (
     AlreadyDecided,
     IdempotencyConflict,
+    NotAnApprover,
     NotFound,
+    RequesterCannotDecide,
     UnknownWorker,
     ValidationError,
 )
@@ -223,9 +225,7 @@ class Service:
         approval = self._approval(req, checked, terms, encoded, state, key, agent, now, trace)
         ruleset = self.settings.rules
         made: Creation | None = None
-        grant = None
-        if self._grants_on:
-            grant = await self.grants.covering(approval.namespace, req.step, req.run_id, req.args, now)
+        grant = await self._covering(req, approval, now) if self._grants_on else None
 
         def build(counters: Counters) -> Creation:
             nonlocal made
@@ -289,6 +289,24 @@ class Service:
         )
         with self.tracer.span(traces.CARD, approval.trace, attrs | {"hitl.delivery": OutboxKind.POST.value}):
             pass
+
+    async def _covering(self, req: SuspendRequest, approval: Approval, now: datetime) -> Grant | None:
+        """The standing grant that decides this suspend, if any. A grant stands in for the person
+        who made it: it decides only what they could decide now, by the same check as their own
+        vote. Not once they are off the approvers (or their operator key is gone), and never a
+        request of their own (`requested_by`)."""
+        grant = await self.grants.covering(approval.namespace, req.step, req.run_id, req.args, now)
+        if grant is None:
+            return None
+        by = grant.granted_by
+        operator = by.startswith("operator:")
+        if operator and by not in self._operators:
+            return None
+        try:
+            await self.decisions.authorize(Authority.OPERATOR if operator else Authority.APPROVER, by, approval)
+        except (NotAnApprover, RequesterCannotDecide):
+            return None
+        return grant
 
     async def _create(self, namespace: str, now: datetime, build: Build) -> tuple[Approval, bool]:
         """Insert what `build` makes: with the budgets it reads in the same transaction, if the
