@@ -54,10 +54,13 @@ class CedarPolicies:
         self.effects = {pid: str(p.get("effect", "")) for pid, p in static.items()}
 
     def decide(self, agent: str, step: str, run_id: str, args: Mapping[str, Any]) -> CedarAnswer:
+        # Entity uids as {"type", "id"}, never surface syntax: a JSON-escaped `Action::"chargé"`
+        # (`\u00e9`) or an id with a newline is not a uid Cedar parses, so the request failed
+        # to build and no policy ran, a forbid included.
         request = {
-            "principal": f"Agent::{json.dumps(agent)}",
-            "action": f"Action::{json.dumps(step)}",
-            "resource": f"Approval::{json.dumps(run_id)}",
+            "principal": {"type": "Agent", "id": agent},
+            "action": {"type": "Action", "id": step},
+            "resource": {"type": "Approval", "id": run_id},
             "context": dict(args),
         }
         result = self._cedar.is_authorized(request, self._set, [])
