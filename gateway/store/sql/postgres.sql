@@ -214,9 +214,11 @@ SELECT pg_advisory_xact_lock(hashtextextended('hitl budget ' || $1, 0));
 -- name: budget_count
 -- rules' count(window): $1 the agent's namespace, $2 the window's start. What went ahead: approved,
 -- or approved by its policy at the deadline (timed_out with an approve), which the agent acts on
--- just the same.
+-- just the same; decided since $2, however long ago it was asked for (index
+-- approvals_budget_decided, migration 27: the expression is the index's).
 SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
-    AND (status = 'approved' OR decision::jsonb ->> 'outcome' = 'approve') AND created_at >= $2;
+    AND ((decision::jsonb ->> 'decided_at')::double precision) >= $2
+    AND (status = 'approved' OR decision::jsonb ->> 'outcome' = 'approve');
 
 -- name: budget_spent
 -- rules' spent(field, window): $1 the namespace, $2 the field's path as a text array, $3 the
@@ -226,4 +228,5 @@ SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status IN ('approve
 SELECT COALESCE(SUM(CASE WHEN jsonb_typeof(args::jsonb #> $2::text[]) = 'number'
                          THEN GREATEST((args::jsonb #>> $2::text[])::numeric, 0) END), 0) AS n
 FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
-    AND (status = 'approved' OR decision::jsonb ->> 'outcome' = 'approve') AND created_at >= $3;
+    AND ((decision::jsonb ->> 'decided_at')::double precision) >= $3
+    AND (status = 'approved' OR decision::jsonb ->> 'outcome' = 'approve');

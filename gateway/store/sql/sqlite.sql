@@ -156,9 +156,11 @@ SELECT $1;
 -- name: budget_count
 -- rules' count(window): $1 the agent's namespace, $2 the window's start. What went ahead: approved,
 -- or approved by its policy at the deadline (timed_out with an approve), which the agent acts on
--- just the same.
+-- just the same; decided since $2, however long ago it was asked for (index
+-- approvals_budget_decided, migration 27: the expression is the index's).
 SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
-    AND (status = 'approved' OR json_extract(decision, '$.outcome') = 'approve') AND created_at >= $2;
+    AND json_extract(decision, '$.decided_at') >= $2
+    AND (status = 'approved' OR json_extract(decision, '$.outcome') = 'approve');
 
 -- name: budget_spent
 -- rules' spent(field, window): $1 the namespace, $2 the field as a JSON path ('$.amount'), $3 the
@@ -168,4 +170,5 @@ SELECT COUNT(*) AS n FROM approvals WHERE namespace = $1 AND status IN ('approve
 SELECT COALESCE(SUM(CASE WHEN json_type(args, $2) IN ('integer', 'real') AND json_extract(args, $2) > 0
                          THEN json_extract(args, $2) END), 0) AS n
 FROM approvals WHERE namespace = $1 AND status IN ('approved', 'timed_out')
-    AND (status = 'approved' OR json_extract(decision, '$.outcome') = 'approve') AND created_at >= $3;
+    AND json_extract(decision, '$.decided_at') >= $3
+    AND (status = 'approved' OR json_extract(decision, '$.outcome') = 'approve');
