@@ -85,3 +85,17 @@ async def test_a_grant_dies_with_its_operators_key(
     await before.stop()
     after = await runtimes(_settings(settings_factory, ["bob"], {"test": "t" * 32}))  # second's key removed
     assert (await _suspend(after, "run-3")).status is Status.WAITING
+
+
+async def test_a_grant_does_not_decide_a_suspend_whose_policy_needs_two(
+    settings_factory: Callable[..., Settings], runtimes: Callable[[Settings], Any]
+) -> None:
+    """One person cannot make a standing decision that needs two: where the suspend's policy
+    asks for a quorum, a grant made under a one-person policy decides nothing."""
+    settings = settings_factory(
+        web={"approvers": ["alice", "bob"]},
+        policies={"default": {"grants": ["1h"]}, "two": {"quorum": 2}},
+    )
+    rt = await runtimes(settings)
+    await _granted(rt, "web:alice")
+    assert (await _suspend(rt, "run-3", policy="two")).status is Status.WAITING
