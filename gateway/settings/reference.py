@@ -90,6 +90,7 @@ _TYPES: dict[Callable[..., Any], str] = {
     security.agents_table: 'table: NAME = "key" or { key, policies }',
     security.principals_table: 'table: NAME = "key"',
     oidc.oidc_table: "table `[web.oidc]` (below)",
+    rules_settings.agent_names: "list of agent names (`NAME` or `agent:NAME`)",
     events.webhooks: (
         "array of tables: `url`, `secret`, `previous_secrets`, `kinds`, `name` ([events.md](../events.md))"
     ),
@@ -102,7 +103,7 @@ def _type(coerce: Coerce) -> str:
     for cell in coerce.__closure__ or ():  # a choice among an enum's values
         if isinstance(cell.cell_contents, type) and issubclass(cell.cell_contents, enum.Enum):
             return "one of " + ", ".join(f"`{m.value}`" for m in cell.cell_contents)
-    return "list of names" if "lower" in coerce.__name__ else "string"
+    return "string"
 
 
 def _value(value: Any) -> str:

@@ -29,7 +29,7 @@ def _choice(kind: type[E]) -> Coerce:
     return coerce
 
 
-def _agents(key: str, v: Any) -> tuple[str, ...]:
+def agent_names(key: str, v: Any) -> tuple[str, ...]:
     """Agent names, case-insensitive, bare or as the CEL fact spells them (`agent:billing`): a
     spelling that matched no agent would switch the rule off without a word, a deny included."""
     out = []
@@ -56,7 +56,7 @@ RULE_KEYS: dict[str, Coerce] = {
     "channels": strings,
     "approvers": strings,
     "mode": _choice(Mode),
-    "agents": _agents,
+    "agents": agent_names,
 }
 _REQUIRED = ("name", "when", "then")
 
