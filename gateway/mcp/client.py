@@ -51,7 +51,9 @@ class Gateway:
         self._session: aiohttp.ClientSession | None = None
         # Resume tokens of the approvals this process asked for (bounded): an approval decided
         # with changes is read through its token, for the raw approved args (the API's are redacted).
-        self.tokens: dict[str, str] = {}
+        # Kept per caller (its key's tag, approval id): a token opens the raw args to whoever
+        # holds it, and another caller who may read the approval (an operator) must not.
+        self.tokens: dict[tuple[str, str], str] = {}
 
     def pool(self) -> aiohttp.ClientSession:
         if self._session is None:  # built lazily: it needs the running loop
@@ -114,14 +116,14 @@ class Caller:
         if isinstance(data, dict) and data.get("resume_token"):
             if len(self.gateway.tokens) >= MAX_TOKENS:
                 self.gateway.tokens.pop(next(iter(self.gateway.tokens)))
-            self.gateway.tokens[str(data["id"])] = str(data["resume_token"])
+            self.gateway.tokens[(self.tag, str(data["id"]))] = str(data["resume_token"])
         return data, status == 201
 
     async def approved(self, view: dict[str, Any]) -> dict[str, Any]:
         """`view`, with the raw approved args in its decision when an approver changed them and
         this process holds the approval's resume token (the rehydration document has them)."""
         decision = view.get("decision")
-        token = self.gateway.tokens.get(str(view.get("id")))
+        token = self.gateway.tokens.get((self.tag, str(view.get("id"))))
         if not isinstance(decision, dict) or decision.get("args") is None or token is None:
             return view
         doc = await self.rehydrate(token)

@@ -60,6 +60,10 @@ class BearerRequired:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if sum(k.lower() == b"authorization" for k, _ in scope["headers"]) > 1:
+            # one key per request: this guard reads the last, the calls made for it the first
+            await _refuse(send, 400, "bad_request", "send one 'Authorization: Bearer <agent key>' header, not several")
+            return
         key = bearer(headers)
         if key is None:
             await _refuse(send, 401, "unauthorized", "missing 'Authorization: Bearer <agent key>'")
