@@ -294,9 +294,10 @@ class Service:
         """The standing grant that decides this suspend, if any. A grant stands in for the person
         who made it: it decides only what they could decide now, by the same check as their own
         vote. Not once they are off the approvers (or their operator key is gone), never a
-        request of their own (`requested_by`), and never where the policy needs more than one
-        person (`quorum`): one approver cannot make a standing decision that needs two."""
-        if approval.policy.quorum > 1:
+        request of their own (`requested_by`), never where the policy needs more than one
+        person (`quorum`): one approver cannot make a standing decision that needs two, and only
+        while the suspend's policy offers grants: taking `grants` off a policy stops its grants."""
+        if approval.policy.quorum > 1 or not approval.policy.grants:  # grants are the suspend's policy's to offer
             return None
         grant = await self.grants.covering(approval.namespace, req.step, req.run_id, req.args, now)
         if grant is None:

@@ -99,3 +99,19 @@ async def test_a_grant_does_not_decide_a_suspend_whose_policy_needs_two(
     rt = await runtimes(settings)
     await _granted(rt, "web:alice")
     assert (await _suspend(rt, "run-3", policy="two")).status is Status.WAITING
+
+
+async def test_a_grant_decides_only_suspends_whose_policy_offers_grants(
+    settings_factory: Callable[..., Settings], runtimes: Callable[[Settings], Any]
+) -> None:
+    """An operator who takes `grants` off a policy stops the grants made under it (another policy
+    still offering grants kept them deciding until they expired), and a suspend naming a policy
+    that offers none is not decided by a grant made under one that did."""
+    offering = {"default": {"grants": ["1h"]}, "plain": {"timeout": "1h"}, "other": {"grants": ["run"]}}
+    before = await runtimes(settings_factory(web={"approvers": ["alice"]}, policies=offering))
+    await _granted(before, "web:alice")
+    assert (await _suspend(before, "run-3", policy="plain")).status is Status.WAITING  # before: approved
+    await before.stop()
+    withdrawn = offering | {"default": {"timeout": "1h"}}  # `grants` taken off the policy it was made under
+    after = await runtimes(settings_factory(web={"approvers": ["alice"]}, policies=withdrawn))
+    assert (await _suspend(after, "run-4")).status is Status.WAITING  # before: approved
