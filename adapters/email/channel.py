@@ -176,17 +176,16 @@ class EmailChannel(ChannelBase):
         token, link = self._link(request)
         if isinstance(link, web.Response):
             return link
-        form = await request.post()
-        given, reason = form.get("csrf"), form.get("reason")
-        if not links.csrf_ok(
-            self.ctx.signer, request.cookies.get(COOKIE), token, given if isinstance(given, str) else None
-        ):
+        fields = await _form(request)
+        if fields is None:
+            return _html(400, "This form could not be read", "Open the link again and confirm on its page.")
+        given, reason = fields.get("csrf"), fields.get("reason")
+        if not links.csrf_ok(self.ctx.signer, request.cookies.get(COOKIE), token, given):
             return _html(403, "Please confirm again", "This form was not opened from its link; open the link again.")
-        comment = reason.strip()[:1000] if isinstance(reason, str) and link.outcome is Outcome.REJECT else ""
+        comment = reason.strip()[:1000] if reason is not None and link.outcome is Outcome.REJECT else ""
         actor = f"email:{link.addressee}"
         if link.extend:
             return await self._extend(link, actor)
-        fields = {k: v for k, v in form.items() if isinstance(v, str)}
         refused = await self._refused(request, token, link, actor, fields, comment)
         if refused is not None:  # checked before the link is used: it works until a decision is taken
             return refused
@@ -253,6 +252,21 @@ class EmailChannel(ChannelBase):
             )
             return _page(400, body)
         return None
+
+
+async def _form(request: web.Request) -> dict[str, str] | None:
+    """The POSTed form's text fields; None when it cannot be read as text a store can hold: a
+    part's bytes not in the charset it names, a charset that does not exist, or an unpaired
+    UTF-16 surrogate (which UTF-7 decodes to)."""
+    try:
+        form = await request.post()
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        for key, value in fields.items():
+            key.encode("utf-8")
+            value.encode("utf-8")
+    except (ValueError, LookupError):  # UnicodeDecodeError and UnicodeEncodeError are ValueErrors
+        return None
+    return fields
 
 
 def _after(result: PressResult) -> str:

@@ -38,6 +38,16 @@ PING_SECONDS = 5.0  # a silent socket is replaced after 4 missed pings (slack_sd
 DRAIN_SECONDS = 3.0  # at close, how long envelopes being decided may take to be acked
 
 
+def _client_log() -> logging.Logger:
+    """The client's logger: ours, for its connection news at INFO ("A new session … has been
+    established", "Reconnecting"), but never at DEBUG, where it writes every message it receives
+    whole: an interaction's response_url (whoever holds it may post as the app and replace the
+    card for 30 minutes) and the app's verification token, which no log filter recognises."""
+    client_log = log.getChild("socket")
+    client_log.setLevel(max(logging.INFO, log.getEffectiveLevel()))
+    return client_log
+
+
 class SocketMode:
     def __init__(self, ctx: ChannelContext, handler: InteractionHandler, app_token: str, base_url: str) -> None:
         self._ctx, self._handler = ctx, handler
@@ -54,7 +64,7 @@ class SocketMode:
         if self._client is not None:
             return
         web = AsyncWebClient(base_url=self._base_url, session=self._ctx.http(), retry_handlers=[])
-        client = SocketModeClient(self._token, logger=log, web_client=web, ping_interval=PING_SECONDS)
+        client = SocketModeClient(self._token, logger=_client_log(), web_client=web, ping_interval=PING_SECONDS)
         client.socket_mode_request_listeners.append(self.on_request)
         self._client = client
         self._connecting = asyncio.create_task(client.connect())  # type: ignore[no-untyped-call]

@@ -3,10 +3,13 @@
 Teams signs nothing in the body: it sends `Authorization: Bearer <JWT>`, issued by the Bot
 Framework for this bot. A token is accepted only with our issuer and audience (the app id), not
 expired (five minutes' skew, the Bot Framework's own), signed by a key of the JWKS that the OpenID
-metadata's `jwks_uri` names (endorsed for the activity's channel when the key lists endorsements),
-and with a `serviceUrl` claim equal to the activity's. The keys are cached; an unknown `kid` asks
-the metadata again, at most once per `REFRESH_MIN`, so a stream of forged kids cannot make us
-hammer the issuer. Every refusal is a `TokenRefused` with a reason for the log (never the token).
+metadata's `jwks_uri` names (endorsed for Teams when the key lists endorsements), with a
+`serviceUrl` claim equal to the activity's, for an activity from Teams (`channelId` msteams). The
+same keys sign the bot's other channels (Web Chat, Direct Line), whose clients write `from` and
+`channelData` themselves: such an activity names whoever its sender typed, so it is refused.
+The keys are cached; an unknown `kid` asks the metadata again, at most once per `REFRESH_MIN`, so
+a stream of forged kids cannot make us hammer the issuer. Every refusal is a `TokenRefused` with
+a reason for the log (never the token).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ REFRESH_MIN = timedelta(minutes=5)  # an unknown kid asks again no more often th
 REFRESH_MAX = timedelta(hours=24)  # the keys are fetched again at least this often
 TIMEOUT_SECONDS = 10
 ALGORITHMS = ["RS256"]
+CHANNEL = "msteams"  # the Bot Framework's channel id for Teams
 
 
 class TokenRefused(Exception):
@@ -135,12 +139,14 @@ async def verify(
     kid = header.get("kid")
     if header.get("alg") not in ALGORITHMS or not isinstance(kid, str):
         raise TokenRefused(f"unexpected token algorithm {str(header.get('alg'))[:20]!r} or no kid")
+    channel = activity.get("channelId")
+    if channel != CHANNEL:
+        raise TokenRefused(f"the activity is from channel {str(channel)[:40]!r}, not {CHANNEL}")
     key = await keys.get(kid)
     if key is None:
         raise TokenRefused("the token is signed by an unknown key")
-    channel = activity.get("channelId")
-    if key.endorsements is not None and channel not in key.endorsements:
-        raise TokenRefused(f"the signing key is not endorsed for channel {str(channel)[:40]!r}")
+    if key.endorsements is not None and CHANNEL not in key.endorsements:
+        raise TokenRefused(f"the signing key is not endorsed for {CHANNEL}")
     claims = _decode(token.strip(), key, expected)
     _check_times(claims, expected.now)
     service_url = activity.get("serviceUrl")

@@ -112,7 +112,7 @@ def read(activity: Mapping[str, Any], signer: TokenSigner) -> Activity:
     if not isinstance(action, dict) or action.get("type") != "Action.Execute":
         raise BadActivity("an adaptiveCard/action invoke without an Action.Execute")
     verb, data = action.get("verb"), action.get("data")
-    if verb not in VERBS or not isinstance(data, dict):
+    if not isinstance(verb, str) or verb not in VERBS or not isinstance(data, dict):  # a list: unhashable
         raise BadActivity("not one of our actions")
     approval_id = check_ref(signer, _str(data, "ref"))
     if approval_id is None:
