@@ -23,7 +23,7 @@ from gateway.plugin import INFO_ONLY, arg_text, shown_deadline
 MAX_SUBJECT = 150
 MAX_VALUE = 300
 MAX_ARGS = 30
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # C0, DEL, C1 (NEL \x85 breaks a header line too)
 
 
 def one_line(text: str, limit: int = MAX_SUBJECT) -> str:
@@ -75,12 +75,26 @@ def _mail(sender: str, to: str, subject: str, mid: str, thread: str | None) -> E
     return msg
 
 
+_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _flat(text: str) -> str:
+    """One line of the agent's text: no break or control character that could start a line."""
+    return _CONTROL.sub(" ", text)
+
+
+def quoted(text: str) -> list[str]:
+    """The agent's words, each line behind '> ': no line of theirs can pass for the gateway's own
+    (an 'Approve: https://…' line of their making sits behind the bar, below the real ones' column)."""
+    return ["> " + _flat(line).rstrip() for line in _BREAKS.split(text)]
+
+
 def _facts_text(approval: Approval) -> list[str]:
-    lines = [approval.title, ""]
+    lines = [*quoted(approval.title), ""]
     if approval.summary:
-        lines += [approval.summary, ""]
-    lines.append(f"Run {approval.run_id} · step {approval.step}")
-    lines += [f"  {k}: {v}" for k, v in _args(approval.args)]
+        lines += [*quoted(approval.summary), ""]
+    lines.append(_flat(f"Run {approval.run_id} · step {approval.step}"))
+    lines += [f"  {_flat(k)}: {_flat(v)}" for k, v in _args(approval.args)]
     change = rounds.change_text(approval)
     if change:
         lines.append(change[0].upper() + change[1:])
@@ -126,7 +140,7 @@ def card(
         *(f"Extend the deadline {label}: {url}" for label, url in extend.items()),
         "",
         "Each link opens a page where you confirm; nothing is decided until you do. The links are",
-        f"yours alone ({to}) and work once. Approval {approval.id}.",
+        f"yours alone ({to}) and work once. Approval {approval.id}. Lines after '> ' are the agent's words.",
     ]
     msg.set_content("\n".join(text))
     esc = html.escape
@@ -162,7 +176,7 @@ def reminder(approval: Approval, sender: str, to: str, links: Mapping[Outcome, s
     change = rounds.change_text(approval)
     again = f"\n{change[0].upper() + change[1:]}: please vote again.\n" if change else ""
     msg.set_content(
-        f"“{approval.title}” still needs a decision{deadline}.\n{again}\nApprove: {approve}\nReject:  {reject}\n"
+        f"“{_flat(approval.title)}” still needs a decision{deadline}.\n{again}\nApprove: {approve}\nReject:  {reject}\n"
     )
     esc = html.escape
     msg.add_alternative(
@@ -187,7 +201,7 @@ def outcome(approval: Approval, sender: str, to: str) -> EmailMessage:
     thread = message_id(approval.id, to, "card", sender)
     mid = message_id(approval.id, to, f"outcome{approval.version}", sender)
     msg = _mail(sender, to, f"{head}: {approval.title}", mid, thread)
-    lines = [f"{approval.title}", "", f"{what} · {when(d.decided_at)}"]
+    lines = [*quoted(approval.title), "", f"{what} · {when(d.decided_at)}"]
     change = rounds.change_text(approval)
     if change:
         lines.append(change[0].upper() + change[1:])
