@@ -133,6 +133,15 @@ class Caller:
         result: dict[str, Any] = await self.call("GET", f"/v1/approvals/{quote(approval_id, safe='')}")
         return result
 
+    async def routed(self, approval_id: str) -> dict[str, Any]:
+        """What an operator's rule chose for the approval in its agent's place (its `suspended`
+        event's `routed`: policy, channels, approvers), or {} when no rule routed it."""
+        trail = await self.call("GET", f"/v1/approvals/{quote(approval_id, safe='')}/events")
+        items = trail.get("items") if isinstance(trail, dict) else None
+        first = next((e for e in items or [] if isinstance(e, dict) and e.get("kind") == "suspended"), {})
+        routed = (first.get("data") or {}).get("routed")
+        return routed if isinstance(routed, dict) else {}
+
     async def rehydrate(self, token: str) -> dict[str, Any]:
         """The rehydration document: status, decision and the raw (unredacted) args."""
         result: dict[str, Any] = await self.call("GET", f"/v1/resume/{quote(token, safe='')}")

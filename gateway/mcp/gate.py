@@ -83,10 +83,17 @@ def _asked_channels(stored: dict[str, Any], asked: dict[str, Any]) -> list[list[
     return ways
 
 
-def foreign_field(doc: dict[str, Any], asked: dict[str, Any]) -> str | None:
+ROUTING = ("channels", "approvers", "policy")  # what an operator's `ask` rule may choose
+
+
+def foreign_field(doc: dict[str, Any], asked: dict[str, Any], routed: dict[str, Any] | None = None) -> str | None:
     """The first field in which a decided approval (its rehydration document) differs from the
     suspend the gate sent (`asked`), or None when it is the gate's own. Channels, approvers and
-    the policy are compared only where the gate named them (else the gateway chooses)."""
+    the policy are compared only where the gate named them (else the gateway chooses), and not
+    where an operator's rule `routed` them (the `suspended` event's record, which only the
+    gateway writes): a rule's policy and channels replace the gate's, and its approvers are
+    chosen among its own list."""
+    routed = routed or {}
     stored = doc.get("approval") or {}
     checks = {
         "run_id": stored.get("run_id") == asked["run_id"],
@@ -99,7 +106,7 @@ def foreign_field(doc: dict[str, Any], asked: dict[str, Any]) -> str | None:
         "approvers": "approvers" not in asked or _folded(stored.get("approvers")) == _folded(asked["approvers"]),
         "policy": "policy" not in asked or (stored.get("policy") or {}).get("name") == asked["policy"],
     }
-    return next((name for name, same in checks.items() if not same), None)
+    return next((name for name, same in checks.items() if not same and name not in routed), None)
 
 
 class Gatekeeper:
@@ -166,7 +173,10 @@ class Gatekeeper:
         doc = await who.rehydrate(created["resume_token"])
         if doc["status"] != "approved":
             return error(f"Not forwarded: {approvals.deny_reason(doc['status'], doc.get('decision') or {})}")
-        if (field := foreign_field(doc, asked)) is not None:
+        field = foreign_field(doc, asked)
+        if field in ROUTING and (routed := await who.routed(view["id"])):  # an operator's rule chose them
+            field = foreign_field(doc, asked, routed)
+        if field is not None:
             log.warning("mcp-gate: approval %s is not the one this gate asked for (%s differs)", view["id"], field)
             return error(f"Not forwarded: approval {view['id']} is not the one this gate asked for ({field} differs)")
         return await self.forward_once(who, run_id, tool, dict(doc["args"]))  # the approved args, raw

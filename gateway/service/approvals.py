@@ -375,6 +375,7 @@ class Service:
         """What the suspend commits: the approval (routed, or decided, by the rules' `result`,
         else by a standing `grant` that covers it), its `suspended` event, shadow rules' events,
         and its cards, or its decision and job."""
+        by_rule: dict[str, Any] = {}  # what an `ask` rule chose in the agent's place, as stored
         if (
             result is not None
             and not rulings.decides(result)
@@ -395,6 +396,12 @@ class Service:
                 deadline=deadline,
                 wake_at=rules.first_wake(checked.policy, now, deadline),
             )
+            chosen = {
+                "policy": checked.policy.name,
+                "channels": list(checked.channels),
+                "approvers": list(checked.approvers),
+            }
+            by_rule = {key: chosen[key] for key in chosen if getattr(result, key)}
         suspended = NewEvent(
             approval.id,
             EventKind.SUSPENDED,
@@ -408,6 +415,7 @@ class Service:
             }
             | ({"requested_by": checked.requested_by} if checked.requested_by else {})
             | rulings.suspended_data(result)
+            | ({"routed": by_rule} if by_rule else {})  # a client may check its own approval against it
             | audit_facts(approval),
         )
         shadows = rulings.shadow_events(approval.id, result, now)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from tests.fakes.telegram_api import FakeTelegramAPI
 from tests.mcp.conftest import (
     SECOND_AGENT_KEY,
     UPSTREAM,
@@ -28,6 +29,7 @@ from tests.mcp.conftest import (
     journal,
     journal_has,
     mcp_session,
+    started_stack,
 )
 from tests.procs import free_port
 
@@ -141,3 +143,29 @@ async def test_tools_are_listed_unchanged_and_ungated_calls_pass_through(
     assert not read.is_error and read.content[0].text == "contents of /etc/motd"  # type: ignore[union-attr]
     assert counted(stack) == [{"tool": "read_file", "args": {"path": "/etc/motd"}}]
     assert [a["step"] for a in await stack.approvals()] == ["delete_file"]
+
+
+ROUTING_RULE = """
+[policies.ops]
+timeout = "2h"
+
+[[rule]]
+name = "deletes-to-ops"
+when = 'step.startsWith("delete_")'
+then = "ask"
+policy = "ops"
+channels = ["web"]
+"""
+
+
+async def test_a_call_a_rule_routed_elsewhere_runs_once_approved(tmp_path: Path, tg_api: FakeTelegramAPI) -> None:
+    """An operator's rule sends the gate's deletes to another policy and channel: once approved
+    there, the call runs (before: 'Not forwarded: ... (channels differs)', whoever approved)."""
+    async with started_stack(tmp_path, tg_api, ROUTING_RULE) as stack, gate(stack) as mcp:
+        assert "Waiting for a human" in error_text(await mcp.call_tool("delete_file", {"path": "/srv/old"}))
+        [approval] = await stack.approvals()
+        assert approval["channels"] == ["web"] and approval["policy"]["name"] == "ops"
+        await stack.decide(approval["id"], "approve")
+        done = await mcp.call_tool("delete_file", {"path": "/srv/old"})
+        assert not done.is_error, done.content
+        assert counted(stack) == [{"tool": "delete_file", "args": {"path": "/srv/old"}}]

@@ -62,3 +62,17 @@ def test_an_escalated_approval_may_show_its_policys_escalate_to_and_nothing_else
     assert foreign_field(stored(channels=["telegram:1", "web"], policy=policy, escalations=0), asked) == "channels"
     other = stored(channels=["telegram:1", "slack:C1"], policy=policy, escalations=1)
     assert foreign_field(other, asked) == "channels"
+
+
+def test_a_rule_routed_approval_may_differ_only_where_the_rule_chose() -> None:
+    """An operator's `ask` rule chose the channels and the policy (its record in the `suspended`
+    event): those may differ from the gate's; approvers it did not choose must still match."""
+    asked = {**ASKED, "channels": ["telegram:1"], "policy": "default"}
+    routed = {"channels": ["web"], "policy": "ops"}
+    by_rule = stored(channels=["web"], policy={"name": "ops"})
+    assert foreign_field(by_rule, asked) == "channels"  # without the record: not the gate's
+    assert foreign_field(by_rule, asked, routed) is None
+    assert foreign_field(stored(channels=["web"], policy={"name": "ops"}, approvers=["web:eve"]), asked, routed) == (
+        "approvers"
+    )
+    assert foreign_field(stored(title="Other", channels=["web"]), asked, routed) == "title"
