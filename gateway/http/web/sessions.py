@@ -46,7 +46,9 @@ class User:
 
     @property
     def actor(self) -> str:
-        return f"web:{self.name}"
+        """The canonical identity: web names are case-insensitive (`Alice` in the config signs in
+        as `web:alice`), as every use case compares them."""
+        return f"web:{self.name.lower()}"
 
     @property
     def can_decide(self) -> bool:
