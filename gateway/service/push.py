@@ -38,14 +38,15 @@ def _loopback(host: str) -> bool:
 
 
 def _public(host: str) -> bool:
-    """Whether an https endpoint's host may be pushed to: a public address, or a name whose last
-    label is letters. Push services are named hosts; a number the resolver would take for an
-    address (`2852039166`, `0xa9.0xfe.0xa9.0xfe`, `10.1`) is refused like the address it is,
-    so that no subscription aims the gateway's POSTs at its own network (169.254.169.254)."""
+    """Whether an https endpoint's host may be pushed to: a public address, or a name. Push
+    services are named hosts; a number the resolver would take for an address (`2852039166`,
+    `0xa9.0xfe.0xa9.0xfe`, `10.1`: its last part is digits or hex) is refused like the address
+    it is, so that no subscription aims the gateway's POSTs at its own network (169.254.169.254)."""
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
-        return host.rstrip(".").rpartition(".")[2].isalpha()
+        last = host.rstrip(".").rpartition(".")[2].lower()
+        return bool(last) and not (last.isdigit() or last.startswith("0x"))
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
     return ip.is_global
