@@ -94,3 +94,14 @@ async def test_a_nul_in_a_web_form_is_a_400_and_changes_nothing(
     assert "NUL" in await resp.text()
     assert await table_counts(rt) == before
     assert await rt.store.list_delegations(clock.now(), live=False, limit=10) == delegations
+
+
+async def test_a_nul_in_a_delegations_reason_over_the_api_is_a_400(
+    nul_gw: tuple[TestClient[Any, Any], Runtime, str], clock: FakeClock
+) -> None:
+    client, rt, _ = nul_gw
+    until = (clock.now() + timedelta(days=2)).isoformat()
+    body = {"delegator": "web:alice", "delegate": "web:bob", "until": until, "reason": "away\x00"}
+    resp = await client.post("/v1/delegations", json=body, headers=OPERATOR)
+    assert resp.status == 400 and (await resp.json())["error"]["details"]["field"] == "reason"
+    assert await rt.store.list_delegations(clock.now(), live=False, limit=10) == []
