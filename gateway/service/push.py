@@ -24,6 +24,7 @@ from gateway.service.commands import Authority
 from gateway.store import Store
 
 MAX_ENDPOINT = 2000
+MAX_PER_USER = 20  # browsers and phones of one person: every card is POSTed to each of them
 _KEY_LENGTHS = {"p256dh": (86, 88), "auth": (22, 24)}  # 65 and 16 bytes in base64url, padded or not
 _B64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=")
 
@@ -91,6 +92,11 @@ class PushSubscriptions:
             check_endpoint(endpoint), user, check_key("p256dh", p256dh), check_key("auth", auth), self._clock.now()
         )
         await self._store.save_push_subscription(sub)
+        # beyond the bound, the oldest go (likely browsers long gone): no one person's
+        # subscriptions turn each card into a flood of requests
+        mine = sorted(await self.of(user), key=lambda s: (s.created_at, s.endpoint == sub.endpoint))
+        for old in mine[: max(0, len(mine) - MAX_PER_USER)]:
+            await self._store.delete_push_subscription(old.endpoint, user)
         return sub
 
     async def unsubscribe(self, user: str, endpoint: str) -> bool:

@@ -21,6 +21,8 @@ from gateway.testing import FakeClock
 from tests.web.conftest import csrf_of
 from tests.webpush.support import PUBLIC, Rig, build, push_settings
 
+MAX_PER_USER = 20  # gateway.service.push.MAX_PER_USER, spelled out: the bound is part of the contract
+
 
 @pytest.fixture
 async def push_rig(
@@ -83,3 +85,23 @@ async def test_a_subscription_saved_before_at_an_internal_address_gets_no_push(p
     await push_rig.rt.store.save_push_subscription(old)
     approval = await push_rig.suspend()
     assert await push_rig.rt.push.for_approval(approval) == []
+
+
+async def test_one_approver_keeps_a_bounded_number_of_push_subscriptions(push_rig: Rig) -> None:
+    """Each card is POSTed to every subscription: one approver subscribing endpoints by the
+    thousand would make every card a flood of requests (at a host of their choosing). The oldest
+    subscriptions beyond the bound are forgotten; another user's are not touched."""
+    bob_phone, _ = await push_rig.subscribe(await push_rig.client("bob"))
+    alice = await push_rig.client("alice")
+    csrf = csrf_of(await (await alice.get("/")).text())
+    keys = push_rig.service.browser(PUBLIC)
+    sent = []
+    for i in range(MAX_PER_USER + 5):
+        endpoint = f"https://push.example/sub/{i}"
+        push_rig.clock.advance(1)
+        resp = await alice.post("/push/subscribe", data={"csrf": csrf, **keys.form(), "endpoint": endpoint})
+        assert resp.status == 201
+        sent.append(endpoint)
+    kept = sorted(s.endpoint for s in await push_rig.rt.push.of("alice"))
+    assert kept == sorted(sent[-MAX_PER_USER:])
+    assert [s.endpoint for s in await push_rig.rt.push.of("bob")] == [bob_phone.endpoint]
