@@ -39,6 +39,7 @@ async def test_a_changed_password_ends_the_sessions_of_the_old_one(
 
     before = await gateway(HASH)
     thief = (await sign_in(before, "alice")).cookies["hitl_session"].value
+    before.session.cookie_jar.clear()  # bob signs in on a browser of his own
     bob = (await sign_in(before, "bob")).cookies["hitl_session"].value
     assert await inbox(before, thief) == 200
 

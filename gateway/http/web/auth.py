@@ -255,6 +255,7 @@ async def login(request: web.Request) -> web.StreamResponse:
     if not (ok and hashed and await request.config_dict[COOKIES].role(name)):
         throttle.failed(key, now)
         return render(request, "login.html", {"error": "Wrong name or password."}, status=401)
+    await end_session(request)  # the session this browser had, if any: no copy of it lives on
     await request.config_dict[COOKIES].start(name)
 
 
@@ -283,6 +284,7 @@ async def link_login(request: web.Request) -> web.StreamResponse:
     if not await request.config_dict[WEB_SESSIONS].first_use(f"web-login:{data.get('j')}"):
         msg = "This sign-in link was already used. Ask for a new one."
         return render(request, "error.html", {"status": 410, "message": msg}, status=410)
+    await end_session(request)
     await request.config_dict[COOKIES].start(name)
 
 

@@ -31,7 +31,7 @@ from gateway.core.errors import ConfigError, GatewayError
 from gateway.core.identity import NAMES, WEB
 from gateway.http.usecases import CLOCK, SETTINGS, SIGNER, WEB_SESSIONS
 from gateway.http.web.auth import PageError
-from gateway.http.web.sessions import COOKIES
+from gateway.http.web.sessions import COOKIES, end_session
 from gateway.settings import Settings
 from gateway.settings.oidc import OidcSettings
 
@@ -296,6 +296,7 @@ async def _sign_in(request: web.Request, oidc: OidcSettings, name: str, claims: 
     await sessions.set_claimed_groups(actor, groups)  # replaced at each sign-in, even with none
     if settings.web.role(name, lambda g: identities.in_group(g, actor, groups)) is None:
         raise PageError(403, f"{name} signed in, but is not a web approver or viewer here (web.approvers).")
+    await end_session(request)  # the session this browser had, if its cookie came along
     await request.config_dict[COOKIES].start(name)
 
 
