@@ -81,6 +81,18 @@ def origin(endpoint: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+class _NoRedirects:
+    """The gateway's HTTP session for pywebpush, whose `post` never follows a redirect: a push
+    service answers a push itself, and an endpoint that checked out as public must not bounce
+    the POST (a 307 keeps it one) to an address inside the gateway's network."""
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self._session = session
+
+    def post(self, url: str, **kwargs: Any) -> Any:
+        return self._session.post(url, allow_redirects=False, **kwargs)
+
+
 class PushingWebChannel(WebChannel):
     """The web inbox's channel with Web Push: its cards are delivered through the outbox."""
 
@@ -147,7 +159,7 @@ class PushingWebChannel(WebChannel):
         body = payload(approval, self.public_url, self._urls(approval, sub.user))
         where = origin(sub.endpoint)  # never the endpoint's path: it is the subscription's secret
         try:
-            resp = await WebPusher(sub.info(), aiohttp_session=self.http()).send_async(
+            resp = await WebPusher(sub.info(), aiohttp_session=_NoRedirects(self.http())).send_async(
                 body,
                 self.headers(sub.endpoint, approval.id, card),
                 ttl=int(self.settings.ttl.total_seconds()),

@@ -14,6 +14,7 @@ What a request gets, in order:
    request and on every answer (a JSON error, a 408, an `HTTPException` such as a redirect);
 3. on /v1/*: a Bearer API key (401 without a valid one), except on the public `/v1/resume` and
    under `/v1/resume/`, and on `/v1/runs/*` with a resume token (the journal checks that token);
+   then a 400 for a NUL character (`%00`) in the path or the query;
 4. the handler, under the body deadline while a body is still arriving (408, connection closed);
 5. errors as JSON: a GatewayError its own status, aiohttp's 404, 405 and 413 in the API's words,
    a crash a 500 that points to the log's request id.
@@ -28,7 +29,7 @@ from aiohttp.typedefs import Middleware
 
 from gateway.core.errors import GatewayError
 from gateway.core.principals import Principals
-from gateway.http.middleware import authenticate, crashed, gateway_error, http_error, request_id_of
+from gateway.http.middleware import authenticate, crashed, gateway_error, http_error, refuse_nul, request_id_of
 from gateway.http.transport import HeadDeadline, body_within
 from gateway.telemetry.logs import request_id
 
@@ -47,6 +48,7 @@ def front(body_timeout: float, principals: Principals) -> Middleware:
         token = request_id.set(rid)
         try:
             authenticate(request, principals)
+            refuse_nul(request)
             if not request.body_exists or request.content.is_eof():  # no body, or all of it is in
                 response = await handler(request)
             else:

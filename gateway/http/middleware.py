@@ -10,7 +10,14 @@ import re
 from aiohttp import web
 from multidict import CIMultiDictProxy
 
-from gateway.core.errors import GatewayError, MethodNotAllowed, NotFound, PayloadTooLarge, Unauthorized
+from gateway.core.errors import (
+    GatewayError,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    Unauthorized,
+    ValidationError,
+)
 from gateway.core.principals import Principals
 from gateway.http.scope import PRINCIPAL
 
@@ -56,6 +63,15 @@ def authenticate(request: web.Request, principals: Principals) -> None:
     if found is None:
         raise Unauthorized("invalid API key")
     request[PRINCIPAL] = found
+
+
+def refuse_nul(request: web.Request) -> None:
+    """A 400 for a NUL character in the path or the query (`%00`): no id, filter or name holds
+    one, and PostgreSQL's text cannot store or even compare one (a 500 deep in a use case)."""
+    raw = request.raw_path  # the path and the query as sent: a NUL can only come percent-encoded
+    if "%00" in raw or "\x00" in raw:
+        where = "path" if "%00" in raw.partition("?")[0] else "query"
+        raise ValidationError(where, "holds a NUL character (%00)")
 
 
 def gateway_error(request: web.Request, err: GatewayError) -> web.Response:

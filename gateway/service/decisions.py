@@ -121,6 +121,11 @@ class Decisions:
                 )
             service_edits.check_reason(approval, cmd.outcome, comment)
             offer = service_grants.check_vote(approval, cmd)
+            if offer is not None and via is not None:
+                # a grant approves what follows, after the delegation may be over: a right delegated on
+                raise ValidationError(
+                    "grant", f"{actor} decides for {via.delegator} one approval at a time: a standing grant is theirs"
+                )
             proposal, sealed = None, None
             if cmd.args is not None:
                 if cmd.outcome is not Outcome.APPROVE:

@@ -20,7 +20,7 @@ from gateway import contract
 from gateway.core import delegation as core
 from gateway.core.clock import Clock
 from gateway.core.delegation import Delegation, DelegationEvent
-from gateway.core.errors import Forbidden, NotFound
+from gateway.core.errors import Forbidden, NotFound, ValidationError
 from gateway.core.identity import Identities
 from gateway.store import Store
 
@@ -65,6 +65,8 @@ class Delegations:
         if not cmd.operator and party(delegator) != party(cmd.by):
             raise Forbidden(f"{cmd.by} may delegate only their own approvals, not {delegator}'s")
         core.check_parties(delegator, delegate, party)
+        if cmd.reason is not None and "\x00" in cmd.reason:  # a text column: PostgreSQL refuses it (a 500)
+            raise ValidationError("reason", "holds a NUL character")
         now = self.clock.now()
         starts = cmd.starts_at or now
         core.check_window(starts, cmd.ends_at, now)

@@ -24,6 +24,7 @@ from gateway.service.commands import Authority
 from gateway.store import Store
 
 MAX_ENDPOINT = 2000
+MAX_PER_USER = 20  # browsers and phones of one person: every card is POSTed to each of them
 _KEY_LENGTHS = {"p256dh": (86, 88), "auth": (22, 24)}  # 65 and 16 bytes in base64url, padded or not
 _B64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=")
 
@@ -37,13 +38,41 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _public(host: str) -> bool:
+    """Whether an https endpoint's host may be pushed to: a public address, or a name. Push
+    services are named hosts; a number the resolver would take for an address (`2852039166`,
+    `0xa9.0xfe.0xa9.0xfe`, `10.1`: its last part is digits or hex) is refused like the address
+    it is, so that no subscription aims the gateway's POSTs at its own network (169.254.169.254)."""
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        last = host.rstrip(".").rpartition(".")[2].lower()
+        return bool(last) and not (last.isdigit() or last.startswith("0x"))
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global
+
+
 def check_endpoint(endpoint: str) -> str:
-    """An https URL (http only to this machine, for a local push service), or ValidationError."""
+    """An https URL of a public host (http or https to this machine too, for a local push
+    service), or ValidationError."""
     parts = urlsplit(endpoint)
-    ok = parts.scheme == "https" or (parts.scheme == "http" and _loopback(parts.hostname or ""))
-    if not ok or not parts.hostname or len(endpoint) > MAX_ENDPOINT or parts.username or parts.password:
+    try:
+        host = parts.hostname or ""
+    except ValueError:  # an unclosed IPv6 bracket
+        host = ""
+    ok = (_loopback(host) and parts.scheme in ("http", "https")) or (parts.scheme == "https" and _public(host))
+    if not ok or not host or len(endpoint) > MAX_ENDPOINT or parts.username or parts.password:
         raise ValidationError("endpoint", "expected the https URL of a push service")
     return endpoint
+
+
+def _valid(endpoint: str) -> bool:
+    try:
+        check_endpoint(endpoint)
+    except ValidationError:
+        return False
+    return True
 
 
 def check_key(name: str, value: str) -> str:
@@ -63,6 +92,11 @@ class PushSubscriptions:
             check_endpoint(endpoint), user, check_key("p256dh", p256dh), check_key("auth", auth), self._clock.now()
         )
         await self._store.save_push_subscription(sub)
+        # beyond the bound, the oldest go (likely browsers long gone): no one person's
+        # subscriptions turn each card into a flood of requests
+        mine = sorted(await self.of(user), key=lambda s: (s.created_at, s.endpoint == sub.endpoint))
+        for old in mine[: max(0, len(mine) - MAX_PER_USER)]:
+            await self._store.delete_push_subscription(old.endpoint, user)
         return sub
 
     async def unsubscribe(self, user: str, endpoint: str) -> bool:
@@ -81,7 +115,8 @@ class PushSubscriptions:
         for someone who delegated to them."""
         may: dict[str, bool] = {}
         out = []
-        subs = await self._store.push_subscriptions()
+        # one saved before its endpoint's check was as strict as it is now is not pushed to
+        subs = [s for s in await self._store.push_subscriptions() if _valid(s.endpoint)]
         now = self._clock.now()
         delegations = await self._store.active_delegations(now) if subs else []
         for sub in subs:

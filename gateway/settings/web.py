@@ -13,6 +13,9 @@ from gateway.settings.coerce import Coerce, duration, strings, table
 from gateway.settings.oidc import OidcSettings, oidc_table
 
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
+# A sign-in link works once by a de-duplication mark, which housekeeping prunes after 48 hours
+# (gateway.sla.housekeeping.INBOUND_KEEP): a link must be dead well before its mark is gone.
+LOGIN_LINK_LONGEST = timedelta(hours=24)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +57,9 @@ KEYS: dict[str, Coerce] = {
 
 
 def check_web(web: WebSettings) -> None:
+    if web.login_link_max_age > LOGIN_LINK_LONGEST:
+        why = "at most 24h: a sign-in link works once only while its use is remembered"
+        raise ConfigError("web.login_link_max_age", why)
     seen: dict[str, str] = {}
     for key in ("approvers", "viewers"):
         for i, name in enumerate(getattr(web, key)):

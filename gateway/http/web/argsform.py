@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import ValidationError
 from gateway.core.models import Approval
 
@@ -110,6 +111,18 @@ def fields(approval: Approval) -> list[Field]:
     return out
 
 
+def _finite(text: str) -> float:
+    """A float that JSON can carry: NaN and what overflows to infinity cannot be hashed or stored."""
+    value = float(text)
+    if value - value != 0.0:
+        raise ValueError(f"{text[:40]!r} is not a finite number")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def parse_value(f: Field, text: str) -> Any:
     """A submitted value as JSON, or a ValidationError naming `args.<name>`."""
     where = f"args.{f.name}"
@@ -118,17 +131,19 @@ def parse_value(f: Field, text: str) -> Any:
         try:
             return int(text)
         except ValueError:
-            raise ValidationError(where, f"must be an integer, got {text!r}") from None
+            raise ValidationError(where, f"must be an integer, got {text[:40]!r}") from None
     if f.kind == "number":
         try:
-            return int(text) if text.lstrip("-").isdigit() else float(text)
+            return int(text) if text.lstrip("-").isdigit() else _finite(text)
         except ValueError:
-            raise ValidationError(where, f"must be a number, got {text!r}") from None
+            raise ValidationError(where, f"must be a finite number, got {text[:40]!r}") from None
     if f.kind == "string":
         return text
+    if text_too_deep(text):  # before the parser recurses over it, as for an API body
+        raise ValidationError(where, f"is nested more than {MAX_DEPTH} levels deep")
     try:
-        value = json.loads(text)
-    except ValueError as exc:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, RecursionError) as exc:
         raise ValidationError(where, f"is not valid JSON: {exc}") from None
     if f.kind in ("enum", "boolean") and text not in {v for v, _ in f.options}:
         raise ValidationError(where, "is not one of the choices")

@@ -31,7 +31,7 @@ from gateway.core.errors import ConfigError, GatewayError
 from gateway.core.identity import NAMES, WEB
 from gateway.http.usecases import CLOCK, SETTINGS, SIGNER, WEB_SESSIONS
 from gateway.http.web.auth import PageError
-from gateway.http.web.sessions import COOKIES
+from gateway.http.web.sessions import COOKIES, end_session
 from gateway.settings import Settings
 from gateway.settings.oidc import OidcSettings
 
@@ -102,10 +102,16 @@ def check_id_token(
 
 def identity_name(claims: Mapping[str, Any], identity_claim: str) -> str:
     """The web user name: the e-mail when the provider verified it (and `identity_claim` is
-    `email`), else `sub`; SignInRefused if it is not a web name (1-64 of A-Z a-z 0-9 _ . @ -)."""
+    `email`), else `sub`; SignInRefused if it is not a web name (1-64 of A-Z a-z 0-9 _ . @ -).
+    Where an address is the identity, a `sub` taken for want of a verified one must not read as
+    an address: some providers make `sub` the address the user typed, unverified."""
     email = claims.get("email")
     verified = claims.get("email_verified") is True
-    raw = email if identity_claim == "email" and verified and isinstance(email, str) else claims.get("sub")
+    by_email = identity_claim == "email"
+    took_email = by_email and verified and isinstance(email, str)
+    raw = email if took_email else claims.get("sub")
+    if by_email and not took_email and isinstance(raw, str) and "@" in raw:
+        raise SignInRefused("the provider has not verified your e-mail address, and your sub reads as one")
     name = NAMES.canonical(raw) if isinstance(raw, str) else None
     if name is None:
         raise SignInRefused("the provider's identity for you is not a usable web name (1-64 of A-Z a-z 0-9 _ . @ -)")
@@ -290,6 +296,7 @@ async def _sign_in(request: web.Request, oidc: OidcSettings, name: str, claims: 
     await sessions.set_claimed_groups(actor, groups)  # replaced at each sign-in, even with none
     if settings.web.role(name, lambda g: identities.in_group(g, actor, groups)) is None:
         raise PageError(403, f"{name} signed in, but is not a web approver or viewer here (web.approvers).")
+    await end_session(request)  # the session this browser had, if its cookie came along
     await request.config_dict[COOKIES].start(name)
 
 

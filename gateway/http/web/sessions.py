@@ -6,7 +6,9 @@ hash of the session id (`gateway.service.websessions`), so that:
 - logout revokes the session on the server: the old cookie is refused even if it was copied;
 - a user removed from `[web]` is refused on the next request (the role is read from the config
   every time), and their sessions are deleted when the gateway starts without them, so that
-  adding the name back later does not bring an old cookie back to life.
+  adding the name back later does not bring an old cookie back to life;
+- a session carries a keyed mark of its user's password hash (`p`), so that setting a new
+  password (one that leaked) ends every session the old one started.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from gateway.settings import Settings
 
 SESSION = "hitl.web.session.v2"  # v1 cookies had no server-side session: they are refused
 SESSION_COOKIE = "hitl_session"
+PASSWORD_MARK = "hitl.web.password.v1"
+_MARK_LENGTH = 16
 CSRF_COOKIE = "hitl_csrf"
 _USER = web.RequestKey("web_user", object)
 _SID = web.RequestKey("web_session", str)
@@ -42,7 +46,9 @@ class User:
 
     @property
     def actor(self) -> str:
-        return f"web:{self.name}"
+        """The canonical identity: web names are case-insensitive (`Alice` in the config signs in
+        as `web:alice`), as every use case compares them."""
+        return f"web:{self.name.lower()}"
 
     @property
     def can_decide(self) -> bool:
@@ -66,6 +72,8 @@ class SessionCookies:
         role = await self.role(name) if isinstance(name, str) else None
         if not (role and isinstance(name, str) and isinstance(csrf, str) and isinstance(sid, str)):
             return None
+        if not self._same_password(name, data.get("p", "")):
+            return None
         if await self.sessions.user_of(sid) != name:
             return None
         return User(name, role, csrf), sid
@@ -87,11 +95,26 @@ class SessionCookies:
         now, max_age = self.clock.now(), self.settings.web.session_max_age
         sid = secrets.token_urlsafe(24)
         await self.sessions.open(sid, name, max_age)
-        token = self.signer.sign(SESSION, {"u": name, "c": secrets.token_urlsafe(24), "s": sid}, now + max_age)
+        payload = {"u": name, "c": secrets.token_urlsafe(24), "s": sid, "p": self._password_mark(name)}
+        token = self.signer.sign(SESSION, payload, now + max_age)
         resp = web.HTTPSeeOther("/")
         set_cookie(resp, self.settings, SESSION_COOKIE, token, max_age)
         resp.del_cookie(CSRF_COOKIE, path="/")
         raise resp
+
+    def _password_mark(self, name: str) -> str:
+        """A keyed mark of `name`'s password hash ('' without a password): not the hash itself,
+        which a cookie must not carry."""
+        hashed = self.settings.web.passwords.get(name)
+        return self.signer.mac(PASSWORD_MARK, hashed, _MARK_LENGTH) if hashed else ""
+
+    def _same_password(self, name: str, mark: object) -> bool:
+        """Whether a session's mark is of `name`'s password now (under any key of the signer, so
+        that rotating the keys signs nobody out)."""
+        hashed = self.settings.web.passwords.get(name)
+        if not hashed:
+            return mark == ""
+        return isinstance(mark, str) and self.signer.check_mac(PASSWORD_MARK, hashed, mark, _MARK_LENGTH)
 
     async def forget_removed_users(self, app: web.Application) -> None:
         """At start: delete the sessions of users no longer in `[web]`. Not when a role comes
