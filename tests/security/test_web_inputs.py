@@ -23,6 +23,7 @@ SCHEMA = {
     "properties": {"amount": {"type": "number"}, "lines": {"type": "array"}},
 }
 _ROUND = re.compile(r'name="round" value="([^"]+)"')
+pytestmark = pytest.mark.subprocess  # an args_schema is checked in the schema checker's process
 
 
 @pytest.mark.parametrize(
