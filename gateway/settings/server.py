@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import urlsplit
 
 from gateway.core.errors import ConfigError
-from gateway.settings.coerce import Coerce, duration, integer, string
+from gateway.settings.coerce import Coerce, duration, integer, string, strings
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,9 @@ class ServerSettings:
     # An idle keep-alive connection is closed after this; longer than a load balancer's idle
     # timeout (60 s on most), so that the balancer never sends on a connection being closed.
     keepalive_timeout: timedelta = timedelta(seconds=75)
+    # The reverse proxies in front (addresses or networks): a request from one of them is from
+    # the address its X-Forwarded-For names (what is counted per client, failed sign-ins).
+    trusted_proxies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,7 @@ SERVER_KEYS: dict[str, Coerce] = {
     "header_timeout": duration,
     "body_timeout": duration,
     "keepalive_timeout": duration,
+    "trusted_proxies": strings,
 }
 STORE_KEYS: dict[str, Coerce] = {"url": string, "lease": duration}
 
@@ -71,6 +76,11 @@ def check_server(server: ServerSettings) -> None:
             raise ConfigError(f"server.{key}", "must be at least 100ms")
     if server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError("server.log_level", "expected DEBUG, INFO, WARNING or ERROR")
+    for i, proxy in enumerate(server.trusted_proxies):
+        try:
+            ipaddress.ip_network(proxy.strip(), strict=False)
+        except ValueError:
+            raise ConfigError(f"server.trusted_proxies[{i}]", f"{proxy!r} is not an address or a network") from None
 
 
 def check_store(store: StoreSettings) -> None:

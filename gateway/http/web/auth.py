@@ -26,6 +26,7 @@ from aiohttp import web
 from gateway.core.errors import GatewayError, NotFound
 from gateway.core.identity import shown
 from gateway.core.tokens import TokenSigner
+from gateway.http.peers import client_address, networks
 from gateway.http.usecases import CLOCK, SETTINGS, SIGNER, WEB_SESSIONS
 from gateway.http.web.sessions import COOKIES, CSRF_COOKIE, SESSION_COOKIE, User, current_user, end_session, set_cookie
 from gateway.settings import Settings
@@ -245,7 +246,9 @@ async def login(request: web.Request) -> web.StreamResponse:
     """Sign in with a password; sets the session cookie."""
     settings, form = request.config_dict[SETTINGS], posted_form(request)
     name, password = form.get("name", "").strip(), form.get("password", "")
-    throttle, key, now = request.config_dict[THROTTLE], f"{request.remote}|{name}", request.config_dict[CLOCK].now()
+    proxies = networks(settings.server.trusted_proxies)  # checked at start
+    client = client_address(request.remote, request.headers.get("X-Forwarded-For"), proxies)
+    throttle, key, now = request.config_dict[THROTTLE], f"{client}|{name}", request.config_dict[CLOCK].now()
     if throttle.blocked(key, now):
         msg = "Too many failed sign-ins for this name. Try again in a few minutes."
         return render(request, "login.html", {"error": msg}, status=429)
