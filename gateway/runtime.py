@@ -137,7 +137,9 @@ class Runtime:
             channels=self.channels,
             wake_outbox=self.service.wake_outbox,
         )
-        self.push = PushSubscriptions(self.store, self.clock, self.service.authorizer)
+        self.push = PushSubscriptions(
+            self.store, self.clock, self.service.authorizer, self.signer, settings.web.passwords
+        )
         if settings.webpush.enabled:
             self.channels[WEB] = self._pushing_web_channel()
         for kind in sorted(settings.enabled_channels() - {WEB}):

@@ -32,6 +32,9 @@ class PushSubscription:
     p256dh: str  # the browser's P-256 public key, base64url
     auth: str  # the 16-byte auth secret, base64url
     created_at: datetime
+    # The mark of the password its user signed in with (gateway.core.password_marks), so that a
+    # new password ends it; None: saved before subscriptions carried one (not checked).
+    password_mark: str | None = None
 
     def info(self) -> dict[str, object]:
         """The `subscription_info` a push library takes."""

@@ -9,15 +9,17 @@ requester gets no push.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from urllib.parse import urlsplit
 
+from gateway.core import password_marks
 from gateway.core.clock import Clock
 from gateway.core.delegation import Delegation
 from gateway.core.errors import GatewayError, ValidationError
 from gateway.core.identity import WEB
 from gateway.core.models import Approval
+from gateway.core.tokens import TokenSigner
 from gateway.core.webpush import PushSubscription
 from gateway.service.authority import Authorizer
 from gateway.service.commands import Authority
@@ -83,13 +85,27 @@ def check_key(name: str, value: str) -> str:
 
 
 class PushSubscriptions:
-    def __init__(self, store: Store, clock: Clock, authorizer: Authorizer) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        authorizer: Authorizer,
+        signer: TokenSigner,
+        passwords: Mapping[str, str] | None = None,
+    ) -> None:
         self._store, self._clock, self._authorizer = store, clock, authorizer
+        self._signer, self._passwords = signer, passwords or {}
 
     async def subscribe(self, user: str, endpoint: str, p256dh: str, auth: str) -> PushSubscription:
-        """Remember this browser for `user` (replacing what it had); ValidationError names a bad field."""
+        """Remember this browser for `user` (replacing what it had), under the mark of their
+        password now; ValidationError names a bad field."""
         sub = PushSubscription(
-            check_endpoint(endpoint), user, check_key("p256dh", p256dh), check_key("auth", auth), self._clock.now()
+            check_endpoint(endpoint),
+            user,
+            check_key("p256dh", p256dh),
+            check_key("auth", auth),
+            self._clock.now(),
+            password_marks.mark(self._signer, self._passwords.get(user)),
         )
         await self._store.save_push_subscription(sub)
         # beyond the bound, the oldest go (likely browsers long gone): no one person's
@@ -115,8 +131,9 @@ class PushSubscriptions:
         for someone who delegated to them."""
         may: dict[str, bool] = {}
         out = []
-        # one saved before its endpoint's check was as strict as it is now is not pushed to
-        subs = [s for s in await self._store.push_subscriptions() if _valid(s.endpoint)]
+        # one saved before its endpoint's check was as strict as it is now is not pushed to, nor
+        # one made under a password that has changed since (a leaked one's thief's browser)
+        subs = [s for s in await self._store.push_subscriptions() if _valid(s.endpoint) and self._current(s)]
         now = self._clock.now()
         delegations = await self._store.active_delegations(now) if subs else []
         for sub in subs:
@@ -125,6 +142,12 @@ class PushSubscriptions:
             if may[sub.user]:
                 out.append(sub)
         return out
+
+    def _current(self, sub: PushSubscription) -> bool:
+        """Whether `sub` was made under its user's password now (or before subscriptions said)."""
+        if sub.password_mark is None:
+            return True
+        return password_marks.same(self._signer, self._passwords.get(sub.user), sub.password_mark)
 
     async def _may_decide(
         self, user: str, approval: Approval, delegations: Sequence[Delegation], now: datetime

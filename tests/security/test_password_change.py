@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from gateway.http.app import create_app
 from gateway.http.web.auth import hash_password
 from gateway.runtime import Runtime
@@ -53,11 +51,6 @@ async def test_a_changed_password_ends_the_sessions_of_the_old_one(
     assert await inbox(after, fresh) == 200
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a push subscription is kept per browser, not per session or password: ending it on a"
-    " new password needs the subscription to carry the password's mark (a migration)",
-)
 async def test_a_changed_password_ends_the_push_subscriptions_of_the_old_one(
     aiohttp_client: Callable[..., Any],
     aiohttp_server: Callable[..., Any],
@@ -76,3 +69,11 @@ async def test_a_changed_password_ends_the_push_subscriptions_of_the_old_one(
     await after.suspend()
     await after.rt.outbox.drain()
     assert thief_browser.received == []
+    # alice, with the new password, subscribes her own browser: that one is pushed to
+    mine = await after.new_client()
+    assert (await sign_in(mine, "alice", NEW_PASSWORD)).status == 303
+    her_browser, resp = await after.subscribe(mine)
+    assert resp.status == 201
+    await after.suspend(run_id="run-2")
+    await after.rt.outbox.drain()
+    assert len(her_browser.received) == 1 and thief_browser.received == []

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from gateway.core import password_marks
 from gateway.core.clock import Clock
 from gateway.core.errors import GatewayError
 from gateway.core.tokens import TokenSigner
@@ -30,8 +31,6 @@ from gateway.settings import Settings
 
 SESSION = "hitl.web.session.v2"  # v1 cookies had no server-side session: they are refused
 SESSION_COOKIE = "hitl_session"
-PASSWORD_MARK = "hitl.web.password.v1"
-_MARK_LENGTH = 16
 CSRF_COOKIE = "hitl_csrf"
 _USER = web.RequestKey("web_user", object)
 _SID = web.RequestKey("web_session", str)
@@ -103,18 +102,12 @@ class SessionCookies:
         raise resp
 
     def _password_mark(self, name: str) -> str:
-        """A keyed mark of `name`'s password hash ('' without a password): not the hash itself,
-        which a cookie must not carry."""
-        hashed = self.settings.web.passwords.get(name)
-        return self.signer.mac(PASSWORD_MARK, hashed, _MARK_LENGTH) if hashed else ""
+        """A keyed mark of `name`'s password hash ('' without one): gateway.core.password_marks."""
+        return password_marks.mark(self.signer, self.settings.web.passwords.get(name))
 
     def _same_password(self, name: str, mark: object) -> bool:
-        """Whether a session's mark is of `name`'s password now (under any key of the signer, so
-        that rotating the keys signs nobody out)."""
-        hashed = self.settings.web.passwords.get(name)
-        if not hashed:
-            return mark == ""
-        return isinstance(mark, str) and self.signer.check_mac(PASSWORD_MARK, hashed, mark, _MARK_LENGTH)
+        """Whether a session's mark is of `name`'s password now."""
+        return password_marks.same(self.signer, self.settings.web.passwords.get(name), mark)
 
     async def forget_removed_users(self, app: web.Application) -> None:
         """At start: delete the sessions of users no longer in `[web]`. Not when a role comes

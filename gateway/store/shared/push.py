@@ -15,12 +15,12 @@ __all__ = ["ClaimsSQL", "PushSQL"]
 
 class PushSQL(Backend):
     async def save_push_subscription(self, sub: PushSubscription) -> None:
-        values = (sub.endpoint, sub.user, sub.p256dh, sub.auth, to_ts(sub.created_at))
+        values = (sub.endpoint, sub.user, sub.p256dh, sub.auth, to_ts(sub.created_at), sub.password_mark)
         await self.changed_rows(self.Q.save_push_subscription, values)
 
     async def push_subscriptions(self) -> list[PushSubscription]:
         return [
-            PushSubscription(r[0], r[1], r[2], r[3], datetime.fromtimestamp(r[4], UTC))
+            PushSubscription(r[0], r[1], r[2], r[3], datetime.fromtimestamp(r[4], UTC), r[5])
             for r in await self.fetch_all(self.Q.push_subscriptions)
         ]
 

@@ -425,12 +425,13 @@ UPDATE approvals SET sealed = '' WHERE id IN (
 
 -- name: save_push_subscription
 -- A browser subscribing again (new keys, or another user signed in on it) replaces its row.
-INSERT INTO push_subscriptions (endpoint, user_name, p256dh, auth, created_at) VALUES ($1, $2, $3, $4, $5)
+INSERT INTO push_subscriptions (endpoint, user_name, p256dh, auth, created_at, password_mark)
+VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (endpoint) DO UPDATE SET user_name = excluded.user_name, p256dh = excluded.p256dh,
-    auth = excluded.auth, created_at = excluded.created_at;
+    auth = excluded.auth, created_at = excluded.created_at, password_mark = excluded.password_mark;
 
 -- name: push_subscriptions
-SELECT endpoint, user_name, p256dh, auth, created_at FROM push_subscriptions ORDER BY user_name, created_at;
+SELECT endpoint, user_name, p256dh, auth, created_at, password_mark FROM push_subscriptions ORDER BY user_name, created_at;
 
 -- name: delete_push_subscription
 DELETE FROM push_subscriptions WHERE endpoint = $1;
