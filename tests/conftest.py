@@ -100,6 +100,14 @@ def suspend_body(**over: Any) -> dict[str, Any]:
     return body
 
 
+async def suspended(client: Any, **over: Any) -> dict[str, Any]:
+    """`POST /v1/suspend` of `suspend_body(**over)` as the test agent: the reply, after a 200 or 201."""
+    resp = await client.post("/v1/suspend", json=suspend_body(**over), headers=AUTH)
+    assert resp.status in (200, 201), await resp.text()
+    body: dict[str, Any] = await resp.json()
+    return body
+
+
 # ---------------------------------------------------------------- PostgreSQL (issue 7)
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:

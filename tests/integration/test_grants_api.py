@@ -15,7 +15,7 @@ from gateway.core.grants import Grant
 from gateway.http.keys import RUNTIME
 from gateway.settings import Settings
 from gateway.testing import TEST_OPERATOR_KEY
-from tests.conftest import AUTH, OPERATOR, suspend_body
+from tests.conftest import AUTH, OPERATOR, suspend_body, suspended
 
 Client = TestClient[Any, Any]
 DENY_BIG = [{"name": "too-big", "when": "args.amount > 1000000", "then": "deny", "reason": "never"}]
@@ -40,21 +40,14 @@ def settings(settings_factory: Callable[..., Settings]) -> Settings:
     )
 
 
-async def _suspend(client: Client, **over: Any) -> dict[str, Any]:
-    resp = await client.post("/v1/suspend", json=suspend_body(**over), headers=AUTH)
-    assert resp.status in (200, 201), await resp.text()
-    body: dict[str, Any] = await resp.json()
-    return body
-
-
 async def _approve(client: Client, approval_id: str, **body: Any) -> Any:
     return await client.post(
         f"/v1/approvals/{approval_id}/decision", json={"outcome": "approve", **body}, headers=OPERATOR
     )
 
 
-async def test_an_approve_with_a_grant_decides_the_next_same_suspend(client: Client) -> None:
-    first = await _suspend(client, worker="agent")
+async def test_an_approve_with_a_grant_decides_the_next_samesuspended(client: Client) -> None:
+    first = await suspended(client, worker="agent")
     resp = await _approve(client, first["id"], grant="1h")
     assert resp.status == 200, await resp.text()
     events = (await (await client.get(f"/v1/approvals/{first['id']}/events", headers=OPERATOR)).json())["items"]
@@ -64,7 +57,7 @@ async def test_an_approve_with_a_grant_decides_the_next_same_suspend(client: Cli
     assert grant["granted_by"] == "operator:test" and grant["step"] == "charge" and grant["run_id"] is None
     assert grant["grant"] == "1h" and grant["live"] and grant["uses"] == 0
 
-    second = await _suspend(client, run_id="run-2", worker="agent")
+    second = await suspended(client, run_id="run-2", worker="agent")
     assert second["status"] == "approved"
     view = await (await client.get(f"/v1/approvals/{second['id']}", headers=AUTH)).json()
     decision = view["decision"]
@@ -84,7 +77,7 @@ async def test_an_approve_with_a_grant_decides_the_next_same_suspend(client: Cli
 
 async def test_a_replay_of_the_granting_approval_after_its_grant_is_its_own(client: Client) -> None:
     """The agent re-runs the very suspend that was approved with the grant: the same approval."""
-    first = await _suspend(client, idempotency_key="same")
+    first = await suspended(client, idempotency_key="same")
     assert (await _approve(client, first["id"], grant="run")).status == 200
     again = await client.post("/v1/suspend", json=suspend_body(idempotency_key="same"), headers=AUTH)
     assert again.status == 200 and (await again.json())["id"] == first["id"]
@@ -92,26 +85,26 @@ async def test_a_replay_of_the_granting_approval_after_its_grant_is_its_own(clie
 
 async def test_grant_fields_cover_other_args_with_the_same_fields(client: Client) -> None:
     base = {"customer": "acme", "amount": 10}
-    first = await _suspend(client, policy="by-customer", args=base)
+    first = await suspended(client, policy="by-customer", args=base)
     assert (await _approve(client, first["id"], grant="8h")).status == 200
-    more = await _suspend(client, run_id="run-2", policy="by-customer", args={**base, "amount": 99})
+    more = await suspended(client, run_id="run-2", policy="by-customer", args={**base, "amount": 99})
     assert more["status"] == "approved"
-    other = await _suspend(client, run_id="run-3", policy="by-customer", args={**base, "customer": "initech"})
+    other = await suspended(client, run_id="run-3", policy="by-customer", args={**base, "customer": "initech"})
     assert other["status"] == "waiting_approval"
-    none = await _suspend(client, run_id="run-4", policy="by-customer", args={"amount": 10})
+    none = await suspended(client, run_id="run-4", policy="by-customer", args={"amount": 10})
     assert none["status"] == "waiting_approval"
 
 
 async def test_a_rules_deny_still_denies_under_a_grant(client: Client) -> None:
-    first = await _suspend(client, args={"amount": 2000000})
+    first = await suspended(client, args={"amount": 2000000})
     assert first["status"] == "rejected"  # the rule, before any grant could be made
-    small = await _suspend(client, run_id="run-2", args={"amount": 5})
+    small = await suspended(client, run_id="run-2", args={"amount": 5})
     assert (await _approve(client, small["id"], grant="1h")).status == 200
-    assert (await _suspend(client, run_id="run-3", args={"amount": 5}))["status"] == "approved"
+    assert (await suspended(client, run_id="run-3", args={"amount": 5}))["status"] == "approved"
 
 
 async def test_one_approver_cannot_grant_where_the_policy_needs_two(client: Client) -> None:
-    a = await _suspend(client, policy="two")
+    a = await suspended(client, policy="two")
     resp = await _approve(client, a["id"], grant="1h")
     assert resp.status == 400
     error = (await resp.json())["error"]
@@ -119,7 +112,7 @@ async def test_one_approver_cannot_grant_where_the_policy_needs_two(client: Clie
 
 
 async def test_a_grant_needs_the_policy_to_offer_it(client: Client) -> None:
-    a = await _suspend(client, policy="by-customer", args={"customer": "acme"})
+    a = await suspended(client, policy="by-customer", args={"customer": "acme"})
     resp = await _approve(client, a["id"], grant="1h")
     assert resp.status == 400 and "does not offer '1h'" in (await resp.json())["error"]["message"]
 
@@ -129,7 +122,7 @@ async def test_a_grant_revoked_after_the_lookup_decides_nothing(
 ) -> None:
     """The race: the suspend read the grant live, an operator revoked it before the suspend's
     transaction. The use is refused inside that transaction, and the suspend asks as usual."""
-    first = await _suspend(client)
+    first = await suspended(client)
     assert (await _approve(client, first["id"], grant="1h")).status == 200
     service = client.app[RUNTIME].service
     stale = (await service.grants.list())[0]
@@ -139,7 +132,7 @@ async def test_a_grant_revoked_after_the_lookup_decides_nothing(
         return stale
 
     monkeypatch.setattr(service.grants, "covering", read_before_the_revocation)
-    second = await _suspend(client, run_id="run-2")
+    second = await suspended(client, run_id="run-2")
     assert second["status"] == "waiting_approval"
     [grant] = (await (await client.get("/v1/grants?all=true", headers=OPERATOR)).json())["items"]
     assert grant["uses"] == 0

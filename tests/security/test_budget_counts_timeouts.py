@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient
 from gateway.http.keys import RUNTIME
 from gateway.settings import Settings
 from gateway.testing import FakeClock
-from tests.conftest import AUTH, suspend_body
+from tests.conftest import AUTH, suspended
 
 Client = TestClient[Any, Any]
 RULES = [
@@ -44,22 +44,15 @@ def settings(settings_factory: Callable[..., Settings]) -> Settings:
     )
 
 
-async def _suspend(client: Client, **over: Any) -> dict[str, Any]:
-    resp = await client.post("/v1/suspend", json=suspend_body(**over), headers=AUTH)
-    assert resp.status in (200, 201), await resp.text()
-    body: dict[str, Any] = await resp.json()
-    return body
-
-
 async def test_a_step_approved_at_its_deadline_counts_against_the_budget(client: Client, clock: FakeClock) -> None:
-    big = await _suspend(client, run_id="big", policy="unless-rejected", args={"amount": 900000})
+    big = await suspended(client, run_id="big", policy="unless-rejected", args={"amount": 900000})
     assert big["status"] == "waiting_approval"  # over the budget: the rule does not allow it
-    rejected = await _suspend(client, run_id="no", policy="silent-no", args={"amount": 5000})
+    rejected = await suspended(client, run_id="no", policy="silent-no", args={"amount": 5000})
     await client.server.app[RUNTIME].scheduler.tick(clock.advance(minutes=11))
     view = await (await client.get(f"/v1/approvals/{big['id']}", headers=AUTH)).json()
     assert (view["status"], view["decision"]["outcome"]) == ("timed_out", "approve")  # it went ahead
     view = await (await client.get(f"/v1/approvals/{rejected['id']}", headers=AUTH)).json()
     assert (view["status"], view["decision"]["outcome"]) == ("timed_out", "reject")
     # 900000 were spent today: a charge of 10 is over the budget, and a person decides
-    small = await _suspend(client, run_id="small", args={"amount": 10})
+    small = await suspended(client, run_id="small", args={"amount": 10})
     assert small["status"] == "waiting_approval", small

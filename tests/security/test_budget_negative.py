@@ -13,7 +13,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.settings import Settings
-from tests.conftest import AUTH, suspend_body
+from tests.conftest import suspended
 
 Client = TestClient[Any, Any]
 RULES = [
@@ -37,9 +37,7 @@ def settings(settings_factory: Callable[..., Settings]) -> Settings:
 
 
 async def _status(client: Client, **over: Any) -> str:
-    resp = await client.post("/v1/suspend", json=suspend_body(**over), headers=AUTH)
-    assert resp.status in (200, 201), await resp.text()
-    return str((await resp.json())["status"])
+    return str((await suspended(client, **over))["status"])
 
 
 async def test_a_negative_amount_on_an_allowed_step_gives_no_budget_back(client: Client) -> None:

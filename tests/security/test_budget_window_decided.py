@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient
 from gateway.http.keys import RUNTIME
 from gateway.settings import Settings
 from gateway.testing import FakeClock
-from tests.conftest import AUTH, OPERATOR, suspend_body
+from tests.conftest import AUTH, OPERATOR, suspended
 
 Client = TestClient[Any, Any]
 RULES = [
@@ -43,28 +43,21 @@ def settings(settings_factory: Callable[..., Settings]) -> Settings:
     )
 
 
-async def _suspend(client: Client, **over: Any) -> dict[str, Any]:
-    resp = await client.post("/v1/suspend", json=suspend_body(**over), headers=AUTH)
-    assert resp.status in (200, 201), await resp.text()
-    body: dict[str, Any] = await resp.json()
-    return body
-
-
 async def test_a_step_approved_at_a_deadline_past_the_window_still_counts(client: Client, clock: FakeClock) -> None:
-    big = await _suspend(client, run_id="big", policy="unless-rejected", args={"amount": 900000})
+    big = await suspended(client, run_id="big", policy="unless-rejected", args={"amount": 900000})
     assert big["status"] == "waiting_approval"
     await client.server.app[RUNTIME].scheduler.tick(clock.advance(hours=2, minutes=1))
     view = await (await client.get(f"/v1/approvals/{big['id']}", headers=AUTH)).json()
     assert (view["status"], view["decision"]["outcome"]) == ("timed_out", "approve")
-    assert (await _suspend(client, run_id="small", args={"amount": 10}))["status"] == "waiting_approval"
+    assert (await suspended(client, run_id="small", args={"amount": 10}))["status"] == "waiting_approval"
     clock.advance(hours=1, seconds=1)  # an hour after it went ahead, it is out of the window
-    assert (await _suspend(client, run_id="later", args={"amount": 10}))["status"] == "approved"
+    assert (await suspended(client, run_id="later", args={"amount": 10}))["status"] == "approved"
 
 
 async def test_a_person_approving_late_counts_from_their_approve(client: Client, clock: FakeClock) -> None:
-    slow = await _suspend(client, run_id="slow", args={"amount": 5000})
+    slow = await suspended(client, run_id="slow", args={"amount": 5000})
     assert slow["status"] == "waiting_approval"  # over the budget: a person decides
     clock.advance(hours=3)
     resp = await client.post(f"/v1/approvals/{slow['id']}/decision", json={"outcome": "approve"}, headers=OPERATOR)
     assert resp.status == 200, await resp.text()
-    assert (await _suspend(client, run_id="small", args={"amount": 10}))["status"] == "waiting_approval"
+    assert (await suspended(client, run_id="small", args={"amount": 10}))["status"] == "waiting_approval"

@@ -14,7 +14,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.settings import Settings
-from tests.conftest import AUTH, OPERATOR, suspend_body
+from tests.conftest import OPERATOR, suspended
 
 Client = TestClient[Any, Any]
 RULES = [
@@ -41,13 +41,6 @@ def settings(settings_factory: Callable[..., Settings]) -> Settings:
     )
 
 
-async def _suspend(client: Client, **over: Any) -> dict[str, Any]:
-    resp = await client.post("/v1/suspend", json=suspend_body(**over), headers=AUTH)
-    assert resp.status in (200, 201), await resp.text()
-    body: dict[str, Any] = await resp.json()
-    return body
-
-
 async def _grant(client: Client, approval_id: str, grant: str) -> None:
     resp = await client.post(
         f"/v1/approvals/{approval_id}/decision", json={"outcome": "approve", "grant": grant}, headers=OPERATOR
@@ -56,26 +49,26 @@ async def _grant(client: Client, approval_id: str, grant: str) -> None:
 
 
 async def test_a_grant_does_not_carry_an_agent_past_an_ask_budget_rule(client: Client) -> None:
-    first = await _suspend(client, args={"amount": 6000})
+    first = await suspended(client, args={"amount": 6000})
     assert first["status"] == "waiting_approval"  # the default: a person
     await _grant(client, first["id"], "1h")
     # 6000 spent: the same charge again crosses the budget, and the rule asks a person
-    again = await _suspend(client, run_id="run-2", args={"amount": 6000})
+    again = await suspended(client, run_id="run-2", args={"amount": 6000})
     assert again["status"] == "waiting_approval", again
     view = await (await client.get(f"/v1/approvals/{again['id']}", headers=OPERATOR)).json()
     assert view["decision"] is None
 
 
 async def test_a_grant_does_not_decide_where_a_deny_rule_failed(client: Client) -> None:
-    first = await _suspend(client, step="payout", policy="by-customer", args={"customer": "acme", "amount": 5})
+    first = await suspended(client, step="payout", policy="by-customer", args={"customer": "acme", "amount": 5})
     assert first["status"] == "waiting_approval"
     await _grant(client, first["id"], "8h")
-    covered = await _suspend(
+    covered = await suspended(
         client, run_id="run-2", step="payout", policy="by-customer", args={"customer": "acme", "amount": 7}
     )
     assert covered["status"] == "approved"  # the grant works where the rules had nothing to say
     # a string amount makes the deny rule fail: a person decides, never the grant
-    odd = await _suspend(
+    odd = await suspended(
         client, run_id="run-3", step="payout", policy="by-customer", args={"customer": "acme", "amount": "999999"}
     )
     assert odd["status"] == "waiting_approval", odd
