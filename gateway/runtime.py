@@ -213,7 +213,7 @@ class Runtime:
             hint = f"Web Push needs the extra `webpush` ({exc}): pip install ./sdk '.[webpush]'"
             raise ConfigError("webpush", hint) from None
         public_url = self.settings.server.public_url
-        return PushingWebChannel(self.settings.webpush, public_url, self.signer, self.push, self.http_session)
+        return PushingWebChannel(self.settings.webpush, public_url, self.signer, self.push)
 
     def _webhook_sender(self) -> WebhookSender | None:
         """What signs and sends the outbound events, with `[[events.webhooks]]`."""

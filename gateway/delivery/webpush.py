@@ -18,14 +18,18 @@ first rather than showing twice. Nothing secret is logged: no key, no link, no e
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import json
 import logging
-from collections.abc import Callable, Sequence
+import socket
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import DefaultResolver
 from py_vapid import Vapid02
 from pywebpush import WebPusher
 
@@ -93,6 +97,44 @@ class _NoRedirects:
         return self._session.post(url, allow_redirects=False, **kwargs)
 
 
+class NotPublic(OSError):
+    """A push endpoint's name resolved to no public address."""
+
+
+class PublicOnly(AbstractResolver):
+    """Resolves as `inner` does, and keeps the global addresses only. The endpoint's host was
+    checked when subscribed (a public name, never an address inside), but a name is only as
+    good as its DNS: one an approver controls (or `169.254.169.254.nip.io`) can lead to the
+    gateway's own network, now or at any later push. `localhost` keeps its loopback addresses
+    (a local push service, as a loopback endpoint is allowed); an IP literal is not resolved."""
+
+    def __init__(self, inner: AbstractResolver) -> None:
+        self._inner = inner
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._inner.resolve(host, port, family)
+        local = host == "localhost"
+        kept = [r for r in found if _reachable(r["host"], local)]
+        if not kept:
+            raise NotPublic(f"{host} resolves to no public address")
+        return kept
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def _reachable(address: str, local: bool) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_global or (local and ip.is_loopback)
+
+
 class PushingWebChannel(WebChannel):
     """The web inbox's channel with Web Push: its cards are delivered through the outbox."""
 
@@ -102,19 +144,34 @@ class PushingWebChannel(WebChannel):
         public_url: str,
         signer: TokenSigner,
         subscriptions: PushSubscriptions,
-        http: Callable[[], aiohttp.ClientSession],
+        resolver: AbstractResolver | None = None,
     ) -> None:
         self.settings, self.public_url, self.signer = settings, public_url.rstrip("/"), signer
-        self.subscriptions, self.http = subscriptions, http
+        self.subscriptions = subscriptions
         self._vapid = Vapid02.from_raw(settings.private_key.encode())
-        if placeholder_subject(
-            settings.subject
-        ):  # what `init` writes: pushes work, but reach no one when they go wrong
+        # A session of its own: its resolver answers public addresses only (PublicOnly), which the
+        # gateway's other clients (webhooks to the operator's own hosts) must not be held to.
+        self._resolver = resolver
+        self._session: aiohttp.ClientSession | None = None
+        # what `init` writes: pushes work, but when they go wrong the push services write to no one
+        if placeholder_subject(settings.subject):
             log.warning(
                 "webpush.subject %s names no one: push services write to it when this gateway's pushes go wrong; "
                 "set your own mailto: address or https: URL",
                 settings.subject,
             )
+
+    def http(self) -> aiohttp.ClientSession:
+        """The push session (opened on first use, in the running loop)."""
+        if self._session is None or self._session.closed:
+            resolver = PublicOnly(self._resolver or DefaultResolver())
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(resolver=resolver))
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def post_card(self, card: OutgoingCard, attempts: Sequence[Attempt]) -> str:
         await self._push_all(card)
@@ -165,6 +222,12 @@ class PushingWebChannel(WebChannel):
                 ttl=int(self.settings.ttl.total_seconds()),
                 timeout=aiohttp.ClientTimeout(total=self.settings.timeout.total_seconds()),
             )
+        except aiohttp.ClientConnectorError as exc:
+            if isinstance(exc.os_error, NotPublic):  # never sent: trying again changes nothing
+                log.warning("web push to %s for %s refused: %s", where, approval.id, exc.os_error)
+                return None
+            log.warning("web push to %s for %s failed: %s", where, approval.id, type(exc).__name__)
+            return f"{where}: {type(exc).__name__}"
         except (aiohttp.ClientError, TimeoutError) as exc:
             log.warning("web push to %s for %s failed: %s", where, approval.id, type(exc).__name__)
             return f"{where}: {type(exc).__name__}"

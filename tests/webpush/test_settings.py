@@ -91,6 +91,6 @@ def test_a_gateway_started_with_the_placeholder_push_subject_says_so(
     for subject, told in (("mailto:admin@example.com", True), ("mailto:ops@acme.com", False)):
         caplog.clear()
         settings = settings_factory(webpush={"public_key": public, "private_key": private, "subject": subject})
-        PushingWebChannel(settings.webpush, "http://gw", TokenSigner(["k" * 32]), None, lambda: None)  # type: ignore[arg-type]
+        PushingWebChannel(settings.webpush, "http://gw", TokenSigner(["k" * 32]), None)  # type: ignore[arg-type]
         warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert bool(warned) is told and all("set your own mailto: address or https: URL" in w for w in warned)
