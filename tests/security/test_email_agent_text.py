@@ -14,6 +14,7 @@ import pytest
 
 from adapters.email import render
 from gateway.core.models import Approval, Decision, Outcome, Policy, Status
+from gateway.testing import make_approval
 from tests.fakes.smtp import text_of
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -21,24 +22,10 @@ REAL = {Outcome.APPROVE: "https://gw.test/e/approve-link", Outcome.REJECT: "http
 
 
 def _approval(text: str, **over: Any) -> Approval:
-    return Approval(
-        id="a1",
-        idempotency_key="k",
-        run_id=f"run{text}",
-        step=f"pay{text}",
-        title=f"Pay{text}",
-        summary=f"Invoice{text}",
-        args={"note": f"x{text}", f"k{text}": 1},
-        state=None,
-        channels=("email:alice@acme.test",),
-        approvers=(),
-        policy=Policy(timeout=timedelta(hours=1)),
-        worker=None,
-        requested_by=None,
-        status=Status.WAITING,
-        created_at=NOW,
-        deadline=NOW + timedelta(hours=1),
-        args_hash="h0",
+    args = {"note": f"x{text}", f"k{text}": 1}
+    fields = {"run_id": f"run{text}", "step": f"pay{text}", "title": f"Pay{text}", "summary": f"Invoice{text}"}
+    return make_approval(
+        Policy(timeout=timedelta(hours=1)), NOW, args=args, channels=("email:alice@acme.test",), **fields
     ).evolve(**over)
 
 

@@ -16,12 +16,13 @@ import pytest
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from gateway.core.channels import OutgoingCard
-from gateway.core.models import Approval, Policy, Status
+from gateway.core.models import Approval, Policy
 from gateway.core.tokens import TokenSigner
 from gateway.core.webpush import PushSubscription
 from gateway.delivery.webpush import NotPublic, PublicOnly, PushingWebChannel
 from gateway.settings import Settings
 from gateway.settings.webpush import generate_keys
+from gateway.testing import make_approval
 
 NOW = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 P256DH, _ = generate_keys()  # a P-256 point, as a browser's key is (the payload is encrypted first)
@@ -100,25 +101,7 @@ async def test_a_push_whose_endpoint_name_leads_inside_is_never_connected_nor_re
         _One(sub),
         resolver=Records("127.0.0.1"),  # type: ignore[arg-type]
     )
-    approval = Approval(
-        id="a1",
-        idempotency_key="k",
-        run_id="run-1",
-        step="pay",
-        title="Pay",
-        summary="",
-        args={},
-        state=None,
-        channels=("web",),
-        approvers=(),
-        policy=Policy(timeout=timedelta(hours=1)),
-        worker=None,
-        requested_by=None,
-        status=Status.WAITING,
-        created_at=NOW,
-        deadline=NOW + timedelta(hours=1),
-        args_hash="h0",
-    )
+    approval = make_approval(Policy(timeout=timedelta(hours=1)), NOW)
     try:
         await channel.post_card(OutgoingCard("web", "", approval, NOW), [])  # no DeliveryError: not retried
     finally:
