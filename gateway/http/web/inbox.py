@@ -24,7 +24,7 @@ from gateway.http.web import argsform, argsview, live
 from gateway.http.web.auth import PageError, posted_form, render, require
 from gateway.http.web.richtext import markdown
 from gateway.http.web.runs import run_url
-from gateway.http.web.sessions import User, current_user
+from gateway.http.web.sessions import COOKIES, SESSION_COOKIE, User, current_user
 from gateway.http.web.view import pretty, row
 from gateway.service import Service
 from gateway.service.batch import BATCH_MAX, Batch, BatchItem, ItemResult, decide_each
@@ -363,8 +363,14 @@ async def live_script(request: web.Request) -> web.FileResponse:
 @routes.get("/live")
 @require()
 async def live_stream(request: web.Request, user: User) -> web.StreamResponse:
-    """Server-sent events: `change` whenever the gateway recorded something new."""
-    return await live.stream(request, request.config_dict[LIVE])
+    """Server-sent events: `change` whenever the gateway recorded something new, while the
+    session that opened the stream lasts."""
+    token, cookies = request.cookies.get(SESSION_COOKIE, ""), request.config_dict[COOKIES]
+
+    async def signed_in() -> bool:
+        return await cookies.resolve(token) is not None
+
+    return await live.stream(request, request.config_dict[LIVE], signed_in)
 
 
 @routes.get("/metrics")

@@ -23,9 +23,11 @@ _CLOSED = -1
 
 
 class LiveFeed:
-    def __init__(self, newest: Callable[[], Awaitable[int]], *, poll: float = POLL) -> None:
+    def __init__(
+        self, newest: Callable[[], Awaitable[int]], *, poll: float = POLL, heartbeat: float = HEARTBEAT
+    ) -> None:
         """`newest`: the newest event id (`Reads.newest_event_id`)."""
-        self.newest, self.poll = newest, poll
+        self.newest, self.poll, self.heartbeat = newest, poll, heartbeat
         self._streams: set[asyncio.Queue[int]] = set()
         self._task: asyncio.Task[None] | None = None
 
@@ -74,7 +76,11 @@ def _offer(queue: asyncio.Queue[int], value: int) -> None:
     queue.put_nowait(value)
 
 
-async def stream(request: web.Request, feed: LiveFeed) -> web.StreamResponse:
+async def stream(
+    request: web.Request, feed: LiveFeed, signed_in: Callable[[], Awaitable[bool]] | None = None
+) -> web.StreamResponse:
+    """The stream of `change` events; with `signed_in`, asked again at each heartbeat: a session
+    that has ended since (a logout, a new password, a user removed) ends its streams too."""
     resp = web.StreamResponse(
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
@@ -84,8 +90,10 @@ async def stream(request: web.Request, feed: LiveFeed) -> web.StreamResponse:
         await resp.write(b"retry: 3000\n\n")
         while True:
             try:
-                newest = await asyncio.wait_for(queue.get(), HEARTBEAT)
+                newest = await asyncio.wait_for(queue.get(), feed.heartbeat)
             except TimeoutError:
+                if signed_in is not None and not await signed_in():
+                    break
                 await resp.write(b": keep-alive\n\n")
                 continue
             if newest == _CLOSED:
