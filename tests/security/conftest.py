@@ -19,6 +19,7 @@ import pytest
 
 from gateway.http.web.auth import hash_password
 from tests.procs import Gateway, free_port
+from tests.webpush.support import rig as rig  # the Web Push attacks' gateway (a fixture)
 
 SECRET = "security-secret-key-0123456789abcdef"
 BILLING_KEY = "agent-billing-key-0123456789abcdef"

@@ -6,29 +6,14 @@ from the payload it decrypted, as a phone would get them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-import pytest
-
-from gateway.config import Settings
 from gateway.core import rounds
 from gateway.core import webpush as links
 from gateway.core.models import Outcome, Status
-from gateway.testing import FakeClock
 from tests.web.conftest import csrf_of
-from tests.webpush.support import Rig, action, build, follow, push_settings
-
-
-@pytest.fixture
-async def rig(
-    aiohttp_client: Callable[..., Any],
-    aiohttp_server: Callable[..., Any],
-    settings_factory: Callable[..., Settings],
-    clock: FakeClock,
-) -> Rig:
-    return await build(aiohttp_client, aiohttp_server, push_settings(settings_factory), clock)
+from tests.webpush.support import Rig, action, follow
 
 
 async def _pushed(rig: Rig, name: str = "alice", **suspend: Any) -> Any:

@@ -15,23 +15,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from gateway.config import Settings
 from gateway.core.webpush import PushSubscription
-from gateway.testing import FakeClock
 from tests.web.conftest import csrf_of
-from tests.webpush.support import PUBLIC, Rig, build, push_settings
+from tests.webpush.support import PUBLIC, Rig
 
 MAX_PER_USER = 20  # gateway.service.push.MAX_PER_USER, spelled out: the bound is part of the contract
-
-
-@pytest.fixture
-async def push_rig(
-    aiohttp_client: Callable[..., Any],
-    aiohttp_server: Callable[..., Any],
-    settings_factory: Callable[..., Settings],
-    clock: FakeClock,
-) -> Rig:
-    return await build(aiohttp_client, aiohttp_server, push_settings(settings_factory), clock)
 
 
 @pytest.mark.parametrize(
@@ -47,16 +35,16 @@ async def push_rig(
         "https://10.1/push/x",  # 10.0.0.1, shortened
     ],
 )
-async def test_a_push_endpoint_at_an_internal_address_is_refused(push_rig: Rig, endpoint: str) -> None:
-    alice = await push_rig.client("alice")
-    browser = push_rig.service.browser(PUBLIC)
+async def test_a_push_endpoint_at_an_internal_address_is_refused(rig: Rig, endpoint: str) -> None:
+    alice = await rig.client("alice")
+    browser = rig.service.browser(PUBLIC)
     csrf = csrf_of(await (await alice.get("/")).text())
     resp = await alice.post("/push/subscribe", data={"csrf": csrf, **browser.form(), "endpoint": endpoint})
     assert resp.status == 400 and "endpoint" in await resp.text()
-    assert await push_rig.rt.push.of("alice") == []
+    assert await rig.rt.push.of("alice") == []
 
 
-async def test_a_push_service_redirect_is_not_followed(push_rig: Rig, aiohttp_server: Callable[..., Any]) -> None:
+async def test_a_push_service_redirect_is_not_followed(rig: Rig, aiohttp_server: Callable[..., Any]) -> None:
     landed: list[str] = []
 
     async def bounce(request: web.Request) -> web.Response:
@@ -70,38 +58,38 @@ async def test_a_push_service_redirect_is_not_followed(push_rig: Rig, aiohttp_se
     app.router.add_post("/push/bounce", bounce)
     app.router.add_route("*", "/internal/admin", internal)
     server = await aiohttp_server(app)
-    browser = push_rig.service.browser(PUBLIC)
+    browser = rig.service.browser(PUBLIC)
     endpoint = str(server.make_url("/push/bounce"))
-    sub = PushSubscription(endpoint, "alice", browser.p256dh, browser.auth, push_rig.clock.now())
-    await push_rig.rt.store.save_push_subscription(sub)
-    await push_rig.suspend()
-    await push_rig.rt.outbox.drain()
+    sub = PushSubscription(endpoint, "alice", browser.p256dh, browser.auth, rig.clock.now())
+    await rig.rt.store.save_push_subscription(sub)
+    await rig.suspend()
+    await rig.rt.outbox.drain()
     assert landed == []
 
 
-async def test_a_subscription_saved_before_at_an_internal_address_gets_no_push(push_rig: Rig) -> None:
-    browser = push_rig.service.browser(PUBLIC)
-    old = PushSubscription("https://10.0.0.7/push/x", "alice", browser.p256dh, browser.auth, push_rig.clock.now())
-    await push_rig.rt.store.save_push_subscription(old)
-    approval = await push_rig.suspend()
-    assert await push_rig.rt.push.for_approval(approval) == []
+async def test_a_subscription_saved_before_at_an_internal_address_gets_no_push(rig: Rig) -> None:
+    browser = rig.service.browser(PUBLIC)
+    old = PushSubscription("https://10.0.0.7/push/x", "alice", browser.p256dh, browser.auth, rig.clock.now())
+    await rig.rt.store.save_push_subscription(old)
+    approval = await rig.suspend()
+    assert await rig.rt.push.for_approval(approval) == []
 
 
-async def test_one_approver_keeps_a_bounded_number_of_push_subscriptions(push_rig: Rig) -> None:
+async def test_one_approver_keeps_a_bounded_number_of_push_subscriptions(rig: Rig) -> None:
     """Each card is POSTed to every subscription: one approver subscribing endpoints by the
     thousand would make every card a flood of requests (at a host of their choosing). The oldest
     subscriptions beyond the bound are forgotten; another user's are not touched."""
-    bob_phone, _ = await push_rig.subscribe(await push_rig.client("bob"))
-    alice = await push_rig.client("alice")
+    bob_phone, _ = await rig.subscribe(await rig.client("bob"))
+    alice = await rig.client("alice")
     csrf = csrf_of(await (await alice.get("/")).text())
-    keys = push_rig.service.browser(PUBLIC)
+    keys = rig.service.browser(PUBLIC)
     sent = []
     for i in range(MAX_PER_USER + 5):
         endpoint = f"https://push.example/sub/{i}"
-        push_rig.clock.advance(1)
+        rig.clock.advance(1)
         resp = await alice.post("/push/subscribe", data={"csrf": csrf, **keys.form(), "endpoint": endpoint})
         assert resp.status == 201
         sent.append(endpoint)
-    kept = sorted(s.endpoint for s in await push_rig.rt.push.of("alice"))
+    kept = sorted(s.endpoint for s in await rig.rt.push.of("alice"))
     assert kept == sorted(sent[-MAX_PER_USER:])
-    assert [s.endpoint for s in await push_rig.rt.push.of("bob")] == [bob_phone.endpoint]
+    assert [s.endpoint for s in await rig.rt.push.of("bob")] == [bob_phone.endpoint]

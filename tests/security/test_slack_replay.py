@@ -60,26 +60,21 @@ async def test_a_replayed_signed_slack_approve_decides_nothing_more(slack: Slack
     assert await table_counts(slack.rt) == counts  # before: a second `denied` on the record
 
 
-async def test_a_replayed_signed_slack_reason_submission_records_nothing_more(slack: SlackEnv) -> None:  # noqa: F811
-    """A stranger's reject-with-reason is refused on the record once; its replay adds nothing."""
+@pytest.mark.parametrize("kind", ["reason", "edit"])
+async def test_a_replayed_signed_slack_modal_submission_records_nothing_more(slack: SlackEnv, kind: str) -> None:  # noqa: F811
+    """A stranger's reject-with-reason, or edit and approve, is refused on the record once; its
+    replay adds nothing."""
     aid = await slack.suspend()
     await slack.posted(aid)
     meta = json.dumps({"ref": slack.ref(aid), "channel": "C0CARDS"})
-    body, headers = signed(view_submission("UMALLORY", meta, "no"), slack.clock.now().timestamp())
+    sent = (
+        view_submission("UMALLORY", meta, "no")
+        if kind == "reason"
+        else edit_submission("UMALLORY", meta, {"amount": "1"})
+    )
+    body, headers = signed(sent, slack.clock.now().timestamp())
     assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
     counts = await table_counts(slack.rt)
     assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
     assert (await slack.rt.service.get(aid)).status is Status.WAITING
     assert await table_counts(slack.rt) == counts  # before: a second `denied` on the record
-
-
-async def test_a_replayed_signed_slack_edit_submission_records_nothing_more(slack: SlackEnv) -> None:  # noqa: F811
-    aid = await slack.suspend()
-    await slack.posted(aid)
-    meta = json.dumps({"ref": slack.ref(aid), "channel": "C0CARDS"})
-    body, headers = signed(edit_submission("UMALLORY", meta, {"amount": "1"}), slack.clock.now().timestamp())
-    assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
-    counts = await table_counts(slack.rt)
-    assert (await slack.client.post(PATH, data=body, headers=headers)).status == 200
-    assert (await slack.rt.service.get(aid)).status is Status.WAITING
-    assert await table_counts(slack.rt) == counts

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 from aiohttp.test_utils import TestClient
 
 from gateway.config import Settings
@@ -104,3 +105,13 @@ async def follow(client: TestClient[Any, Any], link: str, **form: str) -> tuple[
     assert page.status == 200, await page.text()
     resp = await client.post(link, data={"csrf": csrf_of(await page.text()), **form})
     return resp.status, await resp.text()
+
+
+@pytest.fixture  # re-exported by tests/webpush/conftest.py and tests/security/conftest.py
+async def rig(
+    aiohttp_client: Callable[..., Any],
+    aiohttp_server: Callable[..., Any],
+    settings_factory: Callable[..., Settings],
+    clock: FakeClock,
+) -> Rig:
+    return await build(aiohttp_client, aiohttp_server, push_settings(settings_factory), clock)

@@ -28,16 +28,6 @@ from tests.webpush.support import PRIVATE, PUBLIC, Rig, action, build, follow, p
 SW = Path(__file__).parents[2] / "gateway" / "http" / "web" / "static" / "sw.js"
 
 
-@pytest.fixture
-async def rig(
-    aiohttp_client: Callable[..., Any],
-    aiohttp_server: Callable[..., Any],
-    settings_factory: Callable[..., Settings],
-    clock: FakeClock,
-) -> Rig:
-    return await build(aiohttp_client, aiohttp_server, push_settings(settings_factory), clock)
-
-
 async def test_an_approver_subscribes_from_the_inbox_and_unsubscribes(rig: Rig) -> None:
     alice = await rig.client("alice")
     page = await (await alice.get("/")).text()
