@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
+from functools import cache
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
-def networks(values: Sequence[str]) -> tuple[Network, ...]:
-    """The trusted proxies as networks (`10.0.0.5`, `10.0.0.0/8`, `::1`); ValueError names a bad one."""
+@cache
+def networks(values: tuple[str, ...]) -> tuple[Network, ...]:
+    """The trusted proxies as networks (`10.0.0.5`, `10.0.0.0/8`, `::1`), parsed once per setting;
+    ValueError names a bad one."""
     return tuple(ipaddress.ip_network(value.strip(), strict=False) for value in values)
 
 

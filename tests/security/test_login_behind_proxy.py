@@ -19,7 +19,7 @@ from gateway.settings import Settings
 from gateway.testing import FakeClock
 from tests.web.conftest import PASSWORD, WEB, csrf_of
 
-PROXY = networks(["127.0.0.1", "10.0.0.0/8"])
+PROXY = networks(("127.0.0.1", "10.0.0.0/8"))
 
 
 async def _sign_in(client: Any, name: str, password: str, forwarded: str) -> int:

@@ -246,7 +246,7 @@ async def login(request: web.Request) -> web.StreamResponse:
     """Sign in with a password; sets the session cookie."""
     settings, form = request.config_dict[SETTINGS], posted_form(request)
     name, password = form.get("name", "").strip(), form.get("password", "")
-    proxies = networks(settings.server.trusted_proxies)  # checked at start
+    proxies = networks(settings.server.trusted_proxies)  # checked at start, parsed once
     client = client_address(request.remote, request.headers.get("X-Forwarded-For"), proxies)
     throttle, key, now = request.config_dict[THROTTLE], f"{client}|{name}", request.config_dict[CLOCK].now()
     if throttle.blocked(key, now):
