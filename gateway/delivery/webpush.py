@@ -194,10 +194,13 @@ class PushingWebChannel(WebChannel):
         if retry:
             raise DeliveryError(f"webpush: {'; '.join(retry)}"[:300], transient=True)
 
-    def _urls(self, approval: Approval, user: str) -> dict[Outcome, str]:
+    def _urls(self, approval: Approval, sub: PushSubscription) -> dict[Outcome, str]:
+        """The links of one push: for its subscription's person, and working while it is kept."""
         seen, age = rounds.tag(self.signer, approval), self.settings.link_max_age
         return {
-            o: links.url(self.public_url, links.token(self.signer, approval, user, o, seen, age))
+            o: links.url(
+                self.public_url, links.token(self.signer, approval, sub.user, o, seen, age, subscription=sub.id)
+            )
             for o in (Outcome.APPROVE, Outcome.REJECT)
         }
 
@@ -213,7 +216,7 @@ class PushingWebChannel(WebChannel):
 
     async def _push(self, sub: PushSubscription, approval: Approval, card: OutgoingCard) -> str | None:
         """Send one push; the error to retry the card for, or None (sent, or the subscription is gone)."""
-        body = payload(approval, self.public_url, self._urls(approval, sub.user))
+        body = payload(approval, self.public_url, self._urls(approval, sub))
         where = origin(sub.endpoint)  # never the endpoint's path: it is the subscription's secret
         try:
             resp = await WebPusher(sub.info(), aiohttp_session=_NoRedirects(self.http())).send_async(

@@ -3,7 +3,8 @@
 A subscription is a browser's (its push service endpoint and keys) for one web user. A card is
 pushed to the subscriptions of the web users who may decide it, by the one check every decision
 goes through (`Authorizer.authorize`): a viewer, a user the approval does not name, or its
-requester gets no push.
+requester gets no push. A push's links work while the subscription they were pushed to is kept
+and would be pushed to (`keeps`); its person sees their subscriptions and revokes one (`revoke`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from gateway.core.errors import GatewayError, ValidationError
 from gateway.core.identity import WEB
 from gateway.core.models import Approval
 from gateway.core.tokens import TokenSigner
-from gateway.core.webpush import PushSubscription
+from gateway.core.webpush import PushSubscription, device_label
 from gateway.service.authority import Authorizer
 from gateway.service.commands import Authority
 from gateway.store import Store
@@ -96,9 +97,11 @@ class PushSubscriptions:
         self._store, self._clock, self._authorizer = store, clock, authorizer
         self._signer, self._passwords = signer, passwords or {}
 
-    async def subscribe(self, user: str, endpoint: str, p256dh: str, auth: str) -> PushSubscription:
-        """Remember this browser for `user` (replacing what it had), under the mark of their
-        password now; ValidationError names a bad field."""
+    async def subscribe(
+        self, user: str, endpoint: str, p256dh: str, auth: str, user_agent: str = ""
+    ) -> PushSubscription:
+        """Remember this browser for `user` (replacing what it had, under a new id), under the
+        mark of their password now; ValidationError names a bad field."""
         sub = PushSubscription(
             check_endpoint(endpoint),
             user,
@@ -106,6 +109,7 @@ class PushSubscriptions:
             check_key("auth", auth),
             self._clock.now(),
             password_marks.mark(self._signer, self._passwords.get(user)),
+            label=device_label(user_agent),
         )
         await self._store.save_push_subscription(sub)
         # beyond the bound, the oldest go (likely browsers long gone): no one person's
@@ -118,6 +122,18 @@ class PushSubscriptions:
     async def unsubscribe(self, user: str, endpoint: str) -> bool:
         """Forget this browser, if it is `user`'s."""
         return await self._store.delete_push_subscription(endpoint, user)
+
+    async def revoke(self, user: str, sub_id: str) -> bool:
+        """Forget the subscription of this id, if it is `user`'s (a lost phone): no more pushes
+        to it, and the links pushed to it stop working."""
+        return bool(sub_id) and await self._store.revoke_push_subscription(sub_id, user)
+
+    async def keeps(self, user: str, sub_id: str) -> bool:
+        """Whether `user`'s subscription `sub_id` is kept and would be pushed to: a link pushed to
+        a browser works no longer than the browser gets pushes (unsubscribed, revoked, replaced,
+        gone at its push service, or made under a password that has changed since: it ends)."""
+        sub = await self._store.push_subscription(sub_id)
+        return sub is not None and sub.user == user and _valid(sub.endpoint) and self._current(sub)
 
     async def gone(self, endpoint: str) -> bool:
         """The push service said the subscription no longer exists (404, 410): forget it."""

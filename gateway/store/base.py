@@ -566,7 +566,15 @@ class PushPort(Protocol):
     """The web inbox's Web Push subscriptions, one per browser (gateway/core/webpush.py)."""
 
     async def save_push_subscription(self, sub: PushSubscription) -> None:
-        """Add it, or replace the row of the same endpoint."""
+        """Add it, or replace the row of the same endpoint (its id too)."""
+        ...
+
+    async def push_subscription(self, sub_id: str) -> PushSubscription | None:
+        """The subscription of this id, or None (unsubscribed, revoked, replaced, gone)."""
+        ...
+
+    async def revoke_push_subscription(self, sub_id: str, user: str) -> bool:
+        """Delete the subscription of this id if it is `user`'s; whether it did."""
         ...
 
     async def push_subscriptions(self) -> list[PushSubscription]:

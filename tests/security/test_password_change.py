@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from gateway.core.models import Status
 from gateway.http.app import create_app
 from gateway.http.web.auth import hash_password
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock
 from tests.web.conftest import HASH, sign_in
-from tests.webpush.support import PRIVATE, PUBLIC, SUBJECT, build, push_settings
+from tests.webpush.support import PRIVATE, PUBLIC, SUBJECT, action, build, push_settings
 from tests.webpush.support import WEB as PUSH_WEB
 
 NEW_PASSWORD = "a new and longer passphrase"
@@ -77,3 +78,26 @@ async def test_a_changed_password_ends_the_push_subscriptions_of_the_old_one(
     await after.suspend(run_id="run-2")
     await after.rt.outbox.drain()
     assert len(her_browser.received) == 1 and thief_browser.received == []
+
+
+async def test_a_changed_password_ends_the_links_already_pushed_to_the_old_ones_browsers(
+    aiohttp_client: Callable[..., Any],
+    aiohttp_server: Callable[..., Any],
+    settings_factory: Callable[..., Any],
+    clock: FakeClock,
+) -> None:
+    """The thief's browser got pushes before the password changed: their links decide without a
+    sign-in, so they end with the subscription's password, as its next pushes do."""
+    before = await build(aiohttp_client, aiohttp_server, push_settings(settings_factory), clock)
+    thief_browser, resp = await before.subscribe(await before.client("alice"))
+    assert resp.status == 201
+    approval = await before.suspend(approvers=("web:alice",))
+    await before.rt.outbox.drain()
+    assert len(thief_browser.received) == 1
+    hashes = {**PUSH_WEB["passwords"], "alice": NEW_HASH}
+    webpush = {"public_key": PUBLIC, "private_key": PRIVATE, "subject": SUBJECT}
+    changed = settings_factory(web={**PUSH_WEB, "passwords": hashes}, webpush=webpush)
+    after = await build(aiohttp_client, aiohttp_server, changed, clock)
+    page = await (await after.client()).get(action(thief_browser, "approve"))
+    assert page.status == 410
+    assert (await after.rt.service.get(approval.id)).status is Status.WAITING

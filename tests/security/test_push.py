@@ -12,8 +12,9 @@ from typing import Any
 from gateway.core import rounds
 from gateway.core import webpush as links
 from gateway.core.models import Outcome, Status
+from gateway.core.webpush import PushSubscription
 from tests.web.conftest import csrf_of
-from tests.webpush.support import Rig, action, follow
+from tests.webpush.support import PUBLIC, Rig, action, follow
 
 
 async def _pushed(rig: Rig, name: str = "alice", **suspend: Any) -> Any:
@@ -88,7 +89,11 @@ async def test_a_link_of_someone_who_may_not_decide_is_denied_at_the_press(rig: 
     approval = await rig.suspend(requested_by="web:bob")
     seen = rounds.tag(rig.rt.signer, approval)
     for person in ("victor", "bob"):  # a viewer; the approver who asked for it
-        token = links.token(rig.rt.signer, approval, person, Outcome.APPROVE, seen, timedelta(days=1))
+        browser = rig.service.browser(PUBLIC)  # a subscription of theirs, as if it had been pushed to
+        sub = PushSubscription(browser.endpoint, person, browser.p256dh, browser.auth, rig.clock.now())
+        await rig.rt.store.save_push_subscription(sub)
+        age = timedelta(days=1)
+        token = links.token(rig.rt.signer, approval, person, Outcome.APPROVE, seen, age, subscription=sub.id)
         status, _ = await follow(await rig.client(), links.PATH + token)
         assert status == 403
     assert (await rig.rt.service.get(approval.id)).status is Status.WAITING

@@ -8,7 +8,8 @@
   (gateway.service.push); `/push/unsubscribe` forgets it.
 - An action opens `/push/links/<token>` (gateway.core.webpush): a GET shows what it would
   decide and a form; only the form's POST decides, once, as the person the push was sent to.
-  A signed-in user who is someone else is refused: a link works only for its person.
+  A signed-in user who is someone else is refused: a link works only for its person, and only
+  while the subscription it was pushed to is kept (unsubscribed or revoked: 410, nothing decided).
 """
 
 from __future__ import annotations
@@ -63,7 +64,11 @@ async def subscribe(request: web.Request, user: User) -> web.Response:
     """Keep this browser's push subscription (endpoint, p256dh, auth) for the signed-in approver."""
     form = posted_form(request)
     await request.config_dict[PUSH].subscribe(
-        user.name, form.get("endpoint", ""), form.get("p256dh", ""), form.get("auth", "")
+        user.name,
+        form.get("endpoint", ""),
+        form.get("p256dh", ""),
+        form.get("auth", ""),
+        request.headers.get("User-Agent", ""),
     )
     return web.json_response({"subscribed": True}, status=201, headers={"Cache-Control": "no-store"})
 
@@ -76,7 +81,7 @@ async def unsubscribe(request: web.Request, user: User) -> web.Response:
     return web.json_response({"unsubscribed": gone}, headers={"Cache-Control": "no-store"})
 
 
-def _link(request: web.Request) -> links.PushLink:
+async def _link(request: web.Request) -> links.PushLink:
     try:
         link = links.read(request.config_dict[SIGNER], request.match_info["token"], request.config_dict[CLOCK].now())
     except TokenExpired:
@@ -86,6 +91,13 @@ def _link(request: web.Request) -> links.PushLink:
     user = current_user(request)
     if user is not None and user.name != link.user:
         raise PageError(403, f"This link was sent to {link.user}; you are signed in as {user.name}.")
+    # a lost phone's notifications must not decide once its subscription is revoked
+    if not await request.config_dict[PUSH].keeps(link.user, link.subscription):
+        raise PageError(
+            410,
+            "This link was pushed to a device that no longer gets notifications (unsubscribed or revoked)."
+            " Decide in the inbox.",
+        )
     return link
 
 
@@ -115,14 +127,14 @@ def _page(
 @routes.get("/push/links/{token}")
 async def link_page(request: web.Request) -> web.Response:
     """What a push's Approve or Reject would decide, and a form to confirm it; decides nothing."""
-    link = _link(request)
+    link = await _link(request)
     return _page(request, await _approval(request, link), link)
 
 
 @routes.post("/push/links/{token}")
 async def link_confirm(request: web.Request) -> web.Response:
     """Confirm a push's link: decide once, as the person it was sent to."""
-    link = _link(request)
+    link = await _link(request)
     approval = await _approval(request, link)
     reason = posted_form(request).get("reason", "").strip()[:_MAX_REASON] if link.outcome is Outcome.REJECT else ""
     inbound, actor = request.config_dict[INBOUND], f"{WEB}:{link.user}"

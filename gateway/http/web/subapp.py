@@ -19,6 +19,7 @@ from aiohttp.web_urldispatcher import AbstractRuleMatching, MatchedSubAppResourc
 from gateway.http.web import auth as web_auth
 from gateway.http.web import dashboard as web_dashboard
 from gateway.http.web import delegations as web_delegations
+from gateway.http.web import devices as web_devices
 from gateway.http.web import editlink, inbox, live
 from gateway.http.web import grants as web_grants
 from gateway.http.web import oidc as web_oidc
@@ -66,6 +67,7 @@ ROUTES: list[web.AbstractRouteDef] = [
     *web_grants.routes,
     *web_delegations.routes,
     *web_push.routes,
+    *web_devices.routes,
     *web_runs.routes,
     *web_oidc.routes,
 ]

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from gateway.core.clock import to_ts
 from gateway.core.webpush import PushSubscription
@@ -15,19 +16,29 @@ __all__ = ["ClaimsSQL", "PushSQL"]
 
 class PushSQL(Backend):
     async def save_push_subscription(self, sub: PushSubscription) -> None:
-        values = (sub.endpoint, sub.user, sub.p256dh, sub.auth, to_ts(sub.created_at), sub.password_mark)
+        created = to_ts(sub.created_at)
+        values = (sub.endpoint, sub.user, sub.p256dh, sub.auth, created, sub.password_mark, sub.id, sub.label)
         await self.changed_rows(self.Q.save_push_subscription, values)
 
     async def push_subscriptions(self) -> list[PushSubscription]:
-        return [
-            PushSubscription(r[0], r[1], r[2], r[3], datetime.fromtimestamp(r[4], UTC), r[5])
-            for r in await self.fetch_all(self.Q.push_subscriptions)
-        ]
+        return [_sub(r) for r in await self.fetch_all(self.Q.push_subscriptions)]
+
+    async def push_subscription(self, sub_id: str) -> PushSubscription | None:
+        row = await self.fetch_one(self.Q.push_subscription, (sub_id,))
+        return None if row is None else _sub(row)
+
+    async def revoke_push_subscription(self, sub_id: str, user: str) -> bool:
+        return await self.changed_rows(self.Q.revoke_push_subscription, (sub_id, user)) > 0
 
     async def delete_push_subscription(self, endpoint: str, user: str | None = None) -> bool:
         if user is None:
             return await self.changed_rows(self.Q.delete_push_subscription, (endpoint,)) > 0
         return await self.changed_rows(self.Q.delete_user_push_subscription, (endpoint, user)) > 0
+
+
+def _sub(r: Sequence[Any]) -> PushSubscription:
+    created = datetime.fromtimestamp(r[4], UTC)
+    return PushSubscription(r[0], r[1], r[2], r[3], created, r[5], id=r[6], label=r[7])
 
 
 class ClaimsSQL(Backend):

@@ -424,14 +424,22 @@ UPDATE approvals SET sealed = '' WHERE id IN (
 -------------------------------------------------------------------------- push subscriptions (migration 20)
 
 -- name: save_push_subscription
--- A browser subscribing again (new keys, or another user signed in on it) replaces its row.
-INSERT INTO push_subscriptions (endpoint, user_name, p256dh, auth, created_at, password_mark)
-VALUES ($1, $2, $3, $4, $5, $6)
+-- A browser subscribing again (new keys, or another user signed in on it) replaces its row, under
+-- a new id (migration 29): the links pushed to it before end with the old one.
+INSERT INTO push_subscriptions (endpoint, user_name, p256dh, auth, created_at, password_mark, id, label)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (endpoint) DO UPDATE SET user_name = excluded.user_name, p256dh = excluded.p256dh,
-    auth = excluded.auth, created_at = excluded.created_at, password_mark = excluded.password_mark;
+    auth = excluded.auth, created_at = excluded.created_at, password_mark = excluded.password_mark,
+    id = excluded.id, label = excluded.label;
 
 -- name: push_subscriptions
-SELECT endpoint, user_name, p256dh, auth, created_at, password_mark FROM push_subscriptions ORDER BY user_name, created_at;
+SELECT endpoint, user_name, p256dh, auth, created_at, password_mark, id, label
+FROM push_subscriptions ORDER BY user_name, created_at;
+
+-- name: push_subscription
+-- The subscription a push's link was pushed to, if it is still kept.
+SELECT endpoint, user_name, p256dh, auth, created_at, password_mark, id, label
+FROM push_subscriptions WHERE id = $1;
 
 -- name: delete_push_subscription
 DELETE FROM push_subscriptions WHERE endpoint = $1;
@@ -439,6 +447,10 @@ DELETE FROM push_subscriptions WHERE endpoint = $1;
 -- name: delete_user_push_subscription
 -- Unsubscribing: only the signed-in user's own row.
 DELETE FROM push_subscriptions WHERE endpoint = $1 AND user_name = $2;
+
+-- name: revoke_push_subscription
+-- The devices page's Revoke: by id, and only the signed-in user's own row.
+DELETE FROM push_subscriptions WHERE id = $1 AND user_name = $2;
 
 -------------------------------------------------------------------------- claimed groups (migration 21)
 
