@@ -46,6 +46,13 @@ __all__ = [  # the fixtures
     "tg_settings",
 ]
 
+
+@pytest.fixture
+def db_url(store_url: str) -> str:
+    """On both backends: the refusal comes before either is written to."""
+    return store_url
+
+
 LONE = "\ud800"  # json.dumps writes it as the escape "\ud800", as a sender's encoder would
 Mutate = Callable[[dict[str, Any]], None]
 
