@@ -7,10 +7,10 @@ button that opened it (`hitl:reason:<ref>`, `hitl:edit.<round tag>:<ref>`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.core import jsontext
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.tokens import TokenSigner
 from gateway.plugin import CardVerb
@@ -89,7 +89,9 @@ def load(body: bytes) -> dict[str, Any]:
     if too_deep(body):  # before parsing: it recurses
         raise UnreadableInteraction(f"the interaction is nested more than {MAX_DEPTH} levels deep")
     try:
-        data = json.loads(body)
+        data = jsontext.loads(body, "the interaction")
+    except jsontext.LoneSurrogate as exc:
+        raise UnreadableInteraction(str(exc)) from None
     except (UnicodeDecodeError, ValueError):
         raise UnreadableInteraction("expected a JSON body") from None
     if not isinstance(data, dict):

@@ -8,13 +8,13 @@ Edit modal's `private_metadata` its form's): an older card's Approve has none.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
 from adapters.slack.edit import EDIT_CALLBACK
 from adapters.slack.render import REASON_BLOCK, REASON_CALLBACK, REASON_INPUT
+from gateway.core import jsontext
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.tokens import TokenSigner
 from gateway.plugin import CardVerb
@@ -94,7 +94,9 @@ def payload_of(body: bytes) -> dict[str, Any]:
     try:
         payload = parse_qs(body.decode("utf-8"), strict_parsing=True)["payload"][0]
         deep = too_deep(payload.encode("utf-8", "surrogateescape"))  # before parsing: it recurses
-        data = None if deep else json.loads(payload)
+        data = None if deep else jsontext.loads(payload, "payload")
+    except jsontext.LoneSurrogate as exc:
+        raise BadPayload(str(exc)) from None
     except (UnicodeDecodeError, ValueError, KeyError, IndexError):
         raise BadPayload("expected a form body with a JSON 'payload' field") from None
     if deep:
@@ -173,7 +175,9 @@ def _submission(data: dict[str, Any], signer: TokenSigner) -> Interaction:
     if not isinstance(view, dict) or view.get("callback_id") not in (REASON_CALLBACK, EDIT_CALLBACK):
         return Ignored("not our modal")
     try:
-        meta = json.loads(_str(view, "private_metadata"))
+        meta = jsontext.loads(_str(view, "private_metadata"), "private_metadata")
+    except jsontext.LoneSurrogate as exc:
+        raise BadPayload(str(exc)) from None
     except ValueError:
         raise BadPayload("private_metadata is not JSON") from None
     approval_id = check_ref(signer, _str(meta, "ref"))

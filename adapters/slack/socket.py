@@ -28,6 +28,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.parse import BadPayload, read
+from gateway.core import jsontext
 from gateway.plugin import ChannelContext
 
 if TYPE_CHECKING:
@@ -103,8 +104,8 @@ class SocketMode:
         if req.type != "interactive":  # events or commands the manifest does not subscribe to
             return ack
         try:
-            interaction = read(req.payload, self._ctx.signer)
-        except BadPayload as exc:  # acked: the same envelope would fail the same way
+            interaction = read(jsontext.check(req.payload, "payload"), self._ctx.signer)
+        except (BadPayload, jsontext.LoneSurrogate) as exc:  # acked: the same envelope would fail the same way
             log.warning("slack: unreadable interaction: %s", exc)
             return ack
         try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapters.teams.render import REASON_INPUT
+from gateway.core import jsontext
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.tokens import TokenSigner
 from gateway.plugin import argsform
@@ -70,7 +71,9 @@ def load(body: bytes) -> dict[str, Any]:
     if too_deep(body):
         raise BadActivity(f"the activity is nested more than {MAX_DEPTH} levels deep")
     try:
-        data = json.loads(body)
+        data = jsontext.loads(body, "the activity")
+    except jsontext.LoneSurrogate as exc:
+        raise BadActivity(str(exc)) from None
     except (UnicodeDecodeError, ValueError):
         raise BadActivity("the body is not JSON") from None
     if not isinstance(data, dict):

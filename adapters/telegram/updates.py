@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import hmac
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +33,7 @@ from telegram.error import TelegramError
 
 from adapters.telegram import callback, parse, render
 from adapters.telegram.reply import WebhookReply
+from gateway.core import jsontext
 from gateway.core.depth import too_deep
 from gateway.core.durations import parse_duration
 from gateway.core.errors import GatewayError
@@ -68,7 +68,9 @@ class TelegramUpdates:
             return _error(401, "unauthorized", f"missing or wrong {SECRET_HEADER}")
         try:
             raw = await request.read()
-            data = None if too_deep(raw) else json.loads(raw)  # depth first: parsing recurses
+            data = None if too_deep(raw) else jsontext.loads(raw, "the update")  # depth first: parsing recurses
+        except jsontext.LoneSurrogate as exc:  # a 400 here, before the update is marked seen or stored
+            return _error(400, "bad_request", f"not a Telegram update: {exc}")
         except ValueError:  # not JSON (UnicodeDecodeError too)
             data = None
         if not isinstance(data, dict):

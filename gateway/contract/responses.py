@@ -41,12 +41,41 @@ class ApprovalView(BaseModel):
     status: StatusName
     run_id: str
     step: str
-    decision: dict[str, Any] | None = None
+    decision: dict[str, Any] | None = Field(
+        None,
+        description=(
+            "for an agent's key or a resume token, a decision by `rule:default` gives the default as its"
+            " `reason` (`rules.default = deny`): a rule's evaluation error is shown to operators only"
+        ),
+    )
     deadline: str | None = None
     next_wake_at: str | None = None
     policy: dict[str, Any] | None = None
     quorum: Quorum | None = None
     reminders: list[Reminder] | None = None
+
+
+class EventView(BaseModel):
+    """One event of an approval's trail, oldest first (`Event.to_api`)."""
+
+    id: int
+    kind: str = Field(examples=["suspended", "approved"])
+    at: str
+    actor: str | None
+    channel: str | None
+    data: dict[str, Any] = Field(
+        description=(
+            "the event's facts; `rule_errors` (conditions that failed to evaluate) appear for an operator's key only"
+        )
+    )
+
+
+class EventList(BaseModel):
+    """`GET /v1/approvals/{id}/events`. An agent's key reads its own approval's trail without the
+    operators' own rule records: no `rule_shadow` event (what a rule not yet enforced would have
+    done) and no `rule_errors`; an operator's key reads them all."""
+
+    items: list[EventView]
 
 
 class ErrorDetail(BaseModel):
@@ -107,6 +136,7 @@ class BatchDecisionReply(BaseModel):
 RESPONSES: tuple[type[BaseModel], ...] = (
     SuspendReply,
     ApprovalView,
+    EventList,
     ErrorReply,
     StepView,
     RuleResultView,

@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.core import rounds
+from gateway.core import disclosure, rounds
 from gateway.core.clock import iso
 from gateway.core.errors import ValidationError
 from gateway.core.models import Approval, Status
@@ -25,6 +25,12 @@ log = logging.getLogger("gateway.http")
 
 def _service(request: web.Request) -> Service:
     return request.config_dict[SERVICE]
+
+
+def _shown(request: web.Request, view: dict[str, Any]) -> dict[str, Any]:
+    """An approval's view as this caller may read it: an agent's key is not shown what the
+    operators' rules record about themselves (gateway.core.disclosure)."""
+    return view if principal(request).is_operator else disclosure.approval(view)
 
 
 def _suspend_body(service: Service, approval: Approval) -> dict[str, Any]:
@@ -64,7 +70,8 @@ async def list_approvals(request: web.Request) -> web.Response:
     items = await request.config_dict[READS].approvals(
         status=status, run_id=q.get("run_id") or None, limit=limit, offset=offset, agent=owner_filter(request)
     )
-    return web.json_response({"items": [a.to_api() for a in items], "limit": limit, "offset": offset})
+    views = [_shown(request, a.to_api()) for a in items]
+    return web.json_response({"items": views, "limit": limit, "offset": offset})
 
 
 def _int_query(value: str | None, name: str, default: int, low: int, high: int) -> int:
@@ -83,14 +90,16 @@ def _int_query(value: str | None, name: str, default: int, low: int, high: int) 
 async def get_approval(request: web.Request) -> web.Response:
     service = _service(request)
     approval = await service.get(request.match_info["id"], principal(request))
-    return web.json_response(await service.view(approval))
+    return web.json_response(_shown(request, await service.view(approval)))
 
 
 @routes.get("/v1/approvals/{id}/events")
 async def list_events(request: web.Request) -> web.Response:
     approval = await _service(request).get(request.match_info["id"], principal(request))
-    events = await request.config_dict[READS].events(approval.id)
-    return web.json_response({"items": [e.to_api() for e in events]})
+    items = [e.to_api() for e in await request.config_dict[READS].events(approval.id)]
+    if not principal(request).is_operator:  # shadow verdicts and rule errors are the operators'
+        items = disclosure.events(items)
+    return web.json_response({"items": items})
 
 
 @routes.post("/v1/approvals/{id}/decision")
@@ -148,7 +157,7 @@ async def rehydrate(request: web.Request) -> web.Response:
 async def decide_by_token(request: web.Request) -> web.Response:
     token, outcome, comment = schemas.parse_token_decision(await schemas.read_json(request))
     approval = await _service(request).resumes.decide_by_token(token, outcome, comment)
-    return web.json_response(approval.to_api())
+    return web.json_response(disclosure.approval(approval.to_api()))  # a token holder is no operator
 
 
 @routes.get("/healthz")

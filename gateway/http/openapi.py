@@ -220,7 +220,13 @@ def spec(extra_paths: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]
             "get": _op("Get an approval with its cards and resume job", _APPROVAL, 401, 404, params=[_ID])
         },
         "/v1/approvals/{id}/events": {
-            "get": _op("The approval's audit trail", {"type": "object"}, 401, 404, params=[_ID])
+            "get": _op(
+                "The approval's audit trail (an agent's key: without shadow verdicts and rule errors)",
+                ref(contract.EventList),
+                401,
+                404,
+                params=[_ID],
+            )
         },
         "/v1/approvals/{id}/decision": {
             "post": _op(

@@ -14,6 +14,7 @@ from aiohttp import web
 from gateway import contract
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.errors import InvalidJSON, UnsupportedMediaType, ValidationError
+from gateway.core.jsontext import SURROGATE_WORDS
 from gateway.core.models import Outcome, StepRecord
 from gateway.core.rules import Facts, facts_from_body
 from gateway.core.traces import parse_traceparent
@@ -46,7 +47,7 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     except RecursionError:
         raise InvalidJSON("the request body is nested too deeply") from None
     except UnicodeEncodeError:
-        raise InvalidJSON("the request body holds an unpaired UTF-16 surrogate escape (\\ud800-\\udfff)") from None
+        raise InvalidJSON(f"the request body {SURROGATE_WORDS}") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidJSON(f"the request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):

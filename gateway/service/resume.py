@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.core import disclosure
 from gateway.core.clock import Clock, iso
 from gateway.core.errors import Forbidden, InvalidToken
 from gateway.core.models import Approval, Outcome
@@ -105,10 +106,12 @@ class Resumes:
         decision = approval.decision.to_api() if approval.decision else None
         if decision is not None and decision.get("args") is not None:
             decision |= {"args": approved, "original_args": original, "patch": patch}
+        # A token holder and a worker are the agent's side: shown what an agent's key is
+        # (gateway.core.disclosure), never the operators' rule errors.
         return {
-            "approval": approval.to_api(),
+            "approval": disclosure.approval(approval.to_api()),
             "status": approval.status.value,
-            "decision": decision,
+            "decision": disclosure.decision(decision),
             "run_id": approval.run_id,
             "step": approval.step,
             "args": approved,

@@ -240,7 +240,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The approval's audit trail */
+        /** The approval's audit trail (an agent's key: without shadow verdicts and rule errors) */
         get: {
             parameters: {
                 query?: never;
@@ -258,7 +258,7 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "application/json": Record<string, never>;
+                        "application/json": components["schemas"]["EventList"];
                     };
                 };
                 /** @description Unauthorized */
@@ -1952,7 +1952,10 @@ export interface components {
             status: "waiting_approval" | "approved" | "rejected" | "timed_out" | "cancelled";
             run_id: string;
             step: string;
-            /** @default null */
+            /**
+             * @description for an agent's key or a resume token, a decision by `rule:default` gives the default as its `reason` (`rules.default = deny`): a rule's evaluation error is shown to operators only
+             * @default null
+             */
             decision: {
                 [key: string]: unknown;
             } | null;
@@ -2194,6 +2197,30 @@ export interface components {
             tracestate: string | null;
             /** @description the agent's name (or agent:NAME) the suspend would come from */
             agent: string;
+        };
+        /**
+         * @description `GET /v1/approvals/{id}/events`. An agent's key reads its own approval's trail without the
+         *     operators' own rule records: no `rule_shadow` event (what a rule not yet enforced would have
+         *     done) and no `rule_errors`; an operator's key reads them all.
+         */
+        EventList: {
+            items: components["schemas"]["EventView"][];
+        };
+        /** @description One event of an approval's trail, oldest first (`Event.to_api`). */
+        EventView: {
+            id: number;
+            /**
+             * @example suspended
+             * @example approved
+             */
+            kind: string;
+            at: string;
+            actor: string | null;
+            channel: string | null;
+            /** @description the event's facts; `rule_errors` (conditions that failed to evaluate) appear for an operator's key only */
+            data: {
+                [key: string]: unknown;
+            };
         };
         /** @description `POST /v1/approvals/{id}/events/resend` (operators): the body may be left out. */
         EventsResendBody: {
