@@ -6,6 +6,8 @@ pressed "Edit" a link `<public_url>/edit/<token>`: the token (itsdangerous, purp
 shows them, and expires after EDIT_LINK_TTL. Whoever submits the form decides as that identity,
 through the press use case (which checks again that they may decide), so the link is sent to the
 presser alone. "Once" is enforced when the form decides (an inbound mark): a GET never uses it.
+A refused submit used its link, so the form comes back with a `successor`: a new nonce, the same
+expiry. A link's lifetime is fixed when it is issued; only a press on the channel issues a new one.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from gateway.core.errors import InvalidToken
 from gateway.core.tokens import TokenSigner
@@ -29,6 +31,7 @@ class EditLink:
     actor: str  # canonical identity: who decides by submitting the form
     name: str | None  # how the platform shows them
     nonce: str
+    expires_at: datetime  # fixed at issue: a successor expires then too
 
     @property
     def use_key(self) -> str:
@@ -42,6 +45,14 @@ def token(signer: TokenSigner, approval_id: str, actor: str, name: str | None, n
     return signer.sign(PURPOSE, payload, now + EDIT_LINK_TTL)
 
 
+def successor(signer: TokenSigner, link: EditLink) -> str:
+    """The link a refused submit hands back: the same approval and person, a new nonce (the
+    submit used the old one's mark) and the same expiry, so that refused submits (bad input, a
+    stale form) cannot renew a link for as long as the approval waits."""
+    payload = {"a": link.approval_id, "t": link.actor, "n": link.name or "", "j": secrets.token_urlsafe(9)}
+    return signer.sign(PURPOSE, payload, link.expires_at)
+
+
 def url(public_url: str, link_token: str) -> str:
     return f"{public_url.rstrip('/')}{PATH}{link_token}"
 
@@ -52,7 +63,8 @@ def read(signer: TokenSigner, link_token: str, now: datetime) -> EditLink:
     approval_id, actor, name, nonce = data.get("a"), data.get("t"), data.get("n"), data.get("j")
     if not all(isinstance(v, str) for v in (approval_id, actor, name, nonce)):
         raise InvalidToken()
-    return EditLink(str(approval_id), str(actor), str(name) or None, str(nonce))
+    expires_at = datetime.fromtimestamp(data["e"], UTC)  # an int: verify checked it
+    return EditLink(str(approval_id), str(actor), str(name) or None, str(nonce), expires_at)
 
 
-__all__ = ["EDIT_LINK_TTL", "PATH", "EditLink", "read", "token", "url"]
+__all__ = ["EDIT_LINK_TTL", "PATH", "EditLink", "read", "successor", "token", "url"]

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from gateway.core.errors import ConfigError
 from gateway.core.identity import NAMES
-from gateway.settings.coerce import Coerce, duration, strings, table
+from gateway.settings.coerce import Coerce, duration, integer, strings, table
 from gateway.settings.oidc import OidcSettings, oidc_table
 
 _SCRYPT_RE = re.compile(r"^scrypt\$\d+\$\d+\$\d+\$[0-9a-f]{16,}\$[0-9a-f]{32,}$")
@@ -29,6 +29,8 @@ class WebSettings:
     passwords: Mapping[str, str] = field(default_factory=dict)
     session_max_age: timedelta = timedelta(hours=12)
     login_link_max_age: timedelta = timedelta(minutes=15)
+    # the live refresh streams (/live) one user holds in one process; a new one ends the oldest
+    live_streams_per_user: int = 8
     oidc: OidcSettings | None = None  # [web.oidc]: sign in through an OpenID provider
 
     def role(self, name: str, member: Callable[[str], bool] | None = None) -> str | None:
@@ -52,6 +54,7 @@ KEYS: dict[str, Coerce] = {
     "passwords": table,
     "session_max_age": duration,
     "login_link_max_age": duration,
+    "live_streams_per_user": integer,
     "oidc": oidc_table,
 }
 
@@ -60,6 +63,8 @@ def check_web(web: WebSettings) -> None:
     if web.login_link_max_age > LOGIN_LINK_LONGEST:
         why = "at most 24h: a sign-in link works once only while its use is remembered"
         raise ConfigError("web.login_link_max_age", why)
+    if web.live_streams_per_user < 1:
+        raise ConfigError("web.live_streams_per_user", "at least 1: each open page holds one stream")
     seen: dict[str, str] = {}
     for key in ("approvers", "viewers"):
         for i, name in enumerate(getattr(web, key)):

@@ -8,6 +8,8 @@ carries the round it was drawn for (gateway.core.rounds.tag): submitted after an
 changed the args, it is refused (no vote), and drawn anew on the current args with a fresh link,
 without what was typed (built on the old args, it would silently undo that change): an edit
 on a stale form is not taken as a new proposal, because its untouched fields are the old values.
+A fresh link (the refused submit used its own) expires when the one it follows does: a holder of
+one link cannot renew it by submitting bad input before it expires (editlinks.successor).
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ async def edit_page(request: web.Request) -> web.Response:
 @routes.post("/edit/{token}")
 async def edit_submit(request: web.Request) -> web.Response:
     """Approve with the edited args, as the link's identity (CSRF token required). Each submit
-    uses its link; a refused edit comes back with a fresh link for the same person."""
+    uses its link; a refused edit comes back with a fresh link for the same person, which
+    expires when this one does."""
     token = request.match_info["token"]
     form = posted_form(request)
     opened = await _open(request, token)
@@ -122,11 +125,12 @@ async def edit_submit(request: web.Request) -> web.Response:
 
 
 def _again(request: web.Request, approval: Approval, link: editlinks.EditLink, **form: Any) -> web.Response:
-    """The form again, with a fresh link for the same person, drawn for the current round."""
+    """The form again, with a fresh link for the same person (expiring when `link` does), drawn
+    for the current round."""
     status = form.pop("status")
     signer: TokenSigner = request.config_dict[SIGNER]
     form.setdefault("round", rounds.tag(signer, approval))
-    again = editlinks.token(signer, approval.id, link.actor, link.name, request.config_dict[CLOCK].now())
+    again = editlinks.successor(signer, link)
     ctx = _ctx(approval, link, again, **form)
     return render(request, "edit_link.html", ctx, status=status)
 

@@ -364,13 +364,13 @@ async def live_script(request: web.Request) -> web.FileResponse:
 @require()
 async def live_stream(request: web.Request, user: User) -> web.StreamResponse:
     """Server-sent events: `change` whenever the gateway recorded something new, while the
-    session that opened the stream lasts."""
+    session that opened the stream lasts (at most `[web] live_streams_per_user` per user)."""
     token, cookies = request.cookies.get(SESSION_COOKIE, ""), request.config_dict[COOKIES]
 
     async def signed_in() -> bool:
         return await cookies.resolve(token) is not None
 
-    return await live.stream(request, request.config_dict[LIVE], signed_in)
+    return await live.stream(request, request.config_dict[LIVE], user.actor, signed_in)
 
 
 @routes.get("/metrics")

@@ -93,7 +93,7 @@ def web_app(cookies: SessionCookies, reads: Reads) -> web.Application:
         app[web_oidc.OIDC] = web_oidc.OidcClient(oidc, cookies.settings.server.public_url)
     app[web_auth.THROTTLE] = web_auth.LoginThrottle()
     app[web_sessions.COOKIES] = cookies
-    app[LIVE] = live.LiveFeed(reads.newest_event_id)
+    app[LIVE] = live.LiveFeed(reads.newest_event_id, per_user=cookies.settings.web.live_streams_per_user)
     app.on_shutdown.append(app[LIVE].close)
     app.on_startup.append(cookies.forget_removed_users)  # after the runtime started (the parent's cleanup_ctx)
     app.add_routes(ROUTES)
