@@ -75,3 +75,17 @@ def test_the_identity_is_the_verified_email_else_sub(claims: dict[str, Any], how
 def test_an_identity_that_is_no_web_name_is_refused() -> None:
     with pytest.raises(SignInRefused):
         identity_name({"sub": "auth0|abc def"}, "email")
+
+
+def test_oidc_without_group_map_warns_at_start(caplog: pytest.LogCaptureFixture) -> None:
+    from gateway.http.web.oidc import OidcClient
+
+    settings = _settings(OIDC).web.oidc
+    with caplog.at_level("WARNING", logger="gateway.web"):
+        OidcClient(settings, "https://gw.example.com")
+    assert "no group_map" in caplog.text
+    caplog.clear()
+    mapped = _settings({**OIDC, "group_map": {"00gfin": "finance"}}, groups={"finance": {}}).web.oidc
+    with caplog.at_level("WARNING", logger="gateway.web"):
+        OidcClient(mapped, "https://gw.example.com")
+    assert "group_map" not in caplog.text

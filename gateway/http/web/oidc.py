@@ -129,6 +129,12 @@ class OidcClient:
             raise ConfigError("web.oidc", hint)
         self.settings = settings
         self.redirect_uri = public_url.rstrip("/") + CALLBACK
+        if not settings.group_map:  # then a group someone names at the provider is ours of that name
+            log.warning(
+                "web.oidc has no group_map: each value of the %r claim is taken as the group of that name; "
+                "where users can create or rename groups at the provider, map its group ids instead",
+                settings.groups_claim,
+            )
         self._provider: Provider | None = None
         self._keys: dict[str, Any] | None = None
 
