@@ -32,11 +32,26 @@ def validate(model: type[B], body: dict[str, Any]) -> B:
     if extra:
         raise ValidationError(extra[0], f"unknown field (allowed: {', '.join(sorted(names))})")
     try:
-        return model.model_validate(body)
+        valid = model.model_validate(body)
     except pydantic.ValidationError as exc:
         first = exc.errors(include_url=False, include_context=True)[0]
         field = str(first["loc"][0]) if first["loc"] else "body"
         raise ValidationError(field, _words(model, field, first)) from None
+    for attr, shown in _texts(model):
+        value = getattr(valid, attr)
+        texts = (value,) if isinstance(value, str) else value if isinstance(value, list | tuple) else ()
+        if any(isinstance(v, str) and "\x00" in v for v in texts):
+            raise ValidationError(shown, "holds a NUL character")
+    return valid
+
+
+@cache
+def _texts(model: type[RequestBody]) -> tuple[tuple[str, str], ...]:
+    """(attribute, JSON name) of the fields that hold text or a list of texts: PostgreSQL's text
+    cannot hold U+0000 (an escaped `\\u0000` in the body), so a title, an id or an error carrying
+    one failed as a 500 where it was stored. A field of any JSON (`args`, `state`, `output`) is
+    stored as JSON text, which escapes it: those keep what they carry."""
+    return tuple((name, info.alias or name) for name, info in model.model_fields.items() if info.annotation is not Any)
 
 
 def _words(model: type[RequestBody], field: str, error: ErrorDetails) -> str:

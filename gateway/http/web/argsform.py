@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.core import jsontext
 from gateway.core.depth import MAX_DEPTH, text_too_deep
 from gateway.core.errors import ValidationError
 from gateway.core.models import Approval
@@ -142,7 +143,8 @@ def parse_value(f: Field, text: str) -> Any:
     if text_too_deep(text):  # before the parser recurses over it, as for an API body
         raise ValidationError(where, f"is nested more than {MAX_DEPTH} levels deep")
     try:
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        # jsontext: an unpaired surrogate escape parses, then fails where the args are hashed (a 500)
+        value = jsontext.check(json.loads(text, parse_constant=_no_constant, parse_float=_finite), "the value")
     except (ValueError, RecursionError) as exc:
         raise ValidationError(where, f"is not valid JSON: {exc}") from None
     if f.kind in ("enum", "boolean") and text not in {v for v, _ in f.options}:
