@@ -24,8 +24,9 @@ Checks (a table row each): no acknowledged approval lost, one approval per idemp
 most one decision per approval and the acknowledged one, exactly one resume job per decided
 approval, every web and Telegram card posted once and synced (the Telegram card's message in the
 fake lost its buttons), each worker succeeded exactly once (one `job_succeeded`, one journaled
-step), and no payment twice (one charge per approved run, none otherwise, and the journaled
-charge is the API's), and the keyed worker's effect applied once per approved approval.
+step), no payment twice (one charge per approved run, none otherwise, and the journaled
+charge is the API's), the keyed worker's effect applied once per approved approval, and
+`hitl-gateway audit verify` passes on the database once the gateways stopped.
 
     python -m bench.chaos [--seconds 90] [--kills 12] [--clients 16] [--seed N] [--port N]
                           [--pg [--replicas 2]]
@@ -475,9 +476,10 @@ class Stalls:
     out (nothing can start while no gateway runs; with replicas one always does). `first`: from
     the decision to the first launch, per approval (a backlog of jobs counts: they run
     `concurrency` at a time). `takeover`: from a kill that cut a launch short to the launch that
-    took it over: on SQLite once the gateway was back (the restarted `serve` takes over every
-    claim at once: sqlite/serve_lock.py); on PostgreSQL whichever replica proved the dead one
-    gone first (docs/replicas.md), the downtime counted when no other replica was serving."""
+    took it over: with one gateway, once it was back (a restarted `serve` takes over every claim
+    at once: sqlite/serve_lock.py); with replicas, by whichever one proved the dead one gone
+    (docs/replicas.md), nothing left out (a kill of the replica that was not running the launch
+    counts as its cut too, when it falls between two launches)."""
 
     first: list[tuple[float, str]] = field(default_factory=list)
     takeover: list[tuple[float, str]] = field(default_factory=list)
