@@ -11,7 +11,7 @@ PREFIX ?= $(HOME)/.local
 OIDC_DIR := tests/web/oidc
 OIDC_STAMP := $(OIDC_DIR)/node_modules/.installed-stamp
 
-.PHONY: run demo check test lint typecheck unit fast clean browser bench chaos fuzz install uninstall
+.PHONY: run demo check test lint typecheck unit fast clean browser bench chaos chaos-pg fuzz install uninstall
 
 # What serving needs: the server, the agent SDK (sdk/, a dependency: pip takes the local one
 # because both are named in the same command) and every extra a config may turn on, so that no
@@ -111,6 +111,11 @@ bench: $(BENCH_STAMP)
 ## make chaos: <= 5 min soak with >= 10 SIGKILLs of a real gateway, then the invariants.
 chaos: $(BENCH_STAMP)
 	$(BENCH_VENV)/bin/python -m bench.chaos --seconds 60 --kills 12 $(CHAOS_ARGS)
+
+## make chaos-pg: the same soak on a fresh PostgreSQL database (HITL_TEST_POSTGRES_URL);
+## CHAOS_ARGS="--replicas 2" runs two gateways on it and SIGKILLs one at a time (failover).
+chaos-pg: $(BENCH_STAMP)
+	$(BENCH_VENV)/bin/python -m bench.chaos --pg --seconds 60 --kills 12 $(CHAOS_ARGS)
 
 ## make fuzz: schemathesis against /openapi.json for a minute: no 5xx, JSON error body on 4xx.
 fuzz: $(BENCH_STAMP)

@@ -24,10 +24,18 @@ Checks (a table row each): no acknowledged approval lost, one approval per idemp
 most one decision per approval and the acknowledged one, exactly one resume job per decided
 approval, every web and Telegram card posted once and synced (the Telegram card's message in the
 fake lost its buttons), each worker succeeded exactly once (one `job_succeeded`, one journaled
-step), and no payment twice (one charge per approved run, none otherwise, and the journaled
-charge is the API's), and the keyed worker's effect applied once per approved approval.
+step), no payment twice (one charge per approved run, none otherwise, and the journaled
+charge is the API's), the keyed worker's effect applied once per approved approval, and
+`hitl-gateway audit verify` passes on the database once the gateways stopped.
 
     python -m bench.chaos [--seconds 90] [--kills 12] [--clients 16] [--seed N] [--port N]
+                          [--pg [--replicas 2]]
+
+`--pg` runs the same soak and checks on a fresh PostgreSQL database (HITL_TEST_POSTGRES_URL, see
+bench/pg.py); `--replicas N` (PostgreSQL only) runs N gateways on it, each request goes to the
+next one (a load balancer: a dead one's requests go to the others), and each SIGKILL hits one
+replica at random, restarted before the next kill, so the others take over its claimed jobs,
+outbox rows and due deadlines (failover, docs/replicas.md) while it is down.
 
 `make test` runs a short one (15 s, 4 kills, a fixed seed): tests/integration/test_chaos_soak.py.
 """
@@ -39,16 +47,20 @@ import asyncio
 import itertools
 import json
 import logging
+import os
 import random
 import re
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 from aiohttp import web
@@ -84,15 +96,39 @@ class Ledger:
     swept: int = 0  # uncertain cards pressed after the soak
     retries: int = 0
     requests: int = 0
-    downtimes: list[tuple[float, float]] = field(default_factory=list)  # (killed, ready again), wall times
+    # (killed, ready again), wall times, of the spans with no gateway serving (one gateway: each kill)
+    downtimes: list[tuple[float, float]] = field(default_factory=list)
+    audit: tuple[int, str] = (-1, "not run")  # `audit verify` after the soak: exit status, its line
+    phases: dict[str, float] = field(default_factory=dict)  # seconds: start, load, stop, audit verify
+    kills: list[tuple[float, int]] = field(default_factory=list)  # (wall time, replica) of each SIGKILL
+
+
+@dataclass
+class Cluster:
+    """The gateway processes on the one database; requests go to each in turn, as through a load
+    balancer, and a request that got no reply is sent again to the next one."""
+
+    gws: list[Gateway]
+    turn: Iterator[int] = field(default_factory=itertools.count)
+
+    def urls(self) -> Iterator[str]:
+        """Where one request goes: a replica, then (for each retry) the next ones, round and round."""
+        first = next(self.turn)
+        return (self.gws[(first + i) % len(self.gws)].url for i in itertools.count())
 
 
 async def _call(
-    http: aiohttp.ClientSession, url: str, body: dict[str, Any], ledger: Ledger, headers: dict[str, str] = AUTH
+    http: aiohttp.ClientSession,
+    gws: Cluster,
+    path: str,
+    body: dict[str, Any],
+    ledger: Ledger,
+    headers: dict[str, str] = AUTH,
 ) -> tuple[int, Any]:
-    """POST until the gateway answers (it may be dead or restarting). Returns status and body."""
+    """POST until a gateway answers (it may be dead or restarting). Returns status and body."""
     delay = 0.02
-    while True:
+    for root in gws.urls():
+        url = root + path
         ledger.requests += 1
         try:
             data_in = json.dumps(body)
@@ -108,9 +144,10 @@ async def _call(
             ledger.retries += 1
             await asyncio.sleep(delay)
             delay = min(0.5, delay * 2)
+    raise AssertionError("unreachable: urls() never ends")
 
 
-async def _agent(gw: Gateway, ledger: Ledger, stop: asyncio.Event, rng: random.Random) -> None:
+async def _agent(gw: Cluster, ledger: Ledger, stop: asyncio.Event, rng: random.Random) -> None:
     async with aiohttp.ClientSession() as http:
         while not stop.is_set():
             run = f"chaos-{uuid.uuid4().hex[:12]}"
@@ -123,7 +160,7 @@ async def _agent(gw: Gateway, ledger: Ledger, stop: asyncio.Event, rng: random.R
                 channels=["web", f"telegram:{CHAT}"],
                 state={"pay": ledger.pay_url} if worker == "pay" else {},
             )
-            status, data = await _call(http, f"{gw.url}/v1/suspend", body, ledger)
+            status, data = await _call(http, gw, "/v1/suspend", body, ledger)
             if status not in (200, 201):
                 ledger.errors += 1
                 continue
@@ -131,19 +168,19 @@ async def _agent(gw: Gateway, ledger: Ledger, stop: asyncio.Event, rng: random.R
             roll = rng.random()
             if roll < 0.5:
                 continue  # left waiting
-            url = f"{gw.url}/v1/approvals/{data['id']}/decision"
+            url = f"/v1/approvals/{data['id']}/decision"
             if roll < 0.65 and await _press(gw, http, data["id"], ledger):
                 continue
             if roll < 0.8:
                 outcome = rng.choice(["approve", "reject"])
-                status, _ = await _call(http, url, {"outcome": outcome, "by": "web:alice"}, ledger, OPERATOR)
+                status, _ = await _call(http, gw, url, {"outcome": outcome, "by": "web:alice"}, ledger, OPERATOR)
                 if status == 200:
                     ledger.decided[data["id"]] = outcome
                 continue
             ledger.raced.add(data["id"])  # two people press at once
             results = await asyncio.gather(
-                _call(http, url, {"outcome": "approve", "by": "web:alice"}, ledger, OPERATOR),
-                _call(http, url, {"outcome": "reject", "by": "web:bob"}, ledger, OPERATOR),
+                _call(http, gw, url, {"outcome": "approve", "by": "web:alice"}, ledger, OPERATOR),
+                _call(http, gw, url, {"outcome": "reject", "by": "web:bob"}, ledger, OPERATOR),
             )
             won = [o for (s, _), o in zip(results, ("approve", "reject"), strict=True) if s == 200]
             if len(won) > 1:
@@ -152,7 +189,7 @@ async def _agent(gw: Gateway, ledger: Ledger, stop: asyncio.Event, rng: random.R
                 ledger.decided[data["id"]] = won[0]
 
 
-async def _press(gw: Gateway, http: aiohttp.ClientSession, approval_id: str, ledger: Ledger) -> bool:
+async def _press(gw: Cluster, http: aiohttp.ClientSession, approval_id: str, ledger: Ledger) -> bool:
     """Press Approve on the Telegram card (once it is posted); redeliver until a 200. False if the
     card did not arrive in time (the gateway may have died before posting it)."""
     try:
@@ -160,7 +197,7 @@ async def _press(gw: Gateway, http: aiohttp.ClientSession, approval_id: str, led
     except TimeoutError:
         return False
     update = press(next(ledger.update_ids), message_id, data)
-    status, _ = await _call(http, f"{gw.url}/webhooks/telegram", update, ledger, TELEGRAM_HEADERS)
+    status, _ = await _call(http, gw, "/webhooks/telegram", update, ledger, TELEGRAM_HEADERS)
     if status != 200:
         ledger.errors += 1
         return False
@@ -170,30 +207,96 @@ async def _press(gw: Gateway, http: aiohttp.ClientSession, approval_id: str, led
 
 
 async def _killer(
-    gw: Gateway, kills: int, seconds: float, rng: random.Random, stop: asyncio.Event, ledger: Ledger
+    gws: Cluster, kills: int, seconds: float, rng: random.Random, stop: asyncio.Event, ledger: Ledger
 ) -> int:
-    """`kills` SIGKILLs spread over `seconds` (at least), each followed by a restart."""
+    """`kills` SIGKILLs spread over `seconds` (at least), each of one gateway (at random among
+    replicas) followed by its restart; the others serve on meanwhile."""
     done = 0
     stop_at = time.monotonic() + seconds
     gap = seconds / max(1, kills)
     while done < kills:
         await asyncio.sleep(rng.uniform(0.2 * gap, 1.0 * gap))
+        victim = rng.randrange(len(gws.gws))
+        gw = gws.gws[victim]
         killed = time.time()
         gw.kill()
+        ledger.kills.append((killed, victim))
         done += 1
         await asyncio.sleep(rng.uniform(0.0, 0.3))
         await asyncio.to_thread(gw.start)
-        ledger.downtimes.append((killed, time.time()))
+        if len(gws.gws) == 1:
+            ledger.downtimes.append((killed, time.time()))
     await asyncio.sleep(max(0.0, stop_at - time.monotonic()))
     stop.set()
     return done
 
 
+# ---------------------------------------------------------------- the database, either backend
+class Db(Protocol):
+    """What the checks use of a connection: sqlite3.Connection's `execute`, with `?` and `?N`."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+
+class Rows(list[tuple[Any, ...]]):
+    """A query's rows, read like a sqlite3 cursor."""
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self[0] if self else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return list(self)
+
+
+PLACEHOLDER = re.compile(r"\?(\d*)")
+
+
+def pg_sql(sql: str) -> str:
+    """SQLite's `?` (the next parameter) and `?N` as PostgreSQL's `$N` (the checks' SQL has no
+    question mark in a literal)."""
+    n = itertools.count(1)
+    return PLACEHOLDER.sub(lambda m: f"${m[1] or next(n)}", sql)
+
+
+class PgDb:
+    """A synchronous face of one asyncpg connection (its own event loop), so that the checks run
+    unchanged on PostgreSQL; call it outside any running loop (`asyncio.to_thread` from inside one)."""
+
+    def __init__(self, url: str) -> None:
+        import asyncpg
+
+        self.loop = asyncio.new_event_loop()
+        self.conn = self.loop.run_until_complete(asyncpg.connect(url))
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Rows:
+        return Rows(tuple(r) for r in self.loop.run_until_complete(self.conn.fetch(pg_sql(sql), *params)))
+
+    def close(self) -> None:
+        try:
+            self.loop.run_until_complete(self.conn.close())
+        finally:
+            self.loop.close()
+
+
+@contextmanager
+def connect(store: str) -> Iterator[Db]:
+    """The soak's database: a postgresql:// URL, else a SQLite file's path."""
+    if store.startswith("postgresql://"):
+        pg = PgDb(store)
+        try:
+            yield pg
+        finally:
+            pg.close()
+    else:
+        with sqlite3.connect(store) as db:
+            yield db
+
+
 # ---------------------------------------------------------------- checks
-Check = Callable[[sqlite3.Connection, Ledger], tuple[int, list[str]]]
+Check = Callable[[Db, Ledger], tuple[int, list[str]]]
 
 
-def check_no_approval_lost(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_no_approval_lost(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     bad = []
     for key, aid in ledger.suspended.items():
         row = db.execute("SELECT id FROM approvals WHERE idempotency_key = ?", (key,)).fetchone()
@@ -202,13 +305,13 @@ def check_no_approval_lost(db: sqlite3.Connection, ledger: Ledger) -> tuple[int,
     return len(ledger.suspended), bad
 
 
-def check_one_approval_per_key(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_one_approval_per_key(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     rows = db.execute("SELECT idempotency_key, COUNT(*) FROM approvals GROUP BY 1 HAVING COUNT(*) > 1").fetchall()
     total = db.execute("SELECT COUNT(*) FROM approvals").fetchone()[0]
     return total, [f"{k}: {n} approvals" for k, n in rows]
 
 
-def check_one_decision(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_one_decision(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     bad = []
     marks = ",".join("?" * len(FINAL_EVENTS))
     rows = db.execute(
@@ -228,7 +331,7 @@ def check_one_decision(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, lis
     return len(rows), bad
 
 
-def check_one_resume_job(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_one_resume_job(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     rows = db.execute(
         "SELECT a.id, a.status, (SELECT COUNT(*) FROM resume_jobs j WHERE j.approval_id = a.id),"
         " (SELECT COUNT(*) FROM events e WHERE e.approval_id = a.id AND e.kind = 'job_queued')"
@@ -242,7 +345,7 @@ def check_one_resume_job(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, l
     return len(rows), bad
 
 
-def _card_rows(db: sqlite3.Connection, channel: str) -> list[Any]:
+def _card_rows(db: Db, channel: str) -> list[Any]:
     return db.execute(
         "SELECT a.id, a.status, c.status,"
         " (SELECT COUNT(*) FROM events e WHERE e.approval_id = a.id AND e.kind = 'card_posted' AND e.channel = ?1),"
@@ -254,7 +357,7 @@ def _card_rows(db: sqlite3.Connection, channel: str) -> list[Any]:
     ).fetchall()
 
 
-def check_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_cards(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     """Web cards: one post per approval and channel, posted; decided ones synced after."""
     rows = _card_rows(db, "web")
     bad = []
@@ -266,7 +369,7 @@ def check_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]
     return len(rows), bad
 
 
-def chat_cards(db: sqlite3.Connection, ledger: Ledger) -> dict[str, list[int]]:
+def chat_cards(db: Db, ledger: Ledger) -> dict[str, list[int]]:
     """Approval id -> the ids of every message in the fake chat that is its card (a card shows
     its run id; cards posted after the decision have no buttons, so buttons cannot tell)."""
     runs = dict(db.execute("SELECT run_id, id FROM approvals").fetchall())
@@ -279,20 +382,20 @@ def chat_cards(db: sqlite3.Connection, ledger: Ledger) -> dict[str, list[int]]:
     return found
 
 
-def check_telegram_never_twice(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_telegram_never_twice(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     """Telegram: at most one message per approval in the fake chat, whatever the kills."""
     cards = chat_cards(db, ledger)
     return len(cards), [f"{aid}: {len(mids)} cards" for aid, mids in cards.items() if len(mids) > 1]
 
 
-def uncertain_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[list[str], list[str]]:
+def uncertain_cards(db: Db, ledger: Ledger) -> tuple[list[str], list[str]]:
     """Telegram cards recorded `uncertain` (a kill mid-sendMessage): (in the chat, never reached it)."""
     rows = db.execute("SELECT approval_id FROM cards WHERE channel = ? AND status = 'uncertain'", (f"telegram:{CHAT}",))
     ids, cards = [r[0] for r in rows], chat_cards(db, ledger)
     return [a for a in ids if a in cards], [a for a in ids if a not in cards]
 
 
-def check_telegram_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_telegram_cards(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     """Telegram: one post row; the card recorded (posted, or adopted by a press) with its message
     in the fake, or `uncertain` (a kill mid-call: never sent again); a decided approval's recorded
     message lost its buttons (synced). After the soak, a person presses every decided uncertain
@@ -318,7 +421,7 @@ def check_telegram_cards(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, l
     return len(rows), bad
 
 
-def check_workers(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_workers(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     """Every decided approval: its job succeeded, one job_succeeded event; the `pay` worker's
     also one journaled step (the bare workers journal nothing)."""
     rows = db.execute(
@@ -335,7 +438,7 @@ def check_workers(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str
     return len(rows), bad
 
 
-def check_payments(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_payments(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     """One charge per approved run and none for the others; the journal holds the API's charge."""
     per_run: dict[str, list[str]] = {}
     for charge in ledger.payments.charges.values():
@@ -354,7 +457,7 @@ def check_payments(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[st
     return len(ledger.payments.charges), bad
 
 
-def check_keyed_effects(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, list[str]]:
+def check_keyed_effects(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
     """The `keyed` worker: each approved approval's effect applied exactly once (the API
     de-duplicates on HITL_IDEMPOTENCY_KEY, the same on every launch); none for the others."""
     applied = ledger.effects.applied["keyed"]
@@ -370,10 +473,13 @@ def check_keyed_effects(db: sqlite3.Connection, ledger: Ledger) -> tuple[int, li
 @dataclass
 class Stalls:
     """How long decided approvals waited for their worker to start, the gateway's downtime left
-    out (nothing can start while no gateway runs). `first`: from the decision to the first
-    launch, per approval (a backlog of jobs counts: they run `concurrency` at a time).
-    `takeover`: from a kill that cut a launch short to the launch that took it over, once the
-    gateway was back (the restarted `serve` takes over every claim at once: sqlite/serve_lock.py)."""
+    out (nothing can start while no gateway runs; with replicas one always does). `first`: from
+    the decision to the first launch, per approval (a backlog of jobs counts: they run
+    `concurrency` at a time). `takeover`: from a kill that cut a launch short to the launch that
+    took it over: with one gateway, once it was back (a restarted `serve` takes over every claim
+    at once: sqlite/serve_lock.py); with replicas, by whichever one proved the dead one gone
+    (docs/replicas.md), nothing left out (a kill of the replica that was not running the launch
+    counts as its cut too, when it falls between two launches)."""
 
     first: list[tuple[float, str]] = field(default_factory=list)
     takeover: list[tuple[float, str]] = field(default_factory=list)
@@ -389,7 +495,7 @@ class Stalls:
         )
 
 
-def stalls(db: sqlite3.Connection, ledger: Ledger) -> Stalls:
+def stalls(db: Db, ledger: Ledger) -> Stalls:
     def waited(since: float, until: float) -> float:
         down = sum(max(0.0, min(until, back) - max(since, killed)) for killed, back in ledger.downtimes)
         return until - since - down
@@ -405,10 +511,18 @@ def stalls(db: sqlite3.Connection, ledger: Ledger) -> Stalls:
             continue
         out.first.append((waited(decided, starts[0]), aid))
         for before, after in itertools.pairwise(starts):
-            cut = next((killed for killed, _ in ledger.downtimes if before <= killed <= after), None)
+            cut = next((killed for killed, _ in ledger.kills if before <= killed <= after), None)
             if cut is not None:  # else a retry after a transient failure: its backoff is no stall
                 out.takeover.append((waited(cut, after), aid))
     return out
+
+
+def check_audit_chain(db: Db, ledger: Ledger) -> tuple[int, list[str]]:
+    """`hitl-gateway audit verify` on the database after the gateways stopped: every approval's
+    hash chain, head and checkpoint holds, whatever the kills cut short."""
+    status, line = ledger.audit
+    events = int(db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    return events, [] if status == 0 else [f"audit verify exited {status}: {line}"]
 
 
 CHECKS: list[tuple[str, Check]] = [
@@ -422,42 +536,65 @@ CHECKS: list[tuple[str, Check]] = [
     ("each worker succeeded exactly once", check_workers),
     ("no payment happened twice", check_payments),
     ("keyed worker: each effect applied once", check_keyed_effects),
+    ("the audit chain verifies", check_audit_chain),
 ]
 
 
-async def _drain(db_path: Path, limit: float) -> float:
+def _pending(store: str) -> int:
+    with connect(store) as db:
+        pending = int(db.execute("SELECT COUNT(*) FROM outbox WHERE status = 'pending'").fetchone()[0])
+        return pending + int(
+            db.execute("SELECT COUNT(*) FROM resume_jobs WHERE status IN ('queued', 'running')").fetchone()[0]
+        )
+
+
+async def _drain(store: str, limit: float) -> float:
     """Wait until the outbox and the resume jobs have nothing pending (leases of killed processes
     must expire first: 60 s)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
-        with sqlite3.connect(db_path) as db:
-            pending = db.execute("SELECT COUNT(*) FROM outbox WHERE status = 'pending'").fetchone()[0]
-            pending += db.execute("SELECT COUNT(*) FROM resume_jobs WHERE status IN ('queued', 'running')").fetchone()[
-                0
-            ]
-        if pending == 0:
+        if await asyncio.to_thread(_pending, store) == 0:
             return time.monotonic() - t0
         await asyncio.sleep(1.0)
     return -1.0
 
 
-async def _sweep(gw: Gateway, db_path: Path, ledger: Ledger) -> int:
-    """What a person in the chat does with a card that still shows buttons after the approval was
-    decided elsewhere: press it. For an `uncertain` card that press is how the gateway finds it."""
-    with sqlite3.connect(db_path) as db:
+def _swept_cards(store: str, ledger: Ledger) -> list[str]:
+    with connect(store) as db:
         in_chat, _ = uncertain_cards(db, ledger)
         final = {r[0] for r in db.execute("SELECT id FROM approvals WHERE status <> 'waiting_approval'")}
+    return [a for a in in_chat if a in final and a in ledger.telegram.posts]
+
+
+async def _sweep(gw: Cluster, store: str, ledger: Ledger) -> int:
+    """What a person in the chat does with a card that still shows buttons after the approval was
+    decided elsewhere: press it. For an `uncertain` card that press is how the gateway finds it."""
+    cards = await asyncio.to_thread(_swept_cards, store, ledger)
     async with aiohttp.ClientSession() as http:
-        for aid in (a for a in in_chat if a in final and a in ledger.telegram.posts):
+        for aid in cards:
             message_id, data = ledger.telegram.posts[aid][0]
             update = press(next(ledger.update_ids), message_id, data)
-            status, _ = await _call(http, f"{gw.url}/webhooks/telegram", update, ledger, TELEGRAM_HEADERS)
+            status, _ = await _call(http, gw, "/webhooks/telegram", update, ledger, TELEGRAM_HEADERS)
             ledger.swept += status == 200
     return ledger.swept
 
 
 async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
     return await serve_local(app, access_log=None)
+
+
+def _audit_verify(gw: Gateway) -> tuple[int, str]:
+    """`hitl-gateway audit verify` with the soak's config (after the gateways stopped: each one
+    seals its heads on SIGTERM): its exit status and the line it printed."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "sdk"), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "gateway", "--config", str(gw.workdir / "gateway.toml"), "audit", "verify"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=gw.workdir, timeout=300)
+    except subprocess.TimeoutExpired:
+        return -1, "timed out after 300 s"
+    lines = (done.stdout + done.stderr).strip().splitlines()  # its verdict, else the last log line
+    return done.returncode, next((x for x in lines if x.startswith("audit trail")), lines[-1] if lines else "")
 
 
 def _workers(ledger: Ledger) -> str:
@@ -471,27 +608,58 @@ def _workers(ledger: Ledger) -> str:
     return retries + "\n" + "\n".join(tables)
 
 
-async def _soak(work: Path, args: argparse.Namespace, rng: random.Random, ledger: Ledger) -> tuple[int, float]:
+async def _soak(
+    work: Path, store: str, args: argparse.Namespace, rng: random.Random, ledger: Ledger
+) -> tuple[int, float]:
     """The fakes live here for the whole run (they outlive every gateway); returns kills, drain s."""
     tg_runner = await ledger.telegram.serve()
     pay_runner, ledger.pay_url = await _serve(ledger.payments.app())
     effects_runner, ledger.effects_url = await _serve(ledger.effects.app())
     extra = config(ledger.telegram.base_url, 2, "pay", _workers(ledger))
-    gw = Gateway(work, work / "gateway.db", extra_config=extra, **({"port": args.port} if args.port else {}))
-    await asyncio.to_thread(gw.start)
+    gws = Cluster([])
+    for i in range(args.replicas):
+        home = work if args.replicas == 1 else work / f"replica{i}"
+        home.mkdir(exist_ok=True)
+        gw = Gateway(home, work / "gateway.db", extra_config=extra, **({"port": args.port + i} if args.port else {}))
+        gw.store_url = store if store.startswith("postgresql://") else None
+        gws.gws.append(gw)
+    t0 = time.monotonic()
     try:
+        await asyncio.gather(*(asyncio.to_thread(gw.start) for gw in gws.gws))
+        ledger.phases["start"], t0 = time.monotonic() - t0, time.monotonic()
         stop = asyncio.Event()
-        agents = [_agent(gw, ledger, stop, random.Random(rng.random())) for _ in range(args.clients)]
-        results = await asyncio.gather(_killer(gw, args.kills, args.seconds, rng, stop, ledger), *agents)
-        drained = await _drain(work / "gateway.db", args.drain)
-        if drained >= 0 and await _sweep(gw, work / "gateway.db", ledger):
-            drained += await _drain(work / "gateway.db", args.drain)
+        agents = [_agent(gws, ledger, stop, random.Random(rng.random())) for _ in range(args.clients)]
+        results = await asyncio.gather(_killer(gws, args.kills, args.seconds, rng, stop, ledger), *agents)
+        ledger.phases["load"] = time.monotonic() - t0
+        drained = await _drain(store, args.drain)
+        if drained >= 0 and await _sweep(gws, store, ledger):
+            drained += await _drain(store, args.drain)
     finally:
-        await asyncio.to_thread(gw.stop)
+        t0 = time.monotonic()
+        for gw in gws.gws:
+            await asyncio.to_thread(gw.stop)
+        ledger.phases["stop"] = time.monotonic() - t0
         await tg_runner.cleanup()
         await pay_runner.cleanup()
         await effects_runner.cleanup()
+    t0 = time.monotonic()
+    ledger.audit = await asyncio.to_thread(_audit_verify, gws.gws[0])
+    ledger.phases["audit verify"] = time.monotonic() - t0
     return int(results[0]), drained
+
+
+@contextmanager
+def _database(pg: bool, work: Path) -> Iterator[str]:
+    """The soak's store: a fresh PostgreSQL database (dropped after), else a SQLite file in `work`."""
+    if not pg:
+        yield str(work / "gateway.db")
+        return
+    from bench import pg as server
+
+    if (why := server.reachable()) is not None:
+        raise SystemExit(f"chaos --pg: {why}")
+    with server.database("hitl_chaos") as url:
+        yield url
 
 
 def main() -> int:
@@ -504,18 +672,22 @@ def main() -> int:
     # the suite's run (tests/integration/test_chaos_soak.py) passes a port below the kernel's
     # ephemeral range: between a kill and the restart, another test's client socket could take a
     # port the kernel handed out, and the restart would fail to bind it
-    p.add_argument("--port", type=int, default=0, help="the gateway's port (default: a free one)")
+    p.add_argument("--port", type=int, default=0, help="the gateway's port, replica i's + i (default: a free one)")
+    p.add_argument("--pg", action="store_true", help="on a fresh PostgreSQL database (HITL_TEST_POSTGRES_URL)")
+    p.add_argument("--replicas", type=int, default=1, help="gateway processes on the one database (with --pg)")
     args = p.parse_args()
+    if args.replicas < 1 or (args.replicas > 1 and not args.pg):
+        p.error("--replicas N share one database: PostgreSQL only (--pg), N >= 1")
     # the fakes' server logs a traceback for every request cut by a SIGKILLed gateway: expected here
     logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
     ledger = Ledger()
     t_start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="hitl-chaos-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="hitl-chaos-") as tmp, _database(args.pg, Path(tmp)) as store:
         work = Path(tmp)
-        kills, drained = asyncio.run(_soak(work, args, rng, ledger))
-        with sqlite3.connect(work / "gateway.db") as db:
+        kills, drained = asyncio.run(_soak(work, store, args, rng, ledger))
+        with connect(store) as db:
             outcomes = [(name, *fn(db, ledger)) for name, fn in CHECKS]
             attempts = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'job_started'").fetchone()[0]
             jobs = db.execute("SELECT COUNT(*) FROM resume_jobs").fetchone()[0]
@@ -523,11 +695,16 @@ def main() -> int:
             in_chat, never_sent = uncertain_cards(db, ledger)
             stalled = stalls(db, ledger)
     failed = sum(1 for _, _, bad in outcomes if bad)
+    backend = "SQLite" if not args.pg else f"PostgreSQL, {args.replicas} replica{'s' if args.replicas > 1 else ''}"
+    per = ""
+    if args.replicas > 1:
+        each = [sum(v == i for _, v in ledger.kills) for i in range(args.replicas)]
+        per = " (" + ", ".join(f"{n} of replica {i}" for i, n in enumerate(each)) + ")"
     print(
-        f"chaos: seed {seed}, {kills} SIGKILLs in {args.seconds:.0f}s, {args.clients} agents, "
+        f"chaos: seed {seed}, {backend}, {kills} SIGKILLs{per} in {args.seconds:.0f}s, {args.clients} agents, "
         f"{ledger.requests} requests ({ledger.retries} retried after a crash), "
         f"outbox and jobs drained {f'in {drained:.0f}s' if drained >= 0 else 'NOT in time'}, "
-        f"total {time.monotonic() - t_start:.0f}s"
+        f"total {time.monotonic() - t_start:.0f}s ({', '.join(f'{k} {v:.0f}s' for k, v in ledger.phases.items())})"
     )
     print(
         f"acknowledged: {len(ledger.suspended)} suspends, {len(ledger.decided)} decisions "
@@ -545,7 +722,9 @@ def main() -> int:
         f"effects applied twice after a relaunch: bare worker (ignores HITL_IDEMPOTENCY_KEY) "
         f"{ledger.effects.line('bare')}; keyed worker (sends it to a de-duplicating API) {ledger.effects.line('keyed')}"
     )
-    print(f"failover ({len(ledger.downtimes)} restarts, their downtime left out): {stalled.line()}")
+    left_out = "their downtime left out" if args.replicas == 1 else "another replica serving throughout"
+    print(f"failover ({len(ledger.kills)} restarts, {left_out}): {stalled.line()}")
+    print(f"audit verify (exit {ledger.audit[0]}): {ledger.audit[1]}")
     width = max(len(c[0]) for c in CHECKS)
     print(f"{'invariant':<{width}}  {'checked':>8}  result")
     for name, checked, bad in outcomes:

@@ -4,7 +4,10 @@ real gateway on SQLite (fixed seed), and every invariant of its table must hold.
 The full soak (60 s, 12 kills) runs only on demand, in its own venv; this run keeps a regression
 of its invariants from going unseen between soaks (one did: "every card posted once and synced
 (telegram)" failed for a whole session). The harness needs nothing beyond the dev extra: the
-gateway, aiohttp, the fakes of tests/ and examples/."""
+gateway, aiohttp, the fakes of tests/ and examples/.
+
+On PostgreSQL (`--pg --replicas 2`, marked `postgres`): two gateways on one fresh database, one
+SIGKILLed at a time while the other takes over its claims, for 8 s with 2 kills."""
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ pytestmark = pytest.mark.subprocess  # the harness starts, kills and restarts a 
 
 ROOT = Path(__file__).resolve().parents[2]
 SECONDS, KILLS, SEED = 15, 4, 1
+PG_SECONDS, PG_KILLS = 8, 2  # PostgreSQL restarts are slower: under 30 s in all, like the SQLite run
 DRAIN = 30  # seconds the harness waits for the outbox and the jobs after the load (~2 s when well)
 WITHIN = 100  # under pytest's 120 s, so that a hang still shows the harness's output
 ROW = re.compile(r"^(?P<name>.+?)\s+(?P<checked>\d+)\s+(?P<result>OK|FAIL \(\d+\))$")
@@ -52,10 +56,25 @@ def _failures(out: str) -> list[str]:
 
 
 def test_chaos_soak_with_sigkills_keeps_every_invariant(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_")}
+    _soak(tmp_path, ["--seconds", str(SECONDS), "--kills", str(KILLS)])
+
+
+@pytest.mark.postgres
+def test_chaos_soak_on_postgres_with_two_replicas_keeps_every_invariant(tmp_path: Path) -> None:
+    from bench import pg as server
+    from tests import pg
+
+    if (why := server.reachable()) is not None:
+        pg.unavailable(why)
+    _soak(tmp_path, ["--pg", "--replicas", "2", "--seconds", str(PG_SECONDS), "--kills", str(PG_KILLS)])
+
+
+def _soak(tmp_path: Path, args: list[str]) -> None:
+    """bench.chaos with `args`, a fixed seed and a short drain; fails naming each broken invariant."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HITL_") or k == "HITL_TEST_POSTGRES_URL"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), str(ROOT / "sdk"), env.get("PYTHONPATH")]))
     env["TMPDIR"] = str(tmp_path)  # the harness's database and gateway log
-    args = ["--seconds", str(SECONDS), "--kills", str(KILLS), "--seed", str(SEED), "--drain", str(DRAIN)]
+    args = [*args, "--seed", str(SEED), "--drain", str(DRAIN)]
     t0 = time.monotonic()
     # its own session: on a hang the harness and the gateway it started go down together
     with subprocess.Popen(
