@@ -58,7 +58,12 @@ class ApprovalView(BaseModel):
 class EventView(BaseModel):
     """One event of an approval's trail, oldest first (`Event.to_api`)."""
 
-    id: int
+    id: int = Field(
+        description=(
+            "for an operator's key, the event's id in the store (one sequence for every approval); for an agent's"
+            " key, its position in the trail the agent reads (1, 2, ...), so that hidden events leave no gap"
+        )
+    )
     kind: str = Field(examples=["suspended", "approved"])
     at: str
     actor: str | None

@@ -60,8 +60,12 @@ def event(item: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def events(items: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """An approval's trail as an agent reads it: in order, without what it is not shown."""
-    return [shown for shown in map(event, items) if shown is not None]
+    """An approval's trail as an agent reads it: in order, without what it is not shown, each
+    event's `id` its position in that trail (1, 2, ...). Event ids are one sequence for the whole
+    store, and a hidden `rule_shadow` event takes its number in the suspend's own transaction: the
+    gaps in the ids the agent read would count the verdicts hidden from it."""
+    shown = (e for e in map(event, items) if e is not None)
+    return [{**e, "id": position} for position, e in enumerate(shown, 1)]
 
 
 def rehydration(doc: dict[str, Any]) -> dict[str, Any]:

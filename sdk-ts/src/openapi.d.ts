@@ -2208,6 +2208,7 @@ export interface components {
         };
         /** @description One event of an approval's trail, oldest first (`Event.to_api`). */
         EventView: {
+            /** @description for an operator's key, the event's id in the store (one sequence for every approval); for an agent's key, its position in the trail the agent reads (1, 2, ...), so that hidden events leave no gap */
             id: number;
             /**
              * @example suspended
