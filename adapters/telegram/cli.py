@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from telegram.error import InvalidToken, TelegramError
 
 from adapters.telegram.channel import ALLOWED_UPDATES, WEBHOOK_PATH, TelegramChannel
+from adapters.telegram.parse import NotAnUpdate
 from adapters.telegram.request import scrub
 from adapters.telegram.spec import TelegramSettings, check_webhook
 from gateway.core import jsontext
@@ -57,10 +58,15 @@ async def poll_once(channel: TelegramChannel, offset: int | None, wait: int) -> 
     updates = await channel.bot.get_updates(offset=offset, timeout=wait, allowed_updates=list(ALLOWED_UPDATES))
     for update in updates:
         data = update.to_dict()
-        if jsontext.storable(data):
-            log.info("telegram update %s: %s", update.update_id, await channel.updates.handle(data))
-        else:  # as the webhook's 400: its text cannot be hashed or stored, and asked for again it would stop the loop
+        # As the webhook's 400s: skipped and confirmed (the next offset). Raised out of the loop, such an
+        # update would stop the poller, and asked for again at its restart, stop it again.
+        if not jsontext.storable(data):  # its text cannot be hashed or stored
             log.warning("telegram update %s: skipped: %s", update.update_id, jsontext.LoneSurrogate("it"))
+        else:
+            try:
+                log.info("telegram update %s: %s", update.update_id, await channel.updates.handle(data))
+            except NotAnUpdate as exc:  # a field we read is malformed: nothing was recorded
+                log.warning("telegram update %s: skipped: not a Telegram update: %s", update.update_id, exc)
         offset = update.update_id + 1
     return offset
 
