@@ -11,7 +11,12 @@ from collections.abc import Collection
 from datetime import timedelta
 
 from gateway.core.clock import Clock
-from gateway.store import Store
+from gateway.store import Store, WebSession
+
+
+def key_of(session_id: str) -> str:
+    """The store's name for a session: a hash of the cookie's session id."""
+    return _key(session_id)
 
 
 def _key(session_id: str) -> str:
@@ -33,6 +38,19 @@ class WebSessions:
     async def revoke(self, session_id: str) -> None:
         await self._store.delete_session(_key(session_id))
 
+    async def of(self, user: str) -> list[WebSession]:
+        """`user`'s live sessions, newest first (their Sessions page)."""
+        return await self._store.user_sessions(user, self._clock.now())
+
+    async def end(self, user: str, key: str) -> bool:
+        """End `user`'s session named `key` (the store's hash); False if it is not theirs (or
+        gone): another's is left alone."""
+        return await self._store.delete_user_session(user, key)
+
+    async def end_others(self, user: str, session_id: str) -> int:
+        """End every session of `user` but the one of `session_id` (this browser's)."""
+        return await self._store.delete_other_sessions(user, _key(session_id))
+
     async def keep_only(self, users: Collection[str]) -> int:
         """Delete the sessions of every user not in `users` (removed from `[web]`)."""
         return await self._store.delete_sessions(users)
@@ -51,4 +69,4 @@ class WebSessions:
         return await self._store.remember_inbound(key, self._clock.now())
 
 
-__all__ = ["WebSessions"]
+__all__ = ["WebSessions", "key_of"]

@@ -26,6 +26,7 @@ from gateway.store.base import (
     Store,
     TransitionWrite,
     ViewOf,
+    WebSession,
 )
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "Store",
     "TransitionWrite",
     "ViewOf",
+    "WebSession",
     "open_store",
     "sqlite_path",
 ]

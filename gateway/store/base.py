@@ -121,6 +121,16 @@ class Prompt:
 
 
 @dataclass(frozen=True, slots=True)
+class WebSession:
+    """One signed-in web session as the store keeps it: `id` is the hash of the cookie's session
+    id (gateway.service.websessions), never anything a cookie could be made from."""
+
+    id: str
+    created_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class TransitionWrite:
     """One compare-and-set transition: the new approval, the version it replaces, and what
     commits with it."""
@@ -550,6 +560,18 @@ class HousekeepingPort(Protocol):
 
     async def delete_sessions(self, keep_users: Collection[str]) -> int:
         """Revoke every session of a user not in `keep_users` (removed from the config)."""
+        ...
+
+    async def user_sessions(self, user: str, now: datetime) -> list[WebSession]:
+        """`user`'s live sessions (not expired at `now`), newest first."""
+        ...
+
+    async def delete_user_session(self, user: str, session_id: str) -> bool:
+        """Revoke one session if it is `user`'s; True if it was."""
+        ...
+
+    async def delete_other_sessions(self, user: str, keep: str) -> int:
+        """Revoke every session of `user` but `keep`; how many went."""
         ...
 
     async def save_prompt(self, prompt: Prompt) -> None:

@@ -685,6 +685,22 @@ async def test_web_sessions_are_revoked_one_by_one_or_by_user(store: Store) -> N
     assert await store.session_user("s2", NOW) is None
 
 
+async def test_a_person_lists_and_ends_only_their_own_web_sessions(store: Store) -> None:
+    later, old = NOW + timedelta(hours=12), NOW - timedelta(hours=1)
+    for sid, user, at in (("s1", "alice", old), ("s2", "alice", NOW), ("s3", "alice", NOW), ("s4", "bob", NOW)):
+        await store.create_session(sid, user, at, later)
+    await store.create_session("s5", "alice", old, NOW)  # expired
+    assert [s.id for s in await store.user_sessions("alice", NOW)] == ["s2", "s3", "s1"]  # newest first
+    (bobs,) = await store.user_sessions("bob", NOW)
+    assert (bobs.id, bobs.created_at, bobs.expires_at) == ("s4", NOW, later)
+    assert not await store.delete_user_session("alice", "s4")  # bob's: left alone
+    assert await store.session_user("s4", NOW) == "bob"
+    assert await store.delete_user_session("alice", "s1") and not await store.delete_user_session("alice", "s1")
+    assert await store.delete_other_sessions("alice", "s2") == 2  # s3, and the expired s5
+    assert [s.id for s in await store.user_sessions("alice", NOW)] == ["s2"]
+    assert await store.session_user("s4", NOW) == "bob"
+
+
 async def test_a_posts_answer_for_the_card_a_press_adopted_records_no_second_card_event(store: Store) -> None:
     """The press came before the post's answer was recorded and adopted the card; the answer then
     names the same message: the outbox item is done, the card stays the press's, and the trail has

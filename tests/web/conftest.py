@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -68,3 +69,22 @@ async def sign_in(client: TestClient[Any, Any], name: str = "alice", password: s
     page = await client.get("/login")
     token = csrf_of(await page.text())
     return await client.post("/login", data={"csrf": token, "name": name, "password": password}, allow_redirects=False)
+
+
+@asynccontextmanager
+async def browsers(client: TestClient[Any, Any]) -> AsyncIterator[Callable[[], Awaitable[TestClient[Any, Any]]]]:
+    """More browsers (each its own cookies) on `client`'s server: a person signed in on their
+    laptop and on their phone. Only their sessions close at the end; the server is `client`'s."""
+    opened: list[TestClient[Any, Any]] = []
+
+    async def another() -> TestClient[Any, Any]:
+        browser: TestClient[Any, Any] = TestClient(client.server)
+        await browser.start_server()  # already serving: nothing to start
+        opened.append(browser)
+        return browser
+
+    try:
+        yield another
+    finally:
+        for browser in opened:
+            await browser.session.close()

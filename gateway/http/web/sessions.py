@@ -125,6 +125,11 @@ def current_user(request: web.Request) -> User | None:
     return user if isinstance(user, User) else None
 
 
+def current_session_id(request: web.Request) -> str | None:
+    """The session id of this request's cookie (never shown: it is the session's credential)."""
+    return request.get(_SID)
+
+
 @web.middleware
 async def sessions(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Resolve the session cookie once per request (the web sub-application's pages only)."""
@@ -164,6 +169,7 @@ __all__ = [
     "SESSION_COOKIE",
     "SessionCookies",
     "User",
+    "current_session_id",
     "current_user",
     "end_session",
     "sessions",

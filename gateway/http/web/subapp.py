@@ -26,6 +26,7 @@ from gateway.http.web import oidc as web_oidc
 from gateway.http.web import push as web_push
 from gateway.http.web import runs as web_runs
 from gateway.http.web import sessions as web_sessions
+from gateway.http.web import signins as web_signins
 from gateway.http.web.inbox import LIVE
 from gateway.http.web.sessions import SessionCookies
 from gateway.service.queries import Reads
@@ -68,6 +69,7 @@ ROUTES: list[web.AbstractRouteDef] = [
     *web_delegations.routes,
     *web_push.routes,
     *web_devices.routes,
+    *web_signins.routes,
     *web_runs.routes,
     *web_oidc.routes,
 ]

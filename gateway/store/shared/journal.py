@@ -10,7 +10,7 @@ from typing import Any
 
 from gateway.core.clock import from_ts, to_ts
 from gateway.core.models import NewEvent, StepRecord
-from gateway.store.base import Prompt
+from gateway.store.base import Prompt, WebSession
 from gateway.store.rows import Row, dumps, step_from_row
 from gateway.store.shared.backend import Backend, Tx
 from gateway.store.shared.tx import encode_events
@@ -29,6 +29,12 @@ def prompt_from_row(row: Row) -> Prompt:
     created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
     assert created is not None and expires is not None
     return Prompt(row["key"], row["approval_id"], row["actor"], row["purpose"], created, expires)
+
+
+def _web_session(row: Row) -> WebSession:
+    created, expires = from_ts(row["created_at"]), from_ts(row["expires_at"])
+    assert created is not None and expires is not None
+    return WebSession(str(row["id"]), created, expires)
 
 
 class JournalSQL(Backend):
@@ -100,6 +106,16 @@ class HousekeepingSQL(Backend):
             return sum([await tx.execute(Q.delete_user_sessions, (u,)) for u in gone])
 
         return await self.transact(op)
+
+    async def user_sessions(self, user: str, now: datetime) -> list[WebSession]:
+        rows = await self.fetch_all(self.Q.user_sessions, (user, to_ts(now)))
+        return [_web_session(r) for r in rows]
+
+    async def delete_user_session(self, user: str, session_id: str) -> bool:
+        return await self.changed(self.Q.delete_own_session, (session_id, user))
+
+    async def delete_other_sessions(self, user: str, keep: str) -> int:
+        return await self.changed_rows(self.Q.delete_other_sessions, (user, keep))
 
     async def take_prompt(self, key: str, actor: str, now: datetime) -> Prompt | None:
         Q = self.Q

@@ -371,6 +371,18 @@ DELETE FROM web_sessions WHERE user_name = $1;
 -- name: prune_sessions
 DELETE FROM web_sessions WHERE expires_at <= $1;
 
+-- name: user_sessions
+-- One person's live sessions, for their Sessions page (newest first).
+SELECT id, created_at, expires_at FROM web_sessions WHERE user_name = $1 AND expires_at > $2
+ORDER BY created_at DESC, id;
+
+-- name: delete_own_session
+-- `user_name` too: a person ends only a session of their own.
+DELETE FROM web_sessions WHERE id = $1 AND user_name = $2;
+
+-- name: delete_other_sessions
+DELETE FROM web_sessions WHERE user_name = $1 AND id <> $2;
+
 -------------------------------------------------------------------------- audit (migration 13)
 
 -- name: last_checkpoint
