@@ -7,7 +7,6 @@ forged CSRF token, and the ended session's open /live stream."""
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,25 +20,14 @@ from gateway.http.web.sessions import SESSION_COOKIE
 from gateway.http.web.subapp import WEB_APP
 from gateway.runtime import Runtime
 from gateway.testing import FakeClock
-from tests.web.conftest import HASH, WEB, browsers, csrf_of, sign_in, web, web_rt  # noqa: F401 (fixtures)
-
-_REF = re.compile(r'action="/account/sessions/([0-9a-f]+)/end"')
+from tests.web.conftest import WEB_WITH_BOB, browsers, csrf_of, web, web_rt  # noqa: F401 (fixtures)
+from tests.web.conftest import session_refs as _page
+from tests.web.conftest import signed_in as _signed_in
 
 
 @pytest.fixture
 def web_settings(settings_factory: Callable[..., Settings]) -> Settings:
-    return settings_factory(web={**WEB, "passwords": {"alice": HASH, "bob": HASH, "victor": HASH}})
-
-
-async def _signed_in(new: Any, name: str) -> TestClient[Any, Any]:
-    browser: TestClient[Any, Any] = await new()
-    assert (await sign_in(browser, name)).status == 303
-    return browser
-
-
-async def _page(browser: TestClient[Any, Any]) -> tuple[list[str], str]:
-    text = await (await browser.get("/account/sessions")).text()
-    return _REF.findall(text), csrf_of(text)
+    return settings_factory(web=WEB_WITH_BOB)
 
 
 async def _alive(browser: TestClient[Any, Any]) -> bool:

@@ -71,6 +71,25 @@ async def sign_in(client: TestClient[Any, Any], name: str = "alice", password: s
     return await client.post("/login", data={"csrf": token, "name": name, "password": password}, allow_redirects=False)
 
 
+# The Sessions page's Sign out forms: one reference per session (tests/web/test_account_sessions.py,
+# tests/security/test_session_signout.py)
+SESSION_REF = re.compile(r'action="/account/sessions/([0-9a-f]+)/end"')
+WEB_WITH_BOB = {**WEB, "passwords": {"alice": HASH, "bob": HASH, "victor": HASH}}  # two people with sessions
+
+
+async def signed_in(new: Callable[[], Awaitable[TestClient[Any, Any]]], name: str) -> TestClient[Any, Any]:
+    """Another browser (from `browsers`), signed in as `name`."""
+    browser = await new()
+    assert (await sign_in(browser, name)).status == 303
+    return browser
+
+
+async def session_refs(browser: TestClient[Any, Any]) -> tuple[list[str], str]:
+    """The Sign out references on the browser's Sessions page, and its CSRF token."""
+    text = await (await browser.get("/account/sessions")).text()
+    return SESSION_REF.findall(text), csrf_of(text)
+
+
 @asynccontextmanager
 async def browsers(client: TestClient[Any, Any]) -> AsyncIterator[Callable[[], Awaitable[TestClient[Any, Any]]]]:
     """More browsers (each its own cookies) on `client`'s server: a person signed in on their

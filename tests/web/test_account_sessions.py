@@ -13,31 +13,19 @@ from aiohttp.test_utils import TestClient
 from gateway.config import Settings
 from gateway.http.web.sessions import SESSION_COOKIE
 from gateway.runtime import Runtime
-from tests.web.conftest import HASH, WEB, browsers, csrf_of, sign_in
-
-_REF = re.compile(r'action="/account/sessions/([0-9a-f]+)/end"')
+from tests.web.conftest import SESSION_REF as _REF
+from tests.web.conftest import WEB_WITH_BOB, browsers, csrf_of, signed_in
+from tests.web.conftest import session_refs as refs
 
 
 @pytest.fixture
 def web_settings(settings_factory: Callable[..., Settings]) -> Settings:
-    return settings_factory(web={**WEB, "passwords": {"alice": HASH, "bob": HASH, "victor": HASH}})
-
-
-async def signed_in(new: Any, name: str) -> TestClient[Any, Any]:
-    browser: TestClient[Any, Any] = await new()
-    assert (await sign_in(browser, name)).status == 303
-    return browser
+    return settings_factory(web=WEB_WITH_BOB)
 
 
 async def inbox_status(browser: TestClient[Any, Any]) -> tuple[int, str]:
     resp = await browser.get("/", allow_redirects=False)
     return resp.status, resp.headers.get("Location", "")
-
-
-async def refs(browser: TestClient[Any, Any]) -> tuple[list[str], str]:
-    """The Sign out references on the browser's Sessions page, and its CSRF token."""
-    text = await (await browser.get("/account/sessions")).text()
-    return _REF.findall(text), csrf_of(text)
 
 
 async def test_the_sessions_page_lists_ones_own_sessions_and_marks_this_browser(web: Any, web_rt: Runtime) -> None:
