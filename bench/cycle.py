@@ -264,6 +264,7 @@ async def _run(
             await asyncio.to_thread(spy.wait, 60)
         per = max(1, loaded["completed"])  # the CPU is read around the whole load, warm-up and tail included
         loaded["server_cpu_us"] = round((after["gateway"] - before["gateway"]) / per * 1e6, 1)
+        loaded["server_system_cpu_us"] = round((after["gateway_system"] - before["gateway_system"]) / per * 1e6, 1)
         loaded["worker_cpu_us"] = round((after["workers"] - before["workers"]) / per * 1e6, 1)
         loaded["postgres_cpu_us"] = round((after["postgres"] - before["postgres"]) / per * 1e6, 1)
         loaded["bench_cpu_us"] = round((bench1 - bench0) / per * 1e6, 1)
@@ -289,6 +290,11 @@ def _proc_cpu(stat: str) -> tuple[int, float]:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _system_cpu(stat: str) -> float:
+    """The system (kernel) part of a /proc/PID/stat line's CPU seconds: sockets, pipes, wake-ups."""
+    return int(stat.rsplit(")", 1)[1].split()[12]) / os.sysconf("SC_CLK_TCK")
+
+
 def processes() -> Iterator[tuple[int, int, float, str]]:
     """(pid, parent pid, CPU seconds so far, its /proc stat line) of every process now."""
     for entry in Path("/proc").iterdir():
@@ -303,13 +309,15 @@ def processes() -> Iterator[tuple[int, int, float, str]]:
 
 
 def cpu_split(gws: list[Gateway]) -> dict[str, float]:
-    """CPU seconds so far of the gateway processes, of their children (the entrypoint pool's
-    workers), and of every PostgreSQL process on the machine (quiet machine: this run's)."""
-    out = {"gateway": 0.0, "workers": 0.0, "postgres": 0.0}
+    """CPU seconds so far of the gateway processes (and the system part of theirs), of their
+    children (the entrypoint pool's workers), and of every PostgreSQL process on the machine
+    (quiet machine: this run's)."""
+    out = {"gateway": 0.0, "gateway_system": 0.0, "workers": 0.0, "postgres": 0.0}
     pids = {gw.proc.pid for gw in gws if gw.proc is not None}
     for pid, parent, cpu, stat in processes():
         if pid in pids:
             out["gateway"] += cpu
+            out["gateway_system"] += _system_cpu(stat)
         elif parent in pids:
             out["workers"] += cpu
         elif "(postgres)" in stat:
