@@ -39,10 +39,29 @@ def check(value: Any, where: str = "the body") -> Any:
     return value
 
 
+def may_hold_surrogate(raw: bytes) -> bool:
+    """Whether parsing `raw` can give a lone surrogate at all: only from a `\\u` escape, from raw
+    UTF-8 surrogate bytes (which start with 0xED), or from another encoding (a NUL byte, a UTF-16
+    byte order mark), which `json.loads` decodes with surrogates allowed. A body with none of
+    these needs no second pass over what it parsed to."""
+    return b"\\u" in raw or b"\xed" in raw or b"\x00" in raw or raw.startswith((b"\xff\xfe", b"\xfe\xff"))
+
+
 def loads(raw: bytes | str, where: str = "the body") -> Any:
     """`json.loads(raw)`, and LoneSurrogate (a ValueError) when its text holds an unpaired
     surrogate. Measure the nesting first (gateway.core.depth): parsing and this check recurse."""
-    return check(json.loads(raw), where)
+    value = json.loads(raw)
+    # a str holds a surrogate itself only if it cannot be encoded
+    plain = ("\\u" not in raw and _encodable(raw)) if isinstance(raw, str) else not may_hold_surrogate(raw)
+    return value if plain else check(value, where)
 
 
-__all__ = ["SURROGATE_WORDS", "LoneSurrogate", "check", "loads", "storable"]
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+__all__ = ["SURROGATE_WORDS", "LoneSurrogate", "check", "loads", "may_hold_surrogate", "storable"]

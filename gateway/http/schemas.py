@@ -14,7 +14,7 @@ from aiohttp import web
 from gateway import contract
 from gateway.core.depth import MAX_DEPTH, too_deep
 from gateway.core.errors import InvalidJSON, UnsupportedMediaType, ValidationError
-from gateway.core.jsontext import SURROGATE_WORDS
+from gateway.core.jsontext import SURROGATE_WORDS, may_hold_surrogate
 from gateway.core.models import Outcome, StepRecord
 from gateway.core.rules import Facts, facts_from_body
 from gateway.core.traces import parse_traceparent
@@ -78,7 +78,7 @@ def _loads_plain(raw: bytes) -> Any:
     as it is parsed) and nesting deep enough to exhaust the recursion limit (impossible with
     fewer than 500 brackets). A body free of all three skips the second pass over it: the
     result, and every error, are the same as before (`tests/unit/test_read_json.py`)."""
-    if b"\\u" in raw or b"\xed" in raw or b"\x00" in raw or raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if may_hold_surrogate(raw):
         return _NOT_PLAIN
     if raw.count(b"[") + raw.count(b"{") >= 500:
         return _NOT_PLAIN
